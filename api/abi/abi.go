@@ -1,0 +1,155 @@
+package abi
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Version is the ABI string a plugin's describe must report.
+const Version = "vigil.predicate/v1"
+
+// Export names every plugin provides.
+const (
+	ExportDescribe = "describe"
+	ExportAdmit    = "admit"
+	ExportObserve  = "observe"
+)
+
+// Host function a plugin may import to reach the network through the host.
+const (
+	HostNamespace = "extism:host/user"
+	HostFetch     = "vigil_fetch"
+)
+
+// Capabilities a plugin may declare. A plugin that declares one the operator
+// has not granted is refused at registration (watch_unobservable).
+const (
+	CapabilityFetch = "fetch"
+)
+
+// KnownCapabilities lists every capability this ABI version defines.
+func KnownCapabilities() []string { return []string{CapabilityFetch} }
+
+// Describe is the output of the describe export.
+type Describe struct {
+	ABI          string          `json:"abi"`
+	Kind         string          `json:"kind"`
+	Version      string          `json:"version"`
+	Summary      string          `json:"summary"`
+	Standing     bool            `json:"standing"`
+	DefaultEvery string          `json:"default_every"`
+	ParamsSchema json.RawMessage `json:"params_schema"`
+	Capabilities []string        `json:"capabilities"`
+	// Example is a params value the plugin admits; the conformance suite
+	// uses it as the known-good case.
+	Example json.RawMessage `json:"example,omitempty"`
+}
+
+// Grants is what the operator allows a plugin: passed to admit so a
+// predicate can refuse a subject it could never observe (a forge host that
+// is not granted) before any watch is written.
+type Grants struct {
+	Capabilities []string `json:"capabilities"`
+	FetchHosts   []string `json:"fetch_hosts,omitempty"`
+}
+
+// AdmitRequest is the input of the admit export.
+type AdmitRequest struct {
+	Kind   string          `json:"kind"`
+	Params json.RawMessage `json:"params"`
+	Grants Grants          `json:"grants"`
+}
+
+// Admit refusal codes.
+const (
+	CodeInvalidParams = "invalid_params"
+	CodeUnobservable  = "unobservable"
+)
+
+// AdmitResponse is the output of the admit export.
+type AdmitResponse struct {
+	OK      bool   `json:"ok"`
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+	Field   string `json:"field,omitempty"`
+	Setting string `json:"setting,omitempty"`
+}
+
+// ObserveRequest is the input of the observe export. Now is the host's
+// clock; a plugin never reads its own.
+type ObserveRequest struct {
+	Kind     string          `json:"kind"`
+	WatchID  string          `json:"watch_id"`
+	Params   json.RawMessage `json:"params"`
+	Now      time.Time       `json:"now"`
+	Attempt  int             `json:"attempt"`
+	Baseline json.RawMessage `json:"baseline,omitempty"`
+}
+
+// Observe statuses.
+const (
+	StatusPending = "pending"
+	StatusSettled = "settled"
+	StatusChanged = "changed"
+)
+
+// Outcome is what a settled or changed observation concluded.
+type Outcome struct {
+	Result  string          `json:"result"`
+	Summary string          `json:"summary,omitempty"`
+	Detail  json.RawMessage `json:"detail,omitempty"`
+}
+
+// ObserveResponse is the output of the observe export.
+//
+//   - pending: not yet, or I cannot tell. Note says why; NextCheck is a hint;
+//     Baseline, for a standing kind, is a snapshot to record silently.
+//   - settled: Outcome is final.
+//   - changed: a standing kind saw a change worth mail; Baseline is the new
+//     snapshot, persisted before the mail goes out.
+type ObserveResponse struct {
+	Status    string          `json:"status"`
+	Note      string          `json:"note,omitempty"`
+	NextCheck *time.Time      `json:"next_check,omitempty"`
+	Outcome   *Outcome        `json:"outcome,omitempty"`
+	Baseline  json.RawMessage `json:"baseline,omitempty"`
+}
+
+// FetchRequest is what a plugin passes to vigil_fetch. Only GET and HEAD.
+type FetchRequest struct {
+	Method         string            `json:"method"`
+	URL            string            `json:"url"`
+	Headers        map[string]string `json:"headers,omitempty"`
+	TimeoutSeconds float64           `json:"timeout_seconds,omitempty"`
+}
+
+// FetchResponse is what vigil_fetch answers: either a response or, when
+// Failure is set, the reason no response could be had.
+type FetchResponse struct {
+	Status      int               `json:"status,omitempty"`
+	Headers     map[string]string `json:"headers,omitempty"`
+	Body        []byte            `json:"body,omitempty"`
+	Fingerprint string            `json:"fingerprint,omitempty"`
+	FromCache   bool              `json:"from_cache,omitempty"`
+	NotModified bool              `json:"not_modified,omitempty"`
+	Failure     *FetchFailure     `json:"failure,omitempty"`
+}
+
+// FetchFailure is the issuer's taxonomy of why a fetch produced no response.
+type FetchFailure struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// Fetch failure reasons. The host's fetch issuer owns the full taxonomy;
+// these are the ones a plugin is expected to tell apart.
+const (
+	FetchInvalidRequestOptions = "invalid_request_options"
+	FetchDestinationRefused    = "destination_refused"
+	FetchTimeout               = "timeout"
+	FetchRateLimited           = "rate_limited"
+	FetchTooLarge              = "too_large"
+	FetchConnectFailed         = "connect_failed"
+	FetchNotGranted            = "not_granted"
+	FetchUnavailable           = "unavailable"
+)

@@ -1,0 +1,331 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	extism "github.com/extism/go-sdk"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/vigilhq/vigil/api/abi"
+)
+
+// module is one compiled plugin file with its pool of warm instances. A
+// module is immutable once built; a reload that changes the file builds a
+// new one, and the old one closes when its last in-flight call returns.
+type module struct {
+	file     string
+	sum      string // sha256 of the .wasm
+	pages    uint32
+	compiled *extism.CompiledPlugin
+	lim      Limits
+	hostCtx  *hostCtx
+
+	// slots bounds instances checked out at once; idle holds warm ones.
+	slots chan struct{}
+	mu    sync.Mutex
+	idle  []*instance
+
+	// lifecycle: calls in flight, and whether the registry still uses it.
+	inflight int
+	retired  bool
+	closed   bool
+}
+
+// hostCtx is what the module's host functions need to know about the kind
+// they serve; it is filled in once describe has said the kind.
+type hostCtx struct {
+	mu    sync.RWMutex
+	kind  string
+	entry Entry
+	fetch Fetcher
+}
+
+func (h *hostCtx) get() (string, Entry) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.kind, h.entry
+}
+
+func (h *hostCtx) set(kind string, e Entry) {
+	h.mu.Lock()
+	h.kind, h.entry = kind, e
+	h.mu.Unlock()
+}
+
+// instance is one warm plugin instance. It is used by one goroutine at a
+// time: an Extism instance shared by two goroutines corrupts for good.
+type instance struct {
+	p      *extism.Plugin
+	stderr *tailBuffer
+}
+
+// compile builds a module from wasm bytes. It does not instantiate.
+func compile(ctx context.Context, cfg *runtimeConfig, file, sum string, wasm []byte, memMiB uint32, hc *hostCtx) (*module, error) {
+	pages := memMiB * 16 // 64 KiB pages
+	rc := wazero.NewRuntimeConfig().
+		WithCloseOnContextDone(true).
+		WithMemoryLimitPages(pages).
+		WithCompilationCache(cfg.cache)
+	manifest := extism.Manifest{
+		Wasm:   []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}},
+		Memory: &extism.ManifestMemory{MaxPages: pages, MaxVarBytes: 0, MaxHttpResponseBytes: 0},
+		// AllowedHosts empty: Extism's own http_request is denied. The only
+		// way out is vigil_fetch, which the host screens.
+	}
+	compiled, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{
+		RuntimeConfig: rc,
+		EnableWasi:    true,
+	}, []extism.HostFunction{fetchHostFunction(hc)})
+	if err != nil {
+		return nil, err
+	}
+	return &module{
+		file:     file,
+		sum:      sum,
+		pages:    pages,
+		compiled: compiled,
+		lim:      cfg.limits,
+		hostCtx:  hc,
+		slots:    make(chan struct{}, cfg.limits.PoolSize),
+	}, nil
+}
+
+// acquire marks a call in flight; false once the module is closed.
+func (m *module) acquire() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return false
+	}
+	m.inflight++
+	return true
+}
+
+func (m *module) release(ctx context.Context) {
+	m.mu.Lock()
+	m.inflight--
+	done := m.retired && m.inflight == 0 && !m.closed
+	if done {
+		m.closed = true
+	}
+	m.mu.Unlock()
+	if done {
+		m.shutdown(ctx)
+	}
+}
+
+// retire takes the module out of service: it closes now if idle, else when
+// its last call returns.
+func (m *module) retire(ctx context.Context) {
+	m.mu.Lock()
+	m.retired = true
+	done := m.inflight == 0 && !m.closed
+	if done {
+		m.closed = true
+	}
+	m.mu.Unlock()
+	if done {
+		m.shutdown(ctx)
+	}
+}
+
+func (m *module) shutdown(ctx context.Context) {
+	m.mu.Lock()
+	idle := m.idle
+	m.idle = nil
+	m.mu.Unlock()
+	for _, in := range idle {
+		_ = in.p.Close(ctx)
+	}
+	_ = m.compiled.Close(ctx)
+}
+
+// get checks an instance out, waiting for a slot; the pool never holds
+// more than PoolSize instances, so a burst of calls queues instead of
+// growing memory.
+func (m *module) get(ctx context.Context) (*instance, error) {
+	select {
+	case m.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	m.mu.Lock()
+	if n := len(m.idle); n > 0 {
+		in := m.idle[n-1]
+		m.idle = m.idle[:n-1]
+		m.mu.Unlock()
+		return in, nil
+	}
+	m.mu.Unlock()
+	in, err := m.newInstance(ctx)
+	if err != nil {
+		<-m.slots
+		return nil, err
+	}
+	return in, nil
+}
+
+// put returns an instance; a broken one is closed instead.
+func (m *module) put(ctx context.Context, in *instance, broken bool) {
+	if broken {
+		_ = in.p.Close(ctx)
+	} else {
+		m.mu.Lock()
+		m.idle = append(m.idle, in)
+		m.mu.Unlock()
+	}
+	<-m.slots
+}
+
+func (m *module) newInstance(ctx context.Context) (*instance, error) {
+	stderr := &tailBuffer{max: 2048}
+	mc := wazero.NewModuleConfig().WithStderr(stderr).WithStdout(discard{})
+	p, err := m.compiled.Instance(ctx, extism.PluginInstanceConfig{ModuleConfig: mc})
+	if err != nil {
+		return nil, err
+	}
+	_, e := m.hostCtx.get()
+	p.Config = e.Config
+	p.AllowedHosts = nil
+	return &instance{p: p, stderr: stderr}, nil
+}
+
+// call runs one export with a bound. It returns the output, or a
+// *CallError saying what went wrong; an instance that trapped, timed out or
+// hit its memory cap is discarded, never reused.
+func (m *module) call(ctx context.Context, kind, export string, input []byte, timeout time.Duration) ([]byte, error) {
+	in, err := m.get(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, &CallError{Kind: kind, Export: export, Reason: FaultInstance, Err: err}
+	}
+	in.stderr.reset()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	rc, out, err := in.p.CallWithContext(cctx, export, input)
+	timedOut := cctx.Err() != nil
+	cancel()
+
+	switch {
+	case err == nil && rc == 0:
+		m.put(ctx, in, false)
+		if len(out) > m.lim.OutputBytes {
+			return nil, &CallError{Kind: kind, Export: export, Reason: FaultTooLarge,
+				Err: fmt.Errorf("%d bytes of output, cap %d", len(out), m.lim.OutputBytes)}
+		}
+		return out, nil
+	case timedOut:
+		m.put(ctx, in, true)
+		if ctx.Err() != nil { // the caller gave up, not the plugin
+			return nil, ctx.Err()
+		}
+		return nil, &CallError{Kind: kind, Export: export, Reason: FaultTimeout,
+			Err: fmt.Errorf("no answer within %s", timeout)}
+	case err != nil && !fatal(err) && in.p.GetError() == err.Error():
+		// error_set: the plugin answered, with an error. The instance is
+		// sound.
+		m.put(ctx, in, false)
+		return nil, &CallError{Kind: kind, Export: export, Reason: FaultRaised, Err: errors.New(err.Error())}
+	case err == nil: // rc != 0 with no message
+		m.put(ctx, in, false)
+		return nil, &CallError{Kind: kind, Export: export, Reason: FaultRaised, Err: fmt.Errorf("rc %d with no error message", rc)}
+	default:
+		m.put(ctx, in, true)
+		reason := FaultTrap
+		if tail := in.stderr.String(); tail != "" {
+			if strings.Contains(tail, "out of memory") {
+				reason = FaultMemory
+			}
+			err = fmt.Errorf("%w; stderr: %s", err, tail)
+		}
+		return nil, &CallError{Kind: kind, Export: export, Reason: reason, Err: err}
+	}
+}
+
+// fatal reports whether err leaves the instance in an undefined state.
+func fatal(err error) bool {
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		return true
+	}
+	s := err.Error()
+	for _, sign := range []string{"wasm error:", "module closed", "module is closed", "recovered by wazero", "failed to initialize runtime"} {
+		if strings.Contains(s, sign) {
+			return true
+		}
+	}
+	return false
+}
+
+// fetchHostFunction is vigil_fetch: the plugin's one way to the network.
+// It reads an abi.FetchRequest from kernel memory, asks the Fetcher, and
+// writes back an abi.FetchResponse. It honours the call's context, so a
+// plugin blocked in a fetch is interrupted by its timeout like any other.
+func fetchHostFunction(hc *hostCtx) extism.HostFunction {
+	f := extism.NewHostFunctionWithStack(abi.HostFetch, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+		resp := func() abi.FetchResponse {
+			raw, err := p.ReadBytes(stack[0])
+			if err != nil {
+				return fetchFailure(abi.FetchInvalidRequestOptions, "unreadable request block")
+			}
+			_ = p.Free(stack[0])
+			var req abi.FetchRequest
+			if err := strictJSON(raw, &req); err != nil {
+				return fetchFailure(abi.FetchInvalidRequestOptions, "request is not a fetch request: "+err.Error())
+			}
+			kind, entry := hc.get()
+			if !contains(entry.Capabilities, abi.CapabilityFetch) {
+				return fetchFailure(abi.FetchNotGranted, fmt.Sprintf("kind %s is not granted fetch (setting: kinds.%s.capabilities)", kind, kind))
+			}
+			if hc.fetch == nil {
+				return fetchFailure(abi.FetchUnavailable, "this host has no fetch issuer")
+			}
+			return hc.fetch.Fetch(ctx, FetchCall{Kind: kind, Entry: entry, Request: req})
+		}()
+		out, err := json.Marshal(resp)
+		if err != nil {
+			out, _ = json.Marshal(fetchFailure(abi.FetchUnavailable, "unencodable response"))
+		}
+		off, err := p.WriteBytes(out)
+		if err != nil {
+			panic(fmt.Errorf("vigil_fetch: writing the response: %w", err))
+		}
+		stack[0] = off
+	}, []extism.ValueType{extism.ValueTypeI64}, []extism.ValueType{extism.ValueTypeI64})
+	f.SetNamespace(abi.HostNamespace)
+	return f
+}
+
+func fetchFailure(reason, msg string) abi.FetchResponse {
+	return abi.FetchResponse{Failure: &abi.FetchFailure{Reason: reason, Message: msg}}
+}
+
+// tailBuffer keeps the last max bytes written: a plugin's stderr, for the
+// diagnostics of a trap, without letting a chatty plugin grow host memory.
+type tailBuffer struct {
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) reset()         { t.b = t.b[:0] }
+func (t *tailBuffer) String() string { return strings.TrimSpace(string(t.b)) }
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

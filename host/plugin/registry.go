@@ -1,0 +1,173 @@
+package plugin
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/netip"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/vigilhq/vigil/api/abi"
+)
+
+// RegistryFile is the name of the registry in a plugin directory.
+const RegistryFile = "registry.json"
+
+// Registry is the operator's say over plugins: one entry per kind. The
+// bundled set carries its own registry; an entry in the plugin directory's
+// registry replaces the bundled entry of the same kind whole.
+//
+//	{
+//	  "kinds": {
+//	    "ci": {
+//	      "wasm": "ci.wasm",
+//	      "capabilities": ["fetch"],
+//	      "fetch_hosts": ["api.github.com"],
+//	      "private_ranges": [],
+//	      "timeout": "5s",
+//	      "memory_mib": 64,
+//	      "config": {"forge": "github"}
+//	    }
+//	  }
+//	}
+type Registry struct {
+	Kinds map[string]Entry `json:"kinds"`
+}
+
+// Entry is one kind's grants. Every field is optional.
+type Entry struct {
+	// Wasm names the plugin file in the plugin directory. Without it, the
+	// kind is served by whichever file's describe claims it; with it, that
+	// file wins a kind two files claim.
+	Wasm string `json:"wasm,omitempty"`
+	// Capabilities granted ("fetch"). A plugin that needs one not listed is
+	// loaded, but every watch of its kind is refused as unobservable.
+	Capabilities []string `json:"capabilities,omitempty"`
+	// FetchHosts the plugin may reach through vigil_fetch.
+	FetchHosts []string `json:"fetch_hosts,omitempty"`
+	// PrivateRanges the fetch destination guard lets this plugin reach.
+	PrivateRanges []string `json:"private_ranges,omitempty"`
+	// Timeout of one observe call; default Limits.ObserveTimeout.
+	Timeout Duration `json:"timeout,omitzero"`
+	// MemoryMiB caps each instance's memory; default Limits.MemoryMiB.
+	MemoryMiB uint32 `json:"memory_mib,omitempty"`
+	// Config is handed to the plugin as its Extism config.
+	Config map[string]string `json:"config,omitempty"`
+}
+
+// Duration is a time.Duration written as "5s" in JSON.
+type Duration time.Duration
+
+// UnmarshalJSON reads a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return errors.New(`want a duration string such as "5s"`)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON writes a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// Registry bounds.
+const (
+	maxTimeout   = 2 * time.Minute
+	maxMemoryMiB = 4096
+)
+
+// ParseRegistry decodes and validates a registry. name is for messages.
+// Unknown fields are refused: a misspelt grant must not silently grant
+// nothing.
+func ParseRegistry(name string, data []byte) (Registry, error) {
+	var r Registry
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return r, &RegistryError{File: name, Err: err}
+	}
+	if dec.More() {
+		return r, &RegistryError{File: name, Err: errors.New("trailing data after the JSON object")}
+	}
+	for kind, e := range r.Kinds {
+		if err := e.validate(kind); err != nil {
+			return r, &RegistryError{File: name, Key: "kinds." + kind, Err: err}
+		}
+	}
+	return r, nil
+}
+
+func (e Entry) validate(kind string) error {
+	if err := abi.CheckKind(kind); err != nil {
+		return err
+	}
+	if e.Wasm != "" && (path.Base(e.Wasm) != e.Wasm || !strings.HasSuffix(e.Wasm, ".wasm")) {
+		return fmt.Errorf("wasm %q: want a .wasm file name in the plugin directory, no path", e.Wasm)
+	}
+	known := abi.KnownCapabilities()
+	for _, c := range e.Capabilities {
+		if !slices.Contains(known, c) {
+			return fmt.Errorf("capabilities: unknown capability %q (known: %s)", c, strings.Join(known, ", "))
+		}
+	}
+	for _, h := range e.FetchHosts {
+		if h == "" || strings.ContainsAny(h, "/:@ ") {
+			return fmt.Errorf("fetch_hosts: %q is not a host name", h)
+		}
+	}
+	for _, p := range e.PrivateRanges {
+		if _, err := netip.ParsePrefix(p); err != nil {
+			return fmt.Errorf("private_ranges: %w", err)
+		}
+	}
+	if t := time.Duration(e.Timeout); t < 0 || t > maxTimeout {
+		return fmt.Errorf("timeout %s: want between 0 (the default) and %s", t, maxTimeout)
+	}
+	if e.MemoryMiB > maxMemoryMiB {
+		return fmt.Errorf("memory_mib %d: at most %d", e.MemoryMiB, maxMemoryMiB)
+	}
+	return nil
+}
+
+// grants is what admit and the plugin see of an entry.
+func (e Entry) grants() abi.Grants {
+	caps := e.Capabilities
+	if caps == nil {
+		caps = []string{}
+	}
+	return abi.Grants{Capabilities: caps, FetchHosts: e.FetchHosts}
+}
+
+// readRegistry reads name from fsys; a missing file is an empty registry.
+func readRegistry(fsys fs.FS, label string) (Registry, error) {
+	data, err := fs.ReadFile(fsys, RegistryFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Registry{}, nil
+	}
+	if err != nil {
+		return Registry{}, &RegistryError{File: label, Err: err}
+	}
+	return ParseRegistry(label, data)
+}
+
+// merge overlays o on r, entry by entry.
+func (r Registry) merge(o Registry) Registry {
+	out := Registry{Kinds: make(map[string]Entry, len(r.Kinds)+len(o.Kinds))}
+	for k, e := range r.Kinds {
+		out.Kinds[k] = e
+	}
+	for k, e := range o.Kinds {
+		out.Kinds[k] = e
+	}
+	return out
+}

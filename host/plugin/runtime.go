@@ -1,0 +1,691 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+
+	"github.com/vigilhq/vigil/api/abi"
+)
+
+// Limits bound every plugin call. Zero fields take the defaults.
+type Limits struct {
+	// ObserveTimeout bounds one observe call (default 5 s); a registry
+	// entry's timeout overrides it for its kind.
+	ObserveTimeout time.Duration
+	// CallTimeout bounds describe and admit (default 1 s).
+	CallTimeout time.Duration
+	// MemoryMiB caps each instance's memory, guest and Extism kernel each
+	// (default 64); a registry entry's memory_mib overrides it.
+	MemoryMiB uint32
+	// OutputBytes caps one call's output (default 256 KiB).
+	OutputBytes int
+	// PoolSize is the most instances of one plugin alive at once
+	// (default 4). Calls beyond it wait for an instance.
+	PoolSize int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.ObserveTimeout <= 0 {
+		l.ObserveTimeout = 5 * time.Second
+	}
+	if l.CallTimeout <= 0 {
+		l.CallTimeout = time.Second
+	}
+	if l.MemoryMiB == 0 {
+		l.MemoryMiB = 64
+	}
+	if l.OutputBytes <= 0 {
+		l.OutputBytes = 256 << 10
+	}
+	if l.PoolSize <= 0 {
+		l.PoolSize = 4
+	}
+	return l
+}
+
+// Fetcher is the host side of vigil_fetch. It must honour ctx: it runs
+// inside a plugin call whose timeout cancels ctx.
+type Fetcher interface {
+	Fetch(ctx context.Context, call FetchCall) abi.FetchResponse
+}
+
+// FetchCall is one fetch a plugin asked for, with the grants of its kind.
+type FetchCall struct {
+	Kind    string
+	Entry   Entry
+	Request abi.FetchRequest
+}
+
+// Metrics receives one report per plugin call. outcome is "ok" or one of
+// the Fault* reasons.
+type Metrics interface {
+	PluginCall(kind, export, outcome string, d time.Duration)
+}
+
+type nopMetrics struct{}
+
+func (nopMetrics) PluginCall(string, string, string, time.Duration) {}
+
+// Config configures a Runtime.
+type Config struct {
+	// Bundled holds the bundled plugins: *.wasm files and an optional
+	// registry.json at its root. Nil for none.
+	Bundled fs.FS
+	// Dir is the plugin directory: *.wasm files and an optional
+	// registry.json. "" for bundled plugins only.
+	Dir string
+	// CacheDir keeps wazero's compilation cache, so a restart does not
+	// recompile. "" keeps it in memory only.
+	CacheDir string
+	Limits   Limits
+	Fetcher  Fetcher
+	Metrics  Metrics
+	Logger   *slog.Logger
+}
+
+type runtimeConfig struct {
+	limits Limits
+	cache  wazero.CompilationCache
+}
+
+// Runtime serves the loaded plugins: Admit and Observe by kind, Reload to
+// pick up a changed plugin directory without a restart.
+type Runtime struct {
+	cfg     Config
+	rc      *runtimeConfig
+	log     *slog.Logger
+	metrics Metrics
+
+	reload sync.Mutex // one reload at a time
+	set    atomic.Pointer[pluginSet]
+}
+
+// pluginSet is one generation of loaded plugins. It is immutable; Reload
+// swaps in a new one.
+type pluginSet struct {
+	kinds    map[string]*loaded
+	problems []*LoadError
+	modules  []*module // every module this set holds, including kind-less ones
+	registry Registry
+}
+
+// loaded is a kind served by a module.
+type loaded struct {
+	info   Info
+	entry  Entry
+	schema *paramsSchema
+	mod    *module
+}
+
+// Info describes a loaded plugin.
+type Info struct {
+	Kind         string        `json:"kind"`
+	File         string        `json:"file"`
+	SHA256       string        `json:"sha256"`
+	Version      string        `json:"version"`
+	Summary      string        `json:"summary"`
+	Standing     bool          `json:"standing"`
+	DefaultEvery time.Duration `json:"default_every"`
+	Capabilities []string      `json:"capabilities"`
+	Grants       abi.Grants    `json:"grants"`
+	// Observable is false when the plugin needs a capability its entry
+	// does not grant; Setting then names what to change.
+	Observable bool            `json:"observable"`
+	Setting    string          `json:"setting,omitempty"`
+	Example    json.RawMessage `json:"example,omitempty"`
+	Schema     json.RawMessage `json:"params_schema"`
+}
+
+// New builds a runtime and loads the plugins. Problems with single plugins
+// are in Problems(), never an error here; the error is for what makes the
+// whole runtime unusable (an unreadable plugin directory or registry, an
+// unusable cache directory).
+func New(ctx context.Context, cfg Config) (*Runtime, error) {
+	r := &Runtime{cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	r.log = r.log.With("component", "plugin")
+	if r.metrics == nil {
+		r.metrics = nopMetrics{}
+	}
+	var cache wazero.CompilationCache
+	if cfg.CacheDir != "" {
+		c, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("plugin compilation cache %s: %w", cfg.CacheDir, err)
+		}
+		cache = c
+	} else {
+		cache = wazero.NewCompilationCache()
+	}
+	r.rc = &runtimeConfig{limits: cfg.Limits.withDefaults(), cache: cache}
+	r.set.Store(&pluginSet{kinds: map[string]*loaded{}})
+	if _, err := r.Reload(ctx); err != nil {
+		_ = cache.Close(ctx)
+		return nil, err
+	}
+	return r, nil
+}
+
+// Close retires every plugin (in-flight calls finish first) and the cache.
+func (r *Runtime) Close(ctx context.Context) error {
+	r.reload.Lock()
+	defer r.reload.Unlock()
+	old := r.set.Swap(&pluginSet{kinds: map[string]*loaded{}})
+	for _, m := range old.modules {
+		m.retire(ctx)
+	}
+	return r.rc.cache.Close(ctx)
+}
+
+// Report is the result of a load: what serves, and what could not.
+type Report struct {
+	Loaded   []Info
+	Problems []*LoadError
+}
+
+// candidate is one .wasm file found on a load.
+type candidate struct {
+	file  string // label: "bundled:timer.wasm" or the path
+	name  string // base name, what a registry entry's wasm names
+	dir   bool   // from the plugin directory
+	bytes []byte
+	sum   string
+}
+
+// Reload reads the bundled set and the plugin directory again and swaps in
+// the result. Unchanged files keep their compiled module and warm
+// instances; a call in flight finishes on the module it started on.
+func (r *Runtime) Reload(ctx context.Context) (Report, error) {
+	r.reload.Lock()
+	defer r.reload.Unlock()
+
+	reg, cands, err := r.scan()
+	if err != nil {
+		return Report{}, err
+	}
+	old := r.set.Load()
+	reuse := map[string]*module{}
+	for _, m := range old.modules {
+		reuse[m.file+"\x00"+m.sum] = m
+	}
+
+	next := &pluginSet{kinds: map[string]*loaded{}, registry: reg}
+	claims := map[string][]*loaded{}
+	kept := map[*module]bool{}
+	for _, c := range cands {
+		l, perr := r.load(ctx, c, reg, reuse[c.file+"\x00"+c.sum])
+		if perr != nil {
+			next.problems = append(next.problems, perr)
+			continue
+		}
+		next.modules = append(next.modules, l.mod)
+		kept[l.mod] = true
+		claims[l.info.Kind] = append(claims[l.info.Kind], l)
+	}
+	for kind, ls := range claims {
+		if w, ok := r.resolve(kind, ls, reg, next); ok {
+			next.kinds[kind] = w
+		}
+	}
+	for kind, e := range reg.Kinds {
+		if e.Wasm == "" {
+			continue
+		}
+		if _, ok := next.kinds[kind]; !ok && !hasProblemFor(next.problems, kind) {
+			next.problems = append(next.problems, &LoadError{File: e.Wasm, Kind: kind, Rule: "registry.wasm",
+				Err: fmt.Errorf("registry entry kinds.%s names %s, which is not in the plugin directory", kind, e.Wasm)})
+		}
+	}
+	r.set.Store(next)
+	for _, m := range old.modules {
+		if !kept[m] {
+			m.retire(ctx)
+		}
+	}
+	rep := Report{Loaded: next.infos(), Problems: next.problems}
+	for _, in := range rep.Loaded {
+		r.log.Info("plugin loaded", "kind", in.Kind, "file", in.File, "version", in.Version, "observable", in.Observable)
+	}
+	for _, p := range rep.Problems {
+		r.log.Warn("plugin not loaded", "file", p.File, "kind", p.Kind, "rule", p.Rule, "err", p.Err)
+	}
+	return rep, nil
+}
+
+func hasProblemFor(ps []*LoadError, kind string) bool {
+	return slices.ContainsFunc(ps, func(p *LoadError) bool { return p.Kind == kind })
+}
+
+// resolve picks the module serving kind among those claiming it.
+func (r *Runtime) resolve(kind string, ls []*loaded, reg Registry, next *pluginSet) (*loaded, bool) {
+	if len(ls) == 1 {
+		return ls[0], true
+	}
+	if want := reg.Kinds[kind].Wasm; want != "" {
+		for _, l := range ls {
+			if l.mod.file == want || strings.HasSuffix(l.mod.file, string(filepath.Separator)+want) {
+				return l, true
+			}
+		}
+	}
+	files := make([]string, len(ls))
+	for i, l := range ls {
+		files[i] = l.mod.file
+	}
+	sort.Strings(files)
+	next.problems = append(next.problems, &LoadError{File: strings.Join(files, ", "), Kind: kind, Rule: "kind.conflict",
+		Err: fmt.Errorf("%s all claim kind %s; remove all but one, or choose one with kinds.%s.wasm in %s",
+			strings.Join(files, " and "), kind, kind, RegistryFile)})
+	return nil, false
+}
+
+// scan reads both registries and every candidate file.
+func (r *Runtime) scan() (Registry, []candidate, error) {
+	reg := Registry{}
+	var cands []candidate
+	if r.cfg.Bundled != nil {
+		b, err := readRegistry(r.cfg.Bundled, "bundled:"+RegistryFile)
+		if err != nil {
+			return reg, nil, err
+		}
+		reg = reg.merge(b)
+		// Bundled plugins sit at the root or one folder down (kind/kind.wasm).
+		top, _ := fs.Glob(r.cfg.Bundled, "*.wasm")
+		nested, _ := fs.Glob(r.cfg.Bundled, "*/*.wasm")
+		for _, n := range append(top, nested...) {
+			data, err := fs.ReadFile(r.cfg.Bundled, n)
+			if err != nil {
+				return reg, nil, fmt.Errorf("bundled plugin %s: %w", n, err)
+			}
+			cands = append(cands, newCandidate("bundled:"+n, path.Base(n), false, data))
+		}
+	}
+	if r.cfg.Dir != "" {
+		dirFS := os.DirFS(r.cfg.Dir)
+		if _, err := fs.Stat(dirFS, "."); err != nil {
+			return reg, nil, fmt.Errorf("plugin directory: %w", err)
+		}
+		d, err := readRegistry(dirFS, filepath.Join(r.cfg.Dir, RegistryFile))
+		if err != nil {
+			return reg, nil, err
+		}
+		reg = reg.merge(d)
+		names, err := fs.Glob(dirFS, "*.wasm")
+		if err != nil {
+			return reg, nil, err
+		}
+		for _, n := range names {
+			data, err := fs.ReadFile(dirFS, n)
+			if err != nil {
+				// One unreadable file is that file's problem; carry on.
+				cands = append(cands, candidate{file: filepath.Join(r.cfg.Dir, n), name: n, dir: true})
+				continue
+			}
+			cands = append(cands, newCandidate(filepath.Join(r.cfg.Dir, n), n, true, data))
+		}
+	}
+	return reg, cands, nil
+}
+
+func newCandidate(file, name string, dir bool, data []byte) candidate {
+	s := sha256.Sum256(data)
+	return candidate{file: file, name: name, dir: dir, bytes: data, sum: hex.EncodeToString(s[:])}
+}
+
+// load compiles (or reuses) one candidate, runs describe and validates it.
+func (r *Runtime) load(ctx context.Context, c candidate, reg Registry, prev *module) (*loaded, *LoadError) {
+	if c.bytes == nil {
+		return nil, &LoadError{File: c.file, Rule: "read", Err: errors.New("file could not be read")}
+	}
+	// A registry entry that names this file decides its memory up front;
+	// otherwise the default applies until describe says the kind.
+	memFor := func(kind string) uint32 {
+		if e, ok := reg.Kinds[kind]; ok && e.MemoryMiB > 0 {
+			return e.MemoryMiB
+		}
+		return r.rc.limits.MemoryMiB
+	}
+	guess := ""
+	for k, e := range reg.Kinds {
+		if e.Wasm == c.name && c.dir {
+			guess = k
+		}
+	}
+	mod := prev
+	if mod == nil || mod.pages != memFor(guess)*16 {
+		var err error
+		mod, err = compile(ctx, r.rc, c.file, c.sum, c.bytes, memFor(guess), &hostCtx{fetch: r.cfg.Fetcher})
+		if err != nil {
+			return nil, &LoadError{File: c.file, Rule: "compile", Err: err}
+		}
+	}
+	d, schema, every, lerr := r.describe(ctx, mod)
+	if lerr != nil {
+		if mod != prev {
+			mod.retire(ctx)
+		}
+		return nil, lerr
+	}
+	if want := memFor(d.Kind) * 16; want != mod.pages {
+		// The kind's entry asks for other memory than the file was built
+		// with: build it again under the right cap.
+		if mod != prev {
+			mod.retire(ctx)
+		}
+		var err error
+		mod, err = compile(ctx, r.rc, c.file, c.sum, c.bytes, memFor(d.Kind), &hostCtx{fetch: r.cfg.Fetcher})
+		if err != nil {
+			return nil, &LoadError{File: c.file, Kind: d.Kind, Rule: "compile", Err: err}
+		}
+	}
+	entry := reg.Kinds[d.Kind]
+	mod.hostCtx.set(d.Kind, entry)
+	info := Info{
+		Kind: d.Kind, File: c.file, SHA256: c.sum, Version: d.Version, Summary: d.Summary,
+		Standing: d.Standing, DefaultEvery: every, Capabilities: d.Capabilities,
+		Grants: entry.grants(), Observable: true, Example: d.Example, Schema: d.ParamsSchema,
+	}
+	for _, need := range d.Capabilities {
+		if !slices.Contains(entry.Capabilities, need) {
+			info.Observable = false
+			info.Setting = fmt.Sprintf("kinds.%s.capabilities", d.Kind)
+			break
+		}
+	}
+	return &loaded{info: info, entry: entry, schema: schema, mod: mod}, nil
+}
+
+func (r *Runtime) describe(ctx context.Context, mod *module) (abi.Describe, *paramsSchema, time.Duration, *LoadError) {
+	if !mod.acquire() {
+		return abi.Describe{}, nil, 0, &LoadError{File: mod.file, Rule: "describe", Err: ErrClosed}
+	}
+	defer mod.release(ctx)
+	start := time.Now()
+	out, err := mod.call(ctx, "", abi.ExportDescribe, nil, r.rc.limits.CallTimeout)
+	r.metrics.PluginCall("", abi.ExportDescribe, outcomeOf(err), time.Since(start))
+	if err != nil {
+		return abi.Describe{}, nil, 0, &LoadError{File: mod.file, Rule: "describe.call", Err: err}
+	}
+	d, schema, every, bad := validateDescribe(out)
+	if bad != nil {
+		return d, nil, 0, &LoadError{File: mod.file, Kind: kindIfValid(d.Kind), Rule: bad.rule, Err: bad.err}
+	}
+	return d, schema, every, nil
+}
+
+func kindIfValid(k string) string {
+	if abi.ValidKind(k) {
+		return k
+	}
+	return ""
+}
+
+func outcomeOf(err error) string {
+	var ce *CallError
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.As(err, &ce):
+		return ce.Reason
+	default:
+		return "error"
+	}
+}
+
+func (s *pluginSet) infos() []Info {
+	out := make([]Info, 0, len(s.kinds))
+	for _, l := range s.kinds {
+		out = append(out, l.info)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Kind < out[j].Kind })
+	return out
+}
+
+// Plugins lists the loaded plugins, by kind.
+func (r *Runtime) Plugins() []Info { return r.set.Load().infos() }
+
+// Problems lists what the last load could not serve.
+func (r *Runtime) Problems() []*LoadError { return slices.Clone(r.set.Load().problems) }
+
+// Lookup returns the loaded plugin of kind.
+func (r *Runtime) Lookup(kind string) (Info, bool) {
+	l, ok := r.set.Load().kinds[kind]
+	if !ok {
+		return Info{}, false
+	}
+	return l.info, true
+}
+
+// Admit decides whether a watch of kind with params may be written. It
+// returns nil, a *Refusal (the watch must not be written), or an error
+// when the plugin could not answer (a *CallError). It checks configuration
+// only and never reaches the network: the plugin's admit gets no fetch.
+func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage) error {
+	set := r.set.Load()
+	l, ok := set.kinds[kind]
+	if !ok {
+		return r.unknownKind(set, kind)
+	}
+	if !l.info.Observable {
+		return &Refusal{Code: CodeWatchUnobservable, Setting: l.info.Setting,
+			Message: fmt.Sprintf("kind %s needs capabilities %s, and %s grants %s",
+				kind, strings.Join(l.info.Capabilities, ", "), RegistryFile, describeGrants(l.entry.Capabilities))}
+	}
+	if len(bytes.TrimSpace(params)) == 0 {
+		params = json.RawMessage("null")
+	}
+	if field, msg, ok := l.schema.validate(params); !ok {
+		if field == "" {
+			field = "params"
+		} else {
+			field = "params." + field
+		}
+		return &Refusal{Code: CodeInvalidParams, Field: field, Message: msg}
+	}
+	in, err := json.Marshal(abi.AdmitRequest{Kind: kind, Params: params, Grants: l.entry.grants()})
+	if err != nil {
+		return err
+	}
+	out, err := r.invoke(ctx, l, abi.ExportAdmit, in, r.rc.limits.CallTimeout)
+	if err != nil {
+		return err
+	}
+	var resp abi.AdmitResponse
+	if err := strictJSON(out, &resp); err != nil {
+		return r.contractFault(l, abi.ExportAdmit, err)
+	}
+	switch {
+	case resp.OK:
+		return nil
+	case resp.Code == abi.CodeUnobservable:
+		setting := resp.Setting
+		if setting == "" {
+			setting = fmt.Sprintf("kinds.%s", kind)
+		}
+		return &Refusal{Code: CodeWatchUnobservable, Message: resp.Message, Setting: setting}
+	case resp.Code == abi.CodeInvalidParams:
+		field := "params"
+		if resp.Field != "" {
+			field = "params." + resp.Field
+		}
+		return &Refusal{Code: CodeInvalidParams, Message: resp.Message, Field: field}
+	default:
+		return r.contractFault(l, abi.ExportAdmit, fmt.Errorf("admit answered ok:false with code %q", resp.Code))
+	}
+}
+
+func describeGrants(caps []string) string {
+	if len(caps) == 0 {
+		return "none"
+	}
+	return strings.Join(caps, ", ")
+}
+
+func (r *Runtime) unknownKind(set *pluginSet, kind string) error {
+	msg := fmt.Sprintf("no plugin serves kind %q", kind)
+	for _, p := range set.problems {
+		if p.Kind == kind {
+			msg = fmt.Sprintf("the plugin for kind %q did not load: %v", kind, p)
+		}
+	}
+	where := "the plugin directory (--plugins)"
+	if r.cfg.Dir != "" {
+		where = r.cfg.Dir
+	}
+	return &Refusal{Code: CodeWatchUnobservable, Message: msg + "; add its .wasm to " + where,
+		Setting: fmt.Sprintf("kinds.%s.wasm", kind)}
+}
+
+// Observation is the answer of one observe call.
+type Observation struct {
+	Status    string // abi.StatusPending, StatusSettled or StatusChanged
+	Note      string
+	NextCheck time.Time // zero: no hint
+	Outcome   *abi.Outcome
+	Baseline  json.RawMessage
+	// Fault is set when the plugin could not answer (timeout, trap, memory,
+	// output over the cap or off contract). The observation is then
+	// pending: "I could not tell" is never a failed outcome.
+	Fault *CallError
+}
+
+// Observe makes one bounded observe call for a watch. Faults come back as a
+// pending Observation with Fault set, and are counted. The error is for
+// what is not "I could not tell": no plugin for the kind (the row settles
+// unwatchable: errors.Is(err, ErrUnknownKind)), a plugin that raised an
+// error (a call for the wrong kind: errors.Is(err, ErrRaised)), or ctx
+// ending.
+func (r *Runtime) Observe(ctx context.Context, req abi.ObserveRequest) (Observation, error) {
+	set := r.set.Load()
+	l, ok := set.kinds[req.Kind]
+	if !ok {
+		return Observation{}, fmt.Errorf("%w %q", ErrUnknownKind, req.Kind)
+	}
+	in, err := json.Marshal(req)
+	if err != nil {
+		return Observation{}, err
+	}
+	timeout := r.rc.limits.ObserveTimeout
+	if t := time.Duration(l.entry.Timeout); t > 0 {
+		timeout = t
+	}
+	out, err := r.invoke(ctx, l, abi.ExportObserve, in, timeout)
+	if err != nil {
+		var ce *CallError
+		if errors.As(err, &ce) && ce.Reason != FaultRaised {
+			return faulted(ce), nil
+		}
+		return Observation{}, err
+	}
+	obs, err := checkObservation(out, l.info.Standing)
+	if err != nil {
+		ce := r.contractFault(l, abi.ExportObserve, err)
+		return faulted(ce), nil
+	}
+	return obs, nil
+}
+
+func faulted(ce *CallError) Observation {
+	return Observation{Status: abi.StatusPending, Note: "plugin fault: " + ce.Reason + ": " + ce.Err.Error(), Fault: ce}
+}
+
+// invoke calls an export on a kind's module, keeping the module alive for
+// the call even if a reload retires it meanwhile.
+func (r *Runtime) invoke(ctx context.Context, l *loaded, export string, in []byte, timeout time.Duration) ([]byte, error) {
+	if !l.mod.acquire() {
+		// Retired and closed between the lookup and now: the new set has
+		// the kind's current module.
+		if nl, ok := r.set.Load().kinds[l.info.Kind]; ok && nl != l && nl.mod.acquire() {
+			l = nl
+		} else {
+			return nil, fmt.Errorf("%w %q", ErrUnknownKind, l.info.Kind)
+		}
+	}
+	defer l.mod.release(ctx)
+	start := time.Now()
+	out, err := l.mod.call(ctx, l.info.Kind, export, in, timeout)
+	r.metrics.PluginCall(l.info.Kind, export, outcomeOf(err), time.Since(start))
+	return out, err
+}
+
+func (r *Runtime) contractFault(l *loaded, export string, err error) *CallError {
+	r.metrics.PluginCall(l.info.Kind, export, FaultContract, 0)
+	return &CallError{Kind: l.info.Kind, Export: export, Reason: FaultContract, Err: err}
+}
+
+// checkObservation decodes an observe output and holds it to the contract.
+func checkObservation(out []byte, standing bool) (Observation, error) {
+	var resp abi.ObserveResponse
+	if err := strictJSON(out, &resp); err != nil {
+		return Observation{}, fmt.Errorf("observe output: %w", err)
+	}
+	obs := Observation{Status: resp.Status, Note: resp.Note, Outcome: resp.Outcome, Baseline: resp.Baseline}
+	if resp.NextCheck != nil {
+		obs.NextCheck = *resp.NextCheck
+	}
+	hasBase := len(resp.Baseline) > 0 && string(resp.Baseline) != "null"
+	switch resp.Status {
+	case abi.StatusPending:
+		if resp.Outcome != nil {
+			return obs, errors.New("pending with an outcome")
+		}
+	case abi.StatusSettled:
+		if standing {
+			return obs, errors.New("a standing kind answered settled")
+		}
+		if resp.NextCheck != nil {
+			return obs, errors.New("next_check on a settled answer")
+		}
+	case abi.StatusChanged:
+		if !standing {
+			return obs, errors.New("changed from a kind that is not standing")
+		}
+		if !hasBase {
+			return obs, errors.New("changed without a baseline")
+		}
+	default:
+		return obs, fmt.Errorf("unknown status %q", resp.Status)
+	}
+	if resp.Status != abi.StatusPending && (resp.Outcome == nil || resp.Outcome.Result == "") {
+		return obs, fmt.Errorf("%s without an outcome result", resp.Status)
+	}
+	if hasBase && !standing {
+		return obs, errors.New("a baseline from a kind that is not standing")
+	}
+	return obs, nil
+}
+
+func strictJSON(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the JSON value")
+	}
+	return nil
+}
+
+func contains(xs []string, x string) bool { return slices.Contains(xs, x) }
+

@@ -1,0 +1,432 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vigilhq/vigil/api/abi"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func timerReq(at, now time.Time, id string) abi.ObserveRequest {
+	return abi.ObserveRequest{
+		Kind: "timer", WatchID: id, Now: now, Attempt: 1,
+		Params: json.RawMessage(fmt.Sprintf(`{"at":%q}`, at.Format(time.RFC3339Nano))),
+	}
+}
+
+func TestBundledTimerLoads(t *testing.T) {
+	r := newRuntime(t, Config{})
+	if p := r.Problems(); len(p) != 0 {
+		t.Fatalf("problems: %v", p)
+	}
+	info, ok := r.Lookup("timer")
+	if !ok {
+		t.Fatalf("timer not loaded; have %v", r.Plugins())
+	}
+	if info.File != "bundled:timer/timer.wasm" || info.Version != "1.0.0" || info.Standing || !info.Observable || info.DefaultEvery != time.Minute {
+		t.Fatalf("info = %+v", info)
+	}
+}
+
+func TestTimerObserve(t *testing.T) {
+	r := newRuntime(t, Config{})
+	at := t0.Add(time.Hour)
+
+	obs, err := r.Observe(context.Background(), timerReq(at, t0, "w1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs.Status != abi.StatusPending || !obs.NextCheck.Equal(at) || obs.Fault != nil {
+		t.Fatalf("before: %+v", obs)
+	}
+
+	obs, err = r.Observe(context.Background(), timerReq(at, at, "w1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs.Status != abi.StatusSettled || obs.Outcome == nil || obs.Outcome.Result != "fired" {
+		t.Fatalf("at: %+v", obs)
+	}
+}
+
+func TestAdmit(t *testing.T) {
+	r := newRuntime(t, Config{})
+	ctx := context.Background()
+	tests := []struct {
+		name, kind, params string
+		code, field        string
+		setting            string
+	}{
+		{name: "ok", kind: "timer", params: `{"at":"2030-01-01T00:00:00Z"}`},
+		{name: "unknown kind", kind: "nope", params: `{}`, code: CodeWatchUnobservable, setting: "kinds.nope.wasm"},
+		{name: "missing field", kind: "timer", params: `{}`, code: CodeInvalidParams, field: "params.at"},
+		{name: "unknown field", kind: "timer", params: `{"at":"2030-01-01T00:00:00Z","every":"1s"}`, code: CodeInvalidParams, field: "params.every"},
+		{name: "wrong type", kind: "timer", params: `{"at":5}`, code: CodeInvalidParams, field: "params.at"},
+		{name: "bad format", kind: "timer", params: `{"at":"tomorrow"}`, code: CodeInvalidParams, field: "params.at"},
+		{name: "not an object", kind: "timer", params: `[]`, code: CodeInvalidParams, field: "params"},
+		{name: "no params", kind: "timer", params: ``, code: CodeInvalidParams, field: "params"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := r.Admit(ctx, tt.kind, json.RawMessage(tt.params))
+			if tt.code == "" {
+				if err != nil {
+					t.Fatalf("want admitted, got %v", err)
+				}
+				return
+			}
+			var ref *Refusal
+			if !errors.As(err, &ref) {
+				t.Fatalf("want a refusal, got %v", err)
+			}
+			if ref.Code != tt.code || ref.Field != tt.field || ref.Setting != tt.setting {
+				t.Fatalf("refusal = %+v", ref)
+			}
+			if ref.Message == "" {
+				t.Fatal("refusal without a message")
+			}
+		})
+	}
+}
+
+// Each misbehaving plugin proves its bound: the call comes back within the
+// timeout and a margin, as a pending observation with the fault named; the
+// host serves other kinds meanwhile; and the next call on that plugin works.
+func TestFaultsAreBounded(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	const margin = 2 * time.Second // generous: this bounds a hang, it does not measure speed
+	tests := []struct {
+		plugin, kind string
+		reasons      []string
+	}{
+		{"loop", "test.loop", []string{FaultTimeout}},
+		{"alloc", "test.alloc", []string{FaultMemory, FaultTrap}},
+		{"trap", "test.trap", []string{FaultTrap}},
+		{"bigout", "test.bigout", []string{FaultTooLarge}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.plugin, func(t *testing.T) {
+			m := &recordingMetrics{}
+			dir := pluginDir(t, "", tt.plugin)
+			r := newRuntime(t, Config{Dir: dir, Metrics: m, Limits: Limits{ObserveTimeout: timeout, MemoryMiB: 32}})
+			ctx := context.Background()
+			req := abi.ObserveRequest{Kind: tt.kind, WatchID: "w", Now: t0, Params: json.RawMessage(`{"n":0}`)}
+
+			start := time.Now()
+			obs, err := r.Observe(ctx, req)
+			elapsed := time.Since(start)
+			if err != nil {
+				t.Fatalf("a fault must come back as an observation, got error %v", err)
+			}
+			if elapsed > timeout+margin {
+				t.Fatalf("call took %s, bound is %s", elapsed, timeout+margin)
+			}
+			if obs.Status != abi.StatusPending || obs.Fault == nil || !contains(tt.reasons, obs.Fault.Reason) {
+				t.Fatalf("obs = %+v (fault %v), want pending with fault %v", obs, obs.Fault, tt.reasons)
+			}
+			if !strings.HasPrefix(obs.Note, "plugin fault: ") {
+				t.Fatalf("note = %q", obs.Note)
+			}
+			if n := m.count(tt.kind, abi.ExportObserve, obs.Fault.Reason); n != 1 {
+				t.Fatalf("fault counted %d times", n)
+			}
+
+			// Other kinds are unaffected.
+			if obs, err := r.Observe(ctx, timerReq(t0, t0, "t")); err != nil || obs.Status != abi.StatusSettled {
+				t.Fatalf("timer after fault: %+v %v", obs, err)
+			}
+			// The plugin itself still serves.
+			req.Params = json.RawMessage(`{"n":1}`)
+			obs, err = r.Observe(ctx, req)
+			if err != nil || obs.Status != abi.StatusPending || obs.Fault != nil || obs.Note != "quick" {
+				t.Fatalf("next call: %+v %v", obs, err)
+			}
+		})
+	}
+}
+
+func TestBadDescribeIsRefusedAlone(t *testing.T) {
+	dir := pluginDir(t, "", "badschema")
+	r := newRuntime(t, Config{Dir: dir})
+	if _, ok := r.Lookup("timer"); !ok {
+		t.Fatal("a bad plugin took the bundled timer down")
+	}
+	if _, ok := r.Lookup("test.badschema"); ok {
+		t.Fatal("bad plugin loaded")
+	}
+	ps := r.Problems()
+	if len(ps) != 1 || ps[0].Rule != "describe.params_schema" || ps[0].File != filepath.Join(dir, "badschema.wasm") {
+		t.Fatalf("problems = %v", ps)
+	}
+	// Registering its kind says why.
+	var ref *Refusal
+	if err := r.Admit(context.Background(), "test.badschema", json.RawMessage(`{}`)); !errors.As(err, &ref) ||
+		ref.Code != CodeWatchUnobservable || !strings.Contains(ref.Message, "did not load") {
+		t.Fatalf("admit = %v", err)
+	}
+}
+
+func TestTwoPluginsClaimingOneKind(t *testing.T) {
+	timer := filepath.Join("..", "..", "plugins", "timer", "timer.wasm")
+	dir := t.TempDir()
+	copyFile(t, timer, filepath.Join(dir, "a.wasm"))
+	copyFile(t, timer, filepath.Join(dir, "b.wasm"))
+
+	r := newRuntime(t, Config{Dir: dir})
+	if _, ok := r.Lookup("timer"); ok {
+		t.Fatal("a contested kind must not be served")
+	}
+	ps := r.Problems()
+	if len(ps) != 1 || ps[0].Rule != "kind.conflict" {
+		t.Fatalf("problems = %v", ps)
+	}
+	for _, f := range []string{"a.wasm", "b.wasm", "bundled:timer/timer.wasm"} {
+		if !strings.Contains(ps[0].Error(), f) {
+			t.Fatalf("conflict does not name %s: %v", f, ps[0])
+		}
+	}
+
+	// The registry settles it.
+	if err := os.WriteFile(filepath.Join(dir, RegistryFile), []byte(`{"kinds":{"timer":{"wasm":"b.wasm"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.Reload(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, ok := r.Lookup("timer")
+	if !ok || info.File != filepath.Join(dir, "b.wasm") || len(rep.Problems) != 0 {
+		t.Fatalf("after choosing: %+v %v", info, rep.Problems)
+	}
+}
+
+func TestConcurrentCallsNeverShareAnInstance(t *testing.T) {
+	r := newRuntime(t, Config{Limits: Limits{PoolSize: 3}})
+	const workers, calls = 8, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*calls)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range calls {
+				at := t0.Add(time.Duration(w*1000+i) * time.Second)
+				id := fmt.Sprintf("w%d-%d", w, i)
+				obs, err := r.Observe(context.Background(), timerReq(at, at, id))
+				if err != nil {
+					errs <- err
+					return
+				}
+				want := "reached " + at.Format(time.RFC3339)
+				if obs.Status != abi.StatusSettled || obs.Outcome.Summary != want {
+					errs <- fmt.Errorf("%s: got %+v, want summary %q", id, obs, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// blockingFetcher holds every fetch until release is closed.
+type blockingFetcher struct {
+	entered chan FetchCall
+	release chan struct{}
+}
+
+func (f *blockingFetcher) Fetch(ctx context.Context, call FetchCall) abi.FetchResponse {
+	f.entered <- call
+	select {
+	case <-f.release:
+		return abi.FetchResponse{Status: 200, Body: []byte("hello")}
+	case <-ctx.Done():
+		return abi.FetchResponse{Failure: &abi.FetchFailure{Reason: abi.FetchTimeout, Message: ctx.Err().Error()}}
+	}
+}
+
+const fetchGrant = `{"kinds":{"test.fetcher":{"capabilities":["fetch"],"fetch_hosts":["example.org"]}}}`
+
+func TestFetchNeedsItsGrant(t *testing.T) {
+	ctx := context.Background()
+	params := json.RawMessage(`{"url":"https://example.org/x"}`)
+
+	r := newRuntime(t, Config{Dir: pluginDir(t, "", "fetcher")})
+	var ref *Refusal
+	err := r.Admit(ctx, "test.fetcher", params)
+	if !errors.As(err, &ref) || ref.Code != CodeWatchUnobservable || ref.Setting != "kinds.test.fetcher.capabilities" {
+		t.Fatalf("ungranted admit = %v", err)
+	}
+	// Even called anyway, the host function refuses before any fetcher.
+	obs, err := r.Observe(ctx, abi.ObserveRequest{Kind: "test.fetcher", Now: t0, Params: params})
+	if err != nil || obs.Status != abi.StatusPending || !strings.Contains(obs.Note, abi.FetchNotGranted) {
+		t.Fatalf("ungranted observe = %+v %v", obs, err)
+	}
+
+	f := &blockingFetcher{entered: make(chan FetchCall, 1), release: make(chan struct{})}
+	close(f.release)
+	r = newRuntime(t, Config{Dir: pluginDir(t, fetchGrant, "fetcher"), Fetcher: f})
+	if err := r.Admit(ctx, "test.fetcher", params); err != nil {
+		t.Fatalf("granted admit = %v", err)
+	}
+	obs, err = r.Observe(ctx, abi.ObserveRequest{Kind: "test.fetcher", Now: t0, Params: params})
+	if err != nil || obs.Status != abi.StatusSettled || obs.Outcome.Result != "200" || obs.Outcome.Summary != "hello" {
+		t.Fatalf("granted observe = %+v %v", obs, err)
+	}
+	call := <-f.entered
+	if call.Kind != "test.fetcher" || call.Request.URL != "https://example.org/x" || call.Request.Method != "GET" ||
+		len(call.Entry.FetchHosts) != 1 || call.Entry.FetchHosts[0] != "example.org" {
+		t.Fatalf("fetch call = %+v", call)
+	}
+}
+
+func TestFetchHonoursTheCallTimeout(t *testing.T) {
+	f := &blockingFetcher{entered: make(chan FetchCall, 1), release: make(chan struct{})}
+	r := newRuntime(t, Config{Dir: pluginDir(t, fetchGrant, "fetcher"), Fetcher: f, Limits: Limits{ObserveTimeout: 200 * time.Millisecond}})
+	obs, err := r.Observe(context.Background(), abi.ObserveRequest{Kind: "test.fetcher", Now: t0, Params: json.RawMessage(`{"url":"https://example.org/"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Either the plugin saw the fetch time out and said pending, or the
+	// module was interrupted first; both are pending, neither is settled.
+	if obs.Status != abi.StatusPending {
+		t.Fatalf("obs = %+v", obs)
+	}
+}
+
+func TestReload(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	f := &blockingFetcher{entered: make(chan FetchCall, 1), release: make(chan struct{})}
+	r := newRuntime(t, Config{Dir: dir, Fetcher: f})
+	if _, ok := r.Lookup("test.fetcher"); ok {
+		t.Fatal("loaded before it was added")
+	}
+
+	// Add.
+	copyFile(t, testPlugin(t, "fetcher"), filepath.Join(dir, "fetcher.wasm"))
+	if err := os.WriteFile(filepath.Join(dir, RegistryFile), []byte(fetchGrant), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Lookup("test.fetcher"); !ok {
+		t.Fatalf("not loaded after add: %v", r.Problems())
+	}
+
+	// A call in flight while the plugin is removed finishes on the old module.
+	done := make(chan Observation, 1)
+	go func() {
+		obs, _ := r.Observe(ctx, abi.ObserveRequest{Kind: "test.fetcher", Now: t0, Params: json.RawMessage(`{"url":"https://example.org/"}`)})
+		done <- obs
+	}()
+	<-f.entered
+	if err := os.Remove(filepath.Join(dir, "fetcher.wasm")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Lookup("test.fetcher"); ok {
+		t.Fatal("still loaded after remove")
+	}
+	close(f.release)
+	if obs := <-done; obs.Status != abi.StatusSettled || obs.Outcome.Result != "200" {
+		t.Fatalf("in-flight call: %+v", obs)
+	}
+	if _, err := r.Observe(ctx, abi.ObserveRequest{Kind: "test.fetcher", Now: t0, Params: json.RawMessage(`{"url":"x"}`)}); !errors.Is(err, ErrUnknownKind) {
+		t.Fatalf("removed kind: %v", err)
+	}
+
+	// A registry entry that names a file that is not there is reported.
+	if err := os.WriteFile(filepath.Join(dir, RegistryFile), []byte(`{"kinds":{"test.fetcher":{"wasm":"fetcher.wasm"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ps := r.Problems(); len(ps) != 1 || ps[0].Rule != "registry.wasm" || !strings.Contains(ps[0].Error(), "fetcher.wasm") {
+		t.Fatalf("problems = %v", ps)
+	}
+}
+
+func TestReloadKeepsUnchangedModules(t *testing.T) {
+	r := newRuntime(t, Config{})
+	before := r.set.Load().kinds["timer"].mod
+	if _, err := r.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if after := r.set.Load().kinds["timer"].mod; after != before {
+		t.Fatal("an unchanged plugin was recompiled on reload")
+	}
+}
+
+func TestWrongKindIsAnErrorNotPending(t *testing.T) {
+	r := newRuntime(t, Config{})
+	l := r.set.Load().kinds["timer"]
+	req := timerReq(t0, t0, "w")
+	req.Kind = "ci"
+	in, _ := json.Marshal(req)
+	_, err := r.invoke(context.Background(), l, abi.ExportObserve, in, time.Second)
+	if !errors.Is(err, ErrRaised) || !strings.Contains(err.Error(), "routing bug") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestRegistryErrorsRefuseToStart(t *testing.T) {
+	tests := map[string]string{
+		"unknown field":      `{"kinds":{"timer":{"capabilties":["fetch"]}}}`,
+		"unknown capability": `{"kinds":{"timer":{"capabilities":["exec"]}}}`,
+		"bad kind":           `{"kinds":{"Timer":{}}}`,
+		"wasm with a path":   `{"kinds":{"timer":{"wasm":"../timer.wasm"}}}`,
+		"timeout too long":   `{"kinds":{"timer":{"timeout":"1h"}}}`,
+		"not json":           `{"kinds":`,
+	}
+	for name, reg := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, RegistryFile), []byte(reg), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := New(context.Background(), Config{Dir: dir})
+			var re *RegistryError
+			if !errors.As(err, &re) || !strings.Contains(err.Error(), RegistryFile) {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+}
+
+func TestMissingPluginDirRefusesToStart(t *testing.T) {
+	_, err := New(context.Background(), Config{Dir: filepath.Join(t.TempDir(), "nope")})
+	if err == nil || !strings.Contains(err.Error(), "plugin directory") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestCompilationCacheIsWritten(t *testing.T) {
+	dir := t.TempDir()
+	r, err := New(context.Background(), Config{Bundled: newRuntime(t, Config{}).cfg.Bundled, CacheDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("cache dir empty: %v", err)
+	}
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"time"
+
+	"github.com/vigilhq/vigil/sdk"
+)
+
+// Params waits until At.
+type Params struct {
+	At time.Time `json:"at"`
+}
+
+const schema = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "properties": {
+    "at": {"type": "string", "format": "date-time", "description": "the instant to fire at, RFC 3339"}
+  },
+  "required": ["at"],
+  "additionalProperties": false
+}`
+
+// Plugin is the timer kind.
+var Plugin = sdk.Plugin[Params]{
+	Kind:         "timer",
+	Version:      "1.0.0",
+	Summary:      "fires once the host's clock reaches an instant",
+	DefaultEvery: time.Minute,
+	Schema:       schema,
+	Example:      Params{At: time.Date(2030, 1, 1, 14, 0, 0, 0, time.UTC)},
+	Admit:        admit,
+	Observe:      observe,
+}
+
+func admit(p Params, _ sdk.Grants) error {
+	if p.At.IsZero() {
+		return sdk.InvalidParams("at", "required")
+	}
+	return nil
+}
+
+// observe answers from in.Now alone, so a timer an hour away is probed once:
+// the pending answer carries At as the next check.
+func observe(p Params, in sdk.Input) (sdk.Result, error) {
+	if in.Now.Before(p.At) {
+		return sdk.Pending("waiting for " + p.At.UTC().Format(time.RFC3339)).CheckAt(p.At), nil
+	}
+	return sdk.Settled(sdk.Outcome{
+		Result:  "fired",
+		Summary: "reached " + p.At.UTC().Format(time.RFC3339),
+		Detail:  map[string]string{"at": p.At.UTC().Format(time.RFC3339)},
+	}), nil
+}

@@ -1,0 +1,248 @@
+//go:build wasip1
+
+package sdk
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+
+	"github.com/vigilhq/vigil/api/abi"
+)
+
+// The Extism kernel, module extism:host/env. Offsets and lengths are i64.
+// input_load_u64, load_u64 and store_u64 are plain Go host functions in the
+// Extism go-sdk; the others call into the kernel's own wasm module and cost
+// more, so the SDK calls them a fixed handful of times per export.
+
+//go:wasmimport extism:host/env input_length
+func extismInputLength() uint64
+
+//go:wasmimport extism:host/env input_load_u64
+func extismInputLoadU64(offset uint64) uint64
+
+//go:wasmimport extism:host/env input_load_u8
+func extismInputLoadU8(offset uint64) uint32
+
+//go:wasmimport extism:host/env alloc
+func extismAlloc(n uint64) uint64
+
+//go:wasmimport extism:host/env free
+func extismFree(offset uint64)
+
+//go:wasmimport extism:host/env length
+func extismLength(offset uint64) uint64
+
+//go:wasmimport extism:host/env load_u64
+func extismLoadU64(offset uint64) uint64
+
+//go:wasmimport extism:host/env load_u8
+func extismLoadU8(offset uint64) uint32
+
+//go:wasmimport extism:host/env store_u64
+func extismStoreU64(offset uint64, v uint64)
+
+//go:wasmimport extism:host/env store_u8
+func extismStoreU8(offset uint64, v uint32)
+
+//go:wasmimport extism:host/env output_set
+func extismOutputSet(offset, n uint64)
+
+//go:wasmimport extism:host/env error_set
+func extismErrorSet(offset uint64)
+
+//go:wasmimport extism:host/env config_get
+func extismConfigGet(offset uint64) uint64
+
+//go:wasmimport extism:host/env log_info
+func extismLogInfo(offset uint64)
+
+//go:wasmimport extism:host/env log_warn
+func extismLogWarn(offset uint64)
+
+//go:wasmimport extism:host/env log_error
+func extismLogError(offset uint64)
+
+// vigil_fetch takes a kernel block holding an abi.FetchRequest and returns
+// one holding an abi.FetchResponse.
+//
+//go:wasmimport extism:host/user vigil_fetch
+func vigilFetch(offset uint64) uint64
+
+//go:wasmexport describe
+func exportDescribe() int32 {
+	return serve(func([]byte) ([]byte, error) { return current().describe() })
+}
+
+//go:wasmexport admit
+func exportAdmit() int32 {
+	return serve(func(in []byte) ([]byte, error) { return current().admit(in) })
+}
+
+//go:wasmexport observe
+func exportObserve() int32 {
+	return serve(func(in []byte) ([]byte, error) { return current().observe(in, hostFetcher{}) })
+}
+
+func current() handler {
+	if registered == nil {
+		return errHandler{errors.New("sdk: no plugin registered: call sdk.Register from init")}
+	}
+	return registered
+}
+
+// serve runs one export: input in, output or error out. It never lets a
+// panic escape, because an escaped panic traps the instance.
+func serve(f func([]byte) ([]byte, error)) (rc int32) {
+	defer func() {
+		if r := recover(); r != nil {
+			setError("sdk: panic: " + panicString(r))
+			rc = 1
+		}
+	}()
+	out, err := f(readInput())
+	if err != nil {
+		setError(err.Error())
+		return 1
+	}
+	off := writeBlock(out)
+	if off == 0 {
+		setError("sdk: kernel out of memory for output")
+		return 1
+	}
+	extismOutputSet(off, uint64(len(out)))
+	return 0
+}
+
+func panicString(r any) string {
+	if err, ok := r.(error); ok {
+		return err.Error()
+	}
+	if s, ok := r.(string); ok {
+		return s
+	}
+	return "non-error value"
+}
+
+func readInput() []byte {
+	n := extismInputLength()
+	buf := make([]byte, n)
+	if n < 8 {
+		for i := uint64(0); i < n; i++ {
+			buf[i] = byte(extismInputLoadU8(i))
+		}
+		return buf
+	}
+	i := uint64(0)
+	for ; i+8 <= n; i += 8 {
+		binary.LittleEndian.PutUint64(buf[i:], extismInputLoadU64(i))
+	}
+	if i < n { // one overlapping read covers the tail
+		binary.LittleEndian.PutUint64(buf[n-8:], extismInputLoadU64(n-8))
+	}
+	return buf
+}
+
+// writeBlock copies b into a new kernel block of exactly len(b) bytes and
+// returns its offset, or 0 when the kernel is out of memory. Whole words go
+// 8 bytes a call and the tail is one overlapping word, so a block costs
+// len/8+1 stores; only a block under 8 bytes is written byte by byte.
+func writeBlock(b []byte) uint64 {
+	n := uint64(len(b))
+	off := extismAlloc(n)
+	if off == 0 {
+		return 0
+	}
+	if n < 8 {
+		for i := uint64(0); i < n; i++ {
+			extismStoreU8(off+i, uint32(b[i]))
+		}
+		return off
+	}
+	i := uint64(0)
+	for ; i+8 <= n; i += 8 {
+		extismStoreU64(off+i, binary.LittleEndian.Uint64(b[i:]))
+	}
+	if i < n {
+		extismStoreU64(off+n-8, binary.LittleEndian.Uint64(b[n-8:]))
+	}
+	return off
+}
+
+// readBlock copies a kernel block out and frees it.
+func readBlock(off uint64) []byte {
+	n := extismLength(off)
+	buf := make([]byte, n)
+	if n < 8 {
+		for i := uint64(0); i < n; i++ {
+			buf[i] = byte(extismLoadU8(off + i))
+		}
+	} else {
+		i := uint64(0)
+		for ; i+8 <= n; i += 8 {
+			binary.LittleEndian.PutUint64(buf[i:], extismLoadU64(off+i))
+		}
+		if i < n {
+			binary.LittleEndian.PutUint64(buf[n-8:], extismLoadU64(off+n-8))
+		}
+	}
+	extismFree(off)
+	return buf
+}
+
+func setError(msg string) {
+	if off := writeBlock([]byte(msg)); off != 0 {
+		extismErrorSet(off)
+	}
+}
+
+// hostFetcher is the Fetcher inside a plugin: the host function vigil_fetch.
+type hostFetcher struct{}
+
+func (hostFetcher) Fetch(req FetchRequest) (FetchResponse, error) {
+	var resp FetchResponse
+	in, err := json.Marshal(req)
+	if err != nil {
+		return resp, err
+	}
+	off := writeBlock(in)
+	if off == 0 {
+		return resp, &FetchError{Reason: abi.FetchUnavailable, Message: "kernel out of memory"}
+	}
+	out := readBlock(vigilFetch(off))
+	if err := json.Unmarshal(out, &resp); err != nil {
+		return resp, &FetchError{Reason: abi.FetchUnavailable, Message: "host answered malformed JSON: " + err.Error()}
+	}
+	return resp, nil
+}
+
+// Config returns the value of key in the plugin's Extism config.
+func Config(key string) (string, bool) {
+	k := writeBlock([]byte(key))
+	if k == 0 {
+		return "", false
+	}
+	off := extismConfigGet(k)
+	extismFree(k)
+	if off == 0 {
+		return "", false
+	}
+	return string(readBlock(off)), true
+}
+
+// Log writes msg to the host's log for this plugin. Logs are diagnostics:
+// never put params or fetched bodies in them.
+func Log(level LogLevel, msg string) {
+	off := writeBlock([]byte(msg))
+	if off == 0 {
+		return
+	}
+	switch level {
+	case LogWarn:
+		extismLogWarn(off)
+	case LogError:
+		extismLogError(off)
+	default:
+		extismLogInfo(off)
+	}
+}

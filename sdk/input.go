@@ -1,0 +1,86 @@
+package sdk
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/vigilhq/vigil/api/abi"
+)
+
+// FetchRequest is a GET or HEAD the host screens and issues on the plugin's
+// behalf. See [Input.Fetch].
+type FetchRequest = abi.FetchRequest
+
+// FetchResponse is the host's answer to a fetch that produced a response.
+type FetchResponse = abi.FetchResponse
+
+// Fetcher carries a fetch to the host. Inside a plugin it is the host
+// function vigil_fetch; in a unit test it is whatever fake the test gives.
+type Fetcher interface {
+	Fetch(req FetchRequest) (FetchResponse, error)
+}
+
+// FetcherFunc adapts a function to a Fetcher.
+type FetcherFunc func(FetchRequest) (FetchResponse, error)
+
+// Fetch calls f.
+func (f FetcherFunc) Fetch(req FetchRequest) (FetchResponse, error) { return f(req) }
+
+// Input is what the host tells one observe call.
+type Input struct {
+	Kind    string
+	WatchID string
+	// Now is the host's clock. Take time from here, never from time.Now.
+	Now time.Time
+	// Attempt counts observations of this watch, from 1.
+	Attempt int
+	// Baseline is the last recorded snapshot of a standing watch; empty on
+	// its first check.
+	Baseline json.RawMessage
+
+	fetcher Fetcher
+}
+
+// WithFetcher returns a copy of in whose fetches go to f. Tests use it to
+// give a predicate recorded responses.
+func (in Input) WithFetcher(f Fetcher) Input {
+	in.fetcher = f
+	return in
+}
+
+// ErrNoFetcher is the fetch failure of an Input built by hand without
+// WithFetcher.
+var ErrNoFetcher = &FetchError{Reason: abi.FetchUnavailable, Message: "this Input has no fetcher (tests: use Input.WithFetcher)"}
+
+// Fetch asks the host to issue req. Only GET and HEAD. The host may refuse
+// it before anything is sent (bad headers, a destination the plugin is not
+// granted), pace it, coalesce it with identical requests, or answer from
+// its cache; every such failure is a *FetchError. The JSON exchanged with
+// vigil_fetch is abi.FetchRequest in and abi.FetchResponse out, with
+// Failure set when there is no response.
+func (in Input) Fetch(req FetchRequest) (FetchResponse, error) {
+	if in.fetcher == nil {
+		return FetchResponse{}, ErrNoFetcher
+	}
+	resp, err := in.fetcher.Fetch(req)
+	if err != nil {
+		return FetchResponse{}, err
+	}
+	if resp.Failure != nil {
+		return FetchResponse{}, &FetchError{Reason: resp.Failure.Reason, Message: resp.Failure.Message}
+	}
+	return resp, nil
+}
+
+// DecodeBaseline decodes the standing watch's last snapshot into v. It
+// reports false, and leaves v alone, when there is none yet: the first check.
+func (in Input) DecodeBaseline(v any) (bool, error) {
+	if len(in.Baseline) == 0 || string(in.Baseline) == "null" {
+		return false, nil
+	}
+	if err := json.Unmarshal(in.Baseline, v); err != nil {
+		return false, errors.Join(errors.New("sdk: baseline"), err)
+	}
+	return true, nil
+}

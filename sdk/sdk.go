@@ -1,0 +1,254 @@
+package sdk
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/vigilhq/vigil/api/abi"
+)
+
+// Grants is what the operator allows this plugin, as passed to admit.
+type Grants = abi.Grants
+
+// Plugin describes one predicate kind. P is its params type: a struct with
+// JSON tags, decoded strictly (an unknown field is refused).
+type Plugin[P any] struct {
+	// Kind is the predicate's name: a-z 0-9 . _ -, 1 to 64 bytes.
+	Kind string
+	// Version is the plugin's semantic version, "1.0.0".
+	Version string
+	// Summary is one line saying what the kind waits for.
+	Summary string
+	// Standing marks a subscription kind: no deadline, lives as long as its
+	// recipient, answers Baseline and Changed instead of Settled.
+	Standing bool
+	// DefaultEvery is the re-check interval when a watch names none.
+	DefaultEvery time.Duration
+	// Schema is the JSON Schema of P. The host validates params against it
+	// before admit runs, and names the failing field.
+	Schema string
+	// Capabilities the plugin needs ("fetch"). One the operator has not
+	// granted makes every watch of this kind unobservable.
+	Capabilities []string
+	// Example is a params value the plugin admits.
+	Example P
+	// Admit checks configuration only: params beyond the schema, and grants.
+	// Return InvalidParams or Unobservable. It never reaches the network.
+	// Nil admits every params value the schema accepts.
+	Admit func(p P, g Grants) error
+	// Observe makes one bounded observation. Return an error only for a bug
+	// (it is reported as a plugin fault); "I cannot tell" is Pending.
+	Observe func(p P, in Input) (Result, error)
+}
+
+// handler is a registered plugin with its params type erased. Each method
+// takes the export's JSON input and returns its JSON output.
+type handler interface {
+	describe() ([]byte, error)
+	admit(in []byte) ([]byte, error)
+	observe(in []byte, f Fetcher) ([]byte, error)
+}
+
+// registered is the plugin the wasm exports serve; see the package doc for
+// why it is package state.
+var registered handler
+
+// Register makes p the plugin this module serves. Call it once, from init.
+// A plugin that fails validation, or a second Register, is not a panic: every
+// export then answers with the error, so the host's load refuses the plugin
+// with the reason instead of seeing a trap.
+func Register[P any](p Plugin[P]) {
+	if registered != nil {
+		registered = errHandler{errors.New("sdk: Register called more than once")}
+		return
+	}
+	registered = newHandler(p)
+}
+
+func newHandler[P any](p Plugin[P]) handler {
+	if err := p.validate(); err != nil {
+		return errHandler{err}
+	}
+	return &typed[P]{p: p}
+}
+
+func (p Plugin[P]) validate() error {
+	var errs []error
+	if err := abi.CheckKind(p.Kind); err != nil {
+		errs = append(errs, err)
+	}
+	if !abi.ValidSemver(p.Version) {
+		errs = append(errs, fmt.Errorf("version %q is not a semantic version", p.Version))
+	}
+	if p.Observe == nil {
+		errs = append(errs, errors.New("Observe is nil"))
+	}
+	if !json.Valid([]byte(p.Schema)) {
+		errs = append(errs, errors.New("Schema is not JSON"))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("sdk: plugin %q: %w", p.Kind, errors.Join(errs...))
+	}
+	return nil
+}
+
+type errHandler struct{ err error }
+
+func (h errHandler) describe() ([]byte, error)               { return nil, h.err }
+func (h errHandler) admit([]byte) ([]byte, error)            { return nil, h.err }
+func (h errHandler) observe([]byte, Fetcher) ([]byte, error) { return nil, h.err }
+
+type typed[P any] struct{ p Plugin[P] }
+
+func (t *typed[P]) describe() ([]byte, error) {
+	every := ""
+	if t.p.DefaultEvery > 0 {
+		every = t.p.DefaultEvery.String()
+	}
+	caps := t.p.Capabilities
+	if caps == nil {
+		caps = []string{}
+	}
+	example, err := json.Marshal(t.p.Example)
+	if err != nil {
+		return nil, fmt.Errorf("sdk: example: %w", err)
+	}
+	return json.Marshal(abi.Describe{
+		ABI:          abi.Version,
+		Kind:         t.p.Kind,
+		Version:      t.p.Version,
+		Summary:      t.p.Summary,
+		Standing:     t.p.Standing,
+		DefaultEvery: every,
+		ParamsSchema: json.RawMessage(t.p.Schema),
+		Capabilities: caps,
+		Example:      example,
+	})
+}
+
+// WrongKindError is a call for a kind this plugin does not serve.
+type WrongKindError struct{ Got, Want string }
+
+func (e *WrongKindError) Error() string {
+	return fmt.Sprintf("sdk: call for kind %q reached the %q plugin (a routing bug)", e.Got, e.Want)
+}
+
+func (t *typed[P]) admit(in []byte) ([]byte, error) {
+	var req abi.AdmitRequest
+	if err := strictUnmarshal(in, &req); err != nil {
+		return nil, fmt.Errorf("sdk: admit input: %w", err)
+	}
+	if req.Kind != t.p.Kind {
+		return nil, &WrongKindError{Got: req.Kind, Want: t.p.Kind}
+	}
+	var p P
+	if err := strictUnmarshal(req.Params, &p); err != nil {
+		field, msg := describeDecodeError(err)
+		return json.Marshal(abi.AdmitResponse{Code: abi.CodeInvalidParams, Field: field, Message: msg})
+	}
+	var err error
+	if t.p.Admit != nil {
+		err = guard(func() error { return t.p.Admit(p, req.Grants) })
+	}
+	return json.Marshal(admitResponse(err))
+}
+
+func admitResponse(err error) abi.AdmitResponse {
+	if err == nil {
+		return abi.AdmitResponse{OK: true}
+	}
+	var pe *ParamError
+	var ue *UnobservableError
+	switch {
+	case errors.As(err, &ue):
+		return abi.AdmitResponse{Code: abi.CodeUnobservable, Message: ue.Message, Setting: ue.Setting}
+	case errors.As(err, &pe):
+		return abi.AdmitResponse{Code: abi.CodeInvalidParams, Message: pe.Message, Field: pe.Field}
+	default:
+		return abi.AdmitResponse{Code: abi.CodeInvalidParams, Message: err.Error()}
+	}
+}
+
+func (t *typed[P]) observe(in []byte, f Fetcher) ([]byte, error) {
+	var req abi.ObserveRequest
+	if err := strictUnmarshal(in, &req); err != nil {
+		return nil, fmt.Errorf("sdk: observe input: %w", err)
+	}
+	if req.Kind != t.p.Kind {
+		return nil, &WrongKindError{Got: req.Kind, Want: t.p.Kind}
+	}
+	var p P
+	if err := strictUnmarshal(req.Params, &p); err != nil {
+		return nil, fmt.Errorf("sdk: params the host admitted do not decode: %w", err)
+	}
+	input := Input{
+		Kind:     req.Kind,
+		WatchID:  req.WatchID,
+		Now:      req.Now,
+		Attempt:  req.Attempt,
+		Baseline: req.Baseline,
+		fetcher:  f,
+	}
+	var res Result
+	err := guard(func() error {
+		var err error
+		res, err = t.p.Observe(p, input)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out, err := res.wire(t.p.Standing)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(out)
+}
+
+// guard runs f and turns a panic into an error: a panic that escaped an
+// export would trap the instance and leave it unusable.
+func guard(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("sdk: panic: %v", r)
+		}
+	}()
+	return f()
+}
+
+func strictUnmarshal(data []byte, v any) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		data = []byte("null")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after JSON value")
+	}
+	return nil
+}
+
+// describeDecodeError names the field a JSON decode failed on, where the
+// error says.
+func describeDecodeError(err error) (field, msg string) {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return te.Field, fmt.Sprintf("want %s, got JSON %s", te.Type, te.Value)
+	}
+	var pe *time.ParseError
+	if errors.As(err, &pe) {
+		return "", "not an RFC 3339 time: " + pe.Value
+	}
+	const unknown = "json: unknown field "
+	if s := err.Error(); strings.HasPrefix(s, unknown) {
+		return strings.Trim(strings.TrimPrefix(s, unknown), `"`), "unknown field"
+	}
+	return "", err.Error()
+}
