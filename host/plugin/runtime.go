@@ -688,4 +688,3 @@ func strictJSON(data []byte, v any) error {
 }
 
 func contains(xs []string, x string) bool { return slices.Contains(xs, x) }
-
