@@ -174,15 +174,22 @@ func admitResponse(err error) abi.AdmitResponse {
 }
 
 func (t *typed[P]) observe(in []byte, f Fetcher) ([]byte, error) {
-	var req abi.ObserveRequest
-	if err := strictUnmarshal(in, &req); err != nil {
+	req, err := decodeObserveRequest(in)
+	if err != nil {
 		return nil, fmt.Errorf("sdk: observe input: %w", err)
 	}
 	if req.Kind != t.p.Kind {
 		return nil, &WrongKindError{Got: req.Kind, Want: t.p.Kind}
 	}
+	// The host admitted these params at registration (strictly, and
+	// against the schema), so observe decodes them leniently and fast.
 	var p P
-	if err := strictUnmarshal(req.Params, &p); err != nil {
+	if u, ok := any(&p).(ParamsUnmarshaler); ok {
+		err = u.UnmarshalParams(req.Params)
+	} else {
+		err = json.Unmarshal(req.Params, &p)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("sdk: params the host admitted do not decode: %w", err)
 	}
 	input := Input{
@@ -194,7 +201,7 @@ func (t *typed[P]) observe(in []byte, f Fetcher) ([]byte, error) {
 		fetcher:  f,
 	}
 	var res Result
-	err := guard(func() error {
+	err = guard(func() error {
 		var err error
 		res, err = t.p.Observe(p, input)
 		return err
@@ -206,7 +213,7 @@ func (t *typed[P]) observe(in []byte, f Fetcher) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(out)
+	return appendObserveResponse(make([]byte, 0, 256), out), nil
 }
 
 // guard runs f and turns a panic into an error: a panic that escaped an

@@ -283,7 +283,7 @@ func (r *Runtime) resolve(kind string, ls []*loaded, reg Registry, next *pluginS
 	}
 	if want := reg.Kinds[kind].Wasm; want != "" {
 		for _, l := range ls {
-			if l.mod.file == want || strings.HasSuffix(l.mod.file, string(filepath.Separator)+want) {
+			if r.cfg.Dir != "" && l.mod.file == filepath.Join(r.cfg.Dir, want) {
 				return l, true
 			}
 		}
