@@ -17,4 +17,5 @@ require (
 	go.opentelemetry.io/proto/otlp v1.3.1 // indirect
 	golang.org/x/sys v0.44.0 // indirect
 	google.golang.org/protobuf v1.34.2 // indirect
+	pgregory.net/rapid v1.3.0 // indirect
 )

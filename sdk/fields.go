@@ -38,13 +38,12 @@ func (v Value) String() (string, error) {
 	return s, nil
 }
 
-// Time decodes an RFC 3339 time string.
+// Time decodes an RFC 3339 time string, exactly as encoding/json decodes
+// a time.Time.
 func (v Value) Time() (time.Time, error) {
-	s, err := v.String()
-	if err != nil {
-		return time.Time{}, err
-	}
-	return time.Parse(time.RFC3339Nano, s)
+	var t time.Time
+	err := t.UnmarshalJSON(v.raw)
+	return t, err
 }
 
 // Int decodes a JSON integer.

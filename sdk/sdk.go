@@ -154,6 +154,12 @@ func (t *typed[P]) admit(in []byte) ([]byte, error) {
 	if t.p.Admit != nil {
 		err = guard(func() error { return t.p.Admit(p, req.Grants) })
 	}
+	var pe *PanicError
+	if errors.As(err, &pe) {
+		// A crash is the plugin's bug, not the params' fault: report it as
+		// an error rather than a refusal that would blame the caller.
+		return nil, err
+	}
 	return json.Marshal(admitResponse(err))
 }
 
@@ -216,12 +222,17 @@ func (t *typed[P]) observe(in []byte, f Fetcher) ([]byte, error) {
 	return appendObserveResponse(make([]byte, 0, 256), out), nil
 }
 
-// guard runs f and turns a panic into an error: a panic that escaped an
-// export would trap the instance and leave it unusable.
+// PanicError is a panic in the author's code, recovered by the SDK.
+type PanicError struct{ Value any }
+
+func (e *PanicError) Error() string { return fmt.Sprintf("sdk: panic: %v", e.Value) }
+
+// guard runs f and turns a panic into a *PanicError: a panic that escaped
+// an export would trap the instance and leave it unusable.
 func guard(f func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("sdk: panic: %v", r)
+			err = &PanicError{Value: r}
 		}
 	}()
 	return f()

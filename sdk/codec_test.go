@@ -1,0 +1,292 @@
+package sdk
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"pgregory.net/rapid"
+
+	"github.com/vigilhq/vigil/api/abi"
+)
+
+// jsonValue generates arbitrary JSON documents, nested a few levels.
+func jsonValue(depth int) *rapid.Generator[any] {
+	return rapid.Custom(func(t *rapid.T) any {
+		kinds := 5
+		if depth > 0 {
+			kinds = 7
+		}
+		switch rapid.IntRange(0, kinds-1).Draw(t, "type") {
+		case 0:
+			return nil
+		case 1:
+			return rapid.Bool().Draw(t, "bool")
+		case 2:
+			return rapid.Float64().Filter(func(f float64) bool { return !isNaNOrInf(f) }).Draw(t, "num")
+		case 3:
+			return rapid.Int64().Draw(t, "int")
+		case 4:
+			return rapid.String().Draw(t, "str")
+		case 5:
+			return rapid.SliceOfN(jsonValue(depth-1), 0, 4).Draw(t, "arr")
+		default:
+			return rapid.MapOfN(rapid.String(), jsonValue(depth-1), 0, 4).Draw(t, "obj")
+		}
+	})
+}
+
+func isNaNOrInf(f float64) bool { return f != f || f > 1e308 || f < -1e308 }
+
+func rawJSON(t *rapid.T, label string) json.RawMessage {
+	v := jsonValue(3).Draw(t, label)
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func observeRequest() *rapid.Generator[abi.ObserveRequest] {
+	return rapid.Custom(func(t *rapid.T) abi.ObserveRequest {
+		offset := rapid.IntRange(-12*60, 14*60).Draw(t, "tz-minutes")
+		now := time.Unix(rapid.Int64Range(0, 1<<35).Draw(t, "sec"), rapid.Int64Range(0, 999_999_999).Draw(t, "nsec")).
+			In(time.FixedZone("", offset*60))
+		req := abi.ObserveRequest{
+			Kind:    rapid.StringMatching(`[a-z0-9._-]{1,64}`).Draw(t, "kind"),
+			WatchID: rapid.String().Draw(t, "watch_id"),
+			Params:  rawJSON(t, "params"),
+			Now:     now,
+			Attempt: rapid.IntRange(-1<<31, 1<<31).Draw(t, "attempt"),
+		}
+		if rapid.Bool().Draw(t, "has-baseline") {
+			req.Baseline = rawJSON(t, "baseline")
+		}
+		return req
+	})
+}
+
+// decodeWithEncodingJSON is the reference: encoding/json, strict.
+func decodeWithEncodingJSON(b []byte) (abi.ObserveRequest, error) {
+	var req abi.ObserveRequest
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&req)
+	if err == nil && dec.More() {
+		err = errSyntax
+	}
+	if string(req.Baseline) == "null" {
+		req.Baseline = nil
+	}
+	return req, err
+}
+
+func sameRequest(t interface{ Fatalf(string, ...any) }, got, want abi.ObserveRequest) {
+	if got.Kind != want.Kind || got.WatchID != want.WatchID || got.Attempt != want.Attempt || !got.Now.Equal(want.Now) {
+		t.Fatalf("decoded %+v, want %+v", got, want)
+	}
+	_, gotOff := got.Now.Zone()
+	_, wantOff := want.Now.Zone()
+	if gotOff != wantOff {
+		t.Fatalf("zone offset %d, want %d", gotOff, wantOff)
+	}
+	if !bytes.Equal(compact(got.Params), compact(want.Params)) || !bytes.Equal(compact(got.Baseline), compact(want.Baseline)) {
+		t.Fatalf("raw values differ: params %s / %s, baseline %s / %s", got.Params, want.Params, got.Baseline, want.Baseline)
+	}
+}
+
+func compact(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		return append([]byte("!invalid:"), b...)
+	}
+	return out.Bytes()
+}
+
+// The hand-written decoder agrees with encoding/json on every request the
+// host can send, compact or indented.
+func TestDecodeObserveRequestMatchesEncodingJSON(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		req := observeRequest().Draw(t, "req")
+		var enc []byte
+		var err error
+		if rapid.Bool().Draw(t, "indent") {
+			enc, err = json.MarshalIndent(req, " ", "\t")
+		} else {
+			enc, err = json.Marshal(req)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeObserveRequest(enc)
+		if err != nil {
+			t.Fatalf("decode %s: %v", enc, err)
+		}
+		want, err := decodeWithEncodingJSON(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameRequest(t, got, want)
+	})
+}
+
+func TestDecodeObserveRequestRefuses(t *testing.T) {
+	good := `{"kind":"timer","watch_id":"w","params":{},"now":"2026-01-01T00:00:00Z","attempt":1}`
+	if _, err := decodeObserveRequest([]byte(good)); err != nil {
+		t.Fatalf("good request refused: %v", err)
+	}
+	bad := map[string]string{
+		"unknown field":   `{"kind":"timer","extra":1}`,
+		"duplicate key":   `{"kind":"a","kind":"b"}`,
+		"trailing data":   good + `{}`,
+		"not an object":   `[]`,
+		"empty":           ``,
+		"bad time":        `{"now":"yesterday"}`,
+		"escaped time":    `{"now":"2026-01-01T00:00:00\u005a"}`,
+		"float attempt":   `{"attempt":1.5}`,
+		"string attempt":  `{"attempt":"1"}`,
+		"bad params":      `{"params":{"a":}}`,
+		"unclosed":        `{"params":[1,2}`,
+		"control char":    "{\"kind\":\"a\nb\"}",
+		"bad escape":      `{"kind":"\x"}`,
+		"invalid utf-8":   "{\"kind\":\"\xff\"}",
+		"missing colon":   `{"kind" "a"}`,
+		"missing comma":   `{"kind":"a" "watch_id":"b"}`,
+		"leading zero":    `{"params":01}`,
+		"bare word":       `{"params":nul}`,
+		"deep nesting":    `{"params":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}`,
+		"number no digit": `{"params":-}`,
+	}
+	for name, in := range bad {
+		t.Run(name, func(t *testing.T) {
+			if _, err := decodeObserveRequest([]byte(in)); err == nil {
+				t.Fatalf("accepted %q", in)
+			}
+		})
+	}
+}
+
+func TestStringEscapes(t *testing.T) {
+	tests := map[string]string{
+		`"plain"`:             "plain",
+		`"a\"b\\c\/d"`:        `a"b\c/d`,
+		`"\b\f\n\r\t"`:        "\b\f\n\r\t",
+		`"\u00e9\u4e2d"`:      "é中",
+		`"\ud83d\ude00"`:      "😀",
+		`"\ud83d"`:            "\ufffd",
+		`"\ud83dx"`:           "\ufffdx",
+		`"\ude00"`:            "\ufffd",
+		`"\ud83d\u0041"`:      "\ufffdA",
+		`"\u0000"`:            "\x00",
+		`"mixed \u0041 tail"`: "mixed A tail",
+	}
+	for in, want := range tests {
+		d := decoder{b: []byte(in)}
+		got, ok := d.str()
+		if !ok || got != want {
+			t.Errorf("%s: got %q %v, want %q", in, got, ok, want)
+		}
+		var ref string
+		if err := json.Unmarshal([]byte(in), &ref); err != nil || ref != got {
+			t.Errorf("%s: encoding/json says %q (%v), we say %q", in, ref, err, got)
+		}
+	}
+}
+
+func TestAppendObserveResponseRoundTrips(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := abi.ObserveResponse{
+			Status: rapid.SampledFrom([]string{abi.StatusPending, abi.StatusSettled, abi.StatusChanged}).Draw(t, "status"),
+			Note:   rapid.String().Draw(t, "note"),
+		}
+		if rapid.Bool().Draw(t, "next") {
+			nc := time.Unix(rapid.Int64Range(0, 1<<35).Draw(t, "sec"), rapid.Int64Range(0, 999_999_999).Draw(t, "ns")).UTC()
+			r.NextCheck = &nc
+		}
+		if rapid.Bool().Draw(t, "outcome") {
+			r.Outcome = &abi.Outcome{Result: rapid.String().Draw(t, "result"), Summary: rapid.String().Draw(t, "summary")}
+			if rapid.Bool().Draw(t, "detail") {
+				r.Outcome.Detail = rawJSON(t, "detail")
+			}
+		}
+		if rapid.Bool().Draw(t, "baseline") {
+			r.Baseline = rawJSON(t, "baseline")
+		}
+		out := appendObserveResponse(nil, r)
+		if !json.Valid(out) {
+			t.Fatalf("invalid JSON: %s", out)
+		}
+		var got, want abi.ObserveResponse
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatal(err)
+		}
+		ref, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(ref, &want); err != nil {
+			t.Fatal(err)
+		}
+		got.Baseline, want.Baseline = compact(got.Baseline), compact(want.Baseline)
+		if got.Outcome != nil {
+			got.Outcome.Detail, want.Outcome.Detail = compact(got.Outcome.Detail), compact(want.Outcome.Detail)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
+		}
+	})
+}
+
+func TestAppendStringInvalidUTF8(t *testing.T) {
+	in := "a\xffb\xc3"
+	out := appendString(nil, in)
+	var got string
+	if err := json.Unmarshal(out, &got); err != nil || got != "a\ufffdb\ufffd" || !utf8.Valid(out) {
+		t.Fatalf("%s -> %q %v", out, got, err)
+	}
+}
+
+// FuzzDecodeObserveRequest: whatever the bytes, the decoder never panics,
+// and whatever it accepts encoding/json accepts with the same meaning.
+func FuzzDecodeObserveRequest(f *testing.F) {
+	f.Add([]byte(`{"kind":"timer","watch_id":"w","params":{"at":"2026-01-01T00:00:00Z"},"now":"2026-01-01T00:00:00Z","attempt":1,"baseline":null}`))
+	f.Add([]byte(`{"params":[1,{"a":"\u00e9"},true,null,-0.5e3]}`))
+	f.Add([]byte(`{"kind":"a\"b"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := decodeObserveRequest(b)
+		if err != nil {
+			return
+		}
+		want, err := decodeWithEncodingJSON(b)
+		if err != nil {
+			t.Fatalf("we accept what encoding/json refuses (%v): %q", err, b)
+		}
+		sameRequest(t, got, want)
+	})
+}
+
+// FuzzAppendString: every string encodes to valid JSON that decodes to
+// what encoding/json makes of it.
+func FuzzAppendString(f *testing.F) {
+	f.Add("plain")
+	f.Add("a\"b\\c\n\x00\xff")
+	f.Fuzz(func(t *testing.T, s string) {
+		out := appendString(nil, s)
+		var got, want string
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("%q -> invalid %s", s, out)
+		}
+		ref, _ := json.Marshal(s)
+		_ = json.Unmarshal(ref, &want)
+		if got != want {
+			t.Fatalf("%q: got %q want %q", s, got, want)
+		}
+	})
+}

@@ -1,0 +1,342 @@
+package sdk
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vigilhq/vigil/api/abi"
+)
+
+type testParams struct {
+	Name  string `json:"name"`
+	Count int    `json:"count"`
+}
+
+var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func testPlugin(standing bool, observe func(testParams, Input) (Result, error)) Plugin[testParams] {
+	return Plugin[testParams]{
+		Kind: "test.kind", Version: "1.2.3", Standing: standing, DefaultEvery: 30 * time.Second,
+		Schema: `{"type":"object"}`,
+		Admit: func(p testParams, g Grants) error {
+			switch p.Name {
+			case "unobservable":
+				return Unobservable("kinds.test.kind.fetch_hosts", "host not granted")
+			case "bad":
+				return InvalidParams("name", "must not be bad")
+			case "plain":
+				return errors.New("plain error")
+			case "panic":
+				panic("boom")
+			}
+			return nil
+		},
+		Observe: observe,
+	}
+}
+
+func observeReq(params string) abi.ObserveRequest {
+	return abi.ObserveRequest{Kind: "test.kind", WatchID: "w1", Now: now, Attempt: 1, Params: json.RawMessage(params)}
+}
+
+func TestDescribe(t *testing.T) {
+	d, err := NewHarness(testPlugin(false, nil2)).Describe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.ABI != abi.Version || d.Kind != "test.kind" || d.Version != "1.2.3" || d.DefaultEvery != "30s" ||
+		d.Capabilities == nil || string(d.ParamsSchema) != `{"type":"object"}` {
+		t.Fatalf("describe = %+v", d)
+	}
+}
+
+func nil2(testParams, Input) (Result, error) { return Pending(""), nil }
+
+func TestInvalidPluginReportsOnEveryExport(t *testing.T) {
+	bad := testPlugin(false, nil)
+	bad.Kind = "Bad Kind"
+	bad.Version = "v1"
+	h := NewHarness(bad)
+	_, err := h.Describe()
+	if err == nil || !strings.Contains(err.Error(), "kind") || !strings.Contains(err.Error(), "version") || !strings.Contains(err.Error(), "Observe is nil") {
+		t.Fatalf("describe err = %v", err)
+	}
+	if _, err := h.Observe(observeReq(`{}`), nil); err == nil {
+		t.Fatal("observe of an invalid plugin answered")
+	}
+}
+
+func TestAdmitMapsErrors(t *testing.T) {
+	h := NewHarness(testPlugin(false, nil2))
+	tests := []struct {
+		params string
+		want   abi.AdmitResponse
+	}{
+		{`{"name":"ok"}`, abi.AdmitResponse{OK: true}},
+		{`{"name":"unobservable"}`, abi.AdmitResponse{Code: abi.CodeUnobservable, Message: "host not granted", Setting: "kinds.test.kind.fetch_hosts"}},
+		{`{"name":"bad"}`, abi.AdmitResponse{Code: abi.CodeInvalidParams, Message: "must not be bad", Field: "name"}},
+		{`{"name":"plain"}`, abi.AdmitResponse{Code: abi.CodeInvalidParams, Message: "plain error"}},
+		{`{"nmae":"x"}`, abi.AdmitResponse{Code: abi.CodeInvalidParams, Message: "unknown field", Field: "nmae"}},
+		{`{"count":"x"}`, abi.AdmitResponse{Code: abi.CodeInvalidParams, Message: "want int, got JSON string", Field: "count"}},
+	}
+	for _, tt := range tests {
+		got, err := h.Admit(abi.AdmitRequest{Kind: "test.kind", Params: json.RawMessage(tt.params)})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.params, err)
+		}
+		if got != tt.want {
+			t.Errorf("%s: got %+v, want %+v", tt.params, got, tt.want)
+		}
+	}
+}
+
+func TestAdmitPanicIsAnErrorNotARefusal(t *testing.T) {
+	_, err := NewHarness(testPlugin(false, nil2)).Admit(abi.AdmitRequest{Kind: "test.kind", Params: json.RawMessage(`{"name":"panic"}`)})
+	var pe *PanicError
+	if !errors.As(err, &pe) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestWrongKindIsAnError(t *testing.T) {
+	h := NewHarness(testPlugin(false, nil2))
+	var wk *WrongKindError
+	_, err := h.Admit(abi.AdmitRequest{Kind: "other", Params: json.RawMessage(`{}`)})
+	if !errors.As(err, &wk) {
+		t.Fatalf("admit err = %v", err)
+	}
+	req := observeReq(`{}`)
+	req.Kind = "other"
+	if _, err := h.Observe(req, nil); !errors.As(err, &wk) {
+		t.Fatalf("observe err = %v", err)
+	}
+}
+
+func TestObserveResults(t *testing.T) {
+	at := now.Add(time.Hour)
+	tests := []struct {
+		name     string
+		standing bool
+		result   Result
+		err      error
+		want     abi.ObserveResponse
+		wantErr  string
+	}{
+		{name: "pending", result: Pending("not yet"), want: abi.ObserveResponse{Status: "pending", Note: "not yet"}},
+		{name: "pending with hint", result: Pending("soon").CheckAt(at), want: abi.ObserveResponse{Status: "pending", Note: "soon", NextCheck: &at}},
+		{name: "settled", result: Settled(Outcome{Result: "success", Summary: "ok", Detail: map[string]int{"n": 1}}),
+			want: abi.ObserveResponse{Status: "settled", Outcome: &abi.Outcome{Result: "success", Summary: "ok", Detail: json.RawMessage(`{"n":1}`)}}},
+		{name: "hint ignored on settled", result: Settled(Outcome{Result: "x"}).CheckAt(at), want: abi.ObserveResponse{Status: "settled", Outcome: &abi.Outcome{Result: "x"}}},
+		{name: "baseline", standing: true, result: Baseline(map[string]string{"title": "a"}),
+			want: abi.ObserveResponse{Status: "pending", Baseline: json.RawMessage(`{"title":"a"}`)}},
+		{name: "changed", standing: true, result: Changed(Outcome{Result: "changed"}, 7),
+			want: abi.ObserveResponse{Status: "changed", Outcome: &abi.Outcome{Result: "changed"}, Baseline: json.RawMessage(`7`)}},
+		{name: "zero result", result: Result{}, wantErr: "empty result"},
+		{name: "settled from standing", standing: true, result: Settled(Outcome{Result: "x"}), wantErr: "never settles"},
+		{name: "changed from non-standing", result: Changed(Outcome{Result: "x"}, 1), wantErr: "standing kinds only"},
+		{name: "baseline from non-standing", result: Baseline(1), wantErr: "standing kinds only"},
+		{name: "outcome without result", result: Settled(Outcome{Summary: "x"}), wantErr: "needs a result"},
+		{name: "unmarshallable detail", result: Settled(Outcome{Result: "x", Detail: func() {}}), wantErr: "detail"},
+		{name: "observe error", err: errors.New("my bug"), wantErr: "my bug"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := NewHarness(testPlugin(tt.standing, func(testParams, Input) (Result, error) { return tt.result, tt.err }))
+			got, err := h.Observe(observeReq(`{"name":"x"}`), nil)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			gj, _ := json.Marshal(got)
+			wj, _ := json.Marshal(tt.want)
+			if string(gj) != string(wj) {
+				t.Fatalf("got %s, want %s", gj, wj)
+			}
+		})
+	}
+}
+
+func TestObservePanicIsRecovered(t *testing.T) {
+	h := NewHarness(testPlugin(false, func(testParams, Input) (Result, error) { panic("boom") }))
+	_, err := h.Observe(observeReq(`{}`), nil)
+	var pe *PanicError
+	if !errors.As(err, &pe) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestObserveSeesInput(t *testing.T) {
+	var seen Input
+	var seenP testParams
+	h := NewHarness(testPlugin(true, func(p testParams, in Input) (Result, error) {
+		seen, seenP = in, p
+		return Pending(""), nil
+	}))
+	req := observeReq(`{"name":"n","count":3}`)
+	req.Attempt = 4
+	req.Baseline = json.RawMessage(`{"v":1}`)
+	if _, err := h.Observe(req, nil); err != nil {
+		t.Fatal(err)
+	}
+	if seen.Kind != "test.kind" || seen.WatchID != "w1" || !seen.Now.Equal(now) || seen.Attempt != 4 || seenP != (testParams{"n", 3}) {
+		t.Fatalf("input %+v params %+v", seen, seenP)
+	}
+	var b struct{ V int }
+	if ok, err := seen.DecodeBaseline(&b); !ok || err != nil || b.V != 1 {
+		t.Fatalf("baseline %v %v %+v", ok, err, b)
+	}
+	if ok, _ := (Input{}).DecodeBaseline(&b); ok {
+		t.Fatal("an empty baseline decoded")
+	}
+}
+
+func TestFetch(t *testing.T) {
+	if _, err := (Input{}).Fetch(FetchRequest{Method: "GET", URL: "https://x"}); !errors.Is(err, ErrNoFetcher) {
+		t.Fatalf("no fetcher: %v", err)
+	}
+	in := Input{}.WithFetcher(FetcherFunc(func(r FetchRequest) (FetchResponse, error) {
+		if r.URL == "https://down" {
+			return FetchResponse{Failure: &abi.FetchFailure{Reason: abi.FetchTimeout, Message: "slow"}}, nil
+		}
+		return FetchResponse{Status: 200, Body: []byte("ok")}, nil
+	}))
+	resp, err := in.Fetch(FetchRequest{Method: "GET", URL: "https://up"})
+	if err != nil || resp.Status != 200 {
+		t.Fatalf("up: %+v %v", resp, err)
+	}
+	_, err = in.Fetch(FetchRequest{Method: "GET", URL: "https://down"})
+	var fe *FetchError
+	if !errors.As(err, &fe) || fe.Reason != abi.FetchTimeout {
+		t.Fatalf("down: %v", err)
+	}
+}
+
+func TestRegisterTwiceIsReported(t *testing.T) {
+	t.Cleanup(func() { registered = nil })
+	registered = nil
+	Register(testPlugin(false, nil2))
+	if _, ok := registered.(*typed[testParams]); !ok {
+		t.Fatalf("first Register: %T", registered)
+	}
+	Register(testPlugin(false, nil2))
+	if _, err := registered.describe(); err == nil || !strings.Contains(err.Error(), "more than once") {
+		t.Fatalf("second Register: %v", err)
+	}
+}
+
+func TestParamsUnmarshalerIsUsedOnObserve(t *testing.T) {
+	h := NewHarness(Plugin[fastParams]{
+		Kind: "fast", Version: "1.0.0", Schema: `{}`,
+		Observe: func(p fastParams, in Input) (Result, error) { return Pending(p.via), nil },
+	})
+	got, err := h.Observe(abi.ObserveRequest{Kind: "fast", Now: now, Params: json.RawMessage(`{"a":1}`)}, nil)
+	if err != nil || got.Note != "UnmarshalParams" {
+		t.Fatalf("%+v %v", got, err)
+	}
+}
+
+type fastParams struct{ via string }
+
+func (p *fastParams) UnmarshalParams([]byte) error {
+	p.via = "UnmarshalParams"
+	return nil
+}
+
+func TestDecodeFields(t *testing.T) {
+	var got []string
+	err := DecodeFields([]byte(` {"s":"x","t":"2026-01-02T03:04:05Z","i":-7,"f":1.5e2,"b":true,"n":null,"o":{"k":[1]}} `), func(k string, v Value) error {
+		switch k {
+		case "s":
+			s, err := v.String()
+			got = append(got, s)
+			return err
+		case "t":
+			tm, err := v.Time()
+			got = append(got, tm.Format(time.RFC3339))
+			return err
+		case "i":
+			n, err := v.Int()
+			got = append(got, strings.Repeat("i", int(-n)))
+			return err
+		case "f":
+			f, err := v.Float()
+			if f != 150 {
+				return errors.New("float")
+			}
+			return err
+		case "b":
+			b, err := v.Bool()
+			if !b {
+				return errors.New("bool")
+			}
+			return err
+		case "n":
+			if !v.IsNull() {
+				return errors.New("null")
+			}
+		case "o":
+			var o struct{ K []int }
+			if err := v.Decode(&o); err != nil || len(o.K) != 1 {
+				return errors.New("object")
+			}
+			got = append(got, string(v.Raw()))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"x", "2026-01-02T03:04:05Z", "iiiiiii", `{"k":[1]}`}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("got %q", got)
+	}
+	if err := DecodeFields([]byte(`{"a":1,"a":2}`), func(string, Value) error { return nil }); !errors.Is(err, ErrDuplicateKey) {
+		t.Fatalf("duplicate: %v", err)
+	}
+	if err := DecodeFields([]byte(`{"a":1}`), func(string, Value) error { return errors.New("nope") }); err == nil || !strings.Contains(err.Error(), "a: nope") {
+		t.Fatalf("callback error: %v", err)
+	}
+	for _, v := range []string{`"x"`, `1`, `true`} {
+		val := Value{raw: []byte(v)}
+		if _, err := val.Int(); v != "1" && err == nil {
+			t.Errorf("Int(%s) accepted", v)
+		}
+		if _, err := val.String(); v != `"x"` && err == nil {
+			t.Errorf("String(%s) accepted", v)
+		}
+		if _, err := val.Bool(); v != "true" && err == nil {
+			t.Errorf("Bool(%s) accepted", v)
+		}
+	}
+}
+
+// FuzzDecodeFields: never panics, and an accepted object is valid JSON
+// with no key twice.
+func FuzzDecodeFields(f *testing.F) {
+	f.Add([]byte(`{"a":1,"b":[true,null],"c":{"d":"e"}}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		keys := map[string]bool{}
+		err := DecodeFields(b, func(k string, v Value) error {
+			if keys[k] {
+				t.Fatalf("key %q given twice", k)
+			}
+			keys[k] = true
+			if !json.Valid(v.Raw()) {
+				t.Fatalf("value %q is not JSON", v.Raw())
+			}
+			return nil
+		})
+		if err == nil && !json.Valid(b) {
+			t.Fatalf("accepted invalid JSON %q", b)
+		}
+	})
+}
