@@ -1,0 +1,53 @@
+# vigil's routine tasks. The README's two commands need none of these.
+
+plugin_build := "GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -buildvcs=false"
+
+default:
+    @just --list
+
+# Build the vigil binary into ./vigil.
+build:
+    go build -o vigil ./cmd/vigil
+
+# Run every test.
+test:
+    go test ./...
+
+# Rebuild every bundled plugin's .wasm from its source, reproducibly.
+plugins:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    for dir in plugins/*/; do
+        kind=$(basename "$dir")
+        [ -f "$dir/main.go" ] || continue
+        (cd "$dir" && {{plugin_build}} -o "$kind.wasm" .)
+        echo "built $dir$kind.wasm with $(go env GOVERSION)"
+    done
+
+# Run the host on the bundled plugins.
+run *ARGS:
+    go run ./cmd/vigil serve {{ARGS}}
+
+# Check that a plugin .wasm loads and describes itself correctly.
+conformance FILE:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    dir=$(mktemp -d)
+    trap 'rm -rf "$dir"' EXIT
+    cp "{{FILE}}" "$dir/"
+    go run ./cmd/vigil plugins --data "$dir/data" --plugins "$dir"
+
+# Run the plugin runtime benchmarks (docs/BENCHMARKS.md).
+bench:
+    go test -run XXX -bench . -benchmem ./host/plugin/ ./plugins/timer/
+
+# Fuzz every parser of outside input for a while each.
+fuzz SECONDS="30":
+    go test ./sdk/ -run XXX -fuzz FuzzDecodeObserveRequest -fuzztime {{SECONDS}}s
+    go test ./sdk/ -run XXX -fuzz FuzzDecodeFields -fuzztime {{SECONDS}}s
+    go test ./sdk/ -run XXX -fuzz FuzzAppendString -fuzztime {{SECONDS}}s
+    go test ./internal/wasmbuild/ -run XXX -fuzz FuzzGoVersion -fuzztime {{SECONDS}}s
+
+# What CI runs.
+ci:
+    bash .ci/run

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func run(t *testing.T, ctx context.Context, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	root := newRoot(&out, &errb)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	return out.String(), errb.String(), err
+}
+
+func TestPluginsListsTheBundledSet(t *testing.T) {
+	out, _, err := run(t, context.Background(), "plugins", "--data", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "timer") || !strings.Contains(out, "bundled:timer/timer.wasm") {
+		t.Fatalf("output:\n%s", out)
+	}
+}
+
+func TestPluginsFailsAndNamesABadFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "junk.wasm"), []byte("not wasm"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := run(t, context.Background(), "plugins", "--data", t.TempDir(), "--plugins", dir)
+	if err == nil || !strings.Contains(errOut, "junk.wasm") || !strings.Contains(errOut, "compile") {
+		t.Fatalf("err %v, stderr:\n%s", err, errOut)
+	}
+	if !strings.Contains(out, "timer") {
+		t.Fatalf("a bad file hid the good ones:\n%s", out)
+	}
+}
+
+func TestServeRefusesAMissingPluginDir(t *testing.T) {
+	_, _, err := run(t, context.Background(), "serve", "--data", t.TempDir(), "--plugins", filepath.Join(t.TempDir(), "nope"))
+	if err == nil || !strings.Contains(err.Error(), "plugin directory") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// signalWriter closes ready when what it has been written contains want.
+type signalWriter struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	want  string
+	ready chan struct{}
+	once  sync.Once
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if strings.Contains(w.buf.String(), w.want) {
+		w.once.Do(func() { close(w.ready) })
+	}
+	return len(p), nil
+}
+
+func TestServeStopsCleanlyWhenCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &signalWriter{want: "vigil serving", ready: make(chan struct{})}
+	root := newRoot(&bytes.Buffer{}, w)
+	root.SetArgs([]string{"serve", "--data", t.TempDir()})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	select {
+	case <-w.ready:
+	case err := <-done:
+		t.Fatalf("serve returned before serving: %v\n%s", err, w.buf.String())
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !strings.Contains(w.buf.String(), `"kind":"timer"`) || !strings.Contains(w.buf.String(), "vigil stopping") {
+		t.Fatalf("log:\n%s", w.buf.String())
+	}
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+func newPlugins(stdout, stderr io.Writer) *cobra.Command {
+	var data, dir string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "plugins",
+		Short: "List the plugins the host would load, and why any would not",
+		Long: `Load the bundled plugins and the plugin directory exactly as serve does, and
+list each kind, or print why a file was refused. Exits non-zero when any
+plugin failed to load, so it can gate a deployment.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rt, err := openRuntime(cmd.Context(), data, dir)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = rt.Close(cmd.Context()) }()
+			infos, problems := rt.Plugins(), rt.Problems()
+			if asJSON {
+				type problem struct {
+					File  string `json:"file"`
+					Kind  string `json:"kind,omitempty"`
+					Rule  string `json:"rule"`
+					Error string `json:"error"`
+				}
+				out := struct {
+					Plugins  any       `json:"plugins"`
+					Problems []problem `json:"problems"`
+				}{Plugins: infos, Problems: []problem{}}
+				for _, p := range problems {
+					out.Problems = append(out.Problems, problem{p.File, p.Kind, p.Rule, p.Err.Error()})
+				}
+				enc := json.NewEncoder(stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(out); err != nil {
+					return err
+				}
+			} else {
+				tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "KIND\tVERSION\tSTANDING\tCAPABILITIES\tOBSERVABLE\tFILE")
+				for _, p := range infos {
+					obs := "yes"
+					if !p.Observable {
+						obs = "no: grant " + p.Setting
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\n", p.Kind, p.Version, p.Standing, strings.Join(p.Capabilities, ","), obs, p.File)
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				for _, p := range problems {
+					fmt.Fprintf(stderr, "not loaded: %v\n", p)
+				}
+			}
+			if len(problems) > 0 {
+				return fmt.Errorf("%d plugin(s) not loaded", len(problems))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "plugins", "", "plugin directory: *.wasm and an optional registry.json")
+	cmd.Flags().StringVar(&data, "data", "./vigil-data", "data directory (holds the plugin compilation cache)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
