@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	extism "github.com/extism/go-sdk"
@@ -27,8 +28,10 @@ type module struct {
 	lim      Limits
 	hostCtx  *hostCtx
 
-	// slots bounds instances checked out at once; idle holds warm ones.
-	slots chan struct{}
+	// slots bounds instances checked out at once; idle holds warm ones;
+	// queued counts callers waiting for a slot.
+	slots  chan struct{}
+	queued atomic.Int64
 	mu    sync.Mutex
 	idle  []*instance
 
@@ -153,8 +156,15 @@ func (m *module) shutdown(ctx context.Context) {
 func (m *module) get(ctx context.Context) (*instance, error) {
 	select {
 	case m.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	default:
+		m.queued.Add(1)
+		select {
+		case m.slots <- struct{}{}:
+			m.queued.Add(-1)
+		case <-ctx.Done():
+			m.queued.Add(-1)
+			return nil, ctx.Err()
+		}
 	}
 	m.mu.Lock()
 	if n := len(m.idle); n > 0 {

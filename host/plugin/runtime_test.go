@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -428,5 +429,40 @@ func TestCompilationCacheIsWritten(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	if err != nil || len(entries) == 0 {
 		t.Fatalf("cache dir empty: %v", err)
+	}
+}
+
+// A burst of calls waits for an instance instead of growing the pool.
+func TestPoolBoundsConcurrentInstances(t *testing.T) {
+	const pool, callers = 2, 6
+	f := &blockingFetcher{entered: make(chan FetchCall, callers), release: make(chan struct{})}
+	r := newRuntime(t, Config{Dir: pluginDir(t, fetchGrant, "fetcher"), Fetcher: f, Limits: Limits{PoolSize: pool}})
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = r.Observe(context.Background(), abi.ObserveRequest{Kind: "test.fetcher", Now: t0, Params: json.RawMessage(`{"url":"https://example.org/"}`)})
+		}()
+	}
+	// Wait until every caller is accounted for: blocked in a fetch (it has
+	// an instance) or queued for one.
+	m := r.set.Load().kinds["test.fetcher"].mod
+	entered := 0
+	for entered+int(m.queued.Load()) < callers {
+		select {
+		case <-f.entered:
+			entered++
+		default:
+			runtime.Gosched()
+		}
+	}
+	if entered != pool {
+		t.Fatalf("%d calls got an instance at once, pool is %d", entered, pool)
+	}
+	close(f.release)
+	wg.Wait()
+	if got := len(f.entered); got != callers-pool {
+		t.Fatalf("%d later fetches, want %d", got, callers-pool)
 	}
 }
