@@ -32,8 +32,8 @@ type module struct {
 	// queued counts callers waiting for a slot.
 	slots  chan struct{}
 	queued atomic.Int64
-	mu    sync.Mutex
-	idle  []*instance
+	mu     sync.Mutex
+	idle   []*instance
 
 	// lifecycle: calls in flight, and whether the registry still uses it.
 	inflight int
