@@ -111,3 +111,25 @@ func (r Result) wire(standing bool) (abi.ObserveResponse, error) {
 	}
 	return out, nil
 }
+
+// Status is the result's status: abi.StatusPending, StatusSettled or
+// StatusChanged ("" for the zero Result).
+func (r Result) Status() string { return r.status }
+
+// Note is a pending result's note.
+func (r Result) Note() string { return r.note }
+
+// NextCheck is the hint set with CheckAt; zero when none.
+func (r Result) NextCheck() time.Time { return r.nextCheck }
+
+// Outcome is a settled or changed result's outcome; false when there is
+// none.
+func (r Result) Outcome() (Outcome, bool) {
+	if r.outcome == nil {
+		return Outcome{}, false
+	}
+	return *r.outcome, true
+}
+
+// Baseline is a standing result's snapshot; false when there is none.
+func (r Result) Baseline() (any, bool) { return r.baseline, r.hasBase }

@@ -40,8 +40,10 @@ type Plugin[P any] struct {
 	// Return InvalidParams or Unobservable. It never reaches the network.
 	// Nil admits every params value the schema accepts.
 	Admit func(p P, g Grants) error
-	// Observe makes one bounded observation. Return an error only for a bug
-	// (it is reported as a plugin fault); "I cannot tell" is Pending.
+	// Observe makes one bounded observation. "I cannot tell" is Pending,
+	// never an error. Return an error only for a bug: the host reports it
+	// loudly as the plugin's error (as it does a call for the wrong kind)
+	// and the watch stays pending.
 	Observe func(p P, in Input) (Result, error)
 }
 
@@ -138,8 +140,10 @@ func (e *WrongKindError) Error() string {
 }
 
 func (t *typed[P]) admit(in []byte) ([]byte, error) {
+	// Lenient on the envelope (a newer host may add fields), strict on the
+	// params below (they are the caller's, and a typo must be refused).
 	var req abi.AdmitRequest
-	if err := strictUnmarshal(in, &req); err != nil {
+	if err := json.Unmarshal(in, &req); err != nil {
 		return nil, fmt.Errorf("sdk: admit input: %w", err)
 	}
 	if req.Kind != t.p.Kind {

@@ -340,3 +340,24 @@ func FuzzDecodeFields(f *testing.F) {
 		}
 	})
 }
+
+func TestResultAccessors(t *testing.T) {
+	at := now.Add(time.Minute)
+	p := Pending("wait").CheckAt(at)
+	if p.Status() != abi.StatusPending || p.Note() != "wait" || !p.NextCheck().Equal(at) {
+		t.Fatalf("pending: %+v", p)
+	}
+	if _, ok := p.Outcome(); ok {
+		t.Fatal("pending has an outcome")
+	}
+	c := Changed(Outcome{Result: "changed"}, 3)
+	if o, ok := c.Outcome(); !ok || o.Result != "changed" {
+		t.Fatalf("changed outcome: %+v", o)
+	}
+	if b, ok := c.Baseline(); !ok || b != 3 {
+		t.Fatalf("changed baseline: %v", b)
+	}
+	if _, ok := Settled(Outcome{Result: "x"}).Baseline(); ok {
+		t.Fatal("settled has a baseline")
+	}
+}

@@ -50,7 +50,9 @@ type Describe struct {
 // is not granted) before any watch is written.
 type Grants struct {
 	Capabilities []string `json:"capabilities"`
-	FetchHosts   []string `json:"fetch_hosts,omitempty"`
+	// FetchHosts are the hosts vigil_fetch will reach for this plugin. Empty
+	// means none, never any.
+	FetchHosts []string `json:"fetch_hosts,omitempty"`
 }
 
 // AdmitRequest is the input of the admit export.
@@ -124,7 +126,11 @@ type FetchRequest struct {
 }
 
 // FetchResponse is what vigil_fetch answers: either a response or, when
-// Failure is set, the reason no response could be had.
+// Failure is set, the reason no response could be had. When NotModified is
+// set the host revalidated a stored response: Status, Headers and Body are
+// that stored response (its 200, not the 304), so a plugin reads the same
+// fields whether or not the resource changed. FromCache says the host
+// answered within the resource's interval without a request at all.
 type FetchResponse struct {
 	Status      int               `json:"status,omitempty"`
 	Headers     map[string]string `json:"headers,omitempty"`

@@ -2,6 +2,8 @@ package plugin
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,6 +11,10 @@ import (
 )
 
 func TestValidateDescribe(t *testing.T) {
+	localSchema := filepath.Join(t.TempDir(), "s.json")
+	if err := os.WriteFile(localSchema, []byte(`{"type":"object"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	base := func() map[string]any {
 		return map[string]any{
 			"abi": abi.Version, "kind": "ci", "version": "1.0.0", "summary": "s", "standing": false,
@@ -32,7 +38,8 @@ func TestValidateDescribe(t *testing.T) {
 			m["params_schema"] = map[string]any{"$ref": "https://example.org/s.json"}
 		}, "describe.params_schema"},
 		{"schema with file ref", func(m map[string]any) {
-			m["params_schema"] = map[string]any{"$ref": "file:///etc/passwd"}
+			// A readable, valid schema on disk: only the loader refusal stops it.
+			m["params_schema"] = map[string]any{"$ref": "file://" + localSchema}
 		}, "describe.params_schema"},
 		{"unknown capability", func(m map[string]any) { m["capabilities"] = []string{"exec"} }, "describe.capabilities"},
 		{"duplicate capability", func(m map[string]any) { m["capabilities"] = []string{"fetch", "fetch"} }, "describe.capabilities"},
@@ -82,7 +89,7 @@ func TestCheckObservation(t *testing.T) {
 		{"settled without result", `{"status":"settled","outcome":{"summary":"x"}}`, false, "without an outcome"},
 		{"pending with outcome", `{"status":"pending","outcome":{"result":"x"}}`, false, "pending with an outcome"},
 		{"settled from standing", `{"status":"settled","outcome":{"result":"x"}}`, true, "standing kind answered settled"},
-		{"changed from wait", `{"status":"changed","outcome":{"result":"x"},"baseline":1}`, false, "not standing"},
+		{"changed from wait", `{"status":"changed","outcome":{"result":"x"},"baseline":1}`, false, "changed from a kind"},
 		{"changed without baseline", `{"status":"changed","outcome":{"result":"x"}}`, true, "without a baseline"},
 		{"baseline from wait", `{"status":"pending","baseline":1}`, false, "baseline from a kind"},
 		{"settled with next_check", `{"status":"settled","outcome":{"result":"x"},"next_check":"2030-01-01T00:00:00Z"}`, false, "next_check"},

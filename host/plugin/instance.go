@@ -201,8 +201,6 @@ func (m *module) newInstance(ctx context.Context) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, e := m.hostCtx.get()
-	p.Config = e.Config
 	p.AllowedHosts = nil
 	return &instance{p: p, stderr: stderr}, nil
 }
@@ -219,6 +217,11 @@ func (m *module) call(ctx context.Context, kind, export string, input []byte, ti
 		return nil, &CallError{Kind: kind, Export: export, Reason: FaultInstance, Err: err}
 	}
 	in.stderr.reset()
+	// The kind's config is read on every call: the instance that ran
+	// describe existed before the kind was known, and a reload may change
+	// the entry while warm instances are kept.
+	_, entry := m.hostCtx.get()
+	in.p.Config = entry.Config
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	rc, out, err := in.p.CallWithContext(cctx, export, input)
 	timedOut := cctx.Err() != nil

@@ -466,3 +466,43 @@ func TestPoolBoundsConcurrentInstances(t *testing.T) {
 		t.Fatalf("%d later fetches, want %d", got, callers-pool)
 	}
 }
+
+// A registry entry's config reaches every instance, including the one that
+// ran describe, and a reload's new config reaches warm instances too.
+func TestRegistryConfigReachesEveryCall(t *testing.T) {
+	ctx := context.Background()
+	dir := pluginDir(t, `{"kinds":{"test.config":{"config":{"greeting":"hello"}}}}`, "config")
+	r := newRuntime(t, Config{Dir: dir, Limits: Limits{PoolSize: 3}})
+	req := abi.ObserveRequest{Kind: "test.config", Now: t0, Params: json.RawMessage(`{}`)}
+	check := func(want string) {
+		t.Helper()
+		var wg sync.WaitGroup
+		notes := make(chan string, 6)
+		for range 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				obs, err := r.Observe(ctx, req)
+				if err != nil {
+					t.Error(err)
+				}
+				notes <- obs.Note
+			}()
+		}
+		wg.Wait()
+		close(notes)
+		for n := range notes {
+			if n != want {
+				t.Fatalf("a call saw config %q, want %q", n, want)
+			}
+		}
+	}
+	check("hello")
+	if err := os.WriteFile(filepath.Join(dir, RegistryFile), []byte(`{"kinds":{"test.config":{"config":{"greeting":"bye"}}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("bye")
+}
