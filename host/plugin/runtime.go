@@ -506,13 +506,18 @@ func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage
 	if err != nil {
 		return err
 	}
-	out, err := r.invoke(ctx, l, abi.ExportAdmit, in, r.rc.limits.CallTimeout)
+	var resp abi.AdmitResponse
+	_, err = r.invoke(ctx, l, abi.ExportAdmit, in, r.rc.limits.CallTimeout, func(out []byte) error {
+		if err := strictJSON(out, &resp); err != nil {
+			return fmt.Errorf("admit output: %w", err)
+		}
+		if !resp.OK && resp.Code != abi.CodeUnobservable && resp.Code != abi.CodeInvalidParams {
+			return fmt.Errorf("admit answered ok:false with code %q", resp.Code)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	var resp abi.AdmitResponse
-	if err := strictJSON(out, &resp); err != nil {
-		return r.contractFault(l, abi.ExportAdmit, err)
 	}
 	switch {
 	case resp.OK:
@@ -523,14 +528,12 @@ func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage
 			setting = fmt.Sprintf("kinds.%s", kind)
 		}
 		return &Refusal{Code: CodeWatchUnobservable, Message: resp.Message, Setting: setting}
-	case resp.Code == abi.CodeInvalidParams:
+	default:
 		field := "params"
 		if resp.Field != "" {
 			field = "params." + resp.Field
 		}
 		return &Refusal{Code: CodeInvalidParams, Message: resp.Message, Field: field}
-	default:
-		return r.contractFault(l, abi.ExportAdmit, fmt.Errorf("admit answered ok:false with code %q", resp.Code))
 	}
 }
 
@@ -589,18 +592,18 @@ func (r *Runtime) Observe(ctx context.Context, req abi.ObserveRequest) (Observat
 	if t := time.Duration(l.entry.Timeout); t > 0 {
 		timeout = t
 	}
-	out, err := r.invoke(ctx, l, abi.ExportObserve, in, timeout)
+	var obs Observation
+	_, err = r.invoke(ctx, l, abi.ExportObserve, in, timeout, func(out []byte) error {
+		var err error
+		obs, err = checkObservation(out, l.info.Standing)
+		return err
+	})
 	if err != nil {
 		var ce *CallError
 		if errors.As(err, &ce) && ce.Reason != FaultRaised {
 			return faulted(ce), nil
 		}
 		return Observation{}, err
-	}
-	obs, err := checkObservation(out, l.info.Standing)
-	if err != nil {
-		ce := r.contractFault(l, abi.ExportObserve, err)
-		return faulted(ce), nil
 	}
 	return obs, nil
 }
@@ -610,8 +613,10 @@ func faulted(ce *CallError) Observation {
 }
 
 // invoke calls an export on a kind's module, keeping the module alive for
-// the call even if a reload retires it meanwhile.
-func (r *Runtime) invoke(ctx context.Context, l *loaded, export string, in []byte, timeout time.Duration) ([]byte, error) {
+// the call even if a reload retires it meanwhile. check, when given, holds
+// the output to the contract; a failure is a FaultContract. Each call is
+// counted once, with its final outcome.
+func (r *Runtime) invoke(ctx context.Context, l *loaded, export string, in []byte, timeout time.Duration, check func([]byte) error) ([]byte, error) {
 	if !l.mod.acquire() {
 		// Retired and closed between the lookup and now: the new set has
 		// the kind's current module.
@@ -624,13 +629,13 @@ func (r *Runtime) invoke(ctx context.Context, l *loaded, export string, in []byt
 	defer l.mod.release(ctx)
 	start := time.Now()
 	out, err := l.mod.call(ctx, l.info.Kind, export, in, timeout)
+	if err == nil && check != nil {
+		if cerr := check(out); cerr != nil {
+			err = &CallError{Kind: l.info.Kind, Export: export, Reason: FaultContract, Err: cerr}
+		}
+	}
 	r.metrics.PluginCall(l.info.Kind, export, outcomeOf(err), time.Since(start))
 	return out, err
-}
-
-func (r *Runtime) contractFault(l *loaded, export string, err error) *CallError {
-	r.metrics.PluginCall(l.info.Kind, export, FaultContract, 0)
-	return &CallError{Kind: l.info.Kind, Export: export, Reason: FaultContract, Err: err}
 }
 
 // checkObservation decodes an observe output and holds it to the contract.

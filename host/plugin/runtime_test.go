@@ -114,6 +114,7 @@ func TestFaultsAreBounded(t *testing.T) {
 		{"alloc", "test.alloc", []string{FaultMemory, FaultTrap}},
 		{"trap", "test.trap", []string{FaultTrap}},
 		{"bigout", "test.bigout", []string{FaultTooLarge}},
+		{"offcontract", "test.offcontract", []string{FaultContract}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.plugin, func(t *testing.T) {
@@ -140,6 +141,9 @@ func TestFaultsAreBounded(t *testing.T) {
 			}
 			if n := m.count(tt.kind, abi.ExportObserve, obs.Fault.Reason); n != 1 {
 				t.Fatalf("fault counted %d times", n)
+			}
+			if n := m.count(tt.kind, abi.ExportObserve, "ok"); n != 0 {
+				t.Fatalf("a faulted call also counted as ok %d times", n)
 			}
 
 			// Other kinds are unaffected.
@@ -382,7 +386,7 @@ func TestWrongKindIsAnErrorNotPending(t *testing.T) {
 	req := timerReq(t0, t0, "w")
 	req.Kind = "ci"
 	in, _ := json.Marshal(req)
-	_, err := r.invoke(context.Background(), l, abi.ExportObserve, in, time.Second)
+	_, err := r.invoke(context.Background(), l, abi.ExportObserve, in, time.Second, nil)
 	if !errors.Is(err, ErrRaised) || !strings.Contains(err.Error(), "routing bug") {
 		t.Fatalf("err = %v", err)
 	}
@@ -505,4 +509,24 @@ func TestRegistryConfigReachesEveryCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("bye")
+}
+
+func TestReloadReplacesAFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "p.wasm")
+	copyFile(t, testPlugin(t, "config"), file)
+	r := newRuntime(t, Config{Dir: dir})
+	if _, ok := r.Lookup("test.config"); !ok {
+		t.Fatal("not loaded")
+	}
+	copyFile(t, testPlugin(t, "offcontract"), file)
+	if _, err := r.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Lookup("test.config"); ok {
+		t.Fatal("the replaced plugin still serves")
+	}
+	if info, ok := r.Lookup("test.offcontract"); !ok || info.File != file {
+		t.Fatalf("the replacement does not serve: %+v %v", info, r.Problems())
+	}
 }
