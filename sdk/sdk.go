@@ -1,7 +1,6 @@
 package sdk
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -150,7 +149,7 @@ func (t *typed[P]) admit(in []byte) ([]byte, error) {
 		return nil, &WrongKindError{Got: req.Kind, Want: t.p.Kind}
 	}
 	var p P
-	if err := strictUnmarshal(req.Params, &p); err != nil {
+	if err := abi.StrictUnmarshal(req.Params, &p); err != nil {
 		field, msg := describeDecodeError(err)
 		return json.Marshal(abi.AdmitResponse{Code: abi.CodeInvalidParams, Field: field, Message: msg})
 	}
@@ -240,21 +239,6 @@ func guard(f func() error) (err error) {
 		}
 	}()
 	return f()
-}
-
-func strictUnmarshal(data []byte, v any) error {
-	if len(bytes.TrimSpace(data)) == 0 {
-		data = []byte("null")
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("trailing data after JSON value")
-	}
-	return nil
 }
 
 // describeDecodeError names the field a JSON decode failed on, where the

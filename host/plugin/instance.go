@@ -291,7 +291,7 @@ func fetchHostFunction(hc *hostCtx) extism.HostFunction {
 			}
 			_ = p.Free(stack[0])
 			var req abi.FetchRequest
-			if err := strictJSON(raw, &req); err != nil {
+			if err := abi.StrictUnmarshal(raw, &req); err != nil {
 				return fetchFailure(abi.FetchInvalidRequestOptions, "request is not a fetch request: "+err.Error())
 			}
 			kind, entry := hc.get()

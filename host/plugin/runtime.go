@@ -508,7 +508,7 @@ func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage
 	}
 	var resp abi.AdmitResponse
 	_, err = r.invoke(ctx, l, abi.ExportAdmit, in, r.rc.limits.CallTimeout, func(out []byte) error {
-		if err := strictJSON(out, &resp); err != nil {
+		if err := abi.StrictUnmarshal(out, &resp); err != nil {
 			return fmt.Errorf("admit output: %w", err)
 		}
 		if !resp.OK && resp.Code != abi.CodeUnobservable && resp.Code != abi.CodeInvalidParams {
@@ -641,7 +641,7 @@ func (r *Runtime) invoke(ctx context.Context, l *loaded, export string, in []byt
 // checkObservation decodes an observe output and holds it to the contract.
 func checkObservation(out []byte, standing bool) (Observation, error) {
 	var resp abi.ObserveResponse
-	if err := strictJSON(out, &resp); err != nil {
+	if err := abi.StrictUnmarshal(out, &resp); err != nil {
 		return Observation{}, fmt.Errorf("observe output: %w", err)
 	}
 	obs := Observation{Status: resp.Status, Note: resp.Note, Outcome: resp.Outcome, Baseline: resp.Baseline}
@@ -678,18 +678,6 @@ func checkObservation(out []byte, standing bool) (Observation, error) {
 		return obs, errors.New("a baseline from a kind that is not standing")
 	}
 	return obs, nil
-}
-
-func strictJSON(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("trailing data after the JSON value")
-	}
-	return nil
 }
 
 func contains(xs []string, x string) bool { return slices.Contains(xs, x) }

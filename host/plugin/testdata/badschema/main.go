@@ -3,22 +3,16 @@
 package main
 
 import (
-	"time"
-
 	"github.com/vigilhq/vigil/sdk"
 )
 
-type Params struct {
-	N int `json:"n"`
-}
-
-const schema = `{"type":"object","properties":{"n":{"type":"integer"}},"additionalProperties":false}`
-
-func main() {}
+type Params struct{}
 
 func init() {
 	sdk.Register(sdk.Plugin[Params]{
-		Kind: "test.badschema", Version: "1.0.0", Schema: `{"type": 12}`, DefaultEvery: time.Second,
-		Observe: func(p Params, in sdk.Input) (sdk.Result, error) { return sdk.Pending(""), nil },
+		Kind: "test.badschema", Version: "1.0.0", Schema: `{"type": 12}`,
+		Observe: func(Params, sdk.Input) (sdk.Result, error) { return sdk.Pending(""), nil },
 	})
 }
+
+func main() {}
