@@ -488,8 +488,8 @@ func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage
 	}
 	if !l.info.Observable {
 		return &Refusal{Code: CodeWatchUnobservable, Setting: l.info.Setting,
-			Message: fmt.Sprintf("kind %s needs capabilities %s, and %s grants %s",
-				kind, strings.Join(l.info.Capabilities, ", "), RegistryFile, describeGrants(l.entry.Capabilities))}
+			Message: fmt.Sprintf("kind %s needs capabilities %s, and %s grants %s: add them to %s",
+				kind, strings.Join(l.info.Capabilities, ", "), RegistryFile, describeGrants(l.entry.Capabilities), l.info.Setting)}
 	}
 	if len(bytes.TrimSpace(params)) == 0 {
 		params = json.RawMessage("null")

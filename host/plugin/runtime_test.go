@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -272,7 +275,8 @@ func TestFetchNeedsItsGrant(t *testing.T) {
 	r := newRuntime(t, Config{Dir: pluginDir(t, "", "fetcher")})
 	var ref *Refusal
 	err := r.Admit(ctx, "test.fetcher", params)
-	if !errors.As(err, &ref) || ref.Code != CodeWatchUnobservable || ref.Setting != "kinds.test.fetcher.capabilities" {
+	if !errors.As(err, &ref) || ref.Code != CodeWatchUnobservable || ref.Setting != "kinds.test.fetcher.capabilities" ||
+		!strings.Contains(ref.Message, "kinds.test.fetcher.capabilities") {
 		t.Fatalf("ungranted admit = %v", err)
 	}
 	// Even called anyway, the host function refuses before any fetcher.
@@ -528,5 +532,36 @@ func TestReloadReplacesAFile(t *testing.T) {
 	}
 	if info, ok := r.Lookup("test.offcontract"); !ok || info.File != file {
 		t.Fatalf("the replacement does not serve: %+v %v", info, r.Problems())
+	}
+}
+
+// A plugin cannot read host files, make its own HTTP requests through
+// Extism, or see the real clock.
+func TestSandbox(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	r := newRuntime(t, Config{Dir: pluginDir(t, "", "sandbox")})
+	observe := func(params string) Observation {
+		t.Helper()
+		obs, err := r.Observe(context.Background(), abi.ObserveRequest{Kind: "test.sandbox", Now: t0, Params: json.RawMessage(params)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obs
+	}
+
+	if obs := observe(`{"try":"fs"}`); obs.Fault != nil || !strings.HasPrefix(obs.Note, "fs: ") || obs.Note == "fs: <nil>" {
+		t.Fatalf("file read: %+v", obs)
+	}
+	if obs := observe(`{"try":"http","url":"` + srv.URL + `"}`); obs.Fault == nil || !strings.Contains(obs.Note, "not allowed") {
+		t.Fatalf("http_request: %+v", obs)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the plugin reached a server %d times", n)
+	}
+	obs := observe(`{"try":"clock"}`)
+	if !strings.HasPrefix(obs.Note, "clock: 2022-01-01") {
+		t.Fatalf("the guest clock is not the fixed one: %q", obs.Note)
 	}
 }
