@@ -1,7 +1,40 @@
-// Package store will own vigil's persistence on badger v4 behind a small
-// interface: watch rows, receipts, baselines, mailboxes, with rows held
-// aside verbatim when this build cannot decode them.
+// Package store is vigil's persistence: watch rows, their receipts and
+// standing baselines, on badger v4 behind the small Store interface, so a
+// distributed backend can be added without touching the scheduler.
 //
-// It is empty until the store lands (see the project's issues); the
-// package exists so the layout in docs/ARCHITECTURE.md is whole.
+// What it guarantees:
+//   - Every transition is one badger transaction, committed before the
+//     call returns, and conditional on the row's current state: a row
+//     settles at most once, and a cancel and a settlement cannot both win.
+//   - Rows are versioned (a schema version in each row, a store version in
+//     the "v" key). A row this build cannot decode (a newer release's kind
+//     of state or field) is held aside verbatim: reads, lists and prunes
+//     skip it, nothing rewrites it, and it never fails an operation on
+//     another row. A store whose version is newer than this build, or
+//     whose files badger cannot open, is refused at Open with
+//     ErrStoreTooNew or ErrCorrupt; a store another process holds is
+//     ErrInUse, at once, not a hang.
+//
+// What survives what, with the options Open uses (SyncWrites off unless
+// Options.SyncWrites):
+//   - A process crash (kill -9) loses nothing that was committed: badger
+//     writes each commit to its write-ahead log (a memory-mapped file)
+//     before Commit returns, and the kernel keeps those pages after the
+//     process dies. "Register answered" therefore means "the row exists".
+//   - A power loss or kernel crash can lose the commits since the kernel
+//     last wrote those pages back (typically seconds). With
+//     Options.SyncWrites each commit is fsynced before it returns; badger
+//     groups concurrent commits into one write and one fsync, so throughput
+//     under concurrent registration stays reasonable, but a single
+//     sequential writer pays one fsync per row. The default favours
+//     registration speed; operators who need power-loss durability turn
+//     SyncWrites on (see docs/BENCHMARKS.md for both).
+//
+// What it must never do: decide anything about scheduling or delivery.
+// Which transition to make, and when, is the scheduler's; the store only
+// makes the transitions atomic and durable.
+//
+// Rejected alternative: one JSON file rewritten on every change (the
+// original design this one replaces). It made every write O(all rows) and
+// a single unreadable row a reason to refuse the whole file.
 package store

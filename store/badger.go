@@ -1,0 +1,399 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Version is the store version this build writes and reads.
+const Version = 1
+
+// Options configure Open.
+type Options struct {
+	// SyncWrites fsyncs every commit: power-loss durability at the price of
+	// one fsync per sequential commit. See the package doc.
+	SyncWrites bool
+	// Logger receives badger's warnings and errors. Nil discards them.
+	Logger *slog.Logger
+}
+
+// Badger is the Store on badger v4.
+type Badger struct {
+	db *badger.DB
+}
+
+var _ Store = (*Badger)(nil)
+
+// Key layout. Row keys and index keys carry the raw 16-byte id.
+var (
+	versionKey   = []byte("v")
+	rowPrefix    = []byte("w/")
+	statePrefix  = []byte("s/") // s/<state>/<id>
+	recipientPfx = []byte("r/") // r/<recipient>\x00<id>
+)
+
+func rowKey(id ID) []byte { return append(append([]byte{}, rowPrefix...), id[:]...) }
+
+func stateKey(s State, id ID) []byte {
+	k := append(append([]byte{}, statePrefix...), s...)
+	k = append(k, '/')
+	return append(k, id[:]...)
+}
+
+func recipientKey(r string, id ID) []byte {
+	k := append(append([]byte{}, recipientPfx...), r...)
+	k = append(k, 0)
+	return append(k, id[:]...)
+}
+
+// Open opens (or creates) the store in dir.
+func Open(dir string, opt Options) (*Badger, error) {
+	bo := badger.DefaultOptions(dir).
+		WithSyncWrites(opt.SyncWrites).
+		WithLogger(badgerLogger{opt.Logger}).
+		// Rows are small; keep memory modest for a host that mostly waits.
+		WithMemTableSize(16 << 20).
+		WithNumMemtables(3).
+		WithBlockCacheSize(32 << 20).
+		WithIndexCacheSize(16 << 20).
+		WithNumCompactors(2)
+	db, err := badger.Open(bo)
+	if err != nil {
+		return nil, classifyOpenError(dir, err)
+	}
+	s := &Badger{db: db}
+	if err := s.checkVersion(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func classifyOpenError(dir string, err error) error {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "Another process is using this Badger database"):
+		return fmt.Errorf("%w: %s (is another vigil serve running?)", ErrInUse, dir)
+	case errors.Is(err, badger.ErrTruncateNeeded),
+		strings.Contains(msg, "MANIFEST"), strings.Contains(msg, "checksum"),
+		strings.Contains(msg, "corrupt"), strings.Contains(msg, "magic"):
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, dir, err)
+	}
+	return fmt.Errorf("store: opening %s: %w", dir, err)
+}
+
+// checkVersion reads the store version, writing it into a new store.
+func (s *Badger) checkVersion() error {
+	return s.db.Update(func(txn *badger.Txn) error {
+		item, err := txn.Get(versionKey)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			if nonEmpty(txn) {
+				return fmt.Errorf("%w: rows without a store version", ErrCorrupt)
+			}
+			return txn.Set(versionKey, []byte(strconv.Itoa(Version)))
+		}
+		if err != nil {
+			return err
+		}
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		n, err := strconv.Atoi(string(v))
+		switch {
+		case err != nil:
+			return fmt.Errorf("%w: store version %q", ErrCorrupt, v)
+		case n > Version:
+			return fmt.Errorf("%w: store version %d, this build reads up to %d", ErrStoreTooNew, n, Version)
+		}
+		return nil
+	})
+}
+
+func nonEmpty(txn *badger.Txn) bool {
+	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false})
+	defer it.Close()
+	it.Rewind()
+	return it.Valid()
+}
+
+// Close implements Store.
+func (s *Badger) Close() error { return s.db.Close() }
+
+// update runs f in a read-write transaction, retrying on a write conflict
+// (two transitions of the same row at once: the loser re-reads).
+func (s *Badger) update(ctx context.Context, f func(txn *badger.Txn) error) error {
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := s.db.Update(f)
+		if errors.Is(err, badger.ErrConflict) && attempt < 8 {
+			continue
+		}
+		return err
+	}
+}
+
+func getRow(txn *badger.Txn, id ID) (Watch, error) {
+	item, err := txn.Get(rowKey(id))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return Watch{}, ErrNotFound
+	}
+	if err != nil {
+		return Watch{}, err
+	}
+	var w Watch
+	err = item.Value(func(v []byte) error {
+		var derr error
+		w, derr = decodeRow(item.KeyCopy(nil), v)
+		return derr
+	})
+	var ue *UnreadableError
+	if errors.As(err, &ue) {
+		return Watch{}, fmt.Errorf("%w (%v)", ErrNotFound, ue)
+	}
+	return w, err
+}
+
+func putRow(txn *badger.Txn, w Watch) error {
+	b, err := encodeRow(w)
+	if err != nil {
+		return err
+	}
+	return txn.Set(rowKey(w.ID), b)
+}
+
+// Create implements Store.
+func (s *Badger) Create(ctx context.Context, w Watch) error {
+	if !w.State.Valid() || !w.Receipt.Valid() {
+		return fmt.Errorf("store: create: state %q receipt %q", w.State, w.Receipt)
+	}
+	return s.update(ctx, func(txn *badger.Txn) error {
+		if _, err := txn.Get(rowKey(w.ID)); err == nil {
+			return ErrExists
+		} else if !errors.Is(err, badger.ErrKeyNotFound) {
+			return err
+		}
+		if err := putRow(txn, w); err != nil {
+			return err
+		}
+		if err := txn.Set(stateKey(w.State, w.ID), nil); err != nil {
+			return err
+		}
+		return txn.Set(recipientKey(w.Recipient.ID, w.ID), nil)
+	})
+}
+
+// Get implements Store.
+func (s *Badger) Get(ctx context.Context, id ID) (Watch, error) {
+	var w Watch
+	err := s.db.View(func(txn *badger.Txn) error {
+		var err error
+		w, err = getRow(txn, id)
+		return err
+	})
+	return w, err
+}
+
+// transition rewrites a row and moves its state index in one transaction.
+func (s *Badger) transition(ctx context.Context, id ID, f func(w *Watch) error) (Watch, error) {
+	var out Watch
+	err := s.update(ctx, func(txn *badger.Txn) error {
+		w, err := getRow(txn, id)
+		if err != nil {
+			return err
+		}
+		from := w.State
+		if err := f(&w); err != nil {
+			return err
+		}
+		if err := putRow(txn, w); err != nil {
+			return err
+		}
+		if w.State != from {
+			if err := txn.Delete(stateKey(from, id)); err != nil {
+				return err
+			}
+			if err := txn.Set(stateKey(w.State, id), nil); err != nil {
+				return err
+			}
+		}
+		out = w
+		return nil
+	})
+	return out, err
+}
+
+// Settle implements Store.
+func (s *Badger) Settle(ctx context.Context, id ID, st Settlement) (Watch, error) {
+	if st.State == Pending || !st.State.Valid() || !st.Receipt.Valid() {
+		return Watch{}, fmt.Errorf("store: settle to %q/%q", st.State, st.Receipt)
+	}
+	return s.transition(ctx, id, func(w *Watch) error {
+		if w.State != Pending {
+			return ErrNotPending
+		}
+		at := st.SettledAt.UTC()
+		w.State, w.Receipt, w.Outcome, w.SettledAt = st.State, st.Receipt, st.Outcome, &at
+		w.Attempts, w.LastNote = st.Attempts, st.LastNote
+		return nil
+	})
+}
+
+// SetReceipt implements Store.
+func (s *Badger) SetReceipt(ctx context.Context, id ID, r Receipt) (Watch, error) {
+	if !r.Valid() {
+		return Watch{}, fmt.Errorf("store: receipt %q", r)
+	}
+	return s.transition(ctx, id, func(w *Watch) error {
+		if w.State == Pending {
+			return fmt.Errorf("store: receipt for a pending watch %s", id)
+		}
+		w.Receipt = r
+		if r == ReceiptRejected && (w.State == Fired || w.State == Expired || w.State == Unwatchable) {
+			// The recipient was not live: neither success nor failure of
+			// the watch.
+			w.State = Undeliverable
+		}
+		return nil
+	})
+}
+
+// CarryBaseline implements Store.
+func (s *Badger) CarryBaseline(ctx context.Context, id ID, baseline json.RawMessage, attempts int, note string) error {
+	_, err := s.transition(ctx, id, func(w *Watch) error {
+		if w.State != Pending {
+			return ErrNotPending
+		}
+		w.Baseline, w.Attempts, w.LastNote = baseline, attempts, note
+		return nil
+	})
+	return err
+}
+
+// List implements Store.
+func (s *Badger) List(ctx context.Context, f Filter) ([]Watch, int, error) {
+	var out []Watch
+	held := 0
+	err := s.db.View(func(txn *badger.Txn) error {
+		var prefix []byte
+		switch {
+		case f.Recipient != "":
+			prefix = append(append(append([]byte{}, recipientPfx...), f.Recipient...), 0)
+		case f.State != "":
+			prefix = append(append(append([]byte{}, statePrefix...), f.State...), '/')
+		default:
+			prefix = rowPrefix
+		}
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: prefix[0] == 'w'})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			key := it.Item().Key()
+			var id ID
+			copy(id[:], key[len(key)-16:])
+			w, err := getRow(txn, id)
+			if errors.Is(err, ErrNotFound) {
+				held++
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if f.State != "" && w.State != f.State {
+				continue
+			}
+			out = append(out, w)
+		}
+		return nil
+	})
+	return out, held, err
+}
+
+// Prune implements Store. It deletes in batches, each its own
+// transaction, so a large prune never exceeds badger's transaction size.
+func (s *Badger) Prune(ctx context.Context, cutoff time.Time) (int, error) {
+	total := 0
+	for _, st := range States() {
+		if st == Pending {
+			continue
+		}
+		for {
+			var victims []Watch
+			err := s.db.View(func(txn *badger.Txn) error {
+				prefix := append(append(append([]byte{}, statePrefix...), st...), '/')
+				it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+				defer it.Close()
+				for it.Rewind(); it.Valid() && len(victims) < pruneBatch; it.Next() {
+					key := it.Item().Key()
+					var id ID
+					copy(id[:], key[len(key)-16:])
+					w, err := getRow(txn, id)
+					if err != nil {
+						continue // held aside, or a dangling index: leave it
+					}
+					if w.SettledAt != nil && w.SettledAt.Before(cutoff) {
+						victims = append(victims, w)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return total, err
+			}
+			if len(victims) == 0 {
+				break
+			}
+			err = s.update(ctx, func(txn *badger.Txn) error {
+				for _, w := range victims {
+					for _, k := range [][]byte{rowKey(w.ID), stateKey(w.State, w.ID), recipientKey(w.Recipient.ID, w.ID)} {
+						if err := txn.Delete(k); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return total, err
+			}
+			total += len(victims)
+			if len(victims) < pruneBatch {
+				break
+			}
+		}
+	}
+	return total, nil
+}
+
+const pruneBatch = 1000
+
+// badgerLogger sends badger's warnings and errors to slog; its chatty info
+// and debug lines are dropped.
+type badgerLogger struct{ l *slog.Logger }
+
+func (b badgerLogger) Errorf(f string, a ...any) {
+	if b.l != nil {
+		b.l.Error(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger")
+	}
+}
+
+func (b badgerLogger) Warningf(f string, a ...any) {
+	if b.l != nil {
+		b.l.Warn(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger")
+	}
+}
+
+func (badgerLogger) Infof(string, ...any)  {}
+func (badgerLogger) Debugf(string, ...any) {}

@@ -1,0 +1,68 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Sentinel errors.
+var (
+	// ErrNotFound: no row with that id (or it is held aside).
+	ErrNotFound = errors.New("store: no such watch")
+	// ErrNotPending: the transition needs a pending row and the row has
+	// already settled (or was cancelled).
+	ErrNotPending = errors.New("store: watch is not pending")
+	// ErrExists: Create with an id already used.
+	ErrExists = errors.New("store: watch id already exists")
+	// ErrInUse: another process holds the data directory.
+	ErrInUse = errors.New("store: data directory is in use by another process")
+	// ErrStoreTooNew: the store was written by a newer release.
+	ErrStoreTooNew = errors.New("store: written by a newer release of vigil")
+	// ErrCorrupt: the store's files cannot be read.
+	ErrCorrupt = errors.New("store: files are corrupt")
+)
+
+// Settlement is a pending row's final transition.
+type Settlement struct {
+	State     State // anything but Pending
+	Receipt   Receipt
+	Outcome   *Outcome
+	SettledAt time.Time
+	Attempts  int
+	LastNote  string
+}
+
+// Filter selects rows for List. Empty fields select all.
+type Filter struct {
+	Recipient string
+	State     State
+}
+
+// Store is the persistence the scheduler needs. Every method commits before
+// it returns. Implementations must make each transition conditional on the
+// row's current state, as documented per method.
+type Store interface {
+	// Create writes a new row. ErrExists if the id is taken.
+	Create(ctx context.Context, w Watch) error
+	// Get reads a row. ErrNotFound if absent or held aside.
+	Get(ctx context.Context, id ID) (Watch, error)
+	// Settle makes a pending row final and returns it. ErrNotPending if
+	// it is no longer pending.
+	Settle(ctx context.Context, id ID, s Settlement) (Watch, error)
+	// SetReceipt records a settled row's delivery receipt; a rejected
+	// fired or expired row becomes undeliverable. ErrNotFound if absent.
+	SetReceipt(ctx context.Context, id ID, r Receipt) (Watch, error)
+	// CarryBaseline records a standing row's new baseline. ErrNotPending if
+	// it is no longer pending.
+	CarryBaseline(ctx context.Context, id ID, baseline json.RawMessage, attempts int, note string) error
+	// List returns the readable rows matching f, oldest first, and how many
+	// rows it skipped because they are held aside.
+	List(ctx context.Context, f Filter) ([]Watch, int, error)
+	// Prune deletes settled rows settled before cutoff and returns how
+	// many. Pending rows and held-aside rows are never pruned.
+	Prune(ctx context.Context, cutoff time.Time) (int, error)
+	// Close flushes and releases the store.
+	Close() error
+}

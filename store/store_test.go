@@ -1,0 +1,331 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"pgregory.net/rapid"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func openTest(t *testing.T, dir string) *Badger {
+	t.Helper()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+type seqReader struct{ r *rand.ChaCha8 }
+
+func (s seqReader) Read(p []byte) (int, error) { return s.r.Read(p) }
+
+func newIDs() seqReader { return seqReader{rand.NewChaCha8([32]byte{1})} }
+
+func pendingWatch(t *testing.T, ids seqReader, recipient string, at time.Time) Watch {
+	t.Helper()
+	id, err := NewID(at, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := at.Add(15 * time.Minute)
+	return Watch{
+		ID: id, Kind: "timer", Params: json.RawMessage(`{"at":"2026-11-30T13:00:00Z"}`),
+		Recipient: Recipient{ID: recipient}, State: Pending, Receipt: ReceiptNone,
+		Every: Duration(time.Minute), CreatedAt: at, ExpiresAt: &exp,
+	}
+}
+
+func TestLifecycle(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	ids := newIDs()
+	w := pendingWatch(t, ids, "agent-1", t0)
+	if err := s.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(ctx, w); !errors.Is(err, ErrExists) {
+		t.Fatalf("second create: %v", err)
+	}
+	got, err := s.Get(ctx, w.ID)
+	if err != nil || got.ID != w.ID || got.State != Pending || time.Duration(got.Every) != time.Minute || !got.ExpiresAt.Equal(*w.ExpiresAt) {
+		t.Fatalf("get: %+v %v", got, err)
+	}
+	if err := s.CarryBaseline(ctx, w.ID, json.RawMessage(`{"title":"a"}`), 2, "seen"); err != nil {
+		t.Fatal(err)
+	}
+	settled, err := s.Settle(ctx, w.ID, Settlement{State: Fired, Receipt: ReceiptUnknown, Outcome: &Outcome{Result: "fired"}, SettledAt: t0.Add(time.Hour), Attempts: 3, LastNote: "done"})
+	if err != nil || settled.State != Fired || settled.Receipt != ReceiptUnknown || settled.Attempts != 3 || string(settled.Baseline) != `{"title":"a"}` {
+		t.Fatalf("settle: %+v %v", settled, err)
+	}
+	// A row settles once.
+	if _, err := s.Settle(ctx, w.ID, Settlement{State: Cancelled, Receipt: ReceiptNone, SettledAt: t0}); !errors.Is(err, ErrNotPending) {
+		t.Fatalf("second settle: %v", err)
+	}
+	if err := s.CarryBaseline(ctx, w.ID, nil, 0, ""); !errors.Is(err, ErrNotPending) {
+		t.Fatalf("baseline after settle: %v", err)
+	}
+	got, err = s.SetReceipt(ctx, w.ID, ReceiptDelivered)
+	if err != nil || got.Receipt != ReceiptDelivered || got.State != Fired {
+		t.Fatalf("receipt: %+v %v", got, err)
+	}
+	if _, err := s.Get(ctx, ID{}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing: %v", err)
+	}
+}
+
+func TestRejectedReceiptSettlesUndeliverable(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	w := pendingWatch(t, newIDs(), "a", t0)
+	_ = s.Create(ctx, w)
+	if _, err := s.Settle(ctx, w.ID, Settlement{State: Expired, Receipt: ReceiptUnknown, SettledAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.SetReceipt(ctx, w.ID, ReceiptRejected)
+	if err != nil || got.State != Undeliverable || got.Receipt != ReceiptRejected {
+		t.Fatalf("%+v %v", got, err)
+	}
+	if ws, _, _ := s.List(ctx, Filter{State: Undeliverable}); len(ws) != 1 {
+		t.Fatalf("state index not moved: %v", ws)
+	}
+	if ws, _, _ := s.List(ctx, Filter{State: Expired}); len(ws) != 0 {
+		t.Fatalf("old state index kept: %v", ws)
+	}
+}
+
+func TestListFilters(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	ids := newIDs()
+	var a []Watch
+	for i := range 5 {
+		w := pendingWatch(t, ids, "alice", t0.Add(time.Duration(i)*time.Second))
+		a = append(a, w)
+		_ = s.Create(ctx, w)
+	}
+	b := pendingWatch(t, ids, "bob", t0)
+	_ = s.Create(ctx, b)
+	// A recipient id that is a prefix of another must not list its rows.
+	_ = s.Create(ctx, pendingWatch(t, ids, "alice2", t0))
+	_, _ = s.Settle(ctx, a[1].ID, Settlement{State: Cancelled, Receipt: ReceiptNone, SettledAt: t0})
+
+	got, held, err := s.List(ctx, Filter{Recipient: "alice"})
+	if err != nil || held != 0 || len(got) != 5 {
+		t.Fatalf("alice: %d rows %d held %v", len(got), held, err)
+	}
+	for i := range got {
+		if got[i].ID != a[i].ID {
+			t.Fatalf("not in registration order at %d", i)
+		}
+	}
+	got, _, _ = s.List(ctx, Filter{Recipient: "alice", State: Pending})
+	if len(got) != 4 {
+		t.Fatalf("alice pending: %d", len(got))
+	}
+	got, _, _ = s.List(ctx, Filter{State: Pending})
+	if len(got) != 6 {
+		t.Fatalf("pending: %d", len(got))
+	}
+	got, _, _ = s.List(ctx, Filter{})
+	if len(got) != 7 {
+		t.Fatalf("all: %d", len(got))
+	}
+}
+
+func TestPrune(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	ids := newIDs()
+	old, recent, pending := pendingWatch(t, ids, "a", t0), pendingWatch(t, ids, "a", t0), pendingWatch(t, ids, "a", t0)
+	for _, w := range []Watch{old, recent, pending} {
+		_ = s.Create(ctx, w)
+	}
+	_, _ = s.Settle(ctx, old.ID, Settlement{State: Fired, Receipt: ReceiptDelivered, SettledAt: t0})
+	_, _ = s.Settle(ctx, recent.ID, Settlement{State: Fired, Receipt: ReceiptDelivered, SettledAt: t0.Add(8 * 24 * time.Hour)})
+	n, err := s.Prune(ctx, t0.Add(24*time.Hour))
+	if err != nil || n != 1 {
+		t.Fatalf("pruned %d %v", n, err)
+	}
+	if _, err := s.Get(ctx, old.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatal("old settled row kept")
+	}
+	for _, w := range []Watch{recent, pending} {
+		if _, err := s.Get(ctx, w.ID); err != nil {
+			t.Fatalf("%s: %v", w.ID, err)
+		}
+	}
+	if ws, _, _ := s.List(ctx, Filter{Recipient: "a"}); len(ws) != 2 {
+		t.Fatalf("recipient index not pruned: %d", len(ws))
+	}
+}
+
+func TestPruneManyInBatches(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	ids := newIDs()
+	const n = 2*pruneBatch + 7
+	for range n {
+		w := pendingWatch(t, ids, "a", t0)
+		_ = s.Create(ctx, w)
+		_, _ = s.Settle(ctx, w.ID, Settlement{State: Cancelled, Receipt: ReceiptNone, SettledAt: t0})
+	}
+	got, err := s.Prune(ctx, t0.Add(time.Second))
+	if err != nil || got != n {
+		t.Fatalf("pruned %d of %d: %v", got, n, err)
+	}
+}
+
+// A row of an unknown future shape is kept byte for byte through reads,
+// writes and prunes, and costs the other rows nothing.
+func TestRowFromANewerReleaseIsHeldAside(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	ids := newIDs()
+	future := pendingWatch(t, ids, "a", t0)
+	futureState := stateKey("snoozed", future.ID)
+	futureBytes := []byte(`{"v":2,"id":"` + future.ID.String() + `","kind":"phase_nudge","state":"snoozed","nudged_at":"2026-11-30T12:00:00Z"}`)
+	other := pendingWatch(t, ids, "a", t0)
+	err := s.db.Update(func(txn *badger.Txn) error {
+		_ = txn.Set(rowKey(future.ID), futureBytes)
+		_ = txn.Set(futureState, nil)
+		return txn.Set(recipientKey("a", future.ID), nil)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Same version, unknown field: also held aside (a lenient decode would
+	// drop the field on the next write).
+	extra := pendingWatch(t, ids, "a", t0)
+	extraBytes := []byte(`{"v":1,"id":"` + extra.ID.String() + `","kind":"timer","state":"fired","receipt":"none","every":"1m0s","created_at":"2026-11-30T12:00:00Z","settled_at":"2020-01-01T00:00:00Z","attempts":0,"params":{},"recipient":{"id":"a"},"snooze":true}`)
+	_ = s.db.Update(func(txn *badger.Txn) error {
+		_ = txn.Set(rowKey(extra.ID), extraBytes)
+		_ = txn.Set(stateKey(Fired, extra.ID), nil)
+		return txn.Set(recipientKey("a", extra.ID), nil)
+	})
+
+	if err := s.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Settle(ctx, other.ID, Settlement{State: Fired, Receipt: ReceiptUnknown, SettledAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, future.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("get of the future row: %v", err)
+	}
+	rows, held, err := s.List(ctx, Filter{Recipient: "a"})
+	if err != nil || len(rows) != 1 || held != 2 {
+		t.Fatalf("list: %d rows, %d held, %v", len(rows), held, err)
+	}
+	if _, err := s.Prune(ctx, t0.Add(365*24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+
+	s = openTest(t, dir)
+	for key, want := range map[string][]byte{string(rowKey(future.ID)): futureBytes, string(rowKey(extra.ID)): extraBytes} {
+		var got []byte
+		err := s.db.View(func(txn *badger.Txn) error {
+			item, err := txn.Get([]byte(key))
+			if err != nil {
+				return err
+			}
+			got, err = item.ValueCopy(nil)
+			return err
+		})
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("row changed: %v\n got %s\nwant %s", err, got, want)
+		}
+	}
+}
+
+func TestStoreVersion(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.db.Update(func(txn *badger.Txn) error { return txn.Set(versionKey, []byte("2")) })
+	_ = s.Close()
+	if _, err := Open(dir, Options{}); !errors.Is(err, ErrStoreTooNew) || !strings.Contains(err.Error(), "version 2") {
+		t.Fatalf("newer store: %v", err)
+	}
+}
+
+func TestSecondOpenIsInUse(t *testing.T) {
+	dir := t.TempDir()
+	_ = openTest(t, dir)
+	if _, err := Open(dir, Options{}); !errors.Is(err, ErrInUse) {
+		t.Fatalf("second open: %v", err)
+	}
+}
+
+func TestCorruptFilesAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Create(context.Background(), pendingWatch(t, newIDs(), "a", t0))
+	_ = s.Close()
+	if err := os.WriteFile(filepath.Join(dir, "MANIFEST"), []byte("this is not a manifest"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, Options{}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("corrupt store: %v", err)
+	}
+}
+
+func TestIDRoundTrips(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var id ID
+		copy(id[:], rapid.SliceOfN(rapid.Byte(), 16, 16).Draw(t, "id"))
+		s := id.String()
+		if len(s) != 26 {
+			t.Fatalf("%q", s)
+		}
+		back, err := ParseID(s)
+		if err != nil || back != id {
+			t.Fatalf("%x -> %s -> %x %v", id, s, back, err)
+		}
+		if upper, err := ParseID(strings.ToUpper(s)); err != nil || upper != id {
+			t.Fatalf("upper case: %v", err)
+		}
+	})
+}
+
+func TestIDsSortByTime(t *testing.T) {
+	ids := newIDs()
+	a, _ := NewID(t0, ids)
+	b, _ := NewID(t0.Add(time.Millisecond), ids)
+	if !(a.String() < b.String()) || bytes.Compare(a[:], b[:]) >= 0 || !a.Time().Equal(t0) {
+		t.Fatalf("%s %s %v", a, b, a.Time())
+	}
+}
+
+func FuzzParseID(f *testing.F) {
+	f.Add("01jdx3m5z8a8w0q6v4f1r2n3p4")
+	f.Add("zzzzzzzzzzzzzzzzzzzzzzzzzz")
+	f.Fuzz(func(t *testing.T, s string) {
+		id, err := ParseID(s)
+		if err != nil {
+			return
+		}
+		if !strings.EqualFold(id.String(), s) {
+			t.Fatalf("%q parsed to %s", s, id)
+		}
+	})
+}

@@ -1,0 +1,159 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/vigilhq/vigil/api/abi"
+)
+
+// State is a watch's lifecycle state.
+type State string
+
+// States. pending is the only one that changes; the others are final.
+const (
+	Pending       State = "pending"
+	Fired         State = "fired"
+	Expired       State = "expired"
+	Cancelled     State = "cancelled"
+	Undeliverable State = "undeliverable"
+	Unwatchable   State = "unwatchable"
+)
+
+// States lists every state this build knows.
+func States() []State {
+	return []State{Pending, Fired, Expired, Cancelled, Undeliverable, Unwatchable}
+}
+
+// Valid reports whether s is a state this build knows.
+func (s State) Valid() bool {
+	for _, k := range States() {
+		if s == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Receipt says what became of a watch's delivery.
+type Receipt string
+
+// Receipts. unknown means the outcome was persisted and the delivery's fate
+// is not known (a crash, a timeout after sending); it is never retried.
+const (
+	ReceiptNone      Receipt = "none"
+	ReceiptDelivered Receipt = "delivered"
+	ReceiptRejected  Receipt = "rejected"
+	ReceiptUnknown   Receipt = "unknown"
+)
+
+// Valid reports whether r is a receipt this build knows.
+func (r Receipt) Valid() bool {
+	switch r {
+	case ReceiptNone, ReceiptDelivered, ReceiptRejected, ReceiptUnknown:
+		return true
+	}
+	return false
+}
+
+// Recipient is who a watch belongs to: where its outcome is delivered.
+type Recipient struct {
+	ID string `json:"id"`
+}
+
+// Outcome is what a settled watch concluded.
+type Outcome struct {
+	Result  string          `json:"result"`
+	Summary string          `json:"summary,omitempty"`
+	Detail  json.RawMessage `json:"detail,omitempty"`
+}
+
+// Watch is one row.
+type Watch struct {
+	ID        ID              `json:"id"`
+	Kind      string          `json:"kind"`
+	Params    json.RawMessage `json:"params"`
+	Recipient Recipient       `json:"recipient"`
+	State     State           `json:"state"`
+	Receipt   Receipt         `json:"receipt"`
+	// Every is the stored re-check cadence, never derived from other fields.
+	Every     Duration   `json:"every"`
+	Standing  bool       `json:"standing,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"` // nil only for standing watches
+	SettledAt *time.Time `json:"settled_at,omitempty"`
+	Outcome   *Outcome   `json:"outcome,omitempty"`
+	Attempts  int        `json:"attempts"`
+	LastNote  string     `json:"last_note,omitempty"`
+	Baseline  json.RawMessage `json:"baseline,omitempty"`
+}
+
+// Duration is a time.Duration stored as a Go duration string.
+type Duration time.Duration
+
+// MarshalJSON writes "30s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads "30s".
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// rowVersion is the schema version of the rows this build writes. A row
+// with another version is held aside.
+const rowVersion = 1
+
+// row is a Watch as stored: the schema version first.
+type row struct {
+	V int `json:"v"`
+	Watch
+}
+
+func encodeRow(w Watch) ([]byte, error) {
+	return json.Marshal(row{V: rowVersion, Watch: w})
+}
+
+// UnreadableError is a row this build cannot decode. It is held aside.
+type UnreadableError struct {
+	Key []byte
+	Err error
+}
+
+func (e *UnreadableError) Error() string {
+	return fmt.Sprintf("store: row %x held aside: %v", e.Key, e.Err)
+}
+
+func (e *UnreadableError) Unwrap() error { return e.Err }
+
+// decodeRow decodes a stored row strictly: another schema version, an
+// unknown field or an unknown state means a newer build wrote it, and
+// decoding it leniently (then writing it back) would lose what it knows.
+func decodeRow(key, b []byte) (Watch, error) {
+	var probe struct {
+		V int `json:"v"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return Watch{}, &UnreadableError{Key: key, Err: err}
+	}
+	if probe.V != rowVersion {
+		return Watch{}, &UnreadableError{Key: key, Err: fmt.Errorf("row version %d, this build reads %d", probe.V, rowVersion)}
+	}
+	var r row
+	if err := abi.StrictUnmarshal(b, &r); err != nil {
+		return Watch{}, &UnreadableError{Key: key, Err: err}
+	}
+	if !r.State.Valid() || !r.Receipt.Valid() {
+		return Watch{}, &UnreadableError{Key: key, Err: fmt.Errorf("state %q receipt %q", r.State, r.Receipt)}
+	}
+	return r.Watch, nil
+}
