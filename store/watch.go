@@ -78,14 +78,14 @@ type Watch struct {
 	State     State           `json:"state"`
 	Receipt   Receipt         `json:"receipt"`
 	// Every is the stored re-check cadence, never derived from other fields.
-	Every     Duration   `json:"every"`
-	Standing  bool       `json:"standing,omitempty"`
-	CreatedAt time.Time  `json:"created_at"`
-	ExpiresAt *time.Time `json:"expires_at,omitempty"` // nil only for standing watches
-	SettledAt *time.Time `json:"settled_at,omitempty"`
-	Outcome   *Outcome   `json:"outcome,omitempty"`
-	Attempts  int        `json:"attempts"`
-	LastNote  string     `json:"last_note,omitempty"`
+	Every     Duration        `json:"every"`
+	Standing  bool            `json:"standing,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	ExpiresAt *time.Time      `json:"expires_at,omitempty"` // nil only for standing watches
+	SettledAt *time.Time      `json:"settled_at,omitempty"`
+	Outcome   *Outcome        `json:"outcome,omitempty"`
+	Attempts  int             `json:"attempts"`
+	LastNote  string          `json:"last_note,omitempty"`
 	Baseline  json.RawMessage `json:"baseline,omitempty"`
 }
 
