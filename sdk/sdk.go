@@ -35,6 +35,11 @@ type Plugin[P any] struct {
 	Capabilities []string
 	// Example is a params value the plugin admits.
 	Example P
+	// Deadline, when set, gives a subject's natural deadline, used when a
+	// watch names none: a timer's is its instant plus a minute, so a long
+	// timer fires instead of expiring at the host's open-ended default.
+	// Zero means no natural deadline.
+	Deadline func(p P) time.Time
 	// Admit checks configuration only: params beyond the schema, and grants.
 	// Return InvalidParams or Unobservable. It never reaches the network.
 	// Nil admits every params value the schema accepts.
@@ -163,7 +168,18 @@ func (t *typed[P]) admit(in []byte) ([]byte, error) {
 		// an error rather than a refusal that would blame the caller.
 		return nil, err
 	}
-	return json.Marshal(admitResponse(err))
+	resp := admitResponse(err)
+	if resp.OK && t.p.Deadline != nil {
+		var d time.Time
+		if err := guard(func() error { d = t.p.Deadline(p); return nil }); err != nil {
+			return nil, err
+		}
+		if !d.IsZero() {
+			d = d.UTC()
+			resp.Deadline = &d
+		}
+	}
+	return json.Marshal(resp)
 }
 
 func admitResponse(err error) abi.AdmitResponse {

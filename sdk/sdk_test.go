@@ -361,3 +361,18 @@ func TestResultAccessors(t *testing.T) {
 		t.Fatal("settled has a baseline")
 	}
 }
+
+func TestAdmitCarriesTheNaturalDeadline(t *testing.T) {
+	p := testPlugin(false, nil2)
+	d := now.Add(time.Hour)
+	p.Deadline = func(testParams) time.Time { return d }
+	got, err := NewHarness(p).Admit(abi.AdmitRequest{Kind: "test.kind", Params: json.RawMessage(`{"name":"ok"}`)})
+	if err != nil || !got.OK || got.Deadline == nil || !got.Deadline.Equal(d) {
+		t.Fatalf("%+v %v", got, err)
+	}
+	// A refusal carries none.
+	got, _ = NewHarness(p).Admit(abi.AdmitRequest{Kind: "test.kind", Params: json.RawMessage(`{"name":"bad"}`)})
+	if got.Deadline != nil {
+		t.Fatalf("refusal with a deadline: %+v", got)
+	}
+}

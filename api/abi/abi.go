@@ -68,13 +68,17 @@ const (
 	CodeUnobservable  = "unobservable"
 )
 
-// AdmitResponse is the output of the admit export.
+// AdmitResponse is the output of the admit export. Deadline, on an ok
+// answer, is the subject's own natural deadline (a timer's instant plus a
+// minute); the host uses it when the watch names none, in place of its
+// open-ended default.
 type AdmitResponse struct {
-	OK      bool   `json:"ok"`
-	Code    string `json:"code,omitempty"`
-	Message string `json:"message,omitempty"`
-	Field   string `json:"field,omitempty"`
-	Setting string `json:"setting,omitempty"`
+	OK       bool       `json:"ok"`
+	Code     string     `json:"code,omitempty"`
+	Message  string     `json:"message,omitempty"`
+	Field    string     `json:"field,omitempty"`
+	Setting  string     `json:"setting,omitempty"`
+	Deadline *time.Time `json:"deadline,omitempty"`
 }
 
 // ObserveRequest is the input of the observe export. Now is the host's

@@ -476,18 +476,25 @@ func (r *Runtime) Lookup(kind string) (Info, bool) {
 	return l.info, true
 }
 
+// Admission is admit's "yes", with what the plugin said of the subject.
+type Admission struct {
+	// Deadline is the subject's natural deadline, or zero.
+	Deadline time.Time
+}
+
 // Admit decides whether a watch of kind with params may be written. It
-// returns nil, a *Refusal (the watch must not be written), or an error
-// when the plugin could not answer (a *CallError). It checks configuration
-// only and never reaches the network: the plugin's admit gets no fetch.
-func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage) error {
+// returns an Admission, a *Refusal (the watch must not be written), or an
+// error when the plugin could not answer (a *CallError). It checks
+// configuration only and never reaches the network: the plugin's admit
+// gets no fetch.
+func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage) (Admission, error) {
 	set := r.set.Load()
 	l, ok := set.kinds[kind]
 	if !ok {
-		return r.unknownKind(set, kind)
+		return Admission{}, r.unknownKind(set, kind)
 	}
 	if !l.info.Observable {
-		return &Refusal{Code: CodeWatchUnobservable, Setting: l.info.Setting,
+		return Admission{}, &Refusal{Code: CodeWatchUnobservable, Setting: l.info.Setting,
 			Message: fmt.Sprintf("kind %s needs capabilities %s, and %s grants %s: add them to %s",
 				kind, strings.Join(l.info.Capabilities, ", "), RegistryFile, describeGrants(l.entry.Capabilities), l.info.Setting)}
 	}
@@ -500,11 +507,11 @@ func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage
 		} else {
 			field = "params." + field
 		}
-		return &Refusal{Code: CodeInvalidParams, Field: field, Message: msg}
+		return Admission{}, &Refusal{Code: CodeInvalidParams, Field: field, Message: msg}
 	}
 	in, err := json.Marshal(abi.AdmitRequest{Kind: kind, Params: params, Grants: l.entry.grants()})
 	if err != nil {
-		return err
+		return Admission{}, err
 	}
 	var resp abi.AdmitResponse
 	_, err = r.invoke(ctx, l, abi.ExportAdmit, in, r.rc.limits.CallTimeout, func(out []byte) error {
@@ -517,23 +524,27 @@ func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage
 		return nil
 	})
 	if err != nil {
-		return err
+		return Admission{}, err
 	}
 	switch {
 	case resp.OK:
-		return nil
+		var a Admission
+		if resp.Deadline != nil {
+			a.Deadline = *resp.Deadline
+		}
+		return a, nil
 	case resp.Code == abi.CodeUnobservable:
 		setting := resp.Setting
 		if setting == "" {
 			setting = fmt.Sprintf("kinds.%s", kind)
 		}
-		return &Refusal{Code: CodeWatchUnobservable, Message: resp.Message, Setting: setting}
+		return Admission{}, &Refusal{Code: CodeWatchUnobservable, Message: resp.Message, Setting: setting}
 	default:
 		field := "params"
 		if resp.Field != "" {
 			field = "params." + resp.Field
 		}
-		return &Refusal{Code: CodeInvalidParams, Message: resp.Message, Field: field}
+		return Admission{}, &Refusal{Code: CodeInvalidParams, Message: resp.Message, Field: field}
 	}
 }
 

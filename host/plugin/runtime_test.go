@@ -82,10 +82,14 @@ func TestAdmit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := r.Admit(ctx, tt.kind, json.RawMessage(tt.params))
+			adm, err := r.Admit(ctx, tt.kind, json.RawMessage(tt.params))
 			if tt.code == "" {
 				if err != nil {
 					t.Fatalf("want admitted, got %v", err)
+				}
+				// The timer names its own deadline: its instant plus a minute.
+				if want := time.Date(2030, 1, 1, 0, 1, 0, 0, time.UTC); !adm.Deadline.Equal(want) {
+					t.Fatalf("deadline %v, want %v", adm.Deadline, want)
 				}
 				return
 			}
@@ -178,7 +182,7 @@ func TestBadDescribeIsRefusedAlone(t *testing.T) {
 	}
 	// Registering its kind says why.
 	var ref *Refusal
-	if err := r.Admit(context.Background(), "test.badschema", json.RawMessage(`{}`)); !errors.As(err, &ref) ||
+	if _, err := r.Admit(context.Background(), "test.badschema", json.RawMessage(`{}`)); !errors.As(err, &ref) ||
 		ref.Code != CodeWatchUnobservable || !strings.Contains(ref.Message, "did not load") {
 		t.Fatalf("admit = %v", err)
 	}
@@ -274,7 +278,7 @@ func TestFetchNeedsItsGrant(t *testing.T) {
 
 	r := newRuntime(t, Config{Dir: pluginDir(t, "", "fetcher")})
 	var ref *Refusal
-	err := r.Admit(ctx, "test.fetcher", params)
+	_, err := r.Admit(ctx, "test.fetcher", params)
 	if !errors.As(err, &ref) || ref.Code != CodeWatchUnobservable || ref.Setting != "kinds.test.fetcher.capabilities" ||
 		!strings.Contains(ref.Message, "kinds.test.fetcher.capabilities") {
 		t.Fatalf("ungranted admit = %v", err)
@@ -288,7 +292,7 @@ func TestFetchNeedsItsGrant(t *testing.T) {
 	f := &blockingFetcher{entered: make(chan FetchCall, 1), release: make(chan struct{})}
 	close(f.release)
 	r = newRuntime(t, Config{Dir: pluginDir(t, fetchGrant, "fetcher"), Fetcher: f})
-	if err := r.Admit(ctx, "test.fetcher", params); err != nil {
+	if _, err := r.Admit(ctx, "test.fetcher", params); err != nil {
 		t.Fatalf("granted admit = %v", err)
 	}
 	obs, err = r.Observe(ctx, abi.ObserveRequest{Kind: "test.fetcher", Now: t0, Params: params})

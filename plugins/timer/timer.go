@@ -45,6 +45,10 @@ var Plugin = sdk.Plugin[Params]{
 	Example:      Params{At: time.Date(2030, 1, 1, 14, 0, 0, 0, time.UTC)},
 	Admit:        admit,
 	Observe:      observe,
+	// A timer's deadline is its instant plus a minute: capping it at the
+	// host's open-ended default would make every long timer expire
+	// instead of fire.
+	Deadline: func(p Params) time.Time { return p.At.Add(time.Minute) },
 }
 
 func admit(p Params, _ sdk.Grants) error {
