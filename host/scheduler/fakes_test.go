@@ -1,0 +1,247 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/store"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// fakeClock is a clock tests move by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+// fakePlugins stands in for the plugin runtime: kinds with scripted
+// answers. observe is called for every probe.
+type fakePlugins struct {
+	mu      sync.Mutex
+	kinds   map[string]plugin.Info
+	observe func(req abi.ObserveRequest) (plugin.Observation, error)
+	admit   func(kind string, params json.RawMessage) (plugin.Admission, error)
+	probes  int
+}
+
+func (f *fakePlugins) Lookup(kind string) (plugin.Info, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i, ok := f.kinds[kind]
+	return i, ok
+}
+
+func (f *fakePlugins) Admit(_ context.Context, kind string, params json.RawMessage) (plugin.Admission, error) {
+	if _, ok := f.Lookup(kind); !ok {
+		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeWatchUnobservable, Setting: "kinds." + kind + ".wasm", Message: "no plugin"}
+	}
+	if f.admit != nil {
+		return f.admit(kind, params)
+	}
+	return plugin.Admission{}, nil
+}
+
+func (f *fakePlugins) Observe(_ context.Context, req abi.ObserveRequest) (plugin.Observation, error) {
+	f.mu.Lock()
+	f.probes++
+	_, ok := f.kinds[req.Kind]
+	obs := f.observe
+	f.mu.Unlock()
+	if !ok {
+		return plugin.Observation{}, fmt.Errorf("%w %q", plugin.ErrUnknownKind, req.Kind)
+	}
+	return obs(req)
+}
+
+func (f *fakePlugins) probeCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.probes
+}
+
+func (f *fakePlugins) remove(kind string) {
+	f.mu.Lock()
+	delete(f.kinds, kind)
+	f.mu.Unlock()
+}
+
+func pending(note string) (plugin.Observation, error) {
+	return plugin.Observation{Status: abi.StatusPending, Note: note}, nil
+}
+
+func settled(result string) (plugin.Observation, error) {
+	return plugin.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: result}}, nil
+}
+
+// recordingDeliverer records messages and answers receipt. before, when
+// set, runs first (tests use it to look at the store at delivery time).
+type recordingDeliverer struct {
+	mu      sync.Mutex
+	got     []Message
+	to      []store.Recipient
+	receipt store.Receipt
+	before  func(m Message)
+}
+
+func (d *recordingDeliverer) Deliver(_ context.Context, to store.Recipient, m Message) store.Receipt {
+	if d.before != nil {
+		d.before(m)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.got = append(d.got, m)
+	d.to = append(d.to, to)
+	if d.receipt == "" {
+		return store.ReceiptDelivered
+	}
+	return d.receipt
+}
+
+func (d *recordingDeliverer) messages() []Message {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]Message(nil), d.got...)
+}
+
+// countingStore counts the writes that reach the store.
+type countingStore struct {
+	store.Store
+	mu     sync.Mutex
+	writes int
+}
+
+func (c *countingStore) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.writes
+}
+
+func (c *countingStore) add() {
+	c.mu.Lock()
+	c.writes++
+	c.mu.Unlock()
+}
+
+func (c *countingStore) Create(ctx context.Context, w store.Watch) error {
+	c.add()
+	return c.Store.Create(ctx, w)
+}
+
+func (c *countingStore) Settle(ctx context.Context, id store.ID, s store.Settlement) (store.Watch, error) {
+	c.add()
+	return c.Store.Settle(ctx, id, s)
+}
+
+func (c *countingStore) SetReceipt(ctx context.Context, id store.ID, r store.Receipt) (store.Watch, error) {
+	c.add()
+	return c.Store.SetReceipt(ctx, id, r)
+}
+
+func (c *countingStore) CarryBaseline(ctx context.Context, id store.ID, b json.RawMessage, a int, n string) error {
+	c.add()
+	return c.Store.CarryBaseline(ctx, id, b, a, n)
+}
+
+// harness is a scheduler over a real store in a temp dir, with fakes for
+// the plugins, the delivery and the clock.
+type harness struct {
+	t       *testing.T
+	dir     string
+	store   *store.Badger
+	counted *countingStore
+	plugins *fakePlugins
+	deliver *recordingDeliverer
+	clock   *fakeClock
+	s       *Scheduler
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{
+		t:   t,
+		dir: t.TempDir(),
+		plugins: &fakePlugins{
+			kinds: map[string]plugin.Info{
+				"ci":       {Kind: "ci", DefaultEvery: 30 * time.Second},
+				"ticket":   {Kind: "ticket", Standing: true, DefaultEvery: time.Minute},
+				"no-every": {Kind: "no-every"},
+			},
+			observe: func(abi.ObserveRequest) (plugin.Observation, error) { return pending("not yet") },
+		},
+		deliver: &recordingDeliverer{},
+		clock:   &fakeClock{now: t0},
+	}
+	h.open()
+	return h
+}
+
+// open (re)opens the store and builds a fresh scheduler over it: a
+// restart.
+func (h *harness) open() {
+	h.t.Helper()
+	if h.store != nil {
+		_ = h.store.Close()
+	}
+	st, err := store.Open(h.dir, store.Options{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { _ = st.Close() })
+	h.store = st
+	h.counted = &countingStore{Store: st}
+	s, err := New(Config{
+		Store: h.counted, Plugins: h.plugins, Deliver: h.deliver, Clock: h.clock,
+		Jitter: rand.New(rand.NewPCG(1, 2)), IDs: idSource{rand.NewChaCha8([32]byte{7})},
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.s = s
+}
+
+type idSource struct{ r *rand.ChaCha8 }
+
+func (s idSource) Read(p []byte) (int, error) { return s.r.Read(p) }
+
+func (h *harness) register(kind string) store.Watch {
+	h.t.Helper()
+	w, err := h.s.Register(context.Background(), Registration{Kind: kind, Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "agent-1"}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return w
+}
+
+func (h *harness) tick(at time.Time) int {
+	h.clock.Set(at)
+	return h.s.Tick(context.Background(), at)
+}
+
+func (h *harness) row(id store.ID) store.Watch {
+	h.t.Helper()
+	w, err := h.store.Get(context.Background(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return w
+}

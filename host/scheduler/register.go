@@ -1,0 +1,187 @@
+package scheduler
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vigilhq/vigil/store"
+)
+
+// Registration is a request for a new watch. Every and ExpiresAt are
+// optional: nil means the predicate's default, resolved here.
+type Registration struct {
+	Kind      string
+	Params    json.RawMessage
+	Recipient store.Recipient
+	Every     *time.Duration
+	ExpiresAt *time.Time
+}
+
+// Refusal codes of registration, beside the plugin runtime's.
+const (
+	CodeDeadlineTooFar   = "deadline_too_far"
+	CodeInvalidField     = "invalid_field"
+	CodeInvalidRecipient = "invalid_recipient"
+	CodeAlreadySettled   = "already_settled"
+)
+
+// Error is a registration or cancel the scheduler refuses. Field names the
+// request field at fault.
+type Error struct {
+	Code    string
+	Field   string
+	Message string
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s: %s: %s", e.Code, e.Field, e.Message)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// maxRecipientID bounds a recipient id.
+const maxRecipientID = 128
+
+// ValidRecipientID reports whether s is a recipient id: 1 to 128 bytes of
+// letters, digits and . _ - : @.
+func ValidRecipientID(s string) bool {
+	if len(s) == 0 || len(s) > maxRecipientID {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '.', c == '_', c == '-', c == ':', c == '@':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Register admits, resolves and stores a new watch, then arms it to be
+// probed at once. The row is committed before Register returns. A refusal
+// is a *plugin.Refusal (the kind or params) or an *Error (the deadline,
+// cadence or recipient).
+func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, error) {
+	now := s.cfg.Clock.Now().UTC()
+	if !ValidRecipientID(r.Recipient.ID) {
+		return store.Watch{}, &Error{Code: CodeInvalidRecipient, Field: "recipient.id",
+			Message: fmt.Sprintf("want 1-%d of letters, digits and . _ - : @", maxRecipientID)}
+	}
+	adm, err := s.cfg.Plugins.Admit(ctx, r.Kind, r.Params)
+	if err != nil {
+		return store.Watch{}, err
+	}
+	info, ok := s.cfg.Plugins.Lookup(r.Kind)
+	if !ok { // removed between admit and now
+		return store.Watch{}, fmt.Errorf("scheduler: kind %q vanished during registration", r.Kind)
+	}
+
+	every := info.DefaultEvery
+	if every <= 0 {
+		every = s.cfg.DefaultEvery
+	}
+	if r.Every != nil {
+		every = *r.Every
+	}
+	if every < s.cfg.MinEvery {
+		return store.Watch{}, &Error{Code: CodeInvalidField, Field: "every",
+			Message: fmt.Sprintf("%s is below the minimum interval %s", every, s.cfg.MinEvery)}
+	}
+
+	var expires *time.Time
+	switch {
+	case info.Standing:
+		if r.ExpiresAt != nil {
+			return store.Watch{}, &Error{Code: CodeInvalidField, Field: "expires_at",
+				Message: "a standing kind has no deadline: it lives as long as its recipient runs"}
+		}
+	default:
+		d := now.Add(s.cfg.DefaultDeadline)
+		if !adm.Deadline.IsZero() {
+			d = adm.Deadline.UTC()
+		}
+		if r.ExpiresAt != nil {
+			d = r.ExpiresAt.UTC()
+			if !d.After(now) {
+				return store.Watch{}, &Error{Code: CodeInvalidField, Field: "expires_at", Message: "the deadline has passed"}
+			}
+		}
+		if limit := now.Add(s.cfg.MaxDeadline); d.After(limit) {
+			return store.Watch{}, &Error{Code: CodeDeadlineTooFar, Field: "expires_at",
+				Message: fmt.Sprintf("deadline %s is beyond the maximum of %s from now (%s); there is no waiting forever",
+					d.Format(time.RFC3339), s.cfg.MaxDeadline, limit.Format(time.RFC3339))}
+		}
+		expires = &d
+	}
+
+	id, err := store.NewID(now, s.cfg.IDs)
+	if err != nil {
+		return store.Watch{}, err
+	}
+	w := store.Watch{
+		ID: id, Kind: r.Kind, Params: r.Params, Recipient: r.Recipient,
+		State: store.Pending, Receipt: store.ReceiptNone, Every: store.Duration(every),
+		Standing: info.Standing, CreatedAt: now, ExpiresAt: expires,
+	}
+	if err := s.cfg.Store.Create(ctx, w); err != nil {
+		return store.Watch{}, fmt.Errorf("scheduler: register: %w", err)
+	}
+	e := &entry{id: id, due: now.UnixNano(), every: int64(every)}
+	if expires != nil {
+		e.deadline = expires.UnixNano()
+	}
+	s.mu.Lock()
+	heap.Push(&s.h, e)
+	s.byID[id] = e
+	s.mu.Unlock()
+	s.signal()
+	return w, nil
+}
+
+// Cancel settles a pending watch as cancelled; nothing is mailed. A watch
+// that has already settled is an *Error with CodeAlreadySettled.
+func (s *Scheduler) Cancel(ctx context.Context, id store.ID) (store.Watch, error) {
+	now := s.cfg.Clock.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var attempts int
+	e := s.byID[id]
+	if e != nil {
+		attempts = int(e.attempts)
+	}
+	w, err := s.cfg.Store.Settle(ctx, id, store.Settlement{
+		State: store.Cancelled, Receipt: store.ReceiptNone, SettledAt: now, Attempts: attempts, LastNote: "cancelled",
+	})
+	if errors.Is(err, store.ErrNotPending) {
+		cur, gerr := s.cfg.Store.Get(ctx, id)
+		if gerr == nil {
+			return cur, &Error{Code: CodeAlreadySettled, Message: fmt.Sprintf("watch %s is already %s", id, cur.State)}
+		}
+		return store.Watch{}, &Error{Code: CodeAlreadySettled, Message: fmt.Sprintf("watch %s is no longer pending", id)}
+	}
+	if err != nil {
+		return store.Watch{}, err
+	}
+	s.forget(e)
+	s.signal()
+	return w, nil
+}
+
+// forget drops e from the schedule; the caller holds mu.
+func (s *Scheduler) forget(e *entry) {
+	if e == nil {
+		return
+	}
+	if e.index >= 0 {
+		heap.Remove(&s.h, int(e.index))
+	}
+	delete(s.byID, e.id)
+}

@@ -1,0 +1,214 @@
+package scheduler
+
+import (
+	"container/heap"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	mrand "math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/store"
+)
+
+// Clock tells the time. The product uses the wall clock; tests a fake one.
+type Clock interface {
+	Now() time.Time
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+// Plugins is what the scheduler needs of the plugin runtime.
+type Plugins interface {
+	Lookup(kind string) (plugin.Info, bool)
+	Admit(ctx context.Context, kind string, params json.RawMessage) (plugin.Admission, error)
+	Observe(ctx context.Context, req abi.ObserveRequest) (plugin.Observation, error)
+}
+
+// MessageType is what a message says happened.
+type MessageType string
+
+// Message types.
+const (
+	MessageFired       MessageType = "fired"
+	MessageExpired     MessageType = "expired"
+	MessageChanged     MessageType = "changed"
+	MessageUnwatchable MessageType = "unwatchable"
+)
+
+// Message is one outcome on its way to a recipient.
+type Message struct {
+	WatchID store.ID
+	Kind    string
+	Type    MessageType
+	Outcome store.Outcome
+	At      time.Time
+}
+
+// Deliverer hands a message to its recipient and says what became of it:
+// delivered, rejected (the recipient is not live), or unknown (it may have
+// landed). It must honour ctx.
+type Deliverer interface {
+	Deliver(ctx context.Context, to store.Recipient, m Message) store.Receipt
+}
+
+// Config configures a Scheduler. Zero fields take the defaults.
+type Config struct {
+	Store   store.Store
+	Plugins Plugins
+	Deliver Deliverer
+	Clock   Clock
+	Logger  *slog.Logger
+	// Workers probe due watches (default 1, at most 16).
+	Workers int
+	// MinEvery is the shortest re-check interval (default 1 s).
+	MinEvery time.Duration
+	// DefaultEvery applies when neither the watch nor the plugin names one
+	// (default 30 s).
+	DefaultEvery time.Duration
+	// DefaultDeadline is the open-ended default (default 15 min).
+	DefaultDeadline time.Duration
+	// MaxDeadline bounds every deadline (default 7 days).
+	MaxDeadline time.Duration
+	// Retention keeps settled rows this long (default 7 days).
+	Retention time.Duration
+	// Jitter spreads recovered watches across their interval; tests seed
+	// it. Default: a randomly seeded source.
+	Jitter *mrand.Rand
+	// IDs is the randomness of new watch ids (default crypto/rand).
+	IDs io.Reader
+}
+
+func (c Config) withDefaults() Config {
+	if c.Clock == nil {
+		c.Clock = wallClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	c.Workers = min(max(c.Workers, 1), 16)
+	if c.MinEvery <= 0 {
+		c.MinEvery = time.Second
+	}
+	if c.DefaultEvery <= 0 {
+		c.DefaultEvery = 30 * time.Second
+	}
+	if c.DefaultDeadline <= 0 {
+		c.DefaultDeadline = 15 * time.Minute
+	}
+	if c.MaxDeadline <= 0 {
+		c.MaxDeadline = 7 * 24 * time.Hour
+	}
+	if c.Retention <= 0 {
+		c.Retention = 7 * 24 * time.Hour
+	}
+	if c.Jitter == nil {
+		c.Jitter = mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64()))
+	}
+	if c.IDs == nil {
+		c.IDs = rand.Reader
+	}
+	return c
+}
+
+// Scheduler owns the pending watches' schedule.
+type Scheduler struct {
+	cfg Config
+	log *slog.Logger
+
+	// mu is the one lock: the heap, the index, and every transition of a
+	// pending row (settle, cancel, re-arm) happen under it, so a cancel and
+	// a settlement cannot both win.
+	mu   sync.Mutex
+	h    dueHeap
+	byID map[store.ID]*entry
+
+	wake    chan struct{}
+	running atomic.Bool
+}
+
+// New builds a scheduler. Call Prime, then Start (or Tick, in tests).
+func New(cfg Config) (*Scheduler, error) {
+	if cfg.Store == nil || cfg.Plugins == nil || cfg.Deliver == nil {
+		return nil, errors.New("scheduler: Store, Plugins and Deliver are required")
+	}
+	cfg = cfg.withDefaults()
+	return &Scheduler{
+		cfg:  cfg,
+		log:  cfg.Logger.With("component", "scheduler"),
+		byID: map[store.ID]*entry{},
+		wake: make(chan struct{}, 1),
+	}, nil
+}
+
+func (s *Scheduler) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Prime prunes settled rows past the retention and arms every pending row,
+// each at a random point of its own interval (or at once if its deadline
+// has passed). It returns how many it armed.
+func (s *Scheduler) Prime(ctx context.Context) (int, error) {
+	now := s.cfg.Clock.Now()
+	pruned, err := s.cfg.Store.Prune(ctx, now.Add(-s.cfg.Retention))
+	if err != nil {
+		return 0, fmt.Errorf("scheduler: prune: %w", err)
+	}
+	rows, held, err := s.cfg.Store.List(ctx, store.Filter{State: store.Pending})
+	if err != nil {
+		return 0, fmt.Errorf("scheduler: load pending: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.h = make(dueHeap, 0, len(rows))
+	clear(s.byID)
+	nowN := now.UnixNano()
+	for _, w := range rows {
+		e := &entry{id: w.ID, every: int64(w.Every), attempts: int32(w.Attempts)}
+		if w.ExpiresAt != nil {
+			e.deadline = w.ExpiresAt.UnixNano()
+		}
+		e.due = nowN + s.cfg.Jitter.Int64N(max(e.every, 1))
+		if e.deadline != 0 && e.deadline < e.due {
+			e.due = max(e.deadline, nowN)
+		}
+		e.index = int32(len(s.h))
+		s.h = append(s.h, e)
+		s.byID[w.ID] = e
+	}
+	heap.Init(&s.h)
+	s.log.Info("primed", "pending", len(rows), "pruned", pruned, "held_aside", held)
+	s.signal()
+	return len(rows), nil
+}
+
+// NextWake is when the next watch is due; false when nothing is pending,
+// and then no timer exists.
+func (s *Scheduler) NextWake() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.h) == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, s.h[0].due), true
+}
+
+// Pending is how many watches the scheduler holds.
+func (s *Scheduler) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.byID)
+}

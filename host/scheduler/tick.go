@@ -1,0 +1,268 @@
+package scheduler
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/store"
+)
+
+// Tick probes every watch due at or before now, on the worker pool, and
+// returns when they are done. It returns how many it probed.
+func (s *Scheduler) Tick(ctx context.Context, now time.Time) int {
+	nowN := now.UnixNano()
+	s.mu.Lock()
+	var due []*entry
+	for len(s.h) > 0 && s.h[0].due <= nowN {
+		due = append(due, heap.Pop(&s.h).(*entry))
+	}
+	s.mu.Unlock()
+	if len(due) == 0 {
+		return 0
+	}
+	workers := min(s.cfg.Workers, len(due))
+	if workers == 1 {
+		for _, e := range due {
+			s.probe(ctx, e, now)
+		}
+		return len(due)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(due) {
+					return
+				}
+				s.probe(ctx, due[i], now)
+			}
+		}()
+	}
+	wg.Wait()
+	return len(due)
+}
+
+// probe makes one observation of a due watch and acts on the answer.
+func (s *Scheduler) probe(ctx context.Context, e *entry, now time.Time) {
+	w, err := s.cfg.Store.Get(ctx, e.id)
+	if err != nil || w.State != store.Pending {
+		// Gone, held aside, or settled behind our back: stop scheduling it.
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			s.log.Error("reading a due watch", "watch", e.id, "err", err)
+			s.rearm(e, now.Add(time.Duration(e.every)))
+			return
+		}
+		s.mu.Lock()
+		if s.byID[e.id] == e {
+			delete(s.byID, e.id)
+		}
+		s.mu.Unlock()
+		return
+	}
+	attempts := int(e.attempts) + 1
+	if e.deadline != 0 && now.UnixNano() >= e.deadline {
+		s.settle(ctx, e, w, store.Expired, MessageExpired, store.Outcome{
+			Result: "expired", Summary: "the deadline passed before the condition settled",
+		}, now, attempts, "expired")
+		return
+	}
+	obs, err := s.cfg.Plugins.Observe(ctx, abi.ObserveRequest{
+		Kind: w.Kind, WatchID: w.ID.String(), Params: w.Params, Now: now.UTC(), Attempt: attempts, Baseline: w.Baseline,
+	})
+	switch {
+	case errors.Is(err, plugin.ErrUnknownKind):
+		s.settle(ctx, e, w, store.Unwatchable, MessageUnwatchable, store.Outcome{
+			Result: "unwatchable", Summary: fmt.Sprintf("no plugin serves kind %q any more", w.Kind),
+		}, now, attempts, "unwatchable")
+		return
+	case ctx.Err() != nil:
+		s.rearm(e, now)
+		return
+	case err != nil:
+		// The plugin raised (a call for the wrong kind is a routing bug):
+		// loud, and the watch waits rather than settle on a guess.
+		s.log.Error("plugin error", "watch", e.id, "kind", w.Kind, "err", err)
+		s.rearmAttempt(e, s.nextDue(e, now, time.Time{}))
+		return
+	}
+	if obs.Fault != nil {
+		s.log.Warn("plugin fault", "watch", e.id, "kind", w.Kind, "reason", obs.Fault.Reason)
+	}
+	switch obs.Status {
+	case abi.StatusSettled:
+		s.settle(ctx, e, w, store.Fired, MessageFired, toOutcome(obs.Outcome), now, attempts, obs.Note)
+	case abi.StatusChanged:
+		s.carry(ctx, e, w, obs, now, attempts, true)
+	default: // pending
+		if w.Standing && len(obs.Baseline) > 0 {
+			s.carry(ctx, e, w, obs, now, attempts, false)
+			return
+		}
+		s.rearmAttempt(e, s.nextDue(e, now, obs.NextCheck))
+	}
+}
+
+func toOutcome(o *abi.Outcome) store.Outcome {
+	if o == nil {
+		return store.Outcome{}
+	}
+	return store.Outcome{Result: o.Result, Summary: o.Summary, Detail: o.Detail}
+}
+
+// nextDue is when to probe again: the plugin's hint within [now + the
+// minimum interval, the deadline], else now + every, never past the
+// deadline (so the expiry is on time).
+func (s *Scheduler) nextDue(e *entry, now, hint time.Time) time.Time {
+	next := now.Add(time.Duration(e.every))
+	if !hint.IsZero() {
+		next = hint
+		if floor := now.Add(s.cfg.MinEvery); next.Before(floor) {
+			next = floor
+		}
+	}
+	if e.deadline != 0 {
+		if d := time.Unix(0, e.deadline); next.After(d) {
+			next = d
+		}
+	}
+	return next
+}
+
+// rearm puts e back in the heap at next, unless it was cancelled meanwhile.
+func (s *Scheduler) rearm(e *entry, next time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byID[e.id] != e {
+		return // cancelled while it was being probed
+	}
+	e.due = next.UnixNano()
+	heap.Push(&s.h, e)
+}
+
+func (s *Scheduler) rearmAttempt(e *entry, next time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byID[e.id] != e {
+		return
+	}
+	e.attempts++
+	e.due = next.UnixNano()
+	heap.Push(&s.h, e)
+}
+
+// settle persists a final state (receipt unknown), then delivers, then
+// persists the receipt. A cancel that won is respected: nothing is
+// written and nothing is mailed.
+func (s *Scheduler) settle(ctx context.Context, e *entry, w store.Watch, state store.State, typ MessageType, out store.Outcome, now time.Time, attempts int, note string) {
+	s.mu.Lock()
+	if s.byID[e.id] != e {
+		s.mu.Unlock()
+		return
+	}
+	_, err := s.cfg.Store.Settle(ctx, e.id, store.Settlement{
+		State: state, Receipt: store.ReceiptUnknown, Outcome: &out, SettledAt: now, Attempts: attempts, LastNote: note,
+	})
+	if err != nil {
+		if errors.Is(err, store.ErrNotPending) {
+			delete(s.byID, e.id)
+		} else {
+			// Not persisted: do not deliver. Try again at the next interval.
+			s.log.Error("persisting an outcome", "watch", e.id, "err", err)
+			e.due = now.Add(time.Duration(e.every)).UnixNano()
+			heap.Push(&s.h, e)
+		}
+		s.mu.Unlock()
+		return
+	}
+	delete(s.byID, e.id)
+	s.mu.Unlock()
+
+	receipt := s.cfg.Deliver.Deliver(ctx, w.Recipient, Message{WatchID: e.id, Kind: w.Kind, Type: typ, Outcome: out, At: now})
+	if _, err := s.cfg.Store.SetReceipt(ctx, e.id, receipt); err != nil {
+		s.log.Error("persisting a receipt", "watch", e.id, "receipt", receipt, "err", err)
+	}
+}
+
+// carry persists a standing watch's new baseline, then (for a change)
+// mails it. The watch stays pending whatever the delivery's fate: only its
+// recipient's lifecycle ends it.
+func (s *Scheduler) carry(ctx context.Context, e *entry, w store.Watch, obs plugin.Observation, now time.Time, attempts int, mail bool) {
+	s.mu.Lock()
+	if s.byID[e.id] != e {
+		s.mu.Unlock()
+		return
+	}
+	if err := s.cfg.Store.CarryBaseline(ctx, e.id, obs.Baseline, attempts, obs.Note); err != nil {
+		if errors.Is(err, store.ErrNotPending) {
+			delete(s.byID, e.id)
+			s.mu.Unlock()
+			return
+		}
+		// Not persisted: do not mail a change whose baseline would be
+		// forgotten; look again at the next interval.
+		s.log.Error("persisting a baseline", "watch", e.id, "err", err)
+		mail = false
+	}
+	e.attempts = int32(attempts)
+	e.due = s.nextDue(e, now, obs.NextCheck).UnixNano()
+	heap.Push(&s.h, e)
+	s.mu.Unlock()
+	if !mail {
+		return
+	}
+	receipt := s.cfg.Deliver.Deliver(ctx, w.Recipient, Message{WatchID: e.id, Kind: w.Kind, Type: MessageChanged, Outcome: toOutcome(obs.Outcome), At: now})
+	if receipt != store.ReceiptDelivered {
+		s.log.Warn("a standing watch's change was not delivered", "watch", e.id, "receipt", receipt)
+	}
+}
+
+// Start runs the loop until ctx ends, then waits for the probes in flight.
+// It sleeps on the wake channel and on at most one timer, armed for the
+// earliest due watch; with nothing pending there is no timer. Start may be
+// called once.
+func (s *Scheduler) Start(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	if !s.running.CompareAndSwap(false, true) {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		for {
+			if ctx.Err() != nil {
+				return
+			}
+			s.Tick(ctx, s.cfg.Clock.Now())
+			var timer *time.Timer
+			var fire <-chan time.Time
+			if next, ok := s.NextWake(); ok {
+				d := next.Sub(s.cfg.Clock.Now())
+				if d <= 0 {
+					continue
+				}
+				timer = time.NewTimer(d)
+				fire = timer.C
+			}
+			select {
+			case <-ctx.Done():
+			case <-s.wake:
+			case <-fire:
+			}
+			if timer != nil {
+				timer.Stop()
+			}
+		}
+	}()
+	return done
+}
