@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/vigilhq/vigil/store"
 )
 
 func run(t *testing.T, ctx context.Context, args ...string) (string, string, error) {
@@ -89,5 +92,25 @@ func TestServeStopsCleanlyWhenCancelled(t *testing.T) {
 	defer w.mu.Unlock()
 	if !strings.Contains(w.buf.String(), `"kind":"timer"`) || !strings.Contains(w.buf.String(), "vigil stopping") {
 		t.Fatalf("log:\n%s", w.buf.String())
+	}
+}
+
+func TestServeRefusesAStoreInUse(t *testing.T) {
+	data := t.TempDir()
+	st, err := store.Open(filepath.Join(data, "store"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	_, _, err = run(t, context.Background(), "serve", "--data", data)
+	if !errors.Is(err, store.ErrInUse) || !strings.Contains(err.Error(), "another vigil serve") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestServeRefusesBadFlags(t *testing.T) {
+	_, _, err := run(t, context.Background(), "serve", "--data", t.TempDir(), "--workers", "64")
+	if err == nil || !strings.Contains(err.Error(), "--workers") {
+		t.Fatalf("err = %v", err)
 	}
 }
