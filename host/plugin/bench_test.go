@@ -515,6 +515,35 @@ func BenchmarkInterruptCheck(b *testing.B) {
 	}
 }
 
+// BenchmarkWasmCall is the fixed cost of one call from Go into wasm
+// (spin(1): one loop iteration), as Extism makes ~10 of them per observe.
+// Under WithCloseOnContextDone each call also starts a goroutine that
+// watches the context. The context has a deadline, made once, as in an
+// observe.
+func BenchmarkWasmCall(b *testing.B) {
+	for _, interruptible := range []bool{false, true} {
+		b.Run(map[bool]string{true: "timeout", false: "notimeout"}[interruptible], func(b *testing.B) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+			defer cancel()
+			rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(interruptible))
+			defer rt.Close(ctx)
+			mod, err := rt.Instantiate(ctx, spinWasm)
+			if err != nil {
+				b.Fatal(err)
+			}
+			spin := mod.ExportedFunction("spin")
+			stack := []uint64{1}
+			b.ReportAllocs()
+			for b.Loop() {
+				stack[0] = 1
+				if err := spin.CallWithStack(ctx, stack); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkNew is plugin.New loading the bundled plugins, with an empty
 // compilation cache (a fresh directory each time: everything compiles) and
 // with a warm one (populated once, before the timer starts).
@@ -554,13 +583,47 @@ func BenchmarkNew(b *testing.B) {
 	})
 }
 
+// BenchmarkNewInstance is what growing the pool by one costs: instantiate
+// (Extism kernel and guest), then the first observe, which runs the Go
+// guest's _initialize, then a second, warm, observe for comparison.
+func BenchmarkNewInstance(b *testing.B) {
+	ctx := context.Background()
+	r := benchRuntime(b, Config{})
+	mod := r.set.Load().kinds["timer"].mod
+	in := pendingInput(b)
+	var inst, first, second time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		start := time.Now()
+		i, err := mod.newInstance(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		for _, d := range []*time.Duration{&first, &second} {
+			s := time.Now()
+			rc, _, err := i.p.CallWithContext(ctx, abi.ExportObserve, in)
+			if err != nil || rc != 0 {
+				b.Fatalf("observe: rc %d, %v", rc, err)
+			}
+			*d += time.Since(s)
+		}
+		inst += t1.Sub(start)
+		_ = i.p.Close(ctx)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(inst.Nanoseconds())/n, "instantiate-ns")
+	b.ReportMetric(float64(first.Nanoseconds())/n, "first-call-ns")
+	b.ReportMetric(float64(second.Nanoseconds())/n, "second-call-ns")
+}
+
 // BenchmarkInstanceMemory grows the timer's pool by n warm instances and
 // reports, per instance, the resident memory and live Go heap it added and
 // its Extism kernel memory. "fresh": 16 instances that have answered one
 // observe each. "steady": 2 instances that have answered 10,000 each, by
 // when the guest's Go heap (its linear memory) has grown to its steady
-// size. ns/op is the time to create n instances and make each one's first
-// call (the later calls of "steady" are not timed).
+// size. ns/op is for all of it; new-ns/inst is the time to create one
+// instance and make its first call.
 func BenchmarkInstanceMemory(b *testing.B) {
 	b.Run("fresh", func(b *testing.B) { benchInstanceMemory(b, 16, 1) })
 	b.Run("steady", func(b *testing.B) { benchInstanceMemory(b, 2, 10_000) })
@@ -578,7 +641,7 @@ func benchInstanceMemory(b *testing.B, n, calls int) {
 		}
 		checkPending(b, out)
 	}
-	var rss, heap, kernel float64
+	var rss, heap, kernel, first float64
 	b.StopTimer()
 	for range b.N {
 		// Drop the idle instances (describe's), so every get below
@@ -593,19 +656,21 @@ func benchInstanceMemory(b *testing.B, n, calls int) {
 		rss0, heap0 := memNow(b)
 
 		ins := make([]*instance, 0, n)
+		b.StartTimer()
 		for range n {
-			b.StartTimer()
+			start := time.Now()
 			inst, err := mod.get(ctx)
 			if err != nil {
 				b.Fatal(err)
 			}
 			observe(inst)
-			b.StopTimer()
+			first += float64(time.Since(start).Nanoseconds()) / float64(n)
 			ins = append(ins, inst)
 			for range calls - 1 {
 				observe(inst)
 			}
 		}
+		b.StopTimer()
 
 		rss1, heap1 := memNow(b)
 		rss += float64(rss1-rss0) / float64(n)
@@ -618,6 +683,7 @@ func benchInstanceMemory(b *testing.B, n, calls int) {
 	b.ReportMetric(rss/float64(b.N), "rss-B/inst")
 	b.ReportMetric(heap/float64(b.N), "heap-B/inst")
 	b.ReportMetric(kernel/float64(b.N), "kernel-mem-B/inst")
+	b.ReportMetric(first/float64(b.N), "new-ns/inst")
 }
 
 // memNow returns the process's resident bytes and the live Go heap, after

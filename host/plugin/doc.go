@@ -37,7 +37,8 @@
 // compiled code that checks the module's state at loop entries, and it
 // watches each call's context in a goroutine. A shared watchdog would save
 // the goroutine but not the checks, which are the larger cost for Go guests
-// (one per guest function call); the SDK cuts the checks instead, by
+// (one per guest loop iteration, and Go makes every function call one);
+// the SDK cuts the checks instead, by
 // decoding the observe envelope in one pass. See docs/BENCHMARKS.md.
 //
 // Why Extism's ABI and not a bespoke one: any Extism PDK (Rust, JS, Zig, C)
