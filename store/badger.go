@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -28,6 +29,10 @@ type Options struct {
 // Badger is the Store on badger v4.
 type Badger struct {
 	db *badger.DB
+	// appendMu serialises mailbox appends: each reads and bumps its
+	// recipient's sequence, and one process owns the store, so a lock is
+	// cheaper than transactions retrying on the shared key.
+	appendMu sync.Mutex
 }
 
 var _ Store = (*Badger)(nil)
@@ -321,10 +326,14 @@ func (s *Badger) List(ctx context.Context, f Filter) ([]Watch, int, error) {
 	return out, held, err
 }
 
-// Prune implements Store. It deletes in batches, each its own
-// transaction, so a large prune never exceeds badger's transaction size.
+// Prune implements Store: settled rows, and mailbox messages, older than
+// the cutoff. It deletes in batches, each its own transaction, so a large
+// prune never exceeds badger's transaction size.
 func (s *Badger) Prune(ctx context.Context, cutoff time.Time) (int, error) {
-	total := 0
+	total, err := s.pruneMessages(ctx, cutoff)
+	if err != nil {
+		return total, err
+	}
 	for _, st := range States() {
 		if st == Pending {
 			continue

@@ -60,8 +60,9 @@ type Store interface {
 	// List returns the readable rows matching f, oldest first, and how many
 	// rows it skipped because they are held aside.
 	List(ctx context.Context, f Filter) ([]Watch, int, error)
-	// Prune deletes settled rows settled before cutoff and returns how
-	// many. Pending rows and held-aside rows are never pruned.
+	// Prune deletes rows settled before cutoff, and mailbox messages older
+	// than it, and returns how many. Pending rows and held-aside rows are
+	// never pruned.
 	Prune(ctx context.Context, cutoff time.Time) (int, error)
 	// Close flushes and releases the store.
 	Close() error

@@ -113,11 +113,14 @@ func serve(ctx context.Context, f serveFlags, stderr io.Writer) error {
 // host has no mailboxes or webhooks yet, so nothing can say it landed.
 type logOnlyDelivery struct{ log *slog.Logger }
 
-func (d logOnlyDelivery) Deliver(_ context.Context, to store.Recipient, m scheduler.Message) store.Receipt {
+func (d logOnlyDelivery) Send(_ context.Context, to store.Recipient, m store.Message) store.Receipt {
 	d.log.Info("outcome (no delivery channel yet)", "recipient", to.ID, "watch", m.WatchID, "type", m.Type, "result", m.Outcome.Result)
 	return store.ReceiptUnknown
 }
 
+func (d logOnlyDelivery) Notify(ctx context.Context, to store.Recipient, m store.Message) store.Receipt {
+	return d.Send(ctx, to, m)
+}
 // openRuntime loads the bundled plugins and dir, with the compilation cache
 // under the data directory.
 func openRuntime(ctx context.Context, data, dir string) (*plugin.Runtime, error) {

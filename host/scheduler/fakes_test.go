@@ -96,14 +96,23 @@ func settled(result string) (plugin.Observation, error) {
 // recordingDeliverer records messages and answers receipt. before, when
 // set, runs first (tests use it to look at the store at delivery time).
 type recordingDeliverer struct {
-	mu      sync.Mutex
-	got     []Message
-	to      []store.Recipient
-	receipt store.Receipt
-	before  func(m Message)
+	mu       sync.Mutex
+	got      []store.Message
+	to       []store.Recipient
+	notified []bool
+	receipt  store.Receipt
+	before   func(m store.Message)
 }
 
-func (d *recordingDeliverer) Deliver(_ context.Context, to store.Recipient, m Message) store.Receipt {
+func (d *recordingDeliverer) Send(_ context.Context, to store.Recipient, m store.Message) store.Receipt {
+	return d.record(to, m, false)
+}
+
+func (d *recordingDeliverer) Notify(_ context.Context, to store.Recipient, m store.Message) store.Receipt {
+	return d.record(to, m, true)
+}
+
+func (d *recordingDeliverer) record(to store.Recipient, m store.Message, notify bool) store.Receipt {
 	if d.before != nil {
 		d.before(m)
 	}
@@ -111,16 +120,17 @@ func (d *recordingDeliverer) Deliver(_ context.Context, to store.Recipient, m Me
 	defer d.mu.Unlock()
 	d.got = append(d.got, m)
 	d.to = append(d.to, to)
+	d.notified = append(d.notified, notify)
 	if d.receipt == "" {
 		return store.ReceiptDelivered
 	}
 	return d.receipt
 }
 
-func (d *recordingDeliverer) messages() []Message {
+func (d *recordingDeliverer) messages() []store.Message {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return append([]Message(nil), d.got...)
+	return append([]store.Message(nil), d.got...)
 }
 
 // countingStore counts the writes that reach the store.

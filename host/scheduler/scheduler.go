@@ -35,31 +35,17 @@ type Plugins interface {
 	Observe(ctx context.Context, req abi.ObserveRequest) (plugin.Observation, error)
 }
 
-// MessageType is what a message says happened.
-type MessageType string
-
-// Message types.
-const (
-	MessageFired       MessageType = "fired"
-	MessageExpired     MessageType = "expired"
-	MessageChanged     MessageType = "changed"
-	MessageUnwatchable MessageType = "unwatchable"
-)
-
-// Message is one outcome on its way to a recipient.
-type Message struct {
-	WatchID store.ID
-	Kind    string
-	Type    MessageType
-	Outcome store.Outcome
-	At      time.Time
-}
-
 // Deliverer hands a message to its recipient and says what became of it:
 // delivered, rejected (the recipient is not live), or unknown (it may have
-// landed). It must honour ctx.
+// landed). Both methods must honour ctx.
+//
+// Send carries the outcome of a watch someone registered. Notify carries a
+// message the host sends on its own initiative (a standing watch's
+// change): it must re-check at send time that the recipient is live, and
+// never revive one that is not.
 type Deliverer interface {
-	Deliver(ctx context.Context, to store.Recipient, m Message) store.Receipt
+	Send(ctx context.Context, to store.Recipient, m store.Message) store.Receipt
+	Notify(ctx context.Context, to store.Recipient, m store.Message) store.Receipt
 }
 
 // Config configures a Scheduler. Zero fields take the defaults.

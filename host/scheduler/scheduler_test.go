@@ -73,7 +73,7 @@ func TestNextCheckHintIsHonoured(t *testing.T) {
 	if n := h.plugins.probeCount(); n != 2 {
 		t.Fatalf("probed %d times", n)
 	}
-	if m := h.deliver.messages(); len(m) != 1 || m[0].Type != MessageFired {
+	if m := h.deliver.messages(); len(m) != 1 || m[0].Type != store.MessageFired {
 		t.Fatalf("messages %+v", m)
 	}
 }
@@ -121,7 +121,7 @@ func TestOutcomeIsPersistedBeforeDelivery(t *testing.T) {
 	h := newHarness(t)
 	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("success") }
 	var atDelivery store.Watch
-	h.deliver.before = func(m Message) { atDelivery = h.row(m.WatchID) }
+	h.deliver.before = func(m store.Message) { atDelivery = h.row(m.WatchID) }
 	w := h.register("ci")
 	h.tick(t0)
 	if atDelivery.State != store.Fired || atDelivery.Receipt != store.ReceiptUnknown || atDelivery.Outcome == nil || atDelivery.Outcome.Result != "success" {
@@ -137,14 +137,18 @@ func TestOutcomeIsPersistedBeforeDelivery(t *testing.T) {
 
 // blockingDeliverer stands in for a delivery the process dies during.
 type blockingDeliverer struct {
-	entered chan Message
+	entered chan store.Message
 	release chan struct{}
 }
 
-func (d *blockingDeliverer) Deliver(_ context.Context, _ store.Recipient, m Message) store.Receipt {
+func (d *blockingDeliverer) Send(_ context.Context, _ store.Recipient, m store.Message) store.Receipt {
 	d.entered <- m
 	<-d.release
 	return store.ReceiptDelivered
+}
+
+func (d *blockingDeliverer) Notify(ctx context.Context, to store.Recipient, m store.Message) store.Receipt {
+	return d.Send(ctx, to, m)
 }
 
 // A crash between persisting the outcome and delivering it leaves fired
@@ -152,7 +156,7 @@ func (d *blockingDeliverer) Deliver(_ context.Context, _ store.Recipient, m Mess
 func TestCrashBetweenPersistAndDeliver(t *testing.T) {
 	h := newHarness(t)
 	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("success") }
-	bd := &blockingDeliverer{entered: make(chan Message, 1), release: make(chan struct{})}
+	bd := &blockingDeliverer{entered: make(chan store.Message, 1), release: make(chan struct{})}
 	s1, err := New(Config{Store: h.store, Plugins: h.plugins, Deliver: bd, Clock: h.clock})
 	if err != nil {
 		t.Fatal(err)
@@ -276,7 +280,7 @@ func TestExpiryIsDelivered(t *testing.T) {
 	if got.State != store.Expired || got.Receipt != store.ReceiptDelivered || got.Outcome.Result != "expired" {
 		t.Fatalf("row: %+v", got)
 	}
-	if m := h.deliver.messages(); len(m) != 1 || m[0].Type != MessageExpired {
+	if m := h.deliver.messages(); len(m) != 1 || m[0].Type != store.MessageExpired {
 		t.Fatalf("messages: %+v", m)
 	}
 }
@@ -289,7 +293,7 @@ func TestRemovedKindSettlesUnwatchable(t *testing.T) {
 	if got := h.row(w.ID); got.State != store.Unwatchable || got.Outcome.Result != "unwatchable" {
 		t.Fatalf("row: %+v", got)
 	}
-	if m := h.deliver.messages(); len(m) != 1 || m[0].Type != MessageUnwatchable {
+	if m := h.deliver.messages(); len(m) != 1 || m[0].Type != store.MessageUnwatchable {
 		t.Fatalf("messages: %+v", m)
 	}
 }
@@ -340,7 +344,7 @@ func TestStandingWatch(t *testing.T) {
 		}
 	}
 	var baselineAtDelivery json.RawMessage
-	h.deliver.before = func(m Message) { baselineAtDelivery = h.row(m.WatchID).Baseline }
+	h.deliver.before = func(m store.Message) { baselineAtDelivery = h.row(m.WatchID).Baseline }
 	w := h.register("ticket")
 	if w.ExpiresAt != nil || !w.Standing {
 		t.Fatalf("standing row: %+v", w)
@@ -361,8 +365,8 @@ func TestStandingWatch(t *testing.T) {
 	title = "b"
 	h.deliver.receipt = store.ReceiptRejected
 	step() // changed: baseline first, then the mail; a failed send keeps it pending
-	if m := h.deliver.messages(); len(m) != 1 || m[0].Type != MessageChanged || m[0].Outcome.Summary != "b" {
-		t.Fatalf("change: %+v", m)
+	if m := h.deliver.messages(); len(m) != 1 || m[0].Type != store.MessageChanged || m[0].Outcome.Summary != "b" || !h.deliver.notified[0] {
+		t.Fatalf("change (sent with Notify: %v): %+v", h.deliver.notified, m)
 	}
 	if string(baselineAtDelivery) != `{"Title":"b"}` {
 		t.Fatalf("baseline at delivery: %s", baselineAtDelivery)
@@ -548,8 +552,8 @@ func TestStartRunsTheLoop(t *testing.T) {
 	h := newHarness(t)
 	h.s.cfg.Clock = wallClock{}
 	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("done") }
-	delivered := make(chan Message, 1)
-	h.deliver.before = func(m Message) { delivered <- m }
+	delivered := make(chan store.Message, 1)
+	h.deliver.before = func(m store.Message) { delivered <- m }
 	if _, err := h.s.Prime(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,7 @@ func (s *Scheduler) probe(ctx context.Context, e *entry, now time.Time) {
 	}
 	attempts := int(e.attempts) + 1
 	if e.deadline != 0 && now.UnixNano() >= e.deadline {
-		s.settle(ctx, e, w, store.Expired, MessageExpired, store.Outcome{
+		s.settle(ctx, e, w, store.Expired, store.MessageExpired, store.Outcome{
 			Result: "expired", Summary: "the deadline passed before the condition settled",
 		}, now, attempts, "expired")
 		return
@@ -82,7 +82,7 @@ func (s *Scheduler) probe(ctx context.Context, e *entry, now time.Time) {
 	})
 	switch {
 	case errors.Is(err, plugin.ErrUnknownKind):
-		s.settle(ctx, e, w, store.Unwatchable, MessageUnwatchable, store.Outcome{
+		s.settle(ctx, e, w, store.Unwatchable, store.MessageUnwatchable, store.Outcome{
 			Result: "unwatchable", Summary: fmt.Sprintf("no plugin serves kind %q any more", w.Kind),
 		}, now, attempts, "unwatchable")
 		return
@@ -101,7 +101,7 @@ func (s *Scheduler) probe(ctx context.Context, e *entry, now time.Time) {
 	}
 	switch obs.Status {
 	case abi.StatusSettled:
-		s.settle(ctx, e, w, store.Fired, MessageFired, toOutcome(obs.Outcome), now, attempts, obs.Note)
+		s.settle(ctx, e, w, store.Fired, store.MessageFired, toOutcome(obs.Outcome), now, attempts, obs.Note)
 	case abi.StatusChanged:
 		s.carry(ctx, e, w, obs, now, attempts, true)
 	default: // pending
@@ -164,7 +164,7 @@ func (s *Scheduler) rearmAttempt(e *entry, next time.Time) {
 // settle persists a final state (receipt unknown), then delivers, then
 // persists the receipt. A cancel that won is respected: nothing is
 // written and nothing is mailed.
-func (s *Scheduler) settle(ctx context.Context, e *entry, w store.Watch, state store.State, typ MessageType, out store.Outcome, now time.Time, attempts int, note string) {
+func (s *Scheduler) settle(ctx context.Context, e *entry, w store.Watch, state store.State, typ store.MessageType, out store.Outcome, now time.Time, attempts int, note string) {
 	s.mu.Lock()
 	if s.byID[e.id] != e {
 		s.mu.Unlock()
@@ -188,7 +188,7 @@ func (s *Scheduler) settle(ctx context.Context, e *entry, w store.Watch, state s
 	delete(s.byID, e.id)
 	s.mu.Unlock()
 
-	receipt := s.cfg.Deliver.Deliver(ctx, w.Recipient, Message{WatchID: e.id, Kind: w.Kind, Type: typ, Outcome: out, At: now})
+	receipt := s.cfg.Deliver.Send(ctx, w.Recipient, store.Message{WatchID: e.id, Kind: w.Kind, Type: typ, Outcome: out, At: now})
 	if _, err := s.cfg.Store.SetReceipt(ctx, e.id, receipt); err != nil {
 		s.log.Error("persisting a receipt", "watch", e.id, "receipt", receipt, "err", err)
 	}
@@ -221,7 +221,7 @@ func (s *Scheduler) carry(ctx context.Context, e *entry, w store.Watch, obs plug
 	if !mail {
 		return
 	}
-	receipt := s.cfg.Deliver.Deliver(ctx, w.Recipient, Message{WatchID: e.id, Kind: w.Kind, Type: MessageChanged, Outcome: toOutcome(obs.Outcome), At: now})
+	receipt := s.cfg.Deliver.Notify(ctx, w.Recipient, store.Message{WatchID: e.id, Kind: w.Kind, Type: store.MessageChanged, Outcome: toOutcome(obs.Outcome), At: now})
 	if receipt != store.ReceiptDelivered {
 		s.log.Warn("a standing watch's change was not delivered", "watch", e.id, "receipt", receipt)
 	}

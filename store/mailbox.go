@@ -1,0 +1,179 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// MessageType is what a message says happened to a watch.
+type MessageType string
+
+// Message types.
+const (
+	MessageFired       MessageType = "fired"
+	MessageExpired     MessageType = "expired"
+	MessageChanged     MessageType = "changed"
+	MessageUnwatchable MessageType = "unwatchable"
+)
+
+// Message is one entry of a recipient's mailbox. Seq and ID are assigned
+// when it is appended: Seq orders a recipient's messages from 1 with no
+// gaps, and ID is the message's stable id (its webhook-id).
+type Message struct {
+	Seq     uint64      `json:"seq"`
+	ID      ID          `json:"id"`
+	WatchID ID          `json:"watch_id"`
+	Kind    string      `json:"kind"`
+	Type    MessageType `json:"type"`
+	Outcome Outcome     `json:"outcome"`
+	At      time.Time   `json:"at"`
+}
+
+// ErrNotRunning: the recipient is not running (or does not exist), so a
+// message for it is rejected.
+var ErrNotRunning = errors.New("store: recipient is not running")
+
+var (
+	mailboxPfx = []byte("mb/") // mb/<recipient>\x00<seq>
+	mailSeqPfx = []byte("ms/") // ms/<recipient> -> last seq
+)
+
+func mailboxPrefix(rid string) []byte {
+	return append(append(append([]byte{}, mailboxPfx...), rid...), 0)
+}
+
+func mailKey(rid string, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(mailboxPrefix(rid), seq)
+}
+
+func mailSeqKey(rid string) []byte { return append(append([]byte{}, mailSeqPfx...), rid...) }
+
+type storedMessage struct {
+	V int `json:"v"`
+	Message
+}
+
+// AppendIfRunning appends m to the recipient's mailbox, in the same
+// transaction as it reads the recipient's status: a message lands only in
+// the mailbox of a recipient that is running at that instant. It returns
+// the message with its Seq, and the recipient as read.
+func (s *Badger) AppendIfRunning(ctx context.Context, rid string, m Message) (Message, RecipientRecord, error) {
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	var out Message
+	var rec RecipientRecord
+	err := s.update(ctx, func(txn *badger.Txn) error {
+		var err error
+		rec, err = getRecipient(txn, rid)
+		if errors.Is(err, ErrNotFound) {
+			return ErrNotRunning
+		}
+		if err != nil {
+			return err
+		}
+		if rec.Status != StatusRunning {
+			return ErrNotRunning
+		}
+		var last uint64
+		item, err := txn.Get(mailSeqKey(rid))
+		switch {
+		case err == nil:
+			if err := item.Value(func(v []byte) error {
+				if len(v) != 8 {
+					return fmt.Errorf("%w: mailbox sequence of %q", ErrCorrupt, rid)
+				}
+				last = binary.BigEndian.Uint64(v)
+				return nil
+			}); err != nil {
+				return err
+			}
+		case !errors.Is(err, badger.ErrKeyNotFound):
+			return err
+		}
+		m.Seq = last + 1
+		b, err := json.Marshal(storedMessage{V: rowVersion, Message: m})
+		if err != nil {
+			return err
+		}
+		if err := txn.Set(mailKey(rid, m.Seq), b); err != nil {
+			return err
+		}
+		if err := txn.Set(mailSeqKey(rid), binary.BigEndian.AppendUint64(nil, m.Seq)); err != nil {
+			return err
+		}
+		out = m
+		return nil
+	})
+	return out, rec, err
+}
+
+// ReadMailbox returns up to limit messages of the recipient with Seq after
+// after, in order. A message this build cannot decode is skipped (held
+// aside), never an error for the others.
+func (s *Badger) ReadMailbox(ctx context.Context, rid string, after uint64, limit int) ([]Message, error) {
+	var out []Message
+	err := s.db.View(func(txn *badger.Txn) error {
+		prefix := mailboxPrefix(rid)
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: min(max(limit, 1), 100)})
+		defer it.Close()
+		for it.Seek(mailKey(rid, after+1)); it.Valid() && len(out) < limit; it.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			var sm storedMessage
+			err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &sm) })
+			if err != nil || sm.V != rowVersion {
+				continue
+			}
+			out = append(out, sm.Message)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// pruneMessages deletes messages older than cutoff, in batches.
+func (s *Badger) pruneMessages(ctx context.Context, cutoff time.Time) (int, error) {
+	total := 0
+	for {
+		var victims [][]byte
+		err := s.db.View(func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: mailboxPfx, PrefetchValues: true})
+			defer it.Close()
+			for it.Rewind(); it.Valid() && len(victims) < pruneBatch; it.Next() {
+				var sm storedMessage
+				if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &sm) }); err != nil || sm.V != rowVersion {
+					continue // held aside
+				}
+				if sm.At.Before(cutoff) {
+					victims = append(victims, it.Item().KeyCopy(nil))
+				}
+			}
+			return nil
+		})
+		if err != nil || len(victims) == 0 {
+			return total, err
+		}
+		err = s.update(ctx, func(txn *badger.Txn) error {
+			for _, k := range victims {
+				if err := txn.Delete(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return total, err
+		}
+		total += len(victims)
+		if len(victims) < pruneBatch {
+			return total, nil
+		}
+	}
+}

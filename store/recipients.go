@@ -1,0 +1,182 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/vigilhq/vigil/api/abi"
+)
+
+// RecipientStatus is a recipient's lifecycle state. Only a running
+// recipient receives messages and keeps pending watches.
+type RecipientStatus string
+
+// Recipient statuses.
+const (
+	StatusRunning RecipientStatus = "running"
+	StatusPaused  RecipientStatus = "paused"
+	StatusStopped RecipientStatus = "stopped"
+)
+
+// Valid reports whether s is a status this build knows.
+func (s RecipientStatus) Valid() bool {
+	return s == StatusRunning || s == StatusPaused || s == StatusStopped
+}
+
+// Webhook is where a recipient's messages are also POSTed. Secret is
+// write-only: stored, used to sign, never returned or logged.
+type Webhook struct {
+	URL    string `json:"url"`
+	Secret string `json:"secret"`
+}
+
+// Ref is one subject attached to a recipient: while the recipient runs,
+// the reconciler keeps exactly one standing watch of Kind with Params.
+type Ref struct {
+	Kind   string          `json:"kind"`
+	Params json.RawMessage `json:"params"`
+}
+
+// RecipientRecord is a recipient as stored.
+type RecipientRecord struct {
+	ID        string          `json:"id"`
+	Status    RecipientStatus `json:"status"`
+	Webhook   *Webhook        `json:"webhook,omitempty"`
+	Refs      []Ref           `json:"refs,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+type storedRecipient struct {
+	V int `json:"v"`
+	RecipientRecord
+}
+
+var recipientRecPfx = []byte("rc/")
+
+func recipientRecKey(id string) []byte { return append(append([]byte{}, recipientRecPfx...), id...) }
+
+func getRecipient(txn *badger.Txn, id string) (RecipientRecord, error) {
+	item, err := txn.Get(recipientRecKey(id))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return RecipientRecord{}, ErrNotFound
+	}
+	if err != nil {
+		return RecipientRecord{}, err
+	}
+	var sr storedRecipient
+	err = item.Value(func(v []byte) error {
+		if err := abi.StrictUnmarshal(v, &sr); err != nil {
+			return err
+		}
+		if sr.V != rowVersion || !sr.Status.Valid() {
+			return fmt.Errorf("version %d status %q", sr.V, sr.Status)
+		}
+		return nil
+	})
+	if err != nil {
+		return RecipientRecord{}, fmt.Errorf("%w (recipient %q held aside: %v)", ErrNotFound, id, err)
+	}
+	return sr.RecipientRecord, nil
+}
+
+func putRecipient(txn *badger.Txn, r RecipientRecord) error {
+	b, err := json.Marshal(storedRecipient{V: rowVersion, RecipientRecord: r})
+	if err != nil {
+		return err
+	}
+	return txn.Set(recipientRecKey(r.ID), b)
+}
+
+// GetRecipient reads a recipient. ErrNotFound if absent.
+func (s *Badger) GetRecipient(ctx context.Context, id string) (RecipientRecord, error) {
+	var r RecipientRecord
+	err := s.db.View(func(txn *badger.Txn) error {
+		var err error
+		r, err = getRecipient(txn, id)
+		return err
+	})
+	return r, err
+}
+
+// PutRecipient writes a recipient, keeping its creation time, and returns
+// the record as it was before; existed is false for a new recipient.
+func (s *Badger) PutRecipient(ctx context.Context, r RecipientRecord) (prev RecipientRecord, existed bool, err error) {
+	if !r.Status.Valid() {
+		return prev, false, fmt.Errorf("store: recipient status %q", r.Status)
+	}
+	err = s.update(ctx, func(txn *badger.Txn) error {
+		old, gerr := getRecipient(txn, r.ID)
+		switch {
+		case gerr == nil:
+			prev, existed = old, true
+			r.CreatedAt = old.CreatedAt
+		case errors.Is(gerr, ErrNotFound):
+			prev, existed = RecipientRecord{}, false
+		default:
+			return gerr
+		}
+		return putRecipient(txn, r)
+	})
+	return prev, existed, err
+}
+
+// EnsureRecipient returns the recipient, creating it running with a
+// mailbox only if it does not exist.
+func (s *Badger) EnsureRecipient(ctx context.Context, id string, now time.Time) (RecipientRecord, error) {
+	var out RecipientRecord
+	err := s.update(ctx, func(txn *badger.Txn) error {
+		r, err := getRecipient(txn, id)
+		if err == nil {
+			out = r
+			return nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if _, raw := txn.Get(recipientRecKey(id)); raw == nil {
+			return err // present but held aside: never overwrite it
+		}
+		out = RecipientRecord{ID: id, Status: StatusRunning, CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
+		return putRecipient(txn, out)
+	})
+	return out, err
+}
+
+// ListRecipients returns every readable recipient, by id.
+func (s *Badger) ListRecipients(ctx context.Context) ([]RecipientRecord, error) {
+	var out []RecipientRecord
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: recipientRecPfx})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			id := string(it.Item().Key()[len(recipientRecPfx):])
+			r, err := getRecipient(txn, id)
+			if err != nil {
+				continue
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DeleteRecipient removes a recipient's record. Its mailbox stays until
+// the retention prunes it. ErrNotFound if absent.
+func (s *Badger) DeleteRecipient(ctx context.Context, id string) error {
+	return s.update(ctx, func(txn *badger.Txn) error {
+		if _, err := txn.Get(recipientRecKey(id)); errors.Is(err, badger.ErrKeyNotFound) {
+			return ErrNotFound
+		}
+		return txn.Delete(recipientRecKey(id))
+	})
+}
