@@ -121,6 +121,7 @@ func (d logOnlyDelivery) Send(_ context.Context, to store.Recipient, m store.Mes
 func (d logOnlyDelivery) Notify(ctx context.Context, to store.Recipient, m store.Message) store.Receipt {
 	return d.Send(ctx, to, m)
 }
+
 // openRuntime loads the bundled plugins and dir, with the compilation cache
 // under the data directory.
 func openRuntime(ctx context.Context, data, dir string) (*plugin.Runtime, error) {
