@@ -27,6 +27,9 @@ const (
 	CodeInvalidField     = "invalid_field"
 	CodeInvalidRecipient = "invalid_recipient"
 	CodeAlreadySettled   = "already_settled"
+	// CodeRecipientNotRunning: the recipient is paused or stopped; its
+	// pending watches were cancelled and it takes no new ones.
+	CodeRecipientNotRunning = "recipient_not_running"
 )
 
 // Error is a registration or cancel the scheduler refuses. Field names the
@@ -74,6 +77,16 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 	if !ValidRecipientID(r.Recipient.ID) {
 		return store.Watch{}, &Error{Code: CodeInvalidRecipient, Field: "recipient.id",
 			Message: fmt.Sprintf("want 1-%d of letters, digits and . _ - : @", maxRecipientID)}
+	}
+	if s.cfg.Recipients != nil {
+		rec, err := s.cfg.Recipients.EnsureRecipient(ctx, r.Recipient.ID, now)
+		if err != nil {
+			return store.Watch{}, fmt.Errorf("scheduler: recipient %q: %w", r.Recipient.ID, err)
+		}
+		if rec.Status != store.StatusRunning {
+			return store.Watch{}, &Error{Code: CodeRecipientNotRunning, Field: "recipient.id",
+				Message: fmt.Sprintf("recipient %s is %s; a watch belongs to a running recipient", rec.ID, rec.Status)}
+		}
 	}
 	adm, err := s.cfg.Plugins.Admit(ctx, r.Kind, r.Params)
 	if err != nil {
@@ -146,9 +159,11 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 	return w, nil
 }
 
-// Cancel settles a pending watch as cancelled; nothing is mailed. A watch
-// that has already settled is an *Error with CodeAlreadySettled.
-func (s *Scheduler) Cancel(ctx context.Context, id store.ID) (store.Watch, error) {
+// Cancel settles a pending watch as cancelled; nothing is mailed. reason
+// becomes the row's last note, beside its attempt count, so a cancelled
+// row keeps its diagnostics. A watch that has already settled is an
+// *Error with CodeAlreadySettled.
+func (s *Scheduler) Cancel(ctx context.Context, id store.ID, reason string) (store.Watch, error) {
 	now := s.cfg.Clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -158,7 +173,7 @@ func (s *Scheduler) Cancel(ctx context.Context, id store.ID) (store.Watch, error
 		attempts = int(e.attempts)
 	}
 	w, err := s.cfg.Store.Settle(ctx, id, store.Settlement{
-		State: store.Cancelled, Receipt: store.ReceiptNone, SettledAt: now, Attempts: attempts, LastNote: "cancelled",
+		State: store.Cancelled, Receipt: store.ReceiptNone, SettledAt: now, Attempts: attempts, LastNote: reason,
 	})
 	if errors.Is(err, store.ErrNotPending) {
 		cur, gerr := s.cfg.Store.Get(ctx, id)

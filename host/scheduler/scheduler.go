@@ -48,13 +48,22 @@ type Deliverer interface {
 	Notify(ctx context.Context, to store.Recipient, m store.Message) store.Receipt
 }
 
+// Recipients is what registration needs of the recipients: the named one,
+// created running with a mailbox only if it is new.
+type Recipients interface {
+	EnsureRecipient(ctx context.Context, id string, now time.Time) (store.RecipientRecord, error)
+}
+
 // Config configures a Scheduler. Zero fields take the defaults.
 type Config struct {
 	Store   store.Store
 	Plugins Plugins
 	Deliver Deliverer
-	Clock   Clock
-	Logger  *slog.Logger
+	// Recipients, when set, makes Register create an unknown recipient and
+	// refuse one that is not running.
+	Recipients Recipients
+	Clock      Clock
+	Logger     *slog.Logger
 	// Workers probe due watches (default 1, at most 16).
 	Workers int
 	// MinEvery is the shortest re-check interval (default 1 s).

@@ -37,7 +37,7 @@ func TestIdleSchedule(t *testing.T) {
 		t.Fatalf("the earliest of two: %v", at)
 	}
 	for _, w := range []store.Watch{a, b} {
-		if _, err := h.s.Cancel(context.Background(), w.ID); err != nil {
+		if _, err := h.s.Cancel(context.Background(), w.ID, "test"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -228,7 +228,7 @@ func testCancelWins(t *testing.T, answer string) {
 	done := make(chan struct{})
 	go func() { h.tick(t0); close(done) }()
 	<-entered
-	got, err := h.s.Cancel(context.Background(), w.ID)
+	got, err := h.s.Cancel(context.Background(), w.ID, "test")
 	if err != nil || got.State != store.Cancelled {
 		t.Fatalf("cancel: %+v %v", got, err)
 	}
@@ -251,7 +251,7 @@ func TestCancelAfterSettlementIsAConflict(t *testing.T) {
 	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("success") }
 	w := h.register("ci")
 	h.tick(t0)
-	_, err := h.s.Cancel(context.Background(), w.ID)
+	_, err := h.s.Cancel(context.Background(), w.ID, "test")
 	var se *Error
 	if !errors.As(err, &se) || se.Code != CodeAlreadySettled {
 		t.Fatalf("cancel: %v", err)
@@ -568,4 +568,35 @@ func TestStartRunsTheLoop(t *testing.T) {
 	}
 	cancel()
 	<-stopped
+}
+
+func TestRegistrationEnsuresARunningRecipient(t *testing.T) {
+	h := newHarness(t)
+	h.s.cfg.Recipients = h.store
+	ctx := context.Background()
+	h.register("ci") // agent-1 did not exist: created running, mailbox only
+	rec, err := h.store.GetRecipient(ctx, "agent-1")
+	if err != nil || rec.Status != store.StatusRunning || rec.Webhook != nil {
+		t.Fatalf("recipient: %+v %v", rec, err)
+	}
+	rec.Status = store.StatusPaused
+	if _, _, err := h.store.PutRecipient(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.s.Register(ctx, Registration{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "agent-1"}})
+	var se *Error
+	if !errors.As(err, &se) || se.Code != CodeRecipientNotRunning {
+		t.Fatalf("paused recipient: %v", err)
+	}
+}
+
+func TestCancelKeepsDiagnostics(t *testing.T) {
+	h := newHarness(t)
+	w := h.register("ci")
+	h.tick(t0)
+	h.tick(t0.Add(30 * time.Second))
+	got, err := h.s.Cancel(context.Background(), w.ID, "recipient paused")
+	if err != nil || got.Attempts != 2 || got.LastNote != "recipient paused" || got.State != store.Cancelled {
+		t.Fatalf("%+v %v", got, err)
+	}
 }
