@@ -37,9 +37,9 @@ conformance FILE:
     cp "{{FILE}}" "$dir/"
     go run ./cmd/vigil plugins --data "$dir/data" --plugins "$dir"
 
-# Run the plugin runtime benchmarks (docs/BENCHMARKS.md).
+# Run the benchmarks reported in docs/BENCHMARKS.md.
 bench:
-    go test -run XXX -bench . -benchmem ./host/plugin/ ./plugins/timer/
+    go test -run XXX -bench . -benchmem ./host/plugin/ ./plugins/timer/ ./store/ ./host/scheduler/
 
 # Fuzz every parser of outside input for a while each.
 fuzz SECONDS="30":
@@ -47,6 +47,11 @@ fuzz SECONDS="30":
     go test ./sdk/ -run XXX -fuzz FuzzDecodeFields -fuzztime {{SECONDS}}s
     go test ./sdk/ -run XXX -fuzz FuzzAppendString -fuzztime {{SECONDS}}s
     go test ./internal/wasmbuild/ -run XXX -fuzz FuzzGoVersion -fuzztime {{SECONDS}}s
+    go test ./store/ -run XXX -fuzz FuzzParseID -fuzztime {{SECONDS}}s
+    go test ./host/netguard/ -run XXX -fuzz FuzzDialControl -fuzztime {{SECONDS}}s
+    go test ./host/netguard/ -run XXX -fuzz FuzzCheckAddr -fuzztime {{SECONDS}}s
+    go test ./api/webhooks/ -run XXX -fuzz FuzzVerify -fuzztime {{SECONDS}}s
+    go test ./api/webhooks/ -run XXX -fuzz FuzzParseSecret -fuzztime {{SECONDS}}s
 
 # What CI runs.
 ci:

@@ -5,25 +5,30 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/vigilhq/vigil/host/delivery"
+	"github.com/vigilhq/vigil/host/netguard"
 	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/plugins"
 	"github.com/vigilhq/vigil/store"
 )
 
 type serveFlags struct {
-	data    string
-	plugins string
-	fsync   bool
-	workers int
+	data         string
+	plugins      string
+	fsync        bool
+	workers      int
+	webhookAllow []string
 }
 
 func newServe(stderr io.Writer) *cobra.Command {
@@ -45,6 +50,7 @@ SIGTERM stop the host after in-flight plugin calls finish.`,
 	cmd.Flags().StringVar(&f.plugins, "plugins", "", "plugin directory: *.wasm and an optional registry.json")
 	cmd.Flags().BoolVar(&f.fsync, "fsync", false, "fsync every store commit (survives power loss; slower registration)")
 	cmd.Flags().IntVar(&f.workers, "workers", 1, "probes run at once (a small fixed number, at most 16)")
+	cmd.Flags().StringArrayVar(&f.webhookAllow, "webhook-allow", nil, "a CIDR webhooks may reach although it is loopback or private (repeatable)")
 	return cmd
 }
 
@@ -52,6 +58,14 @@ func serve(ctx context.Context, f serveFlags, stderr io.Writer) error {
 	log := newLogger(stderr)
 	if f.workers < 1 || f.workers > 16 {
 		return fmt.Errorf("--workers %d: want 1 to 16", f.workers)
+	}
+	var allow []netip.Prefix
+	for _, c := range f.webhookAllow {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return fmt.Errorf("--webhook-allow %q: %w", c, err)
+		}
+		allow = append(allow, p)
 	}
 	rt, err := openRuntime(ctx, f.data, f.plugins)
 	if err != nil {
@@ -69,8 +83,12 @@ func serve(ctx context.Context, f serveFlags, stderr io.Writer) error {
 		}
 	}()
 
+	deliver, err := delivery.New(delivery.Config{Store: st, Guard: netguard.New(allow), Logger: log})
+	if err != nil {
+		return err
+	}
 	sched, err := scheduler.New(scheduler.Config{
-		Store: st, Plugins: rt, Deliver: logOnlyDelivery{log}, Logger: log, Workers: f.workers,
+		Store: st, Plugins: rt, Deliver: deliver, Recipients: st, Logger: log, Workers: f.workers,
 	})
 	if err != nil {
 		return err
@@ -78,6 +96,10 @@ func serve(ctx context.Context, f serveFlags, stderr io.Writer) error {
 	pending, err := sched.Prime(ctx)
 	if err != nil {
 		return err
+	}
+	recips := recipients.New(st, sched, rt, wallClock{}, log)
+	if err := recips.ReconcileAll(ctx); err != nil {
+		return fmt.Errorf("reconciling recipients: %w", err)
 	}
 
 	log.Info("vigil serving", "data", f.data, "plugins", pluginDirLabel(f.plugins), "kinds", len(rt.Plugins()), "pending", pending, "fsync", f.fsync)
@@ -109,18 +131,9 @@ func serve(ctx context.Context, f serveFlags, stderr io.Writer) error {
 	}
 }
 
-// logOnlyDelivery logs each outcome and reports its fate as unknown: the
-// host has no mailboxes or webhooks yet, so nothing can say it landed.
-type logOnlyDelivery struct{ log *slog.Logger }
+type wallClock struct{}
 
-func (d logOnlyDelivery) Send(_ context.Context, to store.Recipient, m store.Message) store.Receipt {
-	d.log.Info("outcome (no delivery channel yet)", "recipient", to.ID, "watch", m.WatchID, "type", m.Type, "result", m.Outcome.Result)
-	return store.ReceiptUnknown
-}
-
-func (d logOnlyDelivery) Notify(ctx context.Context, to store.Recipient, m store.Message) store.Receipt {
-	return d.Send(ctx, to, m)
-}
+func (wallClock) Now() time.Time { return time.Now() }
 
 // openRuntime loads the bundled plugins and dir, with the compilation cache
 // under the data directory.

@@ -1,0 +1,21 @@
+// Package recipients owns who watches belong to: recipients' status,
+// webhook and attached refs, and the reconciliation that keeps their
+// watches in line with their lifecycle.
+//
+// A watch belongs to its recipient, the one its outcome is delivered to:
+// not whoever registered it, not whatever its predicate names. So:
+//   - When a recipient stops being running, every pending watch whose
+//     recipient it is (waits and standing watches alike) is cancelled, with
+//     the reason as the row's last note. A probe that finishes after that
+//     cancel mails nothing (the scheduler's one lock).
+//   - While a recipient runs, it has exactly one standing watch per
+//     attached ref, and none for a ref it no longer has; nobody registers
+//     standing watches by hand.
+//   - Reconciliation compares the stored record with the stored watches and
+//     repairs the difference, so it is idempotent: a lost event, a crash or
+//     a restart is repaired by the next pass. One pass runs over every
+//     recipient at start.
+//
+// What it must never do: decide a watch's outcome, or deliver anything.
+// Cancelling is the scheduler's transition; this package only says which.
+package recipients

@@ -1,0 +1,236 @@
+package recipients
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"time"
+
+	"github.com/vigilhq/vigil/api/webhooks"
+	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/store"
+)
+
+// Store is what the service needs of the store.
+type Store interface {
+	GetRecipient(ctx context.Context, id string) (store.RecipientRecord, error)
+	PutRecipient(ctx context.Context, r store.RecipientRecord) (store.RecipientRecord, bool, error)
+	ListRecipients(ctx context.Context) ([]store.RecipientRecord, error)
+	List(ctx context.Context, f store.Filter) ([]store.Watch, int, error)
+}
+
+// Scheduler is what reconciliation needs of the scheduler.
+type Scheduler interface {
+	Register(ctx context.Context, r scheduler.Registration) (store.Watch, error)
+	Cancel(ctx context.Context, id store.ID, reason string) (store.Watch, error)
+}
+
+// Kinds tells which kinds are standing.
+type Kinds interface {
+	Lookup(kind string) (plugin.Info, bool)
+}
+
+// Clock tells the time.
+type Clock interface{ Now() time.Time }
+
+// Service manages recipients.
+type Service struct {
+	store Store
+	sched Scheduler
+	kinds Kinds
+	clock Clock
+	log   *slog.Logger
+}
+
+// New builds a Service.
+func New(st Store, sched Scheduler, kinds Kinds, clock Clock, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{store: st, sched: sched, kinds: kinds, clock: clock, log: log.With("component", "recipients")}
+}
+
+// Update is a recipient as a client sets it. A nil Webhook removes it.
+type Update struct {
+	ID      string
+	Status  store.RecipientStatus
+	Webhook *store.Webhook
+	Refs    []store.Ref
+}
+
+// Error is an update the service refuses; Field names the part at fault.
+type Error struct {
+	Code    string
+	Field   string
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %s: %s", e.Code, e.Field, e.Message) }
+
+// Codes.
+const (
+	CodeInvalidRecipient = "invalid_recipient"
+	CodeInvalidField     = "invalid_field"
+)
+
+// Put validates and stores a recipient, then reconciles its watches.
+func (s *Service) Put(ctx context.Context, u Update) (store.RecipientRecord, error) {
+	if !scheduler.ValidRecipientID(u.ID) {
+		return store.RecipientRecord{}, &Error{Code: CodeInvalidRecipient, Field: "id", Message: "want 1-128 of letters, digits and . _ - : @"}
+	}
+	if !u.Status.Valid() {
+		return store.RecipientRecord{}, &Error{Code: CodeInvalidField, Field: "status", Message: "want running, paused or stopped"}
+	}
+	if u.Webhook != nil {
+		if err := checkWebhook(*u.Webhook); err != nil {
+			return store.RecipientRecord{}, err
+		}
+	}
+	for i, ref := range u.Refs {
+		info, ok := s.kinds.Lookup(ref.Kind)
+		if !ok || !info.Standing {
+			return store.RecipientRecord{}, &Error{Code: CodeInvalidField, Field: fmt.Sprintf("refs[%d].kind", i),
+				Message: fmt.Sprintf("%q is not a standing kind this host serves", ref.Kind)}
+		}
+		if _, err := canonical(ref.Params); err != nil {
+			return store.RecipientRecord{}, &Error{Code: CodeInvalidField, Field: fmt.Sprintf("refs[%d].params", i), Message: err.Error()}
+		}
+	}
+	now := s.clock.Now().UTC()
+	rec := store.RecipientRecord{ID: u.ID, Status: u.Status, Webhook: u.Webhook, Refs: u.Refs, CreatedAt: now, UpdatedAt: now}
+	if _, _, err := s.store.PutRecipient(ctx, rec); err != nil {
+		return store.RecipientRecord{}, err
+	}
+	if err := s.Reconcile(ctx, u.ID); err != nil {
+		return store.RecipientRecord{}, err
+	}
+	return s.store.GetRecipient(ctx, u.ID)
+}
+
+func checkWebhook(w store.Webhook) error {
+	u, err := url.Parse(w.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return &Error{Code: CodeInvalidField, Field: "webhook.url", Message: "want an absolute http or https URL without credentials"}
+	}
+	if _, err := webhooks.ParseSecret(w.Secret); err != nil {
+		return &Error{Code: CodeInvalidField, Field: "webhook.secret", Message: "want whsec_ and base64 of at least 16 bytes"}
+	}
+	return nil
+}
+
+// Reconcile makes a recipient's pending watches match its record: none
+// unless it is running; while it runs, one standing watch per attached ref.
+// It is idempotent.
+func (s *Service) Reconcile(ctx context.Context, id string) error {
+	rec, err := s.store.GetRecipient(ctx, id)
+	status := rec.Status
+	if errors.Is(err, store.ErrNotFound) {
+		status = store.StatusStopped // a recipient that is gone runs nothing
+	} else if err != nil {
+		return err
+	}
+	pending, _, err := s.store.List(ctx, store.Filter{Recipient: id, State: store.Pending})
+	if err != nil {
+		return err
+	}
+	if status != store.StatusRunning {
+		for _, w := range pending {
+			s.cancel(ctx, w, "recipient "+string(status))
+		}
+		return nil
+	}
+	wanted := map[string]store.Ref{}
+	for _, ref := range rec.Refs {
+		key, err := refKey(ref.Kind, ref.Params)
+		if err != nil {
+			continue
+		}
+		wanted[key] = ref
+	}
+	have := map[string]bool{}
+	for _, w := range pending {
+		if !w.Standing {
+			continue
+		}
+		key, err := refKey(w.Kind, w.Params)
+		if _, want := wanted[key]; err != nil || !want || have[key] {
+			s.cancel(ctx, w, "ref detached")
+			continue
+		}
+		have[key] = true
+	}
+	var errs []error
+	for key, ref := range wanted {
+		if have[key] {
+			continue
+		}
+		_, err := s.sched.Register(ctx, scheduler.Registration{Kind: ref.Kind, Params: ref.Params, Recipient: store.Recipient{ID: id}})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("standing watch %s for %s: %w", ref.Kind, id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Service) cancel(ctx context.Context, w store.Watch, reason string) {
+	if _, err := s.sched.Cancel(ctx, w.ID, reason); err != nil {
+		var se *scheduler.Error
+		if errors.As(err, &se) && se.Code == scheduler.CodeAlreadySettled {
+			return
+		}
+		s.log.Error("cancelling a watch", "watch", w.ID, "recipient", w.Recipient.ID, "err", err)
+	}
+}
+
+// ReconcileAll reconciles every recipient, and every recipient that pending
+// watches name without a record. A failure for one is logged and the pass
+// goes on.
+func (s *Service) ReconcileAll(ctx context.Context) error {
+	recs, err := s.store.ListRecipients(ctx)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, r := range recs {
+		seen[r.ID] = true
+	}
+	pending, _, err := s.store.List(ctx, store.Filter{State: store.Pending})
+	if err != nil {
+		return err
+	}
+	for _, w := range pending {
+		seen[w.Recipient.ID] = true
+	}
+	for id := range seen {
+		if err := s.Reconcile(ctx, id); err != nil {
+			s.log.Error("reconciling a recipient", "recipient", id, "err", err)
+		}
+	}
+	return nil
+}
+
+func refKey(kind string, params json.RawMessage) (string, error) {
+	c, err := canonical(params)
+	if err != nil {
+		return "", err
+	}
+	return kind + "\x00" + c, nil
+}
+
+// canonical re-encodes JSON with sorted keys, so equal params compare
+// equal however they were written.
+func canonical(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", fmt.Errorf("params are not JSON: %w", err)
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}

@@ -1,0 +1,228 @@
+package recipients
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/store"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+type fixedClock struct{ t time.Time }
+
+func (c fixedClock) Now() time.Time { return c.t }
+
+// fakePlugins serves a wait kind "ci" that never settles and a standing
+// kind "ticket".
+type fakePlugins struct {
+	mu     sync.Mutex
+	probes int
+}
+
+func (f *fakePlugins) Lookup(kind string) (plugin.Info, bool) {
+	switch kind {
+	case "ci":
+		return plugin.Info{Kind: "ci", DefaultEvery: 30 * time.Second}, true
+	case "ticket":
+		return plugin.Info{Kind: "ticket", Standing: true, DefaultEvery: time.Minute}, true
+	}
+	return plugin.Info{}, false
+}
+
+func (f *fakePlugins) Admit(context.Context, string, json.RawMessage) (plugin.Admission, error) {
+	return plugin.Admission{}, nil
+}
+
+func (f *fakePlugins) Observe(context.Context, abi.ObserveRequest) (plugin.Observation, error) {
+	f.mu.Lock()
+	f.probes++
+	f.mu.Unlock()
+	return plugin.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: "success"}}, nil
+}
+
+// countingDeliverer counts what would be mailed.
+type countingDeliverer struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (d *countingDeliverer) Send(context.Context, store.Recipient, store.Message) store.Receipt {
+	d.mu.Lock()
+	d.n++
+	d.mu.Unlock()
+	return store.ReceiptDelivered
+}
+
+func (d *countingDeliverer) Notify(ctx context.Context, to store.Recipient, m store.Message) store.Receipt {
+	return d.Send(ctx, to, m)
+}
+
+type fixture struct {
+	st      *store.Badger
+	sched   *scheduler.Scheduler
+	svc     *Service
+	plugins *fakePlugins
+	mail    *countingDeliverer
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	st, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	f := &fixture{st: st, plugins: &fakePlugins{}, mail: &countingDeliverer{}}
+	f.sched, err = scheduler.New(scheduler.Config{Store: st, Plugins: f.plugins, Deliver: f.mail, Recipients: st, Clock: fixedClock{t0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.svc = New(st, f.sched, f.plugins, fixedClock{t0}, nil)
+	return f
+}
+
+func (f *fixture) pending(t *testing.T, rid string) []store.Watch {
+	t.Helper()
+	ws, _, err := f.st.List(context.Background(), store.Filter{Recipient: rid, State: store.Pending})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}
+
+// Pausing a recipient with 100 pending watches cancels all 100 and mails
+// nothing; probes after that find nothing to do.
+func TestPausingCancelsEveryWatchOfTheRecipient(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for range 100 {
+		if _, err := f.sched.Register(ctx, scheduler.Registration{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "worker"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another recipient's watch is not touched.
+	other, _ := f.sched.Register(ctx, scheduler.Registration{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "orchestrator"}})
+
+	if _, err := f.svc.Put(ctx, Update{ID: "worker", Status: store.StatusPaused}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.pending(t, "worker")); n != 0 {
+		t.Fatalf("%d watches still pending", n)
+	}
+	cancelled, _, _ := f.st.List(ctx, store.Filter{Recipient: "worker", State: store.Cancelled})
+	if len(cancelled) != 100 || cancelled[0].LastNote != "recipient paused" {
+		t.Fatalf("%d cancelled, note %q", len(cancelled), cancelled[0].LastNote)
+	}
+	f.sched.Tick(ctx, t0)
+	if f.mail.n != 1 || f.plugins.probes != 1 {
+		t.Fatalf("mailed %d, probed %d: only the other recipient's watch may run", f.mail.n, f.plugins.probes)
+	}
+	if got, _ := f.st.Get(ctx, other.ID); got.State != store.Fired {
+		t.Fatalf("other recipient's watch: %+v", got)
+	}
+}
+
+func TestRefsKeepOneStandingWatchEach(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	refA := store.Ref{Kind: "ticket", Params: json.RawMessage(`{"repo":"a/b","number":1}`)}
+	refB := store.Ref{Kind: "ticket", Params: json.RawMessage(`{"number":2,"repo":"a/b"}`)}
+	if _, err := f.svc.Put(ctx, Update{ID: "w", Status: store.StatusRunning, Refs: []store.Ref{refA, refB}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.pending(t, "w")); n != 2 {
+		t.Fatalf("%d standing watches, want 2", n)
+	}
+	// Idempotent, and insensitive to key order in params.
+	refA2 := store.Ref{Kind: "ticket", Params: json.RawMessage(`{"number":1, "repo":"a/b"}`)}
+	for range 3 {
+		if _, err := f.svc.Put(ctx, Update{ID: "w", Status: store.StatusRunning, Refs: []store.Ref{refA2, refB}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(f.pending(t, "w")); n != 2 {
+		t.Fatalf("%d standing watches after repeats", n)
+	}
+	// Detaching removes only that one.
+	if _, err := f.svc.Put(ctx, Update{ID: "w", Status: store.StatusRunning, Refs: []store.Ref{refB}}); err != nil {
+		t.Fatal(err)
+	}
+	ws := f.pending(t, "w")
+	if len(ws) != 1 || string(ws[0].Params) != string(refB.Params) {
+		t.Fatalf("after detach: %+v", ws)
+	}
+	// Stopping ends them; running again brings them back.
+	_, _ = f.svc.Put(ctx, Update{ID: "w", Status: store.StatusStopped, Refs: []store.Ref{refB}})
+	if n := len(f.pending(t, "w")); n != 0 {
+		t.Fatalf("stopped recipient keeps %d", n)
+	}
+	_, _ = f.svc.Put(ctx, Update{ID: "w", Status: store.StatusRunning, Refs: []store.Ref{refB}})
+	if n := len(f.pending(t, "w")); n != 1 {
+		t.Fatalf("running again: %d", n)
+	}
+}
+
+// A lost event (the record changed, reconciliation never ran) is repaired
+// by the pass at start.
+func TestReconcileAllRepairs(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, _ = f.sched.Register(ctx, scheduler.Registration{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "gone"}})
+	rec, _ := f.st.GetRecipient(ctx, "gone")
+	rec.Status = store.StatusStopped
+	_, _, _ = f.st.PutRecipient(ctx, rec) // behind the service's back
+	_, _, _ = f.st.PutRecipient(ctx, store.RecipientRecord{ID: "fresh", Status: store.StatusRunning,
+		Refs: []store.Ref{{Kind: "ticket", Params: json.RawMessage(`{"n":1}`)}}})
+
+	if err := f.svc.ReconcileAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.pending(t, "gone")); n != 0 {
+		t.Fatalf("stopped recipient keeps %d", n)
+	}
+	if n := len(f.pending(t, "fresh")); n != 1 {
+		t.Fatalf("running recipient has %d standing watches", n)
+	}
+	if err := f.svc.ReconcileAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.pending(t, "fresh")); n != 1 {
+		t.Fatalf("a second pass made %d", n)
+	}
+}
+
+func TestPutValidates(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	tests := []struct {
+		name  string
+		u     Update
+		field string
+	}{
+		{"bad id", Update{ID: "a b", Status: store.StatusRunning}, "id"},
+		{"empty id", Update{ID: "", Status: store.StatusRunning}, "id"},
+		{"bad status", Update{ID: "a", Status: "asleep"}, "status"},
+		{"webhook scheme", Update{ID: "a", Status: store.StatusRunning, Webhook: &store.Webhook{URL: "ftp://x/", Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, "webhook.url"},
+		{"webhook credentials", Update{ID: "a", Status: store.StatusRunning, Webhook: &store.Webhook{URL: "https://u:p@x/", Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, "webhook.url"},
+		{"webhook secret", Update{ID: "a", Status: store.StatusRunning, Webhook: &store.Webhook{URL: "https://x/", Secret: "hunter2"}}, "webhook.secret"},
+		{"ref not standing", Update{ID: "a", Status: store.StatusRunning, Refs: []store.Ref{{Kind: "ci", Params: json.RawMessage(`{}`)}}}, "refs[0].kind"},
+		{"ref params", Update{ID: "a", Status: store.StatusRunning, Refs: []store.Ref{{Kind: "ticket", Params: json.RawMessage(`{`)}}}, "refs[0].params"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := f.svc.Put(ctx, tt.u)
+			var e *Error
+			if !errors.As(err, &e) || e.Field != tt.field {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+}
