@@ -76,7 +76,7 @@ func TestServeStopsCleanlyWhenCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &signalWriter{want: "vigil serving", ready: make(chan struct{})}
 	root := newRoot(&bytes.Buffer{}, w)
-	root.SetArgs([]string{"serve", "--data", t.TempDir()})
+	root.SetArgs([]string{"serve", "--data", t.TempDir(), "--listen", "127.0.0.1:0"})
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
 	select {
@@ -112,5 +112,14 @@ func TestServeRefusesBadFlags(t *testing.T) {
 	_, _, err := run(t, context.Background(), "serve", "--data", t.TempDir(), "--workers", "64")
 	if err == nil || !strings.Contains(err.Error(), "--workers") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestServeRefusesANonLoopbackListenWithoutTokens(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:7878", "[::]:7878", "192.0.2.1:7878", "example.org:80"} {
+		_, _, err := run(t, context.Background(), "serve", "--data", t.TempDir(), "--listen", addr)
+		if err == nil || !strings.Contains(err.Error(), "loopback only") {
+			t.Fatalf("%s: err = %v", addr, err)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vigilhq/vigil/host/delivery"
+	"github.com/vigilhq/vigil/host/httpapi"
 	"github.com/vigilhq/vigil/host/netguard"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/recipients"
@@ -24,6 +26,7 @@ import (
 )
 
 type serveFlags struct {
+	listen       string
 	data         string
 	plugins      string
 	fsync        bool
@@ -46,6 +49,7 @@ SIGTERM stop the host after in-flight plugin calls finish.`,
 			return serve(cmd.Context(), f, stderr)
 		},
 	}
+	cmd.Flags().StringVar(&f.listen, "listen", "127.0.0.1:7878", "address the API listens on (loopback only until bearer tokens are configured)")
 	cmd.Flags().StringVar(&f.data, "data", "./vigil-data", "data directory (store and plugin compilation cache)")
 	cmd.Flags().StringVar(&f.plugins, "plugins", "", "plugin directory: *.wasm and an optional registry.json")
 	cmd.Flags().BoolVar(&f.fsync, "fsync", false, "fsync every store commit (survives power loss; slower registration)")
@@ -58,6 +62,9 @@ func serve(ctx context.Context, f serveFlags, stderr io.Writer) error {
 	log := newLogger(stderr)
 	if f.workers < 1 || f.workers > 16 {
 		return fmt.Errorf("--workers %d: want 1 to 16", f.workers)
+	}
+	if err := loopbackOnly(f.listen); err != nil {
+		return err
 	}
 	var allow []netip.Prefix
 	for _, c := range f.webhookAllow {
@@ -102,7 +109,19 @@ func serve(ctx context.Context, f serveFlags, stderr io.Writer) error {
 		return fmt.Errorf("reconciling recipients: %w", err)
 	}
 
-	log.Info("vigil serving", "data", f.data, "plugins", pluginDirLabel(f.plugins), "kinds", len(rt.Plugins()), "pending", pending, "fsync", f.fsync)
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", f.listen, err)
+	}
+	base, stopStreams := context.WithCancel(context.Background())
+	defer stopStreams()
+	app := httpapi.New(httpapi.Deps{
+		Scheduler: sched, Watches: st, Mailboxes: deliver, Recipients: recips, Plugins: rt, Logger: log, Base: base,
+	}, httpapi.Options{})
+	served := make(chan error, 1)
+	go func() { served <- app.Listener(ln) }()
+
+	log.Info("vigil serving", "listen", ln.Addr().String(), "data", f.data, "plugins", pluginDirLabel(f.plugins), "kinds", len(rt.Plugins()), "pending", pending, "fsync", f.fsync)
 	for _, p := range rt.Plugins() {
 		log.Info("plugin loaded", "kind", p.Kind, "version", p.Version, "file", p.File, "observable", p.Observable)
 	}
@@ -117,9 +136,17 @@ func serve(ctx context.Context, f serveFlags, stderr io.Writer) error {
 	for {
 		select {
 		case <-ctx.Done():
-			log.Info("vigil stopping: finishing probes in flight")
+			log.Info("vigil stopping: finishing requests and probes in flight")
+			stopStreams()
+			shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := app.ShutdownWithContext(shutdownCtx); err != nil {
+				log.Error("stopping the API", "err", err)
+			}
+			cancel()
 			<-loop
 			return nil
+		case err := <-served:
+			return fmt.Errorf("the API stopped: %w", err)
 		case <-hup:
 			rep, err := rt.Reload(ctx)
 			if err != nil {
@@ -129,6 +156,24 @@ func serve(ctx context.Context, f serveFlags, stderr io.Writer) error {
 			log.Info("plugins reloaded", "kinds", len(rep.Loaded), "problems", len(rep.Problems))
 		}
 	}
+}
+
+// loopbackOnly refuses a listen address that is not loopback: without
+// bearer tokens the API has no authentication, so it must not be reachable
+// from another machine.
+func loopbackOnly(listen string) error {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("--listen %q: %w", listen, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !ip.IsLoopback() {
+		return fmt.Errorf("--listen %s: no bearer tokens are configured, so the API binds to loopback only (127.0.0.1 or ::1)", listen)
+	}
+	return nil
 }
 
 type wallClock struct{}

@@ -234,3 +234,39 @@ func canonical(raw json.RawMessage) (string, error) {
 	b, err := json.Marshal(v)
 	return string(b), err
 }
+
+// Get returns a recipient.
+func (s *Service) Get(ctx context.Context, id string) (store.RecipientRecord, error) {
+	if !scheduler.ValidRecipientID(id) {
+		return store.RecipientRecord{}, &Error{Code: CodeInvalidRecipient, Field: "id", Message: "want 1-128 of letters, digits and . _ - : @"}
+	}
+	return s.store.GetRecipient(ctx, id)
+}
+
+// Deleter removes a recipient's record.
+type Deleter interface {
+	DeleteRecipient(ctx context.Context, id string) error
+}
+
+// Delete stops a recipient (cancelling its pending watches) and removes
+// its record; its stored messages go with the retention. A later watch
+// naming the same id creates it anew.
+func (s *Service) Delete(ctx context.Context, id string) error {
+	rec, err := s.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	rec.Status = store.StatusStopped
+	rec.UpdatedAt = s.clock.Now().UTC()
+	if _, _, err := s.store.PutRecipient(ctx, rec); err != nil {
+		return err
+	}
+	if err := s.Reconcile(ctx, id); err != nil {
+		return err
+	}
+	d, ok := s.store.(Deleter)
+	if !ok {
+		return errors.New("recipients: the store cannot delete")
+	}
+	return d.DeleteRecipient(ctx, id)
+}

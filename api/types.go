@@ -1,0 +1,200 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Error codes. Each has one HTTP status (see Status).
+const (
+	CodeMalformedJSON       = "malformed_json"
+	CodeBodyTooLarge        = "body_too_large"
+	CodeInvalidParams       = "invalid_params"
+	CodeInvalidField        = "invalid_field"
+	CodeInvalidRecipient    = "invalid_recipient"
+	CodeWatchUnobservable   = "watch_unobservable"
+	CodeDeadlineTooFar      = "deadline_too_far"
+	CodeRecipientNotRunning = "recipient_not_running"
+	CodeAlreadySettled      = "already_settled"
+	CodeNotFound            = "not_found"
+	CodeMethodNotAllowed    = "method_not_allowed"
+	CodeUnauthorized        = "unauthorized"
+	CodeForbidden           = "forbidden"
+	CodePluginFault         = "plugin_fault"
+	CodeInternal            = "internal"
+)
+
+// Status is the HTTP status of an error code.
+func Status(code string) int {
+	switch code {
+	case CodeMalformedJSON:
+		return 400
+	case CodeUnauthorized:
+		return 401
+	case CodeForbidden:
+		return 403
+	case CodeNotFound:
+		return 404
+	case CodeMethodNotAllowed:
+		return 405
+	case CodeAlreadySettled, CodeRecipientNotRunning:
+		return 409
+	case CodeBodyTooLarge:
+		return 413
+	case CodeInvalidParams, CodeInvalidField, CodeInvalidRecipient, CodeWatchUnobservable, CodeDeadlineTooFar:
+		return 422
+	case CodePluginFault:
+		return 503
+	}
+	return 500
+}
+
+// Error is the one error envelope's content.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+	Setting string `json:"setting,omitempty"`
+}
+
+func (e *Error) Error() string {
+	switch {
+	case e.Field != "":
+		return e.Code + ": " + e.Field + ": " + e.Message
+	case e.Setting != "":
+		return e.Code + ": " + e.Message + " (setting: " + e.Setting + ")"
+	}
+	return e.Code + ": " + e.Message
+}
+
+// ErrorEnvelope is every error response: {"error":{…}}.
+type ErrorEnvelope struct {
+	Error Error `json:"error"`
+}
+
+// RecipientRef names a watch's recipient.
+type RecipientRef struct {
+	ID string `json:"id"`
+}
+
+// WatchRequest registers a watch. Every is a Go duration ("30s"); Every
+// and ExpiresAt are optional and default per predicate.
+type WatchRequest struct {
+	Kind      string          `json:"kind"`
+	Params    json.RawMessage `json:"params"`
+	Recipient RecipientRef    `json:"recipient"`
+	Every     string          `json:"every,omitempty"`
+	ExpiresAt *time.Time      `json:"expires_at,omitempty"`
+}
+
+// Outcome is what a settled watch concluded.
+type Outcome struct {
+	Result  string          `json:"result"`
+	Summary string          `json:"summary,omitempty"`
+	Detail  json.RawMessage `json:"detail,omitempty"`
+}
+
+// Watch is a watch as the API returns it. ExpiresAt is null only for a
+// standing watch.
+type Watch struct {
+	ID        string          `json:"id"`
+	Kind      string          `json:"kind"`
+	Params    json.RawMessage `json:"params"`
+	Recipient RecipientRef    `json:"recipient"`
+	State     string          `json:"state"`
+	Receipt   string          `json:"receipt"`
+	Every     string          `json:"every"`
+	CreatedAt time.Time       `json:"created_at"`
+	ExpiresAt *time.Time      `json:"expires_at"`
+	SettledAt *time.Time      `json:"settled_at,omitempty"`
+	Outcome   *Outcome        `json:"outcome,omitempty"`
+	Attempts  int             `json:"attempts"`
+	LastNote  string          `json:"last_note,omitempty"`
+}
+
+// WatchList is a listing. HeldAside counts rows this build cannot read.
+type WatchList struct {
+	Watches   []Watch `json:"watches"`
+	HeldAside int     `json:"held_aside,omitempty"`
+}
+
+// Message is one mailbox message; ID is its stable id (the webhook-id of
+// its webhook delivery).
+type Message struct {
+	Seq     uint64    `json:"seq"`
+	ID      string    `json:"id"`
+	WatchID string    `json:"watch_id"`
+	Kind    string    `json:"kind"`
+	Type    string    `json:"type"`
+	Outcome Outcome   `json:"outcome"`
+	At      time.Time `json:"at"`
+}
+
+// Mailbox is a mailbox read: the messages after the cursor, and the
+// cursor to pass next time.
+type Mailbox struct {
+	Messages []Message `json:"messages"`
+	Next     uint64    `json:"next"`
+}
+
+// WebhookRequest sets a recipient's webhook. Secret is write-only.
+type WebhookRequest struct {
+	URL    string `json:"url"`
+	Secret string `json:"secret"`
+}
+
+// Ref attaches a subject to a recipient: one standing watch of Kind with
+// Params while the recipient runs.
+type Ref struct {
+	Kind   string          `json:"kind"`
+	Params json.RawMessage `json:"params"`
+}
+
+// RecipientRequest is the body of PUT /api/v1/recipients/{id}.
+type RecipientRequest struct {
+	Status  string          `json:"status"`
+	Webhook *WebhookRequest `json:"webhook,omitempty"`
+	Refs    []Ref           `json:"refs,omitempty"`
+}
+
+// WebhookView is a recipient's webhook as returned: never the secret.
+type WebhookView struct {
+	URL string `json:"url"`
+}
+
+// Recipient is a recipient as the API returns it.
+type Recipient struct {
+	ID        string       `json:"id"`
+	Status    string       `json:"status"`
+	Webhook   *WebhookView `json:"webhook,omitempty"`
+	Refs      []Ref        `json:"refs"`
+	CreatedAt time.Time    `json:"created_at"`
+	UpdatedAt time.Time    `json:"updated_at"`
+}
+
+// Plugin is a loaded plugin.
+type Plugin struct {
+	Kind         string   `json:"kind"`
+	Version      string   `json:"version"`
+	Summary      string   `json:"summary"`
+	Standing     bool     `json:"standing"`
+	DefaultEvery string   `json:"default_every"`
+	Capabilities []string `json:"capabilities"`
+	Observable   bool     `json:"observable"`
+	Setting      string   `json:"setting,omitempty"`
+	File         string   `json:"file"`
+}
+
+// PluginProblem is a plugin file that did not load.
+type PluginProblem struct {
+	File  string `json:"file"`
+	Kind  string `json:"kind,omitempty"`
+	Rule  string `json:"rule"`
+	Error string `json:"error"`
+}
+
+// PluginList is GET /api/v1/plugins.
+type PluginList struct {
+	Plugins  []Plugin        `json:"plugins"`
+	Problems []PluginProblem `json:"problems"`
+}

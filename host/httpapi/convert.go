@@ -1,0 +1,61 @@
+package httpapi
+
+import (
+	"time"
+
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/store"
+)
+
+func toOutcome(o store.Outcome) api.Outcome {
+	return api.Outcome{Result: o.Result, Summary: o.Summary, Detail: o.Detail}
+}
+
+func toWatch(w store.Watch) api.Watch {
+	out := api.Watch{
+		ID: w.ID.String(), Kind: w.Kind, Params: w.Params, Recipient: api.RecipientRef{ID: w.Recipient.ID},
+		State: string(w.State), Receipt: string(w.Receipt), Every: time.Duration(w.Every).String(),
+		CreatedAt: w.CreatedAt, ExpiresAt: w.ExpiresAt, SettledAt: w.SettledAt, Attempts: w.Attempts, LastNote: w.LastNote,
+	}
+	if w.Outcome != nil {
+		o := toOutcome(*w.Outcome)
+		out.Outcome = &o
+	}
+	return out
+}
+
+func toMessage(m store.Message) api.Message {
+	return api.Message{Seq: m.Seq, ID: m.ID.String(), WatchID: m.WatchID.String(), Kind: m.Kind, Type: string(m.Type), Outcome: toOutcome(m.Outcome), At: m.At}
+}
+
+func toRecipient(r store.RecipientRecord) api.Recipient {
+	out := api.Recipient{ID: r.ID, Status: string(r.Status), Refs: []api.Ref{}, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	if r.Webhook != nil {
+		out.Webhook = &api.WebhookView{URL: r.Webhook.URL} // never the secret
+	}
+	for _, ref := range r.Refs {
+		out.Refs = append(out.Refs, api.Ref{Kind: ref.Kind, Params: ref.Params})
+	}
+	return out
+}
+
+func toPluginList(infos []plugin.Info, problems []*plugin.LoadError) api.PluginList {
+	out := api.PluginList{Plugins: make([]api.Plugin, 0, len(infos)), Problems: make([]api.PluginProblem, 0, len(problems))}
+	for _, i := range infos {
+		caps := i.Capabilities
+		if caps == nil {
+			caps = []string{}
+		}
+		every := ""
+		if i.DefaultEvery > 0 {
+			every = i.DefaultEvery.String()
+		}
+		out.Plugins = append(out.Plugins, api.Plugin{Kind: i.Kind, Version: i.Version, Summary: i.Summary, Standing: i.Standing,
+			DefaultEvery: every, Capabilities: caps, Observable: i.Observable, Setting: i.Setting, File: i.File})
+	}
+	for _, p := range problems {
+		out.Problems = append(out.Problems, api.PluginProblem{File: p.File, Kind: p.Kind, Rule: p.Rule, Error: p.Err.Error()})
+	}
+	return out
+}

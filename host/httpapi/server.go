@@ -1,0 +1,456 @@
+package httpapi
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/delivery"
+	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/recipients"
+	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/store"
+)
+
+// Scheduler is what the API needs of the scheduler.
+type Scheduler interface {
+	Register(ctx context.Context, r scheduler.Registration) (store.Watch, error)
+	Cancel(ctx context.Context, id store.ID, reason string) (store.Watch, error)
+}
+
+// Watches reads watch rows.
+type Watches interface {
+	Get(ctx context.Context, id store.ID) (store.Watch, error)
+	List(ctx context.Context, f store.Filter) ([]store.Watch, int, error)
+}
+
+// Mailboxes reads mailboxes.
+type Mailboxes interface {
+	Read(ctx context.Context, rid string, after uint64, limit int, wait time.Duration) ([]store.Message, error)
+}
+
+// Recipients manages recipients.
+type Recipients interface {
+	Put(ctx context.Context, u recipients.Update) (store.RecipientRecord, error)
+	Get(ctx context.Context, id string) (store.RecipientRecord, error)
+	Delete(ctx context.Context, id string) error
+}
+
+// Plugins is the plugin runtime as the API sees it.
+type Plugins interface {
+	Plugins() []plugin.Info
+	Problems() []*plugin.LoadError
+	Reload(ctx context.Context) (plugin.Report, error)
+}
+
+// Deps are the services behind the API.
+type Deps struct {
+	Scheduler  Scheduler
+	Watches    Watches
+	Mailboxes  Mailboxes
+	Recipients Recipients
+	Plugins    Plugins
+	Logger     *slog.Logger
+	// Base ends long polls and streams when the server shuts down.
+	Base context.Context
+}
+
+// Options tune the server.
+type Options struct {
+	// BodyLimit bounds a request body (default 1 MiB).
+	BodyLimit int
+	// StreamWait is how long an SSE stream waits for a message before it
+	// writes a keep-alive comment (default 15 s).
+	StreamWait time.Duration
+}
+
+type server struct {
+	d   Deps
+	o   Options
+	log *slog.Logger
+}
+
+// New builds the fiber app with every route.
+func New(d Deps, o Options) *fiber.App {
+	if o.BodyLimit <= 0 {
+		o.BodyLimit = 1 << 20
+	}
+	if o.StreamWait <= 0 {
+		o.StreamWait = 15 * time.Second
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Base == nil {
+		d.Base = context.Background()
+	}
+	s := &server{d: d, o: o, log: d.Logger.With("component", "api")}
+	app := fiber.New(fiber.Config{
+		AppName:               "vigil",
+		DisableStartupMessage: true,
+		BodyLimit:             o.BodyLimit,
+		ErrorHandler:          s.errorHandler,
+		ReadTimeout:           75 * time.Second, // above the longest long poll
+		IdleTimeout:           120 * time.Second,
+	})
+	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
+	v1 := app.Group("/api/v1")
+	v1.Get("/plugins", s.listPlugins)
+	v1.Post("/plugins/reload", s.reloadPlugins)
+	v1.Post("/watches", s.createWatch)
+	v1.Get("/watches", s.listWatches)
+	v1.Get("/watches/:id", s.getWatch)
+	v1.Delete("/watches/:id", s.cancelWatch)
+	v1.Put("/recipients/:id", s.putRecipient)
+	v1.Get("/recipients/:id", s.getRecipient)
+	v1.Delete("/recipients/:id", s.deleteRecipient)
+	v1.Get("/recipients/:id/mailbox", s.readMailbox)
+	v1.Get("/recipients/:id/mailbox/stream", s.streamMailbox)
+	routes := app.GetRoutes(true)
+	app.Use(func(c *fiber.Ctx) error {
+		for _, r := range routes {
+			if r.Method != c.Method() && matches(r.Path, c.Path()) {
+				return &api.Error{Code: api.CodeMethodNotAllowed, Message: c.Method() + " is not allowed on " + c.Path()}
+			}
+		}
+		return &api.Error{Code: api.CodeNotFound, Message: "no route " + c.Method() + " " + c.Path()}
+	})
+	return app
+}
+
+// matches reports whether path fits a route pattern with :params.
+func matches(pattern, path string) bool {
+	ps := strings.Split(strings.Trim(pattern, "/"), "/")
+	xs := strings.Split(strings.Trim(path, "/"), "/")
+	if len(ps) != len(xs) {
+		return false
+	}
+	for i := range ps {
+		if !strings.HasPrefix(ps[i], ":") && ps[i] != xs[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// decode reads a JSON body strictly into v.
+func decode(c *fiber.Ctx, v any) error {
+	body := c.Body()
+	if len(bytes.TrimSpace(body)) == 0 {
+		return &api.Error{Code: api.CodeMalformedJSON, Message: "the request needs a JSON body"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		const unknown = "json: unknown field "
+		if msg := err.Error(); strings.HasPrefix(msg, unknown) {
+			field := strings.Trim(strings.TrimPrefix(msg, unknown), `"`)
+			return &api.Error{Code: api.CodeInvalidField, Field: field, Message: "unknown field"}
+		}
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return &api.Error{Code: api.CodeInvalidField, Field: te.Field, Message: "want " + te.Type.String() + ", got JSON " + te.Value}
+		}
+		return &api.Error{Code: api.CodeMalformedJSON, Message: err.Error()}
+	}
+	if dec.More() {
+		return &api.Error{Code: api.CodeMalformedJSON, Message: "trailing data after the JSON body"}
+	}
+	return nil
+}
+
+func (s *server) errorHandler(c *fiber.Ctx, err error) error {
+	e := toAPIError(err)
+	if e.Code == api.CodeInternal {
+		s.log.Error("request failed", "method", c.Method(), "path", c.Path(), "err", err)
+	}
+	return c.Status(api.Status(e.Code)).JSON(api.ErrorEnvelope{Error: *e})
+}
+
+// toAPIError is the one translation from the host's errors to the API's.
+func toAPIError(err error) *api.Error {
+	var (
+		ae  *api.Error
+		ref *plugin.Refusal
+		se  *scheduler.Error
+		re  *recipients.Error
+		ce  *plugin.CallError
+		fe  *fiber.Error
+	)
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &ref):
+		return &api.Error{Code: ref.Code, Message: ref.Message, Field: ref.Field, Setting: ref.Setting}
+	case errors.As(err, &se):
+		return &api.Error{Code: se.Code, Message: se.Message, Field: se.Field}
+	case errors.As(err, &re):
+		return &api.Error{Code: re.Code, Message: re.Message, Field: re.Field}
+	case errors.As(err, &ce):
+		return &api.Error{Code: api.CodePluginFault, Message: ce.Error()}
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, delivery.ErrUnknownRecipient):
+		return &api.Error{Code: api.CodeNotFound, Message: err.Error()}
+	case errors.As(err, &fe):
+		switch fe.Code {
+		case fiber.StatusRequestEntityTooLarge:
+			return &api.Error{Code: api.CodeBodyTooLarge, Message: "the request body is over the limit"}
+		case fiber.StatusNotFound:
+			return &api.Error{Code: api.CodeNotFound, Message: fe.Message}
+		case fiber.StatusMethodNotAllowed:
+			return &api.Error{Code: api.CodeMethodNotAllowed, Message: fe.Message}
+		case fiber.StatusBadRequest:
+			return &api.Error{Code: api.CodeMalformedJSON, Message: fe.Message}
+		}
+	}
+	return &api.Error{Code: api.CodeInternal, Message: "internal error"}
+}
+
+func parseID(c *fiber.Ctx) (store.ID, error) {
+	id, err := store.ParseID(c.Params("id"))
+	if err != nil {
+		return id, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no watch %q", c.Params("id"))}
+	}
+	return id, nil
+}
+
+func recipientParam(c *fiber.Ctx) (string, error) {
+	id := c.Params("id")
+	if !scheduler.ValidRecipientID(id) {
+		return "", &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: fmt.Sprintf("recipient id %q: want 1-128 of letters, digits and . _ - : @", id)}
+	}
+	return id, nil
+}
+
+func (s *server) createWatch(c *fiber.Ctx) error {
+	var req api.WatchRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if req.Kind == "" {
+		return &api.Error{Code: api.CodeInvalidField, Field: "kind", Message: "required"}
+	}
+	reg := scheduler.Registration{Kind: req.Kind, Params: req.Params, Recipient: store.Recipient{ID: req.Recipient.ID}, ExpiresAt: req.ExpiresAt}
+	if req.Every != "" {
+		d, err := time.ParseDuration(req.Every)
+		if err != nil {
+			return &api.Error{Code: api.CodeInvalidField, Field: "every", Message: "want a duration such as 30s"}
+		}
+		reg.Every = &d
+	}
+	w, err := s.d.Scheduler.Register(c.UserContext(), reg)
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(toWatch(w))
+}
+
+func (s *server) listWatches(c *fiber.Ctx) error {
+	f := store.Filter{Recipient: c.Query("recipient"), State: store.State(c.Query("state"))}
+	if f.Recipient != "" && !scheduler.ValidRecipientID(f.Recipient) {
+		return &api.Error{Code: api.CodeInvalidRecipient, Field: "recipient", Message: fmt.Sprintf("recipient id %q: want 1-128 of letters, digits and . _ - : @", f.Recipient)}
+	}
+	if f.State != "" && !f.State.Valid() {
+		return &api.Error{Code: api.CodeInvalidField, Field: "state", Message: "want pending, fired, expired, cancelled, undeliverable or unwatchable"}
+	}
+	ws, held, err := s.d.Watches.List(c.UserContext(), f)
+	if err != nil {
+		return err
+	}
+	out := api.WatchList{Watches: make([]api.Watch, 0, len(ws)), HeldAside: held}
+	for _, w := range ws {
+		out.Watches = append(out.Watches, toWatch(w))
+	}
+	return c.JSON(out)
+}
+
+func (s *server) getWatch(c *fiber.Ctx) error {
+	id, err := parseID(c)
+	if err != nil {
+		return err
+	}
+	w, err := s.d.Watches.Get(c.UserContext(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(toWatch(w))
+}
+
+func (s *server) cancelWatch(c *fiber.Ctx) error {
+	id, err := parseID(c)
+	if err != nil {
+		return err
+	}
+	if _, err := s.d.Watches.Get(c.UserContext(), id); err != nil {
+		return err
+	}
+	w, err := s.d.Scheduler.Cancel(c.UserContext(), id, "cancelled through the API")
+	if err != nil {
+		return err
+	}
+	return c.JSON(toWatch(w))
+}
+
+func (s *server) listPlugins(c *fiber.Ctx) error {
+	return c.JSON(toPluginList(s.d.Plugins.Plugins(), s.d.Plugins.Problems()))
+}
+
+func (s *server) reloadPlugins(c *fiber.Ctx) error {
+	rep, err := s.d.Plugins.Reload(c.UserContext())
+	if err != nil {
+		return err
+	}
+	return c.JSON(toPluginList(rep.Loaded, rep.Problems))
+}
+
+func (s *server) putRecipient(c *fiber.Ctx) error {
+	id, err := recipientParam(c)
+	if err != nil {
+		return err
+	}
+	var req api.RecipientRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	u := recipients.Update{ID: id, Status: store.RecipientStatus(req.Status)}
+	if req.Webhook != nil {
+		u.Webhook = &store.Webhook{URL: req.Webhook.URL, Secret: req.Webhook.Secret}
+	}
+	for _, r := range req.Refs {
+		u.Refs = append(u.Refs, store.Ref{Kind: r.Kind, Params: r.Params})
+	}
+	rec, err := s.d.Recipients.Put(c.UserContext(), u)
+	if err != nil {
+		return err
+	}
+	return c.JSON(toRecipient(rec))
+}
+
+func (s *server) getRecipient(c *fiber.Ctx) error {
+	id, err := recipientParam(c)
+	if err != nil {
+		return err
+	}
+	rec, err := s.d.Recipients.Get(c.UserContext(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(toRecipient(rec))
+}
+
+func (s *server) deleteRecipient(c *fiber.Ctx) error {
+	id, err := recipientParam(c)
+	if err != nil {
+		return err
+	}
+	if err := s.d.Recipients.Delete(c.UserContext(), id); err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// cursor reads ?after= and the SSE Last-Event-ID.
+func cursor(c *fiber.Ctx) (uint64, error) {
+	v := c.Query("after")
+	if v == "" {
+		v = c.Get("Last-Event-ID")
+	}
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, &api.Error{Code: api.CodeInvalidField, Field: "after", Message: "want a message sequence number"}
+	}
+	return n, nil
+}
+
+func (s *server) readMailbox(c *fiber.Ctx) error {
+	id, err := recipientParam(c)
+	if err != nil {
+		return err
+	}
+	after, err := cursor(c)
+	if err != nil {
+		return err
+	}
+	var wait time.Duration
+	if v := c.Query("wait"); v != "" {
+		wait, err = time.ParseDuration(v)
+		if err != nil || wait < 0 || wait > delivery.MaxWait {
+			return &api.Error{Code: api.CodeInvalidField, Field: "wait", Message: "want a duration from 0s to 60s"}
+		}
+	}
+	limit := 100
+	if v := c.Query("limit"); v != "" {
+		limit, err = strconv.Atoi(v)
+		if err != nil || limit < 1 || limit > 1000 {
+			return &api.Error{Code: api.CodeInvalidField, Field: "limit", Message: "want 1 to 1000"}
+		}
+	}
+	ctx, cancel := context.WithCancel(s.d.Base)
+	defer cancel()
+	msgs, err := s.d.Mailboxes.Read(ctx, id, after, limit, wait)
+	if err != nil {
+		return err
+	}
+	out := api.Mailbox{Messages: make([]api.Message, 0, len(msgs)), Next: after}
+	for _, m := range msgs {
+		out.Messages = append(out.Messages, toMessage(m))
+		out.Next = m.Seq
+	}
+	return c.JSON(out)
+}
+
+// streamMailbox is a server-sent-events stream of the mailbox from the
+// cursor: each message is an event whose id is its seq, so a client that
+// reconnects with Last-Event-ID misses and repeats nothing.
+func (s *server) streamMailbox(c *fiber.Ctx) error {
+	id, err := recipientParam(c)
+	if err != nil {
+		return err
+	}
+	after, err := cursor(c)
+	if err != nil {
+		return err
+	}
+	if _, err := s.d.Recipients.Get(c.UserContext(), id); err != nil {
+		return err
+	}
+	c.Set("Content-Type", "text/event-stream")
+	c.Set("Cache-Control", "no-cache")
+	c.Set("Connection", "keep-alive")
+	base := s.d.Base
+	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		cur := after
+		for base.Err() == nil {
+			msgs, err := s.d.Mailboxes.Read(base, id, cur, 100, s.o.StreamWait)
+			if err != nil {
+				return
+			}
+			if len(msgs) == 0 {
+				if _, err := w.WriteString(": keep-alive\n\n"); err != nil {
+					return
+				}
+			}
+			for _, m := range msgs {
+				b, _ := json.Marshal(toMessage(m))
+				fmt.Fprintf(w, "id: %d\nevent: message\ndata: %s\n\n", m.Seq, b)
+				cur = m.Seq
+			}
+			if err := w.Flush(); err != nil {
+				return // the client went away
+			}
+		}
+	})
+	return nil
+}

@@ -1,0 +1,333 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/delivery"
+	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/recipients"
+	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/store"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+type fixedClock struct{ t time.Time }
+
+func (c fixedClock) Now() time.Time { return c.t }
+
+// fakePlugins serves "ci" (settles on the first probe, refuses params
+// {"bad":true}) and the standing "ticket".
+type fakePlugins struct{}
+
+func (fakePlugins) Lookup(kind string) (plugin.Info, bool) {
+	switch kind {
+	case "ci":
+		return plugin.Info{Kind: "ci", DefaultEvery: 30 * time.Second, Observable: true}, true
+	case "ticket":
+		return plugin.Info{Kind: "ticket", Standing: true, DefaultEvery: time.Minute, Observable: true}, true
+	}
+	return plugin.Info{}, false
+}
+
+func (f fakePlugins) Admit(_ context.Context, kind string, params json.RawMessage) (plugin.Admission, error) {
+	if _, ok := f.Lookup(kind); !ok {
+		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeWatchUnobservable, Setting: "kinds." + kind + ".wasm", Message: "no plugin serves " + kind}
+	}
+	if strings.Contains(string(params), `"bad"`) {
+		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeInvalidParams, Field: "params.bad", Message: "bad"}
+	}
+	return plugin.Admission{}, nil
+}
+
+func (fakePlugins) Observe(context.Context, abi.ObserveRequest) (plugin.Observation, error) {
+	return plugin.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: "success"}}, nil
+}
+
+func (f fakePlugins) Plugins() []plugin.Info {
+	a, _ := f.Lookup("ci")
+	b, _ := f.Lookup("ticket")
+	return []plugin.Info{a, b}
+}
+
+func (fakePlugins) Problems() []*plugin.LoadError { return nil }
+
+func (f fakePlugins) Reload(context.Context) (plugin.Report, error) {
+	return plugin.Report{Loaded: f.Plugins()}, nil
+}
+
+type fixture struct {
+	app   *fiber.App
+	st    *store.Badger
+	sched *scheduler.Scheduler
+	del   *delivery.Delivery
+}
+
+type idSource struct{ r *rand.ChaCha8 }
+
+func (s idSource) Read(p []byte) (int, error) { return s.r.Read(p) }
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	st, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	del, err := delivery.New(delivery.Config{Store: st, Clock: fixedClock{t0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched, err := scheduler.New(scheduler.Config{Store: st, Plugins: fakePlugins{}, Deliver: del, Recipients: st,
+		Clock: fixedClock{t0}, IDs: idSource{rand.NewChaCha8([32]byte{9})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recips := recipients.New(st, sched, fakePlugins{}, fixedClock{t0}, nil)
+	app := New(Deps{Scheduler: sched, Watches: st, Mailboxes: del, Recipients: recips, Plugins: fakePlugins{}}, Options{BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
+	return &fixture{app: app, st: st, sched: sched, del: del}
+}
+
+func (f *fixture) do(t *testing.T, method, path, body string) (int, []byte) {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, r)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := f.app.Test(req, 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func TestErrorCodes(t *testing.T) {
+	f := newFixture(t)
+	watch := `{"kind":"ci","params":{},"recipient":{"id":"agent-1"}}`
+	_, b := f.do(t, "POST", "/api/v1/watches", watch)
+	var w api.Watch
+	_ = json.Unmarshal(b, &w)
+	f.sched.Tick(context.Background(), t0) // settles it
+	_, _ = f.do(t, "PUT", "/api/v1/recipients/paused", `{"status":"paused"}`)
+	tests := []struct {
+		name, method, path, body string
+		status                   int
+		code, field, setting     string
+	}{
+		{"malformed json", "POST", "/api/v1/watches", `{"kind":`, 400, api.CodeMalformedJSON, "", ""},
+		{"empty body", "POST", "/api/v1/watches", ``, 400, api.CodeMalformedJSON, "", ""},
+		{"trailing data", "POST", "/api/v1/watches", watch + `{}`, 400, api.CodeMalformedJSON, "", ""},
+		{"unknown field", "POST", "/api/v1/watches", `{"kind":"ci","params":{},"recipient":{"id":"a"},"priority":1}`, 422, api.CodeInvalidField, "priority", ""},
+		{"wrong type", "POST", "/api/v1/watches", `{"kind":5}`, 422, api.CodeInvalidField, "kind", ""},
+		{"no kind", "POST", "/api/v1/watches", `{"params":{},"recipient":{"id":"a"}}`, 422, api.CodeInvalidField, "kind", ""},
+		{"unobservable", "POST", "/api/v1/watches", `{"kind":"gitlab","params":{},"recipient":{"id":"a"}}`, 422, api.CodeWatchUnobservable, "", "kinds.gitlab.wasm"},
+		{"invalid params", "POST", "/api/v1/watches", `{"kind":"ci","params":{"bad":true},"recipient":{"id":"a"}}`, 422, api.CodeInvalidParams, "params.bad", ""},
+		{"bad every", "POST", "/api/v1/watches", `{"kind":"ci","params":{},"recipient":{"id":"a"},"every":"often"}`, 422, api.CodeInvalidField, "every", ""},
+		{"every too short", "POST", "/api/v1/watches", `{"kind":"ci","params":{},"recipient":{"id":"a"},"every":"10ms"}`, 422, api.CodeInvalidField, "every", ""},
+		{"deadline too far", "POST", "/api/v1/watches", `{"kind":"ci","params":{},"recipient":{"id":"a"},"expires_at":"2027-01-01T00:00:00Z"}`, 422, api.CodeDeadlineTooFar, "expires_at", ""},
+		{"bad recipient", "POST", "/api/v1/watches", `{"kind":"ci","params":{},"recipient":{"id":"a/b"}}`, 422, api.CodeInvalidRecipient, "recipient.id", ""},
+		{"paused recipient", "POST", "/api/v1/watches", `{"kind":"ci","params":{},"recipient":{"id":"paused"}}`, 409, api.CodeRecipientNotRunning, "recipient.id", ""},
+		{"list malformed recipient", "GET", "/api/v1/watches?recipient=a%20b", "", 422, api.CodeInvalidRecipient, "recipient", ""},
+		{"list bad state", "GET", "/api/v1/watches?state=done", "", 422, api.CodeInvalidField, "state", ""},
+		{"unknown watch", "GET", "/api/v1/watches/01m8nhtng4ra8tgz0tmrscbt6g", "", 404, api.CodeNotFound, "", ""},
+		{"malformed watch id", "GET", "/api/v1/watches/xyz", "", 404, api.CodeNotFound, "", ""},
+		{"cancel settled", "DELETE", "/api/v1/watches/" + w.ID, "", 409, api.CodeAlreadySettled, "", ""},
+		{"cancel unknown", "DELETE", "/api/v1/watches/01m8nhtng4ra8tgz0tmrscbt6g", "", 404, api.CodeNotFound, "", ""},
+		{"unknown recipient", "GET", "/api/v1/recipients/nobody", "", 404, api.CodeNotFound, "", ""},
+		{"malformed recipient", "GET", "/api/v1/recipients/a%20b", "", 422, api.CodeInvalidRecipient, "id", ""},
+		{"recipient bad status", "PUT", "/api/v1/recipients/x", `{"status":"asleep"}`, 422, api.CodeInvalidField, "status", ""},
+		{"recipient bad webhook", "PUT", "/api/v1/recipients/x", `{"status":"running","webhook":{"url":"https://x/","secret":"hunter2"}}`, 422, api.CodeInvalidField, "webhook.secret", ""},
+		{"mailbox of unknown", "GET", "/api/v1/recipients/nobody/mailbox", "", 404, api.CodeNotFound, "", ""},
+		{"mailbox malformed id", "GET", "/api/v1/recipients/a%20b/mailbox", "", 422, api.CodeInvalidRecipient, "id", ""},
+		{"mailbox bad wait", "GET", "/api/v1/recipients/agent-1/mailbox?wait=2m", "", 422, api.CodeInvalidField, "wait", ""},
+		{"mailbox bad cursor", "GET", "/api/v1/recipients/agent-1/mailbox?after=-1", "", 422, api.CodeInvalidField, "after", ""},
+		{"unknown route", "GET", "/api/v1/nope", "", 404, api.CodeNotFound, "", ""},
+		{"wrong method", "PATCH", "/api/v1/watches", "", 405, api.CodeMethodNotAllowed, "", ""},
+		{"wrong method on an id", "POST", "/api/v1/watches/" + w.ID, "", 405, api.CodeMethodNotAllowed, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, b := f.do(t, tt.method, tt.path, tt.body)
+			var env api.ErrorEnvelope
+			if err := json.Unmarshal(b, &env); err != nil {
+				t.Fatalf("not the envelope: %s", b)
+			}
+			if status != tt.status || env.Error.Code != tt.code || env.Error.Field != tt.field || env.Error.Setting != tt.setting || env.Error.Message == "" {
+				t.Fatalf("%d %s", status, b)
+			}
+		})
+	}
+}
+
+func TestWatchLifecycle(t *testing.T) {
+	f := newFixture(t)
+	status, b := f.do(t, "POST", "/api/v1/watches", `{"kind":"ci","params":{"sha":"abc"},"recipient":{"id":"agent-1"},"every":"5s"}`)
+	var w api.Watch
+	if err := json.Unmarshal(b, &w); status != 201 || err != nil || w.State != "pending" || w.Every != "5s" || w.ExpiresAt == nil {
+		t.Fatalf("%d %s", status, b)
+	}
+	// Durable at 201: the row is in the store.
+	id, _ := store.ParseID(w.ID)
+	if _, err := f.st.Get(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	status, b = f.do(t, "GET", "/api/v1/watches/"+w.ID, "")
+	if status != 200 || !strings.Contains(string(b), `"state":"pending"`) {
+		t.Fatalf("%d %s", status, b)
+	}
+	status, b = f.do(t, "DELETE", "/api/v1/watches/"+w.ID, "")
+	if status != 200 || !strings.Contains(string(b), `"state":"cancelled"`) {
+		t.Fatalf("%d %s", status, b)
+	}
+	status, b = f.do(t, "GET", "/api/v1/watches?recipient=agent-1&state=cancelled", "")
+	var list api.WatchList
+	if err := json.Unmarshal(b, &list); status != 200 || err != nil || len(list.Watches) != 1 {
+		t.Fatalf("%d %s", status, b)
+	}
+	// Listing a recipient with no watches is an empty list, not an error.
+	status, b = f.do(t, "GET", "/api/v1/watches?recipient=nobody", "")
+	if status != 200 || string(b) != `{"watches":[]}` {
+		t.Fatalf("%d %s", status, b)
+	}
+}
+
+func TestRecipientSecretIsWriteOnly(t *testing.T) {
+	f := newFixture(t)
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	status, b := f.do(t, "PUT", "/api/v1/recipients/agent-1", `{"status":"running","webhook":{"url":"https://hooks.example.org/vigil","secret":"`+secret+`"}}`)
+	if status != 200 || strings.Contains(string(b), secret) || !strings.Contains(string(b), "hooks.example.org") {
+		t.Fatalf("%d %s", status, b)
+	}
+	if _, b = f.do(t, "GET", "/api/v1/recipients/agent-1", ""); strings.Contains(string(b), "whsec_") {
+		t.Fatalf("secret returned: %s", b)
+	}
+	if status, _ = f.do(t, "DELETE", "/api/v1/recipients/agent-1", ""); status != 204 {
+		t.Fatalf("delete: %d", status)
+	}
+	if status, _ = f.do(t, "GET", "/api/v1/recipients/agent-1", ""); status != 404 {
+		t.Fatalf("after delete: %d", status)
+	}
+}
+
+func TestMailboxLongPollAndCursor(t *testing.T) {
+	f := newFixture(t)
+	_, _ = f.do(t, "POST", "/api/v1/watches", `{"kind":"ci","params":{},"recipient":{"id":"agent-1"}}`)
+	// Empty at first, and at its wait bound.
+	status, b := f.do(t, "GET", "/api/v1/recipients/agent-1/mailbox?wait=50ms", "")
+	if status != 200 || string(b) != `{"messages":[],"next":0}` {
+		t.Fatalf("%d %s", status, b)
+	}
+	f.sched.Tick(context.Background(), t0)
+	status, b = f.do(t, "GET", "/api/v1/recipients/agent-1/mailbox?after=0", "")
+	var mb api.Mailbox
+	if err := json.Unmarshal(b, &mb); status != 200 || err != nil || len(mb.Messages) != 1 || mb.Next != 1 || mb.Messages[0].Type != "fired" {
+		t.Fatalf("%d %s", status, b)
+	}
+	if _, b = f.do(t, "GET", "/api/v1/recipients/agent-1/mailbox?after=1", ""); string(b) != `{"messages":[],"next":1}` {
+		t.Fatalf("after the cursor: %s", b)
+	}
+}
+
+// The SSE stream sends each message once with its seq as the event id, and
+// a reconnect with Last-Event-ID resumes after it.
+func TestMailboxStream(t *testing.T) {
+	f := newFixture(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = f.app.Listener(ln) }()
+	defer f.app.Shutdown()
+	base := "http://" + ln.Addr().String()
+	for range 2 {
+		_, _ = f.do(t, "POST", "/api/v1/watches", `{"kind":"ci","params":{},"recipient":{"id":"agent-1"}}`)
+	}
+	f.sched.Tick(context.Background(), t0)
+
+	read := func(lastID string, n int) []string {
+		req, _ := http.NewRequest("GET", base+"/api/v1/recipients/agent-1/mailbox/stream", nil)
+		if lastID != "" {
+			req.Header.Set("Last-Event-ID", lastID)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+			t.Fatalf("content type %q", ct)
+		}
+		var ids []string
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() && len(ids) < n {
+			if v, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+				ids = append(ids, v)
+			}
+		}
+		return ids
+	}
+	if ids := read("", 2); fmt.Sprint(ids) != "[1 2]" {
+		t.Fatalf("first connection: %v", ids)
+	}
+	_, _ = f.do(t, "POST", "/api/v1/watches", `{"kind":"ci","params":{},"recipient":{"id":"agent-1"}}`)
+	f.sched.Tick(context.Background(), t0)
+	if ids := read("2", 1); fmt.Sprint(ids) != "[3]" {
+		t.Fatalf("after reconnecting: %v", ids)
+	}
+}
+
+func TestPluginsRoutes(t *testing.T) {
+	f := newFixture(t)
+	for _, r := range []struct{ method, path string }{{"GET", "/api/v1/plugins"}, {"POST", "/api/v1/plugins/reload"}} {
+		status, b := f.do(t, r.method, r.path, "")
+		var pl api.PluginList
+		if err := json.Unmarshal(b, &pl); status != 200 || err != nil || len(pl.Plugins) != 2 || pl.Problems == nil {
+			t.Fatalf("%s %s: %d %s", r.method, r.path, status, b)
+		}
+	}
+	if status, _ := f.do(t, "GET", "/healthz", ""); status != 200 {
+		t.Fatalf("healthz %d", status)
+	}
+}
+
+// A body over the limit is refused by fasthttp before any handler; the
+// refusal still comes in the error envelope.
+func TestBodyOverTheLimit(t *testing.T) {
+	f := newFixture(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = f.app.Listener(ln) }()
+	defer f.app.Shutdown()
+	body := `{"kind":"ci","params":{"x":"` + strings.Repeat("a", 5000) + `"}}`
+	resp, err := http.Post("http://"+ln.Addr().String()+"/api/v1/watches", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var env api.ErrorEnvelope
+	if resp.StatusCode != 413 || json.Unmarshal(b, &env) != nil || env.Error.Code != api.CodeBodyTooLarge {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+}
