@@ -25,62 +25,53 @@ import (
 	"github.com/vigilhq/vigil/store"
 )
 
-type serveFlags struct {
-	listen       string
-	data         string
-	plugins      string
-	fsync        bool
-	workers      int
-	webhookAllow []string
-}
-
 func newServe(stderr io.Writer) *cobra.Command {
-	var f serveFlags
+	d := defaultSettings()
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the host",
 		Long: `Run the vigil host on the embedded store and the bundled plugins.
 
+Each setting comes from, in order of precedence: a flag, the environment
+(VIGIL_LISTEN, VIGIL_DATA, VIGIL_PLUGINS, VIGIL_WORKERS, VIGIL_FSYNC,
+VIGIL_WEBHOOK_ALLOW as a comma-separated list, VIGIL_CONFIG), the config
+file (YAML: listen, data, plugins, workers, fsync, webhook_allow, tokens),
+the default. An invalid value refuses to start, naming the key and where
+it came from. Bearer tokens are set in the config file only; with none, the
+API is unauthenticated and binds to loopback only.
+
 Plugins load from the bundled set and, with --plugins, from a directory of
 .wasm files and its registry.json. SIGHUP reloads the plugins; SIGINT and
-SIGTERM stop the host after in-flight plugin calls finish.`,
+SIGTERM stop the host after in-flight requests and probes finish.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return serve(cmd.Context(), f, stderr)
+			s, err := loadSettings(cmd.Flags(), os.Getenv)
+			if err != nil {
+				return err
+			}
+			return serve(cmd.Context(), s, stderr)
 		},
 	}
-	cmd.Flags().StringVar(&f.listen, "listen", "127.0.0.1:7878", "address the API listens on (loopback only until bearer tokens are configured)")
-	cmd.Flags().StringVar(&f.data, "data", "./vigil-data", "data directory (store and plugin compilation cache)")
-	cmd.Flags().StringVar(&f.plugins, "plugins", "", "plugin directory: *.wasm and an optional registry.json")
-	cmd.Flags().BoolVar(&f.fsync, "fsync", false, "fsync every store commit (survives power loss; slower registration)")
-	cmd.Flags().IntVar(&f.workers, "workers", 1, "probes run at once (a small fixed number, at most 16)")
-	cmd.Flags().StringArrayVar(&f.webhookAllow, "webhook-allow", nil, "a CIDR webhooks may reach although it is loopback or private (repeatable)")
+	cmd.Flags().String("config", "", "YAML config file (also VIGIL_CONFIG)")
+	cmd.Flags().String("listen", d.Listen, "address the API listens on")
+	cmd.Flags().String("data", d.Data, "data directory (store and plugin compilation cache)")
+	cmd.Flags().String("plugins", "", "plugin directory: *.wasm and an optional registry.json")
+	cmd.Flags().Bool("fsync", false, "fsync every store commit (survives power loss; slower registration)")
+	cmd.Flags().Int("workers", d.Workers, "probes run at once (a small fixed number, at most 16)")
+	cmd.Flags().StringArray("webhook-allow", nil, "a CIDR webhooks may reach although it is loopback or private (repeatable)")
 	return cmd
 }
 
-func serve(ctx context.Context, f serveFlags, stderr io.Writer) error {
+func serve(ctx context.Context, f settings, stderr io.Writer) error {
 	log := newLogger(stderr)
-	if f.workers < 1 || f.workers > 16 {
-		return fmt.Errorf("--workers %d: want 1 to 16", f.workers)
-	}
-	if err := loopbackOnly(f.listen); err != nil {
-		return err
-	}
-	var allow []netip.Prefix
-	for _, c := range f.webhookAllow {
-		p, err := netip.ParsePrefix(c)
-		if err != nil {
-			return fmt.Errorf("--webhook-allow %q: %w", c, err)
-		}
-		allow = append(allow, p)
-	}
-	rt, err := openRuntime(ctx, f.data, f.plugins)
+	allow := f.allowPrefixes()
+	rt, err := openRuntime(ctx, f.Data, f.Plugins)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = rt.Close(context.Background()) }()
 
-	st, err := store.Open(filepath.Join(f.data, "store"), store.Options{SyncWrites: f.fsync, Logger: log})
+	st, err := store.Open(filepath.Join(f.Data, "store"), store.Options{SyncWrites: f.Fsync, Logger: log})
 	if err != nil {
 		return fmt.Errorf("opening the store: %w", err)
 	}
@@ -95,7 +86,7 @@ func serve(ctx context.Context, f serveFlags, stderr io.Writer) error {
 		return err
 	}
 	sched, err := scheduler.New(scheduler.Config{
-		Store: st, Plugins: rt, Deliver: deliver, Recipients: st, Logger: log, Workers: f.workers,
+		Store: st, Plugins: rt, Deliver: deliver, Recipients: st, Logger: log, Workers: f.Workers,
 	})
 	if err != nil {
 		return err
@@ -109,19 +100,19 @@ func serve(ctx context.Context, f serveFlags, stderr io.Writer) error {
 		return fmt.Errorf("reconciling recipients: %w", err)
 	}
 
-	ln, err := net.Listen("tcp", f.listen)
+	ln, err := net.Listen("tcp", f.Listen)
 	if err != nil {
-		return fmt.Errorf("--listen %s: %w", f.listen, err)
+		return fmt.Errorf("listen %s: %w", f.Listen, err)
 	}
 	base, stopStreams := context.WithCancel(context.Background())
 	defer stopStreams()
 	app := httpapi.New(httpapi.Deps{
 		Scheduler: sched, Watches: st, Mailboxes: deliver, Recipients: recips, Plugins: rt, Logger: log, Base: base,
-	}, httpapi.Options{})
+	}, httpapi.Options{Tokens: f.tokenMap()})
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
 
-	log.Info("vigil serving", "listen", ln.Addr().String(), "data", f.data, "plugins", pluginDirLabel(f.plugins), "kinds", len(rt.Plugins()), "pending", pending, "fsync", f.fsync)
+	log.Info("vigil serving", "listen", ln.Addr().String(), "data", f.Data, "plugins", pluginDirLabel(f.Plugins), "kinds", len(rt.Plugins()), "pending", pending, "fsync", f.Fsync, "auth", authLabel(f.Tokens))
 	for _, p := range rt.Plugins() {
 		log.Info("plugin loaded", "kind", p.Kind, "version", p.Version, "file", p.File, "observable", p.Observable)
 	}
@@ -164,16 +155,23 @@ func serve(ctx context.Context, f serveFlags, stderr io.Writer) error {
 func loopbackOnly(listen string) error {
 	host, _, err := net.SplitHostPort(listen)
 	if err != nil {
-		return fmt.Errorf("--listen %q: %w", listen, err)
+		return fmt.Errorf("%q: %w", listen, err)
 	}
 	if host == "localhost" {
 		return nil
 	}
 	ip, err := netip.ParseAddr(host)
 	if err != nil || !ip.IsLoopback() {
-		return fmt.Errorf("--listen %s: no bearer tokens are configured, so the API binds to loopback only (127.0.0.1 or ::1)", listen)
+		return fmt.Errorf("%s: no bearer tokens are configured (config file: tokens), so the API binds to loopback only (127.0.0.1 or ::1)", listen)
 	}
 	return nil
+}
+
+func authLabel(tokens []token) string {
+	if len(tokens) == 0 {
+		return "none (loopback only)"
+	}
+	return fmt.Sprintf("bearer tokens for %d principal(s)", len(tokens))
 }
 
 type wallClock struct{}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,6 +68,9 @@ type Deps struct {
 
 // Options tune the server.
 type Options struct {
+	// Tokens maps bearer tokens to the principals they authenticate. With
+	// none, the API is unauthenticated (the caller binds to loopback only).
+	Tokens map[string]string
 	// BodyLimit bounds a request body (default 1 MiB).
 	BodyLimit int
 	// StreamWait is how long an SSE stream waits for a message before it
@@ -104,7 +108,7 @@ func New(d Deps, o Options) *fiber.App {
 		IdleTimeout:           120 * time.Second,
 	})
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
-	v1 := app.Group("/api/v1")
+	v1 := app.Group("/api/v1", s.authenticate)
 	v1.Get("/plugins", s.listPlugins)
 	v1.Post("/plugins/reload", s.reloadPlugins)
 	v1.Post("/watches", s.createWatch)
@@ -126,6 +130,37 @@ func New(d Deps, o Options) *fiber.App {
 		return &api.Error{Code: api.CodeNotFound, Message: "no route " + c.Method() + " " + c.Path()}
 	})
 	return app
+}
+
+type principalKey struct{}
+
+// Principal is the authenticated principal of a request, or "" when the
+// server has no tokens.
+func Principal(c *fiber.Ctx) string {
+	p, _ := c.Locals(principalKey{}).(string)
+	return p
+}
+
+// authenticate requires a bearer token when tokens are configured. Every
+// token is compared in constant time, so the time taken says nothing about
+// how close a guess was.
+func (s *server) authenticate(c *fiber.Ctx) error {
+	if len(s.o.Tokens) == 0 {
+		return c.Next()
+	}
+	got, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
+	principal := ""
+	for tok, p := range s.o.Tokens {
+		if subtle.ConstantTimeCompare([]byte(got), []byte(tok)) == 1 {
+			principal = p
+		}
+	}
+	if !ok || principal == "" {
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="vigil"`)
+		return &api.Error{Code: api.CodeUnauthorized, Message: "a valid bearer token is required (Authorization: Bearer <token>)"}
+	}
+	c.Locals(principalKey{}, principal)
+	return c.Next()
 }
 
 // matches reports whether path fits a route pattern with :params.

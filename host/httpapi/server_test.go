@@ -331,3 +331,42 @@ func TestBodyOverTheLimit(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
 }
+
+func TestBearerTokens(t *testing.T) {
+	f := newFixture(t)
+	var seen string
+	app := New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: recipients.New(f.st, f.sched, fakePlugins{}, fixedClock{t0}, nil), Plugins: fakePlugins{}},
+		Options{Tokens: map[string]string{"s3cret-token-for-ci-bot": "ci-bot"}})
+	try := func(auth string) int {
+		req := httptest.NewRequest("GET", "/api/v1/plugins", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := app.Test(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode
+	}
+	for _, auth := range []string{"", "Bearer nope", "s3cret-token-for-ci-bot", "Bearer s3cret-token-for-ci-bo", "Basic s3cret-token-for-ci-bot"} {
+		if got := try(auth); got != 401 {
+			t.Errorf("%q: %d", auth, got)
+		}
+	}
+	if got := try("Bearer s3cret-token-for-ci-bot"); got != 200 {
+		t.Fatalf("valid token: %d", got)
+	}
+	// The principal is what handlers see.
+	srv := &server{o: Options{Tokens: map[string]string{"s3cret-token-for-ci-bot": "ci-bot"}}}
+	probe := fiber.New()
+	probe.Get("/whoami", srv.authenticate, func(c *fiber.Ctx) error { seen = Principal(c); return nil })
+	req := httptest.NewRequest("GET", "/whoami", nil)
+	req.Header.Set("Authorization", "Bearer s3cret-token-for-ci-bot")
+	if _, err := probe.Test(req); err != nil || seen != "ci-bot" {
+		t.Fatalf("principal %q %v", seen, err)
+	}
+	// Health stays open for probes.
+	if resp, _ := app.Test(httptest.NewRequest("GET", "/healthz", nil)); resp.StatusCode != 200 {
+		t.Fatalf("healthz %d", resp.StatusCode)
+	}
+}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
+
+	"github.com/vigilhq/vigil/host/scheduler"
+)
+
+// settings is serve's whole configuration. Each value comes from, in
+// order of precedence: a flag, the environment (VIGIL_*), the config file,
+// the default.
+//
+//	# vigil.yaml
+//	listen: 127.0.0.1:7878
+//	data: ./vigil-data
+//	plugins: ./plugins
+//	workers: 2
+//	fsync: false
+//	webhook_allow: [127.0.0.0/8]
+//	tokens:
+//	  - principal: ci-bot
+//	    token: "a long random string"
+type settings struct {
+	Listen       string   `yaml:"listen"`
+	Data         string   `yaml:"data"`
+	Plugins      string   `yaml:"plugins"`
+	Workers      int      `yaml:"workers"`
+	Fsync        bool     `yaml:"fsync"`
+	WebhookAllow []string `yaml:"webhook_allow"`
+	Tokens       []token  `yaml:"tokens"`
+}
+
+// token maps a bearer token to the principal it authenticates. Tokens come
+// from the config file only: a flag or an environment variable would put
+// them in process listings and shell history.
+type token struct {
+	Principal string `yaml:"principal"`
+	Token     string `yaml:"token"`
+}
+
+func defaultSettings() settings {
+	return settings{Listen: "127.0.0.1:7878", Data: "./vigil-data", Workers: 1}
+}
+
+// configError names the key at fault and where it came from.
+type configError struct {
+	Key    string // "workers"
+	Source string // "--workers", "VIGIL_WORKERS", "vigil.yaml"
+	Err    error
+}
+
+func (e *configError) Error() string {
+	return fmt.Sprintf("invalid %s (from %s): %v", e.Key, e.Source, e.Err)
+}
+
+func (e *configError) Unwrap() error { return e.Err }
+
+// loadSettings resolves the settings: defaults, then the config file, then
+// the environment, then the flags the user set.
+func loadSettings(flags *pflag.FlagSet, getenv func(string) string) (settings, error) {
+	s := defaultSettings()
+	path, _ := flags.GetString("config")
+	pathSource := "--config"
+	if !flags.Changed("config") {
+		path, pathSource = getenv("VIGIL_CONFIG"), "VIGIL_CONFIG"
+	}
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return s, &configError{Key: "config", Source: pathSource, Err: err}
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		if err := dec.Decode(&s); err != nil && !errors.Is(err, io.EOF) { // an empty file is an empty config
+			return s, &configError{Key: keyOf(err), Source: path, Err: err}
+		}
+	}
+	fileSource := path
+	sources := map[string]string{}
+	for _, k := range []string{"listen", "data", "plugins", "workers", "fsync", "webhook_allow", "tokens"} {
+		sources[k] = fileSource
+		if fileSource == "" {
+			sources[k] = "the default"
+		}
+	}
+
+	env := func(key, name string, set func(string) error) error {
+		if v := getenv(name); v != "" {
+			sources[key] = name
+			if err := set(v); err != nil {
+				return &configError{Key: key, Source: name, Err: err}
+			}
+		}
+		return nil
+	}
+	if err := errors.Join(
+		env("listen", "VIGIL_LISTEN", func(v string) error { s.Listen = v; return nil }),
+		env("data", "VIGIL_DATA", func(v string) error { s.Data = v; return nil }),
+		env("plugins", "VIGIL_PLUGINS", func(v string) error { s.Plugins = v; return nil }),
+		env("workers", "VIGIL_WORKERS", func(v string) (err error) { s.Workers, err = strconv.Atoi(v); return err }),
+		env("fsync", "VIGIL_FSYNC", func(v string) (err error) { s.Fsync, err = strconv.ParseBool(v); return err }),
+		env("webhook_allow", "VIGIL_WEBHOOK_ALLOW", func(v string) error { s.WebhookAllow = strings.Split(v, ","); return nil }),
+	); err != nil {
+		return s, err
+	}
+
+	if flags.Changed("listen") {
+		s.Listen, _ = flags.GetString("listen")
+		sources["listen"] = "--listen"
+	}
+	if flags.Changed("data") {
+		s.Data, _ = flags.GetString("data")
+		sources["data"] = "--data"
+	}
+	if flags.Changed("plugins") {
+		s.Plugins, _ = flags.GetString("plugins")
+		sources["plugins"] = "--plugins"
+	}
+	if flags.Changed("workers") {
+		s.Workers, _ = flags.GetInt("workers")
+		sources["workers"] = "--workers"
+	}
+	if flags.Changed("fsync") {
+		s.Fsync, _ = flags.GetBool("fsync")
+		sources["fsync"] = "--fsync"
+	}
+	if flags.Changed("webhook-allow") {
+		s.WebhookAllow, _ = flags.GetStringArray("webhook-allow")
+		sources["webhook_allow"] = "--webhook-allow"
+	}
+	return s, s.validate(sources)
+}
+
+// keyOf pulls the offending key out of a yaml error, when it names one.
+func keyOf(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "field "); i >= 0 {
+		rest := msg[i+len("field "):]
+		if j := strings.IndexByte(rest, ' '); j > 0 {
+			return rest[:j]
+		}
+		return rest
+	}
+	return "config"
+}
+
+func (s settings) validate(sources map[string]string) error {
+	var errs []error
+	bad := func(key string, err error) {
+		errs = append(errs, &configError{Key: key, Source: sources[key], Err: err})
+	}
+	if s.Data == "" {
+		bad("data", errors.New("must not be empty"))
+	}
+	if s.Workers < 1 || s.Workers > 16 {
+		bad("workers", fmt.Errorf("%d: want 1 to 16", s.Workers))
+	}
+	for _, c := range s.WebhookAllow {
+		if _, err := netip.ParsePrefix(strings.TrimSpace(c)); err != nil {
+			bad("webhook_allow", err)
+		}
+	}
+	seen := map[string]bool{}
+	for i, t := range s.Tokens {
+		switch {
+		case !scheduler.ValidRecipientID(t.Principal):
+			bad("tokens", fmt.Errorf("tokens[%d].principal %q: want 1-128 of letters, digits and . _ - : @", i, t.Principal))
+		case len(t.Token) < 16:
+			bad("tokens", fmt.Errorf("tokens[%d] (principal %s): a token needs at least 16 characters", i, t.Principal))
+		case seen[t.Token]:
+			bad("tokens", fmt.Errorf("tokens[%d] (principal %s): the same token is given twice", i, t.Principal))
+		}
+		seen[t.Token] = true
+	}
+	if len(s.Tokens) == 0 {
+		if err := loopbackOnly(s.Listen); err != nil {
+			bad("listen", err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s settings) allowPrefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, c := range s.WebhookAllow {
+		if p, err := netip.ParsePrefix(strings.TrimSpace(c)); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (s settings) tokenMap() map[string]string {
+	if len(s.Tokens) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(s.Tokens))
+	for _, t := range s.Tokens {
+		m[t.Token] = t.Principal
+	}
+	return m
+}
