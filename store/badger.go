@@ -406,3 +406,24 @@ func (b badgerLogger) Warningf(f string, a ...any) {
 
 func (badgerLogger) Infof(string, ...any)  {}
 func (badgerLogger) Debugf(string, ...any) {}
+
+// CountByState counts readable and held-aside rows by the state index,
+// reading keys only.
+func (s *Badger) CountByState(ctx context.Context) (map[State]int, error) {
+	out := map[State]int{}
+	err := s.db.View(func(txn *badger.Txn) error {
+		for _, st := range States() {
+			prefix := append(append(append([]byte{}, statePrefix...), st...), '/')
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+			for it.Rewind(); it.Valid(); it.Next() {
+				out[st]++
+			}
+			it.Close()
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/httpapi"
+	"github.com/vigilhq/vigil/host/metrics"
 	"github.com/vigilhq/vigil/host/netguard"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/recipients"
@@ -65,12 +66,6 @@ SIGTERM stop the host after in-flight requests and probes finish.`,
 func serve(ctx context.Context, f settings, stderr io.Writer) error {
 	log := newLogger(stderr)
 	allow := f.allowPrefixes()
-	rt, err := openRuntime(ctx, f.Data, f.Plugins)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = rt.Close(context.Background()) }()
-
 	st, err := store.Open(filepath.Join(f.Data, "store"), store.Options{SyncWrites: f.Fsync, Logger: log})
 	if err != nil {
 		return fmt.Errorf("opening the store: %w", err)
@@ -80,13 +75,19 @@ func serve(ctx context.Context, f settings, stderr io.Writer) error {
 			log.Error("closing the store", "err", err)
 		}
 	}()
+	m := metrics.New(st)
+	rt, err := openRuntime(ctx, f.Data, f.Plugins, m)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rt.Close(context.Background()) }()
 
-	deliver, err := delivery.New(delivery.Config{Store: st, Guard: netguard.New(allow), Logger: log})
+	deliver, err := delivery.New(delivery.Config{Store: st, Guard: netguard.New(allow), Logger: log, Metrics: m})
 	if err != nil {
 		return err
 	}
 	sched, err := scheduler.New(scheduler.Config{
-		Store: st, Plugins: rt, Deliver: deliver, Recipients: st, Logger: log, Workers: f.Workers,
+		Store: st, Plugins: rt, Deliver: deliver, Recipients: st, Logger: log, Workers: f.Workers, Metrics: m,
 	})
 	if err != nil {
 		return err
@@ -108,7 +109,7 @@ func serve(ctx context.Context, f settings, stderr io.Writer) error {
 	defer stopStreams()
 	app := httpapi.New(httpapi.Deps{
 		Scheduler: sched, Watches: st, Mailboxes: deliver, Recipients: recips, Plugins: rt, Logger: log, Base: base,
-	}, httpapi.Options{Tokens: f.tokenMap()})
+	}, httpapi.Options{Tokens: f.tokenMap(), Metrics: m.Handler()})
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
 
@@ -180,7 +181,7 @@ func (wallClock) Now() time.Time { return time.Now() }
 
 // openRuntime loads the bundled plugins and dir, with the compilation cache
 // under the data directory.
-func openRuntime(ctx context.Context, data, dir string) (*plugin.Runtime, error) {
+func openRuntime(ctx context.Context, data, dir string, m plugin.Metrics) (*plugin.Runtime, error) {
 	if data == "" {
 		return nil, errors.New("--data: must not be empty")
 	}
@@ -192,6 +193,7 @@ func openRuntime(ctx context.Context, data, dir string) (*plugin.Runtime, error)
 		Bundled:  plugins.Bundled(),
 		Dir:      dir,
 		CacheDir: cache,
+		Metrics:  m,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("loading plugins: %w", err)

@@ -33,9 +33,19 @@ type wallClock struct{}
 
 func (wallClock) Now() time.Time { return time.Now() }
 
+// Metrics counts deliveries by receipt and channel (mailbox, webhook).
+type Metrics interface {
+	Delivery(receipt store.Receipt, channel string)
+}
+
+type nopMetrics struct{}
+
+func (nopMetrics) Delivery(store.Receipt, string) {}
+
 // Config configures a Delivery. Zero fields take the defaults.
 type Config struct {
-	Store Store
+	Store   Store
+	Metrics Metrics
 	// Guard screens webhook destinations (default: refuse every
 	// special-purpose address, allow none).
 	Guard *netguard.Guard
@@ -75,6 +85,9 @@ func New(cfg Config) (*Delivery, error) {
 	if cfg.IDs == nil {
 		cfg.IDs = rand.Reader
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = nopMetrics{}
+	}
 	transport := &http.Transport{
 		Proxy:               nil, // a proxy would dial for us, past the guard
 		DialContext:         cfg.Guard.Dialer(cfg.Timeout).DialContext,
@@ -110,33 +123,39 @@ func (d *Delivery) Notify(ctx context.Context, to store.Recipient, m store.Messa
 }
 
 func (d *Delivery) deliver(ctx context.Context, to store.Recipient, m store.Message, notify bool) store.Receipt {
+	receipt, channel := d.route(ctx, to, m, notify)
+	d.cfg.Metrics.Delivery(receipt, channel)
+	return receipt
+}
+
+func (d *Delivery) route(ctx context.Context, to store.Recipient, m store.Message, notify bool) (store.Receipt, string) {
 	id, err := store.NewID(d.cfg.Clock.Now(), d.cfg.IDs)
 	if err != nil {
 		d.log.Error("message id", "err", err)
-		return store.ReceiptUnknown
+		return store.ReceiptUnknown, "mailbox"
 	}
 	m.ID = id
 	stored, rec, err := d.cfg.Store.AppendIfRunning(ctx, to.ID, m)
 	switch {
 	case errors.Is(err, store.ErrNotRunning):
-		return store.ReceiptRejected
+		return store.ReceiptRejected, "mailbox"
 	case err != nil:
 		// The append may or may not have committed.
 		d.log.Error("mailbox append", "recipient", to.ID, "watch", m.WatchID, "err", err)
-		return store.ReceiptUnknown
+		return store.ReceiptUnknown, "mailbox"
 	}
 	d.hub.wake(to.ID)
 	if rec.Webhook == nil || rec.Webhook.URL == "" {
-		return store.ReceiptDelivered
+		return store.ReceiptDelivered, "mailbox"
 	}
 	if notify {
 		cur, err := d.cfg.Store.GetRecipient(ctx, to.ID)
 		if err != nil || cur.Status != store.StatusRunning || cur.Webhook == nil {
-			return store.ReceiptRejected
+			return store.ReceiptRejected, "webhook"
 		}
 		rec = cur
 	}
-	return d.post(ctx, rec, stored)
+	return d.post(ctx, rec, stored), "webhook"
 }
 
 // post sends one signed webhook and classifies what became of it.

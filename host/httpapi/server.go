@@ -9,11 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/delivery"
@@ -71,6 +73,8 @@ type Options struct {
 	// Tokens maps bearer tokens to the principals they authenticate. With
 	// none, the API is unauthenticated (the caller binds to loopback only).
 	Tokens map[string]string
+	// Metrics, when set, is served at /metrics (behind the tokens, if any).
+	Metrics http.Handler
 	// BodyLimit bounds a request body (default 1 MiB).
 	BodyLimit int
 	// StreamWait is how long an SSE stream waits for a message before it
@@ -108,6 +112,9 @@ func New(d Deps, o Options) *fiber.App {
 		IdleTimeout:           120 * time.Second,
 	})
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
+	if o.Metrics != nil {
+		app.Get("/metrics", s.authenticate, adaptor.HTTPHandler(o.Metrics))
+	}
 	v1 := app.Group("/api/v1", s.authenticate)
 	v1.Get("/plugins", s.listPlugins)
 	v1.Post("/plugins/reload", s.reloadPlugins)

@@ -44,10 +44,11 @@ type module struct {
 // hostCtx is what the module's host functions need to know about the kind
 // they serve; it is filled in once describe has said the kind.
 type hostCtx struct {
-	mu    sync.RWMutex
-	kind  string
-	entry Entry
-	fetch Fetcher
+	mu      sync.RWMutex
+	kind    string
+	entry   Entry
+	fetch   Fetcher
+	metrics Metrics
 }
 
 func (h *hostCtx) get() (string, Entry) {
@@ -303,6 +304,14 @@ func fetchHostFunction(hc *hostCtx) extism.HostFunction {
 			}
 			return hc.fetch.Fetch(ctx, FetchCall{Kind: kind, Entry: entry, Request: req})
 		}()
+		kind, _ := hc.get()
+		outcome := "ok"
+		if resp.Failure != nil {
+			outcome = resp.Failure.Reason
+		}
+		if hc.metrics != nil {
+			hc.metrics.Fetch(kind, outcome)
+		}
 		out, err := json.Marshal(resp)
 		if err != nil {
 			out, _ = json.Marshal(fetchFailure(abi.FetchUnavailable, "unencodable response"))

@@ -68,6 +68,8 @@ func (m *recordingMetrics) PluginCall(kind, export, outcome string, _ time.Durat
 	m.n[[3]string{kind, export, outcome}]++
 }
 
+func (m *recordingMetrics) Fetch(kind, outcome string) { m.PluginCall(kind, "fetch", outcome, 0) }
+
 func (m *recordingMetrics) count(kind, export, outcome string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()

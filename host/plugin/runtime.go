@@ -74,15 +74,18 @@ type FetchCall struct {
 	Request abi.FetchRequest
 }
 
-// Metrics receives one report per plugin call. outcome is "ok" or one of
-// the Fault* reasons.
+// Metrics receives one report per plugin call (outcome is "ok" or one of
+// the Fault* reasons) and per fetch a plugin asks for (outcome is "ok" or
+// the failure reason).
 type Metrics interface {
 	PluginCall(kind, export, outcome string, d time.Duration)
+	Fetch(kind, outcome string)
 }
 
 type nopMetrics struct{}
 
 func (nopMetrics) PluginCall(string, string, string, time.Duration) {}
+func (nopMetrics) Fetch(string, string)                             {}
 
 // Config configures a Runtime.
 type Config struct {
@@ -374,7 +377,7 @@ func (r *Runtime) load(ctx context.Context, c candidate, reg Registry, prev *mod
 	mod := prev
 	if mod == nil || mod.pages != memFor(guess)*16 {
 		var err error
-		mod, err = compile(ctx, r.rc, c.file, c.sum, c.bytes, memFor(guess), &hostCtx{fetch: r.cfg.Fetcher})
+		mod, err = compile(ctx, r.rc, c.file, c.sum, c.bytes, memFor(guess), &hostCtx{fetch: r.cfg.Fetcher, metrics: r.metrics})
 		if err != nil {
 			return nil, &LoadError{File: c.file, Rule: "compile", Err: err}
 		}
@@ -393,7 +396,7 @@ func (r *Runtime) load(ctx context.Context, c candidate, reg Registry, prev *mod
 			mod.retire(ctx)
 		}
 		var err error
-		mod, err = compile(ctx, r.rc, c.file, c.sum, c.bytes, memFor(d.Kind), &hostCtx{fetch: r.cfg.Fetcher})
+		mod, err = compile(ctx, r.rc, c.file, c.sum, c.bytes, memFor(d.Kind), &hostCtx{fetch: r.cfg.Fetcher, metrics: r.metrics})
 		if err != nil {
 			return nil, &LoadError{File: c.file, Kind: d.Kind, Rule: "compile", Err: err}
 		}

@@ -54,8 +54,19 @@ type Recipients interface {
 	EnsureRecipient(ctx context.Context, id string, now time.Time) (store.RecipientRecord, error)
 }
 
+// Metrics counts probes by kind and result (pending, settled, changed,
+// expired, unwatchable, fault, error).
+type Metrics interface {
+	Probe(kind, result string)
+}
+
+type nopMetrics struct{}
+
+func (nopMetrics) Probe(string, string) {}
+
 // Config configures a Scheduler. Zero fields take the defaults.
 type Config struct {
+	Metrics Metrics
 	Store   store.Store
 	Plugins Plugins
 	Deliver Deliverer
@@ -90,6 +101,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Metrics == nil {
+		c.Metrics = nopMetrics{}
 	}
 	c.Workers = min(max(c.Workers, 1), 16)
 	if c.MinEvery <= 0 {

@@ -72,6 +72,7 @@ func (s *Scheduler) probe(ctx context.Context, e *entry, now time.Time) {
 	}
 	attempts := int(e.attempts) + 1
 	if e.deadline != 0 && now.UnixNano() >= e.deadline {
+		s.cfg.Metrics.Probe(w.Kind, "expired")
 		s.settle(ctx, e, w, store.Expired, store.MessageExpired, store.Outcome{
 			Result: "expired", Summary: "the deadline passed before the condition settled",
 		}, now, attempts, "expired")
@@ -80,6 +81,7 @@ func (s *Scheduler) probe(ctx context.Context, e *entry, now time.Time) {
 	obs, err := s.cfg.Plugins.Observe(ctx, abi.ObserveRequest{
 		Kind: w.Kind, WatchID: w.ID.String(), Params: w.Params, Now: now.UTC(), Attempt: attempts, Baseline: w.Baseline,
 	})
+	s.cfg.Metrics.Probe(w.Kind, probeResult(obs, err))
 	switch {
 	case errors.Is(err, plugin.ErrUnknownKind):
 		s.settle(ctx, e, w, store.Unwatchable, store.MessageUnwatchable, store.Outcome{
@@ -265,4 +267,17 @@ func (s *Scheduler) Start(ctx context.Context) <-chan struct{} {
 		}
 	}()
 	return done
+}
+
+// probeResult names a probe's result for the metrics.
+func probeResult(obs plugin.Observation, err error) string {
+	switch {
+	case errors.Is(err, plugin.ErrUnknownKind):
+		return "unwatchable"
+	case err != nil:
+		return "error"
+	case obs.Fault != nil:
+		return "fault"
+	}
+	return obs.Status
 }

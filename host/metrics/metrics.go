@@ -1,0 +1,122 @@
+// Package metrics is vigil's Prometheus instrumentation: one registry per
+// process, fed by small interfaces the host's packages already call
+// (plugin calls, probes, deliveries, fetches), and a collector that counts
+// watches by state at scrape time.
+//
+// It owns the metric names and labels. It must never be a dependency of
+// the packages it measures: each declares the interface it calls, and this
+// package satisfies them, so a test of the scheduler needs no Prometheus.
+// Rejected alternative: prometheus' global default registry, which is
+// package-level mutable state shared by every test in a binary.
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/vigilhq/vigil/store"
+)
+
+// StateCounter counts rows by state, for the watches gauge.
+type StateCounter interface {
+	CountByState(ctx context.Context) (map[store.State]int, error)
+}
+
+// Metrics holds the registry and the instruments.
+type Metrics struct {
+	reg         *prometheus.Registry
+	pluginCalls *prometheus.HistogramVec
+	faults      *prometheus.CounterVec
+	probes      *prometheus.CounterVec
+	deliveries  *prometheus.CounterVec
+	fetches     *prometheus.CounterVec
+}
+
+// New builds the registry. states, when set, backs vigil_watches.
+func New(states StateCounter) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		pluginCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "vigil_plugin_call_seconds",
+			Help:    "Latency of plugin calls (observe is the probe latency), by kind, export and outcome.",
+			Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .05, .25, 1, 5},
+		}, []string{"kind", "export", "outcome"}),
+		faults: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_plugin_faults_total",
+			Help: "Plugin calls that produced no usable answer, by kind, export and reason (timeout, trap, memory, output_too_large, bad_output, raised).",
+		}, []string{"kind", "export", "reason"}),
+		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_probes_total",
+			Help: "Probes of due watches, by kind and result (pending, settled, changed, expired, unwatchable, fault, error).",
+		}, []string{"kind", "result"}),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_deliveries_total",
+			Help: "Messages delivered, by receipt (delivered, rejected, unknown) and channel (mailbox, webhook).",
+		}, []string{"receipt", "channel"}),
+		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_fetches_total",
+			Help: "Fetches plugins asked for, by kind and outcome (ok or the failure reason).",
+		}, []string{"kind", "outcome"}),
+	}
+	m.reg.MustRegister(m.pluginCalls, m.faults, m.probes, m.deliveries, m.fetches,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if states != nil {
+		m.reg.MustRegister(&watchCollector{states: states, desc: prometheus.NewDesc(
+			"vigil_watches", "Watches in the store, by state.", []string{"state"}, nil)})
+	}
+	return m
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Registry is the registry, for tests and extra collectors.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// PluginCall implements plugin.Metrics.
+func (m *Metrics) PluginCall(kind, export, outcome string, d time.Duration) {
+	m.pluginCalls.WithLabelValues(kind, export, outcome).Observe(d.Seconds())
+	if outcome != "ok" {
+		m.faults.WithLabelValues(kind, export, outcome).Inc()
+	}
+}
+
+// Fetch implements plugin.Metrics.
+func (m *Metrics) Fetch(kind, outcome string) { m.fetches.WithLabelValues(kind, outcome).Inc() }
+
+// Probe implements scheduler.Metrics.
+func (m *Metrics) Probe(kind, result string) { m.probes.WithLabelValues(kind, result).Inc() }
+
+// Delivery implements delivery.Metrics.
+func (m *Metrics) Delivery(receipt store.Receipt, channel string) {
+	m.deliveries.WithLabelValues(string(receipt), channel).Inc()
+}
+
+// watchCollector counts watches by state when scraped: a gauge kept up to
+// date by every transition would be one more write per transition.
+type watchCollector struct {
+	states StateCounter
+	desc   *prometheus.Desc
+}
+
+func (c *watchCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *watchCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	counts, err := c.states.CountByState(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.desc, err)
+		return
+	}
+	for _, s := range store.States() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[s]), string(s))
+	}
+}
