@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/internal/wasmbuild"
+)
+
+// buildVigil builds the binary once for the end-to-end tests.
+func buildVigil(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "vigil")
+	cmd := exec.Command(wasmbuild.Go(), "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+// server is one vigil serve process.
+type server struct {
+	cmd  *exec.Cmd
+	logs *bytes.Buffer
+}
+
+func startServer(t *testing.T, bin, addr, data string) *server {
+	t.Helper()
+	s := &server{logs: &bytes.Buffer{}}
+	s.cmd = exec.Command(bin, "serve", "--listen", addr, "--data", data)
+	s.cmd.Stderr = s.logs
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.cmd.Process.Kill(); _ = s.cmd.Wait() })
+	// Ready when /healthz answers; the process exiting first is a failure.
+	exited := make(chan error, 1)
+	go func() { _, err := s.cmd.Process.Wait(); exited <- err }()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			return s
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("serve exited: %v\n%s", err, s.logs)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatalf("serve did not answer within a minute\n%s", s.logs)
+	return nil
+}
+
+func postJSON(t *testing.T, url, body string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func readMailbox(t *testing.T, base string, after uint64, wait string) api.Mailbox {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("%s/api/v1/recipients/agent-1/mailbox?after=%d&wait=%s", base, after, wait))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var mb api.Mailbox
+	if err := json.NewDecoder(resp.Body).Decode(&mb); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("mailbox: %d %v", resp.StatusCode, err)
+	}
+	return mb
+}
+
+// Register a timer through HTTP, kill -9 the server right after the 201,
+// restart it, and be woken exactly once.
+func TestEndToEndSurvivesAKillMidWait(t *testing.T) {
+	bin := buildVigil(t)
+	addr, data := freePort(t), t.TempDir()
+	base := "http://" + addr
+	srv := startServer(t, bin, addr, data)
+
+	at := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
+	status, body := postJSON(t, base+"/api/v1/watches",
+		`{"kind":"timer","params":{"at":"`+at+`"},"recipient":{"id":"agent-1"},"every":"1s"}`)
+	if status != 201 {
+		t.Fatalf("register: %d %s", status, body)
+	}
+	var w api.Watch
+	_ = json.Unmarshal(body, &w)
+
+	// The 201 means the row is durable: a kill -9 now must not lose it.
+	_ = srv.cmd.Process.Signal(syscall.SIGKILL)
+	_ = srv.cmd.Wait()
+	srv = startServer(t, bin, addr, data)
+
+	mb := readMailbox(t, base, 0, "30s")
+	if len(mb.Messages) != 1 || mb.Messages[0].WatchID != w.ID || mb.Messages[0].Type != "fired" {
+		t.Fatalf("after the restart: %+v\n%s", mb, srv.logs)
+	}
+	// Exactly one: nothing more arrives, and a graceful restart sends
+	// nothing again.
+	_ = srv.cmd.Process.Signal(syscall.SIGTERM)
+	if err := srv.cmd.Wait(); err != nil {
+		t.Fatalf("graceful stop: %v\n%s", err, srv.logs)
+	}
+	srv = startServer(t, bin, addr, data)
+	if mb := readMailbox(t, base, 0, "2s"); len(mb.Messages) != 1 {
+		t.Fatalf("messages after a second restart: %+v", mb)
+	}
+	resp, err := http.Get(base + "/api/v1/watches/" + w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got api.Watch
+	_ = json.NewDecoder(resp.Body).Decode(&got)
+	if got.State != "fired" || got.Receipt != "delivered" {
+		t.Fatalf("watch: %+v", got)
+	}
+}
+
+// The README's "Try it" commands run exactly as written against a server
+// started the README's way.
+func TestReadmeQuickStart(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed; the README's commands use it")
+	}
+	if ln, err := net.Listen("tcp", "127.0.0.1:7878"); err != nil {
+		t.Skipf("port 7878, which the README uses, is taken: %v", err)
+	} else {
+		_ = ln.Close()
+	}
+	bin := buildVigil(t)
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := shellBlockAfter(t, string(readme), "## Try it")
+	dir := t.TempDir()
+	srv := exec.Command(bin, "serve") // the README's command, in a fresh directory
+	srv.Dir = dir
+	var logs bytes.Buffer
+	srv.Stderr = &logs
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+	for i := 0; ; i++ {
+		if resp, err := http.Get("http://localhost:7878/healthz"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if i > 1200 {
+			t.Fatalf("serve did not start\n%s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	out, err := exec.Command("bash", "-euo", "pipefail", "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("README commands failed: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), `"type":"fired"`) {
+		t.Fatalf("README commands did not end with the fired message:\n%s", out)
+	}
+}
+
+// shellBlockAfter returns the first ```sh block after heading.
+func shellBlockAfter(t *testing.T, doc, heading string) string {
+	t.Helper()
+	i := strings.Index(doc, heading)
+	if i < 0 {
+		t.Fatalf("README has no %q", heading)
+	}
+	sc := bufio.NewScanner(strings.NewReader(doc[i:]))
+	var lines []string
+	in := false
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case !in && line == "```sh":
+			in = true
+		case in && line == "```":
+			return strings.Join(lines, "\n")
+		case in:
+			lines = append(lines, line)
+		}
+	}
+	t.Fatalf("no sh block after %q", heading)
+	return ""
+}
