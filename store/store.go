@@ -9,8 +9,8 @@ import (
 
 // Sentinel errors.
 var (
-	// ErrNotFound: no row with that id (or it is held aside).
-	ErrNotFound = errors.New("store: no such watch")
+	// ErrNotFound: no such watch or recipient (or it is held aside).
+	ErrNotFound = errors.New("not found")
 	// ErrNotPending: the transition needs a pending row and the row has
 	// already settled (or was cancelled).
 	ErrNotPending = errors.New("store: watch is not pending")

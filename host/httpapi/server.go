@@ -16,6 +16,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/gofiber/fiber/v2/middleware/recover"
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/delivery"
@@ -111,11 +112,18 @@ func New(d Deps, o Options) *fiber.App {
 		ReadTimeout:           75 * time.Second, // above the longest long poll
 		IdleTimeout:           120 * time.Second,
 	})
+	// A handler that panics answers 500 internal; it never takes the
+	// daemon down.
+	app.Use(recover.New())
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	if o.Metrics != nil {
 		app.Get("/metrics", s.authenticate, adaptor.HTTPHandler(o.Metrics))
 	}
 	v1 := app.Group("/api/v1", s.authenticate)
+	v1.Get("/openapi.yaml", func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentType, "application/yaml")
+		return c.Send(api.OpenAPI())
+	})
 	v1.Get("/plugins", s.listPlugins)
 	v1.Post("/plugins/reload", s.reloadPlugins)
 	v1.Post("/watches", s.createWatch)
@@ -129,10 +137,15 @@ func New(d Deps, o Options) *fiber.App {
 	v1.Get("/recipients/:id/mailbox/stream", s.streamMailbox)
 	routes := app.GetRoutes(true)
 	app.Use(func(c *fiber.Ctx) error {
+		var allowed []string
 		for _, r := range routes {
-			if r.Method != c.Method() && matches(r.Path, c.Path()) {
-				return &api.Error{Code: api.CodeMethodNotAllowed, Message: c.Method() + " is not allowed on " + c.Path()}
+			if r.Method != c.Method() && r.Method != fiber.MethodHead && matches(r.Path, c.Path()) {
+				allowed = append(allowed, r.Method)
 			}
+		}
+		if len(allowed) > 0 {
+			c.Set(fiber.HeaderAllow, strings.Join(allowed, ", "))
+			return &api.Error{Code: api.CodeMethodNotAllowed, Message: c.Method() + " is not allowed on " + c.Path() + "; allowed: " + strings.Join(allowed, ", ")}
 		}
 		return &api.Error{Code: api.CodeNotFound, Message: "no route " + c.Method() + " " + c.Path()}
 	})
@@ -227,6 +240,7 @@ func toAPIError(err error) *api.Error {
 		se  *scheduler.Error
 		re  *recipients.Error
 		ce  *plugin.CallError
+		rge *plugin.RegistryError
 		fe  *fiber.Error
 	)
 	switch {
@@ -240,6 +254,9 @@ func toAPIError(err error) *api.Error {
 		return &api.Error{Code: re.Code, Message: re.Message, Field: re.Field}
 	case errors.As(err, &ce):
 		return &api.Error{Code: api.CodePluginFault, Message: ce.Error()}
+	case errors.As(err, &rge):
+		// The operator's registry file: say what is wrong with it.
+		return &api.Error{Code: api.CodeInternal, Message: rge.Error()}
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, delivery.ErrUnknownRecipient):
 		return &api.Error{Code: api.CodeNotFound, Message: err.Error()}
 	case errors.As(err, &fe):
@@ -293,6 +310,7 @@ func (s *server) createWatch(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	c.Location("/api/v1/watches/" + w.ID.String())
 	return c.Status(fiber.StatusCreated).JSON(toWatch(w))
 }
 
@@ -400,11 +418,13 @@ func (s *server) deleteRecipient(c *fiber.Ctx) error {
 	return c.SendStatus(fiber.StatusNoContent)
 }
 
-// cursor reads ?after= and the SSE Last-Event-ID.
+// cursor reads the SSE Last-Event-ID, else ?after=. Last-Event-ID wins:
+// an EventSource opened on ?after=5 reconnects to the same URL with the
+// id of the last event it saw, and must resume there, not at 5.
 func cursor(c *fiber.Ctx) (uint64, error) {
-	v := c.Query("after")
+	v := c.Get("Last-Event-ID")
 	if v == "" {
-		v = c.Get("Last-Event-ID")
+		v = c.Query("after")
 	}
 	if v == "" {
 		return 0, nil

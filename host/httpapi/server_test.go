@@ -162,6 +162,7 @@ func TestErrorCodes(t *testing.T) {
 		{"mailbox bad cursor", "GET", "/api/v1/recipients/agent-1/mailbox?after=-1", "", 422, api.CodeInvalidField, "after", ""},
 		{"unknown route", "GET", "/api/v1/nope", "", 404, api.CodeNotFound, "", ""},
 		{"wrong method", "PATCH", "/api/v1/watches", "", 405, api.CodeMethodNotAllowed, "", ""},
+		{"wrong method on openapi", "DELETE", "/api/v1/openapi.yaml", "", 405, api.CodeMethodNotAllowed, "", ""},
 		{"wrong method on an id", "POST", "/api/v1/watches/" + w.ID, "", 405, api.CodeMethodNotAllowed, "", ""},
 	}
 	for _, tt := range tests {
@@ -264,7 +265,9 @@ func TestMailboxStream(t *testing.T) {
 	f.sched.Tick(context.Background(), t0)
 
 	read := func(lastID string, n int) []string {
-		req, _ := http.NewRequest("GET", base+"/api/v1/recipients/agent-1/mailbox/stream", nil)
+		// An EventSource reconnects to the URL it was opened with (here
+		// ?after=0) and sends Last-Event-ID: the id must win.
+		req, _ := http.NewRequest("GET", base+"/api/v1/recipients/agent-1/mailbox/stream?after=0", nil)
 		if lastID != "" {
 			req.Header.Set("Last-Event-ID", lastID)
 		}
@@ -368,5 +371,32 @@ func TestBearerTokens(t *testing.T) {
 	// Health stays open for probes.
 	if resp, _ := app.Test(httptest.NewRequest("GET", "/healthz", nil)); resp.StatusCode != 200 {
 		t.Fatalf("healthz %d", resp.StatusCode)
+	}
+}
+
+func TestCreatedWatchHasALocation(t *testing.T) {
+	f := newFixture(t)
+	req := httptest.NewRequest("POST", "/api/v1/watches", strings.NewReader(`{"kind":"ci","params":{},"recipient":{"id":"a"}}`))
+	resp, err := f.app.Test(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w api.Watch
+	_ = json.NewDecoder(resp.Body).Decode(&w)
+	if resp.StatusCode != 201 || resp.Header.Get("Location") != "/api/v1/watches/"+w.ID {
+		t.Fatalf("%d location %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	req = httptest.NewRequest("PATCH", "/api/v1/watches/"+w.ID, nil)
+	resp, _ = f.app.Test(req)
+	if allow := resp.Header.Get("Allow"); resp.StatusCode != 405 || !strings.Contains(allow, "GET") || !strings.Contains(allow, "DELETE") {
+		t.Fatalf("405 Allow %q", allow)
+	}
+}
+
+func TestOpenAPIIsServed(t *testing.T) {
+	f := newFixture(t)
+	status, b := f.do(t, "GET", "/api/v1/openapi.yaml", "")
+	if status != 200 || !strings.HasPrefix(string(b), "openapi: 3.1") {
+		t.Fatalf("%d %.60s", status, b)
 	}
 }

@@ -29,9 +29,11 @@ type Scheduler interface {
 	Cancel(ctx context.Context, id store.ID, reason string) (store.Watch, error)
 }
 
-// Kinds tells which kinds are standing.
+// Kinds tells which kinds are standing, and admits a ref's params before
+// the recipient is stored, so a refused ref changes nothing.
 type Kinds interface {
 	Lookup(kind string) (plugin.Info, bool)
+	Admit(ctx context.Context, kind string, params json.RawMessage) (plugin.Admission, error)
 }
 
 // Clock tells the time.
@@ -98,6 +100,17 @@ func (s *Service) Put(ctx context.Context, u Update) (store.RecipientRecord, err
 		}
 		if _, err := canonical(ref.Params); err != nil {
 			return store.RecipientRecord{}, &Error{Code: CodeInvalidField, Field: fmt.Sprintf("refs[%d].params", i), Message: err.Error()}
+		}
+		if _, err := s.kinds.Admit(ctx, ref.Kind, ref.Params); err != nil {
+			var ref *plugin.Refusal
+			if errors.As(err, &ref) {
+				field := fmt.Sprintf("refs[%d]", i)
+				if ref.Field != "" {
+					field += "." + ref.Field
+				}
+				return store.RecipientRecord{}, &Error{Code: ref.Code, Field: field, Message: ref.Message}
+			}
+			return store.RecipientRecord{}, err
 		}
 	}
 	now := s.clock.Now().UTC()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,7 +38,10 @@ func (f *fakePlugins) Lookup(kind string) (plugin.Info, bool) {
 	return plugin.Info{}, false
 }
 
-func (f *fakePlugins) Admit(context.Context, string, json.RawMessage) (plugin.Admission, error) {
+func (f *fakePlugins) Admit(_ context.Context, _ string, params json.RawMessage) (plugin.Admission, error) {
+	if strings.Contains(string(params), `"bad"`) {
+		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeInvalidParams, Field: "params.bad", Message: "bad"}
+	}
 	return plugin.Admission{}, nil
 }
 
@@ -215,6 +219,7 @@ func TestPutValidates(t *testing.T) {
 		{"webhook secret", Update{ID: "a", Status: store.StatusRunning, Webhook: &store.Webhook{URL: "https://x/", Secret: "hunter2"}}, "webhook.secret"},
 		{"ref not standing", Update{ID: "a", Status: store.StatusRunning, Refs: []store.Ref{{Kind: "ci", Params: json.RawMessage(`{}`)}}}, "refs[0].kind"},
 		{"ref params", Update{ID: "a", Status: store.StatusRunning, Refs: []store.Ref{{Kind: "ticket", Params: json.RawMessage(`{`)}}}, "refs[0].params"},
+		{"ref refused by admit", Update{ID: "a", Status: store.StatusRunning, Refs: []store.Ref{{Kind: "ticket", Params: json.RawMessage(`{"bad":1}`)}}}, "refs[0].params.bad"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -222,6 +227,10 @@ func TestPutValidates(t *testing.T) {
 			var e *Error
 			if !errors.As(err, &e) || e.Field != tt.field {
 				t.Fatalf("err = %v", err)
+			}
+			// A refused update stores nothing.
+			if _, err := f.st.GetRecipient(ctx, tt.u.ID); tt.u.ID == "a" && err == nil {
+				t.Fatal("a refused update was stored")
 			}
 		})
 	}
