@@ -174,7 +174,7 @@ func (s settings) validate(sources map[string]string) error {
 	for i, t := range s.Tokens {
 		switch {
 		case !scheduler.ValidRecipientID(t.Principal):
-			bad("tokens", fmt.Errorf("tokens[%d].principal %q: want 1-128 of letters, digits and . _ - : @", i, t.Principal))
+			bad("tokens", fmt.Errorf("tokens[%d].principal %q: %s", i, t.Principal, scheduler.RecipientIDGrammar))
 		case len(t.Token) < 16:
 			bad("tokens", fmt.Errorf("tokens[%d] (principal %s): a token needs at least 16 characters", i, t.Principal))
 		case seen[t.Token]:

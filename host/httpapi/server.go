@@ -285,7 +285,7 @@ func parseID(c *fiber.Ctx) (store.ID, error) {
 func recipientParam(c *fiber.Ctx) (string, error) {
 	id := c.Params("id")
 	if !scheduler.ValidRecipientID(id) {
-		return "", &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: fmt.Sprintf("recipient id %q: want 1-128 of letters, digits and . _ - : @", id)}
+		return "", &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: fmt.Sprintf("recipient id %q: %s", id, scheduler.RecipientIDGrammar)}
 	}
 	return id, nil
 }
@@ -317,7 +317,7 @@ func (s *server) createWatch(c *fiber.Ctx) error {
 func (s *server) listWatches(c *fiber.Ctx) error {
 	f := store.Filter{Recipient: c.Query("recipient"), State: store.State(c.Query("state"))}
 	if f.Recipient != "" && !scheduler.ValidRecipientID(f.Recipient) {
-		return &api.Error{Code: api.CodeInvalidRecipient, Field: "recipient", Message: fmt.Sprintf("recipient id %q: want 1-128 of letters, digits and . _ - : @", f.Recipient)}
+		return &api.Error{Code: api.CodeInvalidRecipient, Field: "recipient", Message: fmt.Sprintf("recipient id %q: %s", f.Recipient, scheduler.RecipientIDGrammar)}
 	}
 	if f.State != "" && !f.State.Valid() {
 		return &api.Error{Code: api.CodeInvalidField, Field: "state", Message: "want pending, fired, expired, cancelled, undeliverable or unwatchable"}

@@ -82,7 +82,7 @@ const (
 // Put validates and stores a recipient, then reconciles its watches.
 func (s *Service) Put(ctx context.Context, u Update) (store.RecipientRecord, error) {
 	if !scheduler.ValidRecipientID(u.ID) {
-		return store.RecipientRecord{}, &Error{Code: CodeInvalidRecipient, Field: "id", Message: "want 1-128 of letters, digits and . _ - : @"}
+		return store.RecipientRecord{}, &Error{Code: CodeInvalidRecipient, Field: "id", Message: scheduler.RecipientIDGrammar}
 	}
 	if !u.Status.Valid() {
 		return store.RecipientRecord{}, &Error{Code: CodeInvalidField, Field: "status", Message: "want running, paused or stopped"}
@@ -251,7 +251,7 @@ func canonical(raw json.RawMessage) (string, error) {
 // Get returns a recipient.
 func (s *Service) Get(ctx context.Context, id string) (store.RecipientRecord, error) {
 	if !scheduler.ValidRecipientID(id) {
-		return store.RecipientRecord{}, &Error{Code: CodeInvalidRecipient, Field: "id", Message: "want 1-128 of letters, digits and . _ - : @"}
+		return store.RecipientRecord{}, &Error{Code: CodeInvalidRecipient, Field: "id", Message: scheduler.RecipientIDGrammar}
 	}
 	return s.store.GetRecipient(ctx, id)
 }

@@ -50,6 +50,9 @@ func (e *Error) Error() string {
 // maxRecipientID bounds a recipient id.
 const maxRecipientID = 128
 
+// RecipientIDGrammar says what a recipient id is, for error messages.
+const RecipientIDGrammar = "want 1-128 of letters, digits and . _ - : @"
+
 // ValidRecipientID reports whether s is a recipient id: 1 to 128 bytes of
 // letters, digits and . _ - : @.
 func ValidRecipientID(s string) bool {
@@ -76,7 +79,7 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 	now := s.cfg.Clock.Now().UTC()
 	if !ValidRecipientID(r.Recipient.ID) {
 		return store.Watch{}, &Error{Code: CodeInvalidRecipient, Field: "recipient.id",
-			Message: fmt.Sprintf("want 1-%d of letters, digits and . _ - : @", maxRecipientID)}
+			Message: RecipientIDGrammar}
 	}
 	if s.cfg.Recipients != nil {
 		rec, err := s.cfg.Recipients.EnsureRecipient(ctx, r.Recipient.ID, now)
