@@ -288,6 +288,17 @@ func (s *Badger) CarryBaseline(ctx context.Context, id ID, baseline json.RawMess
 // List implements Store.
 func (s *Badger) List(ctx context.Context, f Filter) ([]Watch, int, error) {
 	var out []Watch
+	held, err := s.ForEach(ctx, f, func(w Watch) error {
+		out = append(out, w)
+		return nil
+	})
+	return out, held, err
+}
+
+// ForEach calls fn with each readable row matching f, oldest first, without
+// holding them all in memory, and returns how many rows it skipped because
+// they are held aside. An error from fn stops the walk and is returned.
+func (s *Badger) ForEach(ctx context.Context, f Filter, fn func(Watch) error) (int, error) {
 	held := 0
 	err := s.db.View(func(txn *badger.Txn) error {
 		var prefix []byte
@@ -319,11 +330,13 @@ func (s *Badger) List(ctx context.Context, f Filter) ([]Watch, int, error) {
 			if f.State != "" && w.State != f.State {
 				continue
 			}
-			out = append(out, w)
+			if err := fn(w); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
-	return out, held, err
+	return held, err
 }
 
 // Prune implements Store: settled rows, and mailbox messages, older than

@@ -60,6 +60,8 @@ type Store interface {
 	// List returns the readable rows matching f, oldest first, and how many
 	// rows it skipped because they are held aside.
 	List(ctx context.Context, f Filter) ([]Watch, int, error)
+	// ForEach is List without holding the rows: fn sees each in turn.
+	ForEach(ctx context.Context, f Filter, fn func(Watch) error) (int, error)
 	// Prune deletes rows settled before cutoff, and mailbox messages older
 	// than it, and returns how many. Pending rows and held-aside rows are
 	// never pruned.

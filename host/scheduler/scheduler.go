@@ -176,16 +176,13 @@ func (s *Scheduler) Prime(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("scheduler: prune: %w", err)
 	}
-	rows, held, err := s.cfg.Store.List(ctx, store.Filter{State: store.Pending})
-	if err != nil {
-		return 0, fmt.Errorf("scheduler: load pending: %w", err)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.h = make(dueHeap, 0, len(rows))
+	s.h = s.h[:0]
 	clear(s.byID)
 	nowN := now.UnixNano()
-	for _, w := range rows {
+	// Rows stream from the store: only the 48-byte entries stay.
+	held, err := s.cfg.Store.ForEach(ctx, store.Filter{State: store.Pending}, func(w store.Watch) error {
 		e := &entry{id: w.ID, every: int64(w.Every), attempts: int32(w.Attempts)}
 		if w.ExpiresAt != nil {
 			e.deadline = w.ExpiresAt.UnixNano()
@@ -197,11 +194,15 @@ func (s *Scheduler) Prime(ctx context.Context) (int, error) {
 		e.index = int32(len(s.h))
 		s.h = append(s.h, e)
 		s.byID[w.ID] = e
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("scheduler: load pending: %w", err)
 	}
 	heap.Init(&s.h)
-	s.log.Info("primed", "pending", len(rows), "pruned", pruned, "held_aside", held)
+	s.log.Info("primed", "pending", len(s.h), "pruned", pruned, "held_aside", held)
 	s.signal()
-	return len(rows), nil
+	return len(s.h), nil
 }
 
 // NextWake is when the next watch is due; false when nothing is pending,
