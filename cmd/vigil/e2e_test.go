@@ -45,24 +45,33 @@ func freePort(t *testing.T) string {
 	return addr
 }
 
-// server is one vigil serve process.
+// server is one vigil serve process. Its one Wait runs in the background;
+// exited closes when it returns, with the result in err.
 type server struct {
-	cmd  *exec.Cmd
-	logs *bytes.Buffer
+	cmd    *exec.Cmd
+	logs   *bytes.Buffer
+	exited chan struct{}
+	err    error
+}
+
+// stop signals the process and waits for it to exit.
+func (s *server) stop(sig os.Signal) error {
+	_ = s.cmd.Process.Signal(sig)
+	<-s.exited
+	return s.err
 }
 
 func startServer(t *testing.T, bin, addr, data string) *server {
 	t.Helper()
-	s := &server{logs: &bytes.Buffer{}}
+	s := &server{logs: &bytes.Buffer{}, exited: make(chan struct{})}
 	s.cmd = exec.Command(bin, "serve", "--listen", addr, "--data", data)
 	s.cmd.Stderr = s.logs
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = s.cmd.Process.Kill(); _ = s.cmd.Wait() })
+	go func() { s.err = s.cmd.Wait(); close(s.exited) }()
+	t.Cleanup(func() { _ = s.stop(os.Kill) })
 	// Ready when /healthz answers; the process exiting first is a failure.
-	exited := make(chan error, 1)
-	go func() { _, err := s.cmd.Process.Wait(); exited <- err }()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
@@ -70,8 +79,8 @@ func startServer(t *testing.T, bin, addr, data string) *server {
 			return s
 		}
 		select {
-		case err := <-exited:
-			t.Fatalf("serve exited: %v\n%s", err, s.logs)
+		case <-s.exited:
+			t.Fatalf("serve exited: %v\n%s", s.err, s.logs)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -122,8 +131,7 @@ func TestEndToEndSurvivesAKillMidWait(t *testing.T) {
 	_ = json.Unmarshal(body, &w)
 
 	// The 201 means the row is durable: a kill -9 now must not lose it.
-	_ = srv.cmd.Process.Signal(syscall.SIGKILL)
-	_ = srv.cmd.Wait()
+	_ = srv.stop(syscall.SIGKILL)
 	srv = startServer(t, bin, addr, data)
 
 	mb := readMailbox(t, base, 0, "30s")
@@ -132,8 +140,7 @@ func TestEndToEndSurvivesAKillMidWait(t *testing.T) {
 	}
 	// Exactly one: nothing more arrives, and a graceful restart sends
 	// nothing again.
-	_ = srv.cmd.Process.Signal(syscall.SIGTERM)
-	if err := srv.cmd.Wait(); err != nil {
+	if err := srv.stop(syscall.SIGTERM); err != nil {
 		t.Fatalf("graceful stop: %v\n%s", err, srv.logs)
 	}
 	srv = startServer(t, bin, addr, data)

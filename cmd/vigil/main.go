@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +17,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRoot(os.Stdout, os.Stderr).ExecuteContext(ctx); err != nil {
+		var exitErr *exitError
+		if errors.As(err, &exitErr) {
+			os.Exit(exitErr.Code)
+		}
 		fmt.Fprintln(os.Stderr, "vigil:", err)
 		os.Exit(1)
 	}
@@ -34,7 +39,8 @@ is a sandboxed WebAssembly plugin.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newServe(stderr), newPlugins(stdout, stderr))
+	root.AddCommand(newServe(stderr), newPlugins(stdout, stderr),
+		newWatch(stdout, stderr), newMail(stdout, stderr), newRecipient(stdout, stderr), newPlugin(stdout, stderr))
 	return root
 }
 

@@ -107,10 +107,14 @@ func New(d Deps, o Options) *fiber.App {
 	app := fiber.New(fiber.Config{
 		AppName:               "vigil",
 		DisableStartupMessage: true,
-		BodyLimit:             o.BodyLimit,
-		ErrorHandler:          s.errorHandler,
-		ReadTimeout:           75 * time.Second, // above the longest long poll
-		IdleTimeout:           120 * time.Second,
+		// Strings from the request (path params, query values) are copies,
+		// not views of fasthttp's reused buffers: a recipient id outlives
+		// its request as a long-poll hub key and inside an SSE stream.
+		Immutable:    true,
+		BodyLimit:    o.BodyLimit,
+		ErrorHandler: s.errorHandler,
+		ReadTimeout:  75 * time.Second, // above the longest long poll
+		IdleTimeout:  120 * time.Second,
 	})
 	// A handler that panics answers 500 internal; it never takes the
 	// daemon down.

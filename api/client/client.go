@@ -1,0 +1,324 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vigilhq/vigil/api"
+)
+
+// Client calls one vigil server. It is safe for concurrent use.
+type Client struct {
+	base  string
+	token string
+	hc    *http.Client
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithToken sends token as "Authorization: Bearer <token>" on every
+// request. An empty token sends no Authorization header.
+func WithToken(token string) Option {
+	return func(c *Client) { c.token = token }
+}
+
+// WithHTTPClient makes the client use hc. Long polls and streams last as
+// long as their context allows, so hc.Timeout, if set, must be longer than
+// the longest wait the caller asks for (a stream ends at hc.Timeout).
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) {
+		if hc != nil {
+			c.hc = hc
+		}
+	}
+}
+
+// New returns a client of the server at baseURL ("http://127.0.0.1:7878").
+// Its default http.Client has no overall timeout: every call is bounded by
+// its context, and a long poll by its wait.
+func New(baseURL string, opts ...Option) *Client {
+	c := &Client{base: strings.TrimRight(baseURL, "/"), hc: &http.Client{}}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// ErrStreamEnded: the server closed the mailbox stream (it shut down, or
+// the connection broke). Reconnect from the last seq handled.
+var ErrStreamEnded = errors.New("client: the mailbox stream ended")
+
+// maxErrorBody bounds how much of an error response is read.
+const maxErrorBody = 64 << 10
+
+// maxEvent bounds one server-sent event.
+const maxEvent = 4 << 20
+
+// Health calls /healthz; nil means the server answered 2xx.
+func (c *Client) Health(ctx context.Context) error {
+	return c.do(ctx, http.MethodGet, "/healthz", nil, nil, nil)
+}
+
+// ListPlugins lists the loaded plugins and the files that did not load.
+func (c *Client) ListPlugins(ctx context.Context) (api.PluginList, error) {
+	var out api.PluginList
+	err := c.do(ctx, http.MethodGet, "/api/v1/plugins", nil, nil, &out)
+	return out, err
+}
+
+// ReloadPlugins makes the server reload its plugins, and returns what is
+// loaded afterwards.
+func (c *Client) ReloadPlugins(ctx context.Context) (api.PluginList, error) {
+	var out api.PluginList
+	err := c.do(ctx, http.MethodPost, "/api/v1/plugins/reload", nil, nil, &out)
+	return out, err
+}
+
+// CreateWatch registers a watch. The watch is durable when it returns.
+func (c *Client) CreateWatch(ctx context.Context, req api.WatchRequest) (api.Watch, error) {
+	var out api.Watch
+	err := c.do(ctx, http.MethodPost, "/api/v1/watches", nil, req, &out)
+	return out, err
+}
+
+// ListWatches lists watches; an empty recipient or state does not filter.
+func (c *Client) ListWatches(ctx context.Context, recipient, state string) (api.WatchList, error) {
+	q := url.Values{}
+	if recipient != "" {
+		q.Set("recipient", recipient)
+	}
+	if state != "" {
+		q.Set("state", state)
+	}
+	var out api.WatchList
+	err := c.do(ctx, http.MethodGet, "/api/v1/watches", q, nil, &out)
+	return out, err
+}
+
+// GetWatch reads one watch.
+func (c *Client) GetWatch(ctx context.Context, id string) (api.Watch, error) {
+	var out api.Watch
+	err := c.do(ctx, http.MethodGet, "/api/v1/watches/"+url.PathEscape(id), nil, nil, &out)
+	return out, err
+}
+
+// CancelWatch cancels a pending watch and returns it cancelled. A watch
+// that has already settled is an *api.Error with code already_settled.
+func (c *Client) CancelWatch(ctx context.Context, id string) (api.Watch, error) {
+	var out api.Watch
+	err := c.do(ctx, http.MethodDelete, "/api/v1/watches/"+url.PathEscape(id), nil, nil, &out)
+	return out, err
+}
+
+// PutRecipient creates or replaces a recipient. It replaces the whole
+// record: a webhook or refs left out of req are removed.
+func (c *Client) PutRecipient(ctx context.Context, id string, req api.RecipientRequest) (api.Recipient, error) {
+	var out api.Recipient
+	err := c.do(ctx, http.MethodPut, "/api/v1/recipients/"+url.PathEscape(id), nil, req, &out)
+	return out, err
+}
+
+// GetRecipient reads a recipient (never its webhook secret).
+func (c *Client) GetRecipient(ctx context.Context, id string) (api.Recipient, error) {
+	var out api.Recipient
+	err := c.do(ctx, http.MethodGet, "/api/v1/recipients/"+url.PathEscape(id), nil, nil, &out)
+	return out, err
+}
+
+// DeleteRecipient removes a recipient; its pending watches are cancelled.
+func (c *Client) DeleteRecipient(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/api/v1/recipients/"+url.PathEscape(id), nil, nil, nil)
+}
+
+// ReadMailbox reads up to limit messages after the cursor after. With
+// wait > 0 and nothing to read, the server holds the request until a
+// message lands or wait passes (it allows at most 60 s). A zero limit
+// takes the server's default. Pass the returned Next as after next time.
+func (c *Client) ReadMailbox(ctx context.Context, id string, after uint64, wait time.Duration, limit int) (api.Mailbox, error) {
+	q := url.Values{}
+	if after > 0 {
+		q.Set("after", strconv.FormatUint(after, 10))
+	}
+	if wait > 0 {
+		q.Set("wait", wait.String())
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out api.Mailbox
+	err := c.do(ctx, http.MethodGet, "/api/v1/recipients/"+url.PathEscape(id)+"/mailbox", q, nil, &out)
+	return out, err
+}
+
+// StreamMailbox follows the mailbox from the cursor after over
+// server-sent events and calls fn with each message, in order. It returns
+// ctx.Err() when ctx ends, fn's error when fn returns one, ErrStreamEnded
+// when the server closes the stream, or the error that broke it. It never
+// reconnects: to resume, call it again with the Seq of the last message
+// fn handled.
+func (c *Client) StreamMailbox(ctx context.Context, id string, after uint64, fn func(api.Message) error) error {
+	q := url.Values{}
+	if after > 0 {
+		q.Set("after", strconv.FormatUint(after, 10))
+	}
+	req, err := c.newRequest(ctx, http.MethodGet, "/api/v1/recipients/"+url.PathEscape(id)+"/mailbox/stream", q, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return responseError(resp)
+	}
+	var fnErr error
+	err = readEvents(resp.Body, func(name, data string) error {
+		if name != "" && name != "message" {
+			return nil // an event this client does not know
+		}
+		var m api.Message
+		if err := json.Unmarshal([]byte(data), &m); err != nil {
+			return fmt.Errorf("client: a mailbox event that is not a message: %w", err)
+		}
+		fnErr = fn(m)
+		return fnErr
+	})
+	switch {
+	case fnErr != nil:
+		return fnErr
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return err
+}
+
+// readEvents parses a text/event-stream and calls emit with each event's
+// name and data (its data lines joined by "\n"); an error from emit stops
+// the read and is returned. Comments (keep-alives) and events without data
+// are skipped. It returns ErrStreamEnded at the end of the body.
+func readEvents(r io.Reader, emit func(name, data string) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxEvent)
+	var name string
+	var data []string
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			if len(data) > 0 {
+				if err := emit(name, strings.Join(data, "\n")); err != nil {
+					return err
+				}
+			}
+			name, data = "", nil
+			continue
+		}
+		if strings.HasPrefix(line, ":") {
+			continue
+		}
+		field, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
+		case "event":
+			name = value
+		case "data":
+			data = append(data, value)
+		}
+		// "id" is the message's seq, which the data carries too; "retry"
+		// is a reconnect hint, and reconnecting is the caller's business.
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	return ErrStreamEnded
+}
+
+func (c *Client) newRequest(ctx context.Context, method, path string, q url.Values, in any) (*http.Request, error) {
+	u := c.base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("client: encoding the request: %w", err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	return req, nil
+}
+
+// do makes one request and decodes a 2xx body into out (when out is not
+// nil), or returns the error response as an *api.Error.
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
+	req, err := c.newRequest(ctx, method, path, q, in)
+	if err != nil {
+		return err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return responseError(resp)
+	}
+	if out != nil && resp.StatusCode != http.StatusNoContent {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			return fmt.Errorf("client: %s %s: decoding the response: %w", method, path, err)
+		}
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10)) // keep the connection reusable
+	return nil
+}
+
+// responseError turns a non-2xx response into an *api.Error: the
+// envelope's content when the body is the envelope, else code internal
+// with the status and the start of the body.
+func responseError(resp *http.Response) error {
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	var env api.ErrorEnvelope
+	if err == nil && json.Unmarshal(b, &env) == nil && env.Error.Code != "" {
+		e := env.Error
+		return &e
+	}
+	msg := "HTTP " + resp.Status
+	if s := strings.Join(strings.Fields(string(b)), " "); s != "" {
+		if len(s) > 200 {
+			s = s[:200] + "…"
+		}
+		msg += ": " + s
+	}
+	if err != nil {
+		msg += " (reading the body: " + err.Error() + ")"
+	}
+	return &api.Error{Code: api.CodeInternal, Message: msg}
+}

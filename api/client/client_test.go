@@ -1,0 +1,469 @@
+// The host this test serves (fiber, badger) does not build for wasip1,
+// which CI vets api/... under; the client itself does.
+
+//go:build !wasip1
+
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/api/client"
+	"github.com/vigilhq/vigil/host/delivery"
+	"github.com/vigilhq/vigil/host/httpapi"
+	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/recipients"
+	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/store"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+type fixedClock struct{ t time.Time }
+
+func (c fixedClock) Now() time.Time { return c.t }
+
+type idSource struct{ r *rand.ChaCha8 }
+
+func (s idSource) Read(p []byte) (int, error) { return s.r.Read(p) }
+
+// fakePlugins serves "ci", which settles on the first probe with the
+// result its params name (default "success") and refuses {"bad":…}.
+type fakePlugins struct{}
+
+func (fakePlugins) Lookup(kind string) (plugin.Info, bool) {
+	if kind == "ci" {
+		return plugin.Info{Kind: "ci", Version: "1.0.0", DefaultEvery: 30 * time.Second, Observable: true}, true
+	}
+	return plugin.Info{}, false
+}
+
+func (f fakePlugins) Admit(_ context.Context, kind string, params json.RawMessage) (plugin.Admission, error) {
+	if _, ok := f.Lookup(kind); !ok {
+		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeWatchUnobservable, Setting: "kinds." + kind + ".wasm", Message: "no plugin serves " + kind}
+	}
+	if strings.Contains(string(params), `"bad"`) {
+		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeInvalidParams, Field: "params.bad", Message: "bad"}
+	}
+	return plugin.Admission{}, nil
+}
+
+func (fakePlugins) Observe(_ context.Context, req abi.ObserveRequest) (plugin.Observation, error) {
+	var p struct{ Result string }
+	_ = json.Unmarshal(req.Params, &p)
+	if p.Result == "" {
+		p.Result = "success"
+	}
+	return plugin.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: p.Result, Summary: "done"}}, nil
+}
+
+func (f fakePlugins) Plugins() []plugin.Info {
+	a, _ := f.Lookup("ci")
+	return []plugin.Info{a}
+}
+
+func (fakePlugins) Problems() []*plugin.LoadError { return nil }
+
+func (f fakePlugins) Reload(context.Context) (plugin.Report, error) {
+	return plugin.Report{Loaded: f.Plugins()}, nil
+}
+
+// waitingMailboxes tells the test when a long poll has begun.
+type waitingMailboxes struct {
+	*delivery.Delivery
+	waiting chan struct{}
+}
+
+func (m waitingMailboxes) Read(ctx context.Context, rid string, after uint64, limit int, wait time.Duration) ([]store.Message, error) {
+	if wait > 0 {
+		select {
+		case m.waiting <- struct{}{}:
+		default:
+		}
+	}
+	return m.Delivery.Read(ctx, rid, after, limit, wait)
+}
+
+type fixture struct {
+	c       *client.Client
+	sched   *scheduler.Scheduler
+	waiting chan struct{}
+}
+
+// newFixture serves the real API over a loopback listener: a badger store
+// in t.TempDir(), delivery, a scheduler the test drives with Tick, and the
+// recipients service.
+func newFixture(t *testing.T, opts ...client.Option) *fixture {
+	t.Helper()
+	return newFixtureWith(t, httpapi.Options{}, opts...)
+}
+
+func newFixtureWith(t *testing.T, o httpapi.Options, opts ...client.Option) *fixture {
+	t.Helper()
+	st, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	del, err := delivery.New(delivery.Config{Store: st, Clock: fixedClock{t0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched, err := scheduler.New(scheduler.Config{Store: st, Plugins: fakePlugins{}, Deliver: del, Recipients: st,
+		Clock: fixedClock{t0}, IDs: idSource{rand.NewChaCha8([32]byte{7})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recips := recipients.New(st, sched, fakePlugins{}, fixedClock{t0}, nil)
+	o.StreamWait = 50 * time.Millisecond
+	base, stop := context.WithCancel(context.Background())
+	waiting := make(chan struct{}, 1)
+	app := httpapi.New(httpapi.Deps{Scheduler: sched, Watches: st, Mailboxes: waitingMailboxes{del, waiting},
+		Recipients: recips, Plugins: fakePlugins{}, Base: base}, o)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = app.Listener(ln) }()
+	t.Cleanup(func() {
+		stop()
+		_ = app.Shutdown()
+	})
+	return &fixture{c: client.New("http://"+ln.Addr().String()+"/", opts...), sched: sched, waiting: waiting}
+}
+
+func (f *fixture) watch(t *testing.T, recipient, params string) api.Watch {
+	t.Helper()
+	w, err := f.c.CreateWatch(context.Background(), api.WatchRequest{Kind: "ci", Params: json.RawMessage(params), Recipient: api.RecipientRef{ID: recipient}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func wantAPIError(t *testing.T, err error, code, field, setting string) {
+	t.Helper()
+	var ae *api.Error
+	if !errors.As(err, &ae) {
+		t.Fatalf("err = %v (%T), want an *api.Error", err, err)
+	}
+	if ae.Code != code || ae.Field != field || ae.Setting != setting || ae.Message == "" {
+		t.Fatalf("err = %+v, want code %q field %q setting %q", ae, code, field, setting)
+	}
+}
+
+func TestHealthAndPlugins(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if err := f.c.Health(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, call := range map[string]func(context.Context) (api.PluginList, error){"list": f.c.ListPlugins, "reload": f.c.ReloadPlugins} {
+		pl, err := call(ctx)
+		if err != nil || len(pl.Plugins) != 1 || pl.Plugins[0].Kind != "ci" || pl.Plugins[0].DefaultEvery != "30s" || pl.Problems == nil {
+			t.Fatalf("%s: %+v %v", name, pl, err)
+		}
+	}
+}
+
+func TestWatchLifecycle(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	exp := t0.Add(10 * time.Minute)
+	w, err := f.c.CreateWatch(ctx, api.WatchRequest{Kind: "ci", Params: json.RawMessage(`{"sha":"abc"}`),
+		Recipient: api.RecipientRef{ID: "agent-1"}, Every: "5s", ExpiresAt: &exp})
+	if err != nil || w.State != "pending" || w.Every != "5s" || w.ExpiresAt == nil || !w.ExpiresAt.Equal(exp) || w.Receipt != "none" {
+		t.Fatalf("%+v %v", w, err)
+	}
+	got, err := f.c.GetWatch(ctx, w.ID)
+	if err != nil || got.ID != w.ID || string(got.Params) != `{"sha":"abc"}` || got.Recipient.ID != "agent-1" {
+		t.Fatalf("%+v %v", got, err)
+	}
+	list, err := f.c.ListWatches(ctx, "agent-1", "pending")
+	if err != nil || len(list.Watches) != 1 || list.Watches[0].ID != w.ID {
+		t.Fatalf("%+v %v", list, err)
+	}
+	if list, err = f.c.ListWatches(ctx, "", ""); err != nil || len(list.Watches) != 1 {
+		t.Fatalf("unfiltered: %+v %v", list, err)
+	}
+	cancelled, err := f.c.CancelWatch(ctx, w.ID)
+	if err != nil || cancelled.State != "cancelled" || cancelled.SettledAt == nil {
+		t.Fatalf("%+v %v", cancelled, err)
+	}
+	if list, err = f.c.ListWatches(ctx, "agent-1", "pending"); err != nil || len(list.Watches) != 0 || list.Watches == nil {
+		t.Fatalf("after cancel: %+v %v", list, err)
+	}
+	_, err = f.c.CancelWatch(ctx, w.ID)
+	wantAPIError(t, err, api.CodeAlreadySettled, "", "")
+}
+
+// Every refusal comes back as the envelope's *api.Error, field and setting
+// included.
+func TestErrorEnvelope(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	rq := func(kind, params, rid string) api.WatchRequest {
+		return api.WatchRequest{Kind: kind, Params: json.RawMessage(params), Recipient: api.RecipientRef{ID: rid}}
+	}
+	_, err := f.c.CreateWatch(ctx, rq("ci", `{"bad":true}`, "agent-1"))
+	wantAPIError(t, err, api.CodeInvalidParams, "params.bad", "")
+	_, err = f.c.CreateWatch(ctx, rq("gitlab", `{}`, "agent-1"))
+	wantAPIError(t, err, api.CodeWatchUnobservable, "", "kinds.gitlab.wasm")
+	_, err = f.c.CreateWatch(ctx, rq("ci", `{}`, "a/b"))
+	wantAPIError(t, err, api.CodeInvalidRecipient, "recipient.id", "")
+	_, err = f.c.CreateWatch(ctx, api.WatchRequest{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: api.RecipientRef{ID: "a"}, Every: "often"})
+	wantAPIError(t, err, api.CodeInvalidField, "every", "")
+	_, err = f.c.GetWatch(ctx, "01m8nhtng4ra8tgz0tmrscbt6g")
+	wantAPIError(t, err, api.CodeNotFound, "", "")
+	_, err = f.c.ListWatches(ctx, "", "done")
+	wantAPIError(t, err, api.CodeInvalidField, "state", "")
+	_, err = f.c.ReadMailbox(ctx, "nobody", 0, 0, 0)
+	wantAPIError(t, err, api.CodeNotFound, "", "")
+	_, err = f.c.ReadMailbox(ctx, "agent-1", 0, 2*time.Minute, 0)
+	wantAPIError(t, err, api.CodeInvalidField, "wait", "")
+	_, err = f.c.ReadMailbox(ctx, "agent-1", 0, 0, 5000)
+	wantAPIError(t, err, api.CodeInvalidField, "limit", "")
+	err = f.c.StreamMailbox(ctx, "nobody", 0, func(api.Message) error { return nil })
+	wantAPIError(t, err, api.CodeNotFound, "", "")
+	// A path the escaping must keep in one segment.
+	_, err = f.c.GetRecipient(ctx, "a b")
+	wantAPIError(t, err, api.CodeInvalidRecipient, "id", "")
+}
+
+// A body that is not the envelope (a proxy's page) is an *api.Error with
+// code internal naming the status; a transport failure is not an
+// *api.Error at all.
+func TestNonEnvelopeErrors(t *testing.T) {
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusBadGateway)
+		fmt.Fprint(w, "<html><body>\n  upstream unavailable\n</body></html>")
+	}))
+	defer proxy.Close()
+	_, err := client.New(proxy.URL).GetWatch(context.Background(), "x")
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Code != api.CodeInternal || !strings.Contains(ae.Message, "502") || !strings.Contains(ae.Message, "upstream unavailable") {
+		t.Fatalf("err = %v", err)
+	}
+	// JSON that is not the envelope is no envelope either.
+	odd := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, `{"message":"nope"}`)
+	}))
+	defer odd.Close()
+	if err := client.New(odd.URL).Health(context.Background()); !errors.As(err, &ae) || ae.Code != api.CodeInternal || !strings.Contains(ae.Message, "403") {
+		t.Fatalf("err = %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	if err := client.New("http://" + addr).Health(context.Background()); err == nil || errors.As(err, &ae) {
+		t.Fatalf("a refused connection: %v", err)
+	}
+}
+
+func TestBearerToken(t *testing.T) {
+	got := make(chan string, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("Authorization")
+		fmt.Fprint(w, `{"status":"ok"}`)
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	if err := client.New(srv.URL, client.WithToken("s3cret"), client.WithHTTPClient(srv.Client())).Health(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h := <-got; h != "Bearer s3cret" {
+		t.Fatalf("Authorization %q", h)
+	}
+	if err := client.New(srv.URL, client.WithToken("")).Health(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h := <-got; h != "" {
+		t.Fatalf("Authorization without a token: %q", h)
+	}
+}
+
+// Against a server with tokens: the right one passes, and a wrong one is
+// the envelope's unauthorized.
+func TestBearerTokenOnTheServer(t *testing.T) {
+	o := httpapi.Options{Tokens: map[string]string{"s3cret-token-for-ci-bot": "ci-bot"}}
+	ctx := context.Background()
+	f := newFixtureWith(t, o, client.WithToken("s3cret-token-for-ci-bot"))
+	if _, err := f.c.ListPlugins(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bad := newFixtureWith(t, o, client.WithToken("nope"))
+	_, err := bad.c.ListWatches(ctx, "", "")
+	wantAPIError(t, err, api.CodeUnauthorized, "", "")
+	none := newFixtureWith(t, o)
+	_, err = none.c.ListWatches(ctx, "", "")
+	wantAPIError(t, err, api.CodeUnauthorized, "", "")
+}
+
+func TestRecipients(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	r, err := f.c.PutRecipient(ctx, "agent-1", api.RecipientRequest{Status: "running",
+		Webhook: &api.WebhookRequest{URL: "https://hooks.example.org/vigil", Secret: secret}})
+	if err != nil || r.ID != "agent-1" || r.Status != "running" || r.Webhook == nil || r.Webhook.URL != "https://hooks.example.org/vigil" || r.Refs == nil {
+		t.Fatalf("%+v %v", r, err)
+	}
+	got, err := f.c.GetRecipient(ctx, "agent-1")
+	if err != nil || got.Status != "running" || got.Webhook == nil {
+		t.Fatalf("%+v %v", got, err)
+	}
+	_, err = f.c.PutRecipient(ctx, "agent-1", api.RecipientRequest{Status: "asleep"})
+	wantAPIError(t, err, api.CodeInvalidField, "status", "")
+	if r, err = f.c.PutRecipient(ctx, "agent-1", api.RecipientRequest{Status: "paused"}); err != nil || r.Status != "paused" || r.Webhook != nil {
+		t.Fatalf("%+v %v", r, err)
+	}
+	_, err = f.c.CreateWatch(ctx, api.WatchRequest{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: api.RecipientRef{ID: "agent-1"}})
+	wantAPIError(t, err, api.CodeRecipientNotRunning, "recipient.id", "")
+	if err := f.c.DeleteRecipient(ctx, "agent-1"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.c.GetRecipient(ctx, "agent-1")
+	wantAPIError(t, err, api.CodeNotFound, "", "")
+}
+
+// A long poll holds until the message lands, and the cursor reads on.
+func TestReadMailboxLongPoll(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	w := f.watch(t, "agent-1", `{}`)
+	mb, err := f.c.ReadMailbox(ctx, "agent-1", 0, 0, 0)
+	if err != nil || len(mb.Messages) != 0 || mb.Next != 0 || mb.Messages == nil {
+		t.Fatalf("empty: %+v %v", mb, err)
+	}
+	type result struct {
+		mb  api.Mailbox
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		mb, err := f.c.ReadMailbox(ctx, "agent-1", 0, 30*time.Second, 10)
+		done <- result{mb, err}
+	}()
+	<-f.waiting // the server holds the poll
+	f.sched.Tick(ctx, t0)
+	r := <-done
+	if r.err != nil || len(r.mb.Messages) != 1 || r.mb.Next != 1 {
+		t.Fatalf("%+v %v", r.mb, r.err)
+	}
+	m := r.mb.Messages[0]
+	if m.Seq != 1 || m.WatchID != w.ID || m.Type != "fired" || m.Outcome.Result != "success" || m.Kind != "ci" || m.ID == "" || !m.At.Equal(t0) {
+		t.Fatalf("%+v", m)
+	}
+	// From the cursor, a short poll comes back empty at its bound.
+	mb, err = f.c.ReadMailbox(ctx, "agent-1", r.mb.Next, 20*time.Millisecond, 0)
+	if err != nil || len(mb.Messages) != 0 || mb.Next != 1 {
+		t.Fatalf("after the cursor: %+v %v", mb, err)
+	}
+	// The limit is honoured.
+	f.watch(t, "agent-1", `{}`)
+	f.watch(t, "agent-1", `{}`)
+	f.sched.Tick(ctx, t0)
+	if mb, err = f.c.ReadMailbox(ctx, "agent-1", 0, 0, 2); err != nil || len(mb.Messages) != 2 || mb.Next != 2 {
+		t.Fatalf("limit: %+v %v", mb, err)
+	}
+}
+
+// The stream delivers each message once, in order; fn's error ends it
+// with that error.
+func TestStreamMailbox(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.watch(t, "agent-1", `{}`)
+	f.watch(t, "agent-1", `{"result":"failure"}`)
+	f.sched.Tick(ctx, t0)
+
+	stop := errors.New("enough")
+	var got []api.Message
+	err := f.c.StreamMailbox(ctx, "agent-1", 0, func(m api.Message) error {
+		got = append(got, m)
+		if len(got) == 2 {
+			return stop
+		}
+		return nil
+	})
+	if err != stop || len(got) != 2 || got[0].Seq != 1 || got[1].Seq != 2 || got[1].Outcome.Result != "failure" {
+		t.Fatalf("err %v, got %+v", err, got)
+	}
+}
+
+// A stream from a cursor waits for what comes next; ending ctx ends it.
+// (A fixture of its own, and no other request while the stream is open:
+// the server reads the stream's recipient id from a fiber context that
+// the next request reuses, a server bug these tests step around.)
+func TestStreamMailboxFollows(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.watch(t, "agent-1", `{}`)
+	f.watch(t, "agent-1", `{}`)
+	f.sched.Tick(ctx, t0)
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	msgs := make(chan api.Message)
+	done := make(chan error, 1)
+	go func() {
+		done <- f.c.StreamMailbox(sctx, "agent-1", 2, func(m api.Message) error {
+			msgs <- m
+			return nil
+		})
+	}()
+	w, err := f.sched.Register(ctx, scheduler.Registration{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "agent-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.sched.Tick(ctx, t0)
+	if m := <-msgs; m.Seq != 3 || m.WatchID != w.ID.String() {
+		t.Fatalf("after the cursor: %+v", m)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("after cancel: %v", err)
+	}
+}
+
+// When the server closes the stream the client says so, and a caller can
+// tell that apart from its own cancellation.
+func TestStreamEnded(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("after") != "7" || r.Header.Get("Accept") != "text/event-stream" {
+			http.Error(w, "bad request", 400)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, ": keep-alive\r\n\r\n")
+		fmt.Fprint(w, "id: 8\r\nevent: message\r\ndata: {\"seq\":8,\r\ndata: \"type\":\"fired\"}\r\n\r\n")
+		fmt.Fprint(w, "event: other\ndata: {}\n\n")
+		fmt.Fprint(w, "id: 9\ndata:{\"seq\":9,\"type\":\"expired\"}\n\n")
+		fmt.Fprint(w, "id: 10\nevent: message\n\n") // no data: no event
+	}))
+	defer srv.Close()
+	var seqs []string
+	err := client.New(srv.URL).StreamMailbox(context.Background(), "agent-1", 7, func(m api.Message) error {
+		seqs = append(seqs, fmt.Sprint(m.Seq, m.Type))
+		return nil
+	})
+	if !errors.Is(err, client.ErrStreamEnded) || fmt.Sprint(seqs) != "[8fired 9expired]" {
+		t.Fatalf("err %v, seqs %v", err, seqs)
+	}
+}

@@ -1,0 +1,25 @@
+// Package client is the Go client of vigil's REST API (/api/v1): one
+// method per route, the wire types of package api in and out.
+//
+// It owns the HTTP of a client: building requests, the bearer token,
+// decoding responses, and turning every non-2xx answer into an *api.Error
+// (the envelope's code, message, field and setting), so a caller can
+// errors.As and switch on the code rather than on status numbers or
+// message text. A body that is not the envelope (a proxy's 502 page, a
+// load balancer's 401) becomes an *api.Error with code "internal" whose
+// message carries the status.
+//
+// It must never import host/ or store/: agents, CI bots and the vigil
+// CLI import it, and a client that pulled in the host would drag badger,
+// wazero and fiber into every one of them. It imports package api and the
+// standard library only. It must never retry, reconnect or wait on its
+// own: a long poll is one request, a stream is one connection, and what
+// to do when either ends (read on from which cursor, how soon) is the
+// caller's decision, because only the caller knows which messages it has
+// acted on.
+//
+// Rejected alternative: a client that follows the mailbox for the caller
+// and hands back a channel. It would have to choose a reconnect policy
+// and a buffer size for everyone, and a channel hides the cursor the
+// caller needs to resume without missing or repeating a message.
+package client

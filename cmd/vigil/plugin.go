@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/api/client"
+)
+
+// newPlugin is `vigil plugin`: the plugins a running server has loaded.
+// (`vigil plugins` loads them locally, without a server.)
+func newPlugin(stdout, stderr io.Writer) *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:   "plugin",
+		Short: "List or reload a server's plugins",
+		Long: `List or reload the plugins of a running server. Both exit non-zero when a
+plugin file failed to load, naming it on stderr. (vigil plugins loads the
+plugins locally instead, without a server.)`,
+		Args: cobra.NoArgs,
+	}
+	addClientFlags(cmd, &cf)
+	show := func(pl api.PluginList) error {
+		if cf.json {
+			if err := printJSON(stdout, pl); err != nil {
+				return err
+			}
+		} else {
+			tw := table(stdout)
+			fmt.Fprintln(tw, "KIND\tVERSION\tSTANDING\tEVERY\tCAPABILITIES\tOBSERVABLE\tFILE")
+			for _, p := range pl.Plugins {
+				obs := "yes"
+				if !p.Observable {
+					obs = "no: grant " + p.Setting
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\t%s\n", p.Kind, orDash(p.Version), p.Standing, orDash(p.DefaultEvery), orDash(strings.Join(p.Capabilities, ",")), obs, orDash(p.File))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, p := range pl.Problems {
+				fmt.Fprintf(stderr, "not loaded: %s: %s: %s\n", p.File, p.Rule, p.Error)
+			}
+		}
+		if len(pl.Problems) > 0 {
+			return fmt.Errorf("%d plugin(s) not loaded", len(pl.Problems))
+		}
+		return nil
+	}
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List the plugins the server has loaded",
+		Args:  cobra.NoArgs,
+		RunE: cf.run(func(ctx context.Context, c *client.Client, _ []string) error {
+			pl, err := c.ListPlugins(ctx)
+			if err != nil {
+				return err
+			}
+			return show(pl)
+		}),
+	}
+	reload := &cobra.Command{
+		Use:   "reload",
+		Short: "Make the server reload its plugins, and list what it loaded",
+		Args:  cobra.NoArgs,
+		RunE: cf.run(func(ctx context.Context, c *client.Client, _ []string) error {
+			pl, err := c.ReloadPlugins(ctx)
+			if err != nil {
+				return err
+			}
+			return show(pl)
+		}),
+	}
+	cmd.AddCommand(ls, reload)
+	return cmd
+}

@@ -1,0 +1,383 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/api/client"
+)
+
+func newWatch(stdout, stderr io.Writer) *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "Register, list, show and cancel watches on a server",
+		Args:  cobra.NoArgs,
+	}
+	addClientFlags(cmd, &cf)
+	cmd.AddCommand(newWatchAdd(&cf, stdout, stderr), newWatchLs(&cf, stdout, stderr), newWatchShow(&cf, stdout), newWatchCancel(&cf, stdout))
+	return cmd
+}
+
+type watchAddFlags struct {
+	params     []string
+	paramsJSON string
+	recipient  string
+	every      time.Duration
+	in         time.Duration
+	at         string
+	wait       bool
+}
+
+func newWatchAdd(cf *clientFlags, stdout, stderr io.Writer) *cobra.Command {
+	var f watchAddFlags
+	cmd := &cobra.Command{
+		Use:   "add KIND --for RECIPIENT [--param k=v]... [--params-json '{...}'] [--every D] [--in D | --at TIME] [--wait]",
+		Short: "Register a watch, and with --wait block until its outcome",
+		Long: `Register a watch of KIND for RECIPIENT.
+
+Params: --params-json gives a JSON object, and each --param k=v sets one
+key on top of it. A value that parses as JSON is taken as JSON (5, true,
+{"a":1}, "quoted"), anything else as a string (--param sha=1a2b3c); quote
+it to force a string (--param 'n="5"').
+
+The deadline: --in D (from now) or --at TIME (RFC 3339). With neither the
+server applies the predicate's default (15 minutes for open-ended kinds, a
+timer's instant plus one minute).
+
+--wait blocks until the watch's message arrives in RECIPIENT's mailbox and
+prints it, reading the mailbox from where it stood before the watch was
+registered, in long polls of up to 60 s. The exit code says how it ended:
+
+  0  fired (or changed) with a result other than failure, failed or error
+  1  fired with a result of failure, failed or error (and any other error)
+  2  expired: the deadline passed first
+  3  no outcome will come: undeliverable, unwatchable or cancelled
+
+A watch that ends without a message (undeliverable, cancelled) is noticed
+at the end of the current long poll. Interrupting --wait leaves the watch
+registered.`,
+		Args: cobra.ExactArgs(1),
+		RunE: cf.run(func(ctx context.Context, c *client.Client, args []string) error {
+			req, err := f.request(args[0], time.Now())
+			if err != nil {
+				return err
+			}
+			if !f.wait {
+				w, err := c.CreateWatch(ctx, req)
+				if err != nil {
+					return err
+				}
+				if cf.json {
+					return printJSON(stdout, w)
+				}
+				return printWatch(stdout, w)
+			}
+			return addAndWait(ctx, c, req, cf.json, stdout, stderr)
+		}),
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&f.params, "param", nil, "a param as key=value (repeatable; JSON values are taken as JSON)")
+	fl.StringVar(&f.paramsJSON, "params-json", "", "the params as a JSON object (--param keys go on top)")
+	fl.StringVar(&f.recipient, "for", "", "the recipient whose mailbox the outcome goes to (required)")
+	fl.DurationVar(&f.every, "every", 0, "how often to check (default: the predicate's)")
+	fl.DurationVar(&f.in, "in", 0, "deadline: this long from now")
+	fl.StringVar(&f.at, "at", "", "deadline: this instant (RFC 3339, e.g. 2026-12-01T14:00:00Z)")
+	fl.BoolVar(&f.wait, "wait", false, "block until the outcome arrives; the exit code says which (see above)")
+	_ = cmd.MarkFlagRequired("for")
+	cmd.MarkFlagsMutuallyExclusive("in", "at")
+	return cmd
+}
+
+// request builds the registration. now is only for --in.
+func (f *watchAddFlags) request(kind string, now time.Time) (api.WatchRequest, error) {
+	params, err := buildParams(f.paramsJSON, f.params)
+	if err != nil {
+		return api.WatchRequest{}, err
+	}
+	req := api.WatchRequest{Kind: kind, Params: params, Recipient: api.RecipientRef{ID: f.recipient}}
+	if f.every < 0 {
+		return req, errors.New("--every: want a positive duration")
+	}
+	if f.every > 0 {
+		req.Every = f.every.String()
+	}
+	switch {
+	case f.in < 0:
+		return req, errors.New("--in: want a positive duration")
+	case f.in > 0:
+		t := now.Add(f.in).UTC()
+		req.ExpiresAt = &t
+	case f.at != "":
+		t, err := time.Parse(time.RFC3339, f.at)
+		if err != nil {
+			return req, fmt.Errorf("--at %q: want an RFC 3339 time such as 2026-12-01T14:00:00Z", f.at)
+		}
+		req.ExpiresAt = &t
+	}
+	// Neither: no expires_at at all. The default deadline is the host's to
+	// resolve, per predicate; a client that computed one would disagree
+	// with it.
+	return req, nil
+}
+
+// buildParams merges the --params-json object and the --param pairs.
+func buildParams(paramsJSON string, pairs []string) (json.RawMessage, error) {
+	m := map[string]json.RawMessage{}
+	if strings.TrimSpace(paramsJSON) != "" {
+		if err := json.Unmarshal([]byte(paramsJSON), &m); err != nil || m == nil {
+			return nil, fmt.Errorf("--params-json %s: want a JSON object", paramsJSON)
+		}
+	}
+	for _, kv := range pairs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--param %q: want key=value", kv)
+		}
+		if json.Valid([]byte(v)) {
+			m[k] = json.RawMessage(v)
+		} else {
+			m[k], _ = json.Marshal(v)
+		}
+	}
+	return json.Marshal(m)
+}
+
+// waitResult is what --wait prints: the watch as it stands and, when one
+// came, the message that settled it.
+type waitResult struct {
+	Watch   *api.Watch   `json:"watch,omitempty"`
+	Message *api.Message `json:"message,omitempty"`
+}
+
+// exitCode is the one place --wait's outcomes become exit codes.
+func (r waitResult) exitCode() int {
+	if r.Message != nil {
+		return waitExitCode(r.Message.Type, r.Message.Outcome.Result)
+	}
+	var result string
+	if r.Watch.Outcome != nil {
+		result = r.Watch.Outcome.Result
+	}
+	return waitExitCode(r.Watch.State, result)
+}
+
+// failureResults are the outcome results that make a fired watch a
+// failure.
+var failureResults = map[string]bool{"failure": true, "failed": true, "error": true}
+
+// waitExitCode maps a message type (or, when no message came, the watch's
+// state) and the outcome's result to --wait's exit code.
+func waitExitCode(typeOrState, result string) int {
+	switch typeOrState {
+	case "fired", "changed":
+		if failureResults[strings.ToLower(result)] {
+			return 1
+		}
+		return 0
+	case "expired":
+		return 2
+	case "undeliverable", "unwatchable", "cancelled":
+		return 3
+	}
+	return 1 // something this build does not know: not a success
+}
+
+// longPoll is the longest mailbox wait the server allows.
+const longPoll = 60 * time.Second
+
+func addAndWait(ctx context.Context, c *client.Client, req api.WatchRequest, asJSON bool, stdout, stderr io.Writer) error {
+	rid := req.Recipient.ID
+	after, err := mailboxEnd(ctx, c, rid)
+	if err != nil {
+		return err
+	}
+	w, err := c.CreateWatch(ctx, req)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "watch %s registered (%s for %s, deadline %s); waiting for its outcome\n", w.ID, w.Kind, rid, orDash(timeText(w.ExpiresAt)))
+	res, err := awaitOutcome(ctx, c, rid, w.ID, after)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("stopped waiting; watch %s stays registered (vigil watch show %s)", w.ID, w.ID)
+		}
+		return err
+	}
+	if asJSON {
+		err = printJSON(stdout, res)
+	} else {
+		err = printOutcome(stdout, res)
+	}
+	if err != nil {
+		return err
+	}
+	if code := res.exitCode(); code != 0 {
+		return &exitError{Code: code}
+	}
+	return nil
+}
+
+// mailboxEnd is the cursor after the last message in rid's mailbox: 0 for
+// a recipient that does not exist yet (registering creates it).
+func mailboxEnd(ctx context.Context, c *client.Client, rid string) (uint64, error) {
+	var after uint64
+	for {
+		mb, err := c.ReadMailbox(ctx, rid, after, 0, 1000)
+		var ae *api.Error
+		if errors.As(err, &ae) && ae.Code == api.CodeNotFound {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		if len(mb.Messages) == 0 {
+			return after, nil
+		}
+		after = mb.Next
+	}
+}
+
+// awaitOutcome reads rid's mailbox from after until the message for
+// watch id arrives. Between polls it reads the watch: one that settled
+// without a message to come (cancelled, undeliverable) ends the wait with
+// the row, and so does one whose message has not landed one look after it
+// settled (its delivery failed).
+func awaitOutcome(ctx context.Context, c *client.Client, rid, id string, after uint64) (waitResult, error) {
+	wait := time.Duration(0) // the first look does not wait: it may have settled already
+	settled := false
+	for {
+		mb, err := c.ReadMailbox(ctx, rid, after, wait, 100)
+		if err != nil {
+			return waitResult{}, err
+		}
+		for _, m := range mb.Messages {
+			if m.WatchID == id {
+				res := waitResult{Message: &m}
+				if w, err := c.GetWatch(ctx, id); err == nil {
+					res.Watch = &w
+				}
+				return res, nil
+			}
+		}
+		after = mb.Next
+		w, err := c.GetWatch(ctx, id)
+		if err != nil {
+			return waitResult{}, err
+		}
+		switch {
+		case w.State == "pending":
+			settled, wait = false, longPoll
+		case settled || (w.State != "fired" && w.State != "expired" && w.State != "unwatchable"):
+			return waitResult{Watch: &w}, nil
+		default:
+			// Settled, and its message is on its way: one more look,
+			// without waiting.
+			settled, wait = true, 0
+		}
+	}
+}
+
+func printOutcome(w io.Writer, r waitResult) error {
+	if r.Message == nil {
+		return printWatch(w, *r.Watch)
+	}
+	m := r.Message
+	kv := []string{"watch", m.WatchID, "kind", m.Kind, "type", m.Type, "result", m.Outcome.Result, "summary", m.Outcome.Summary,
+		"detail", compact(m.Outcome.Detail), "at", timeText(&m.At), "message", fmt.Sprintf("%s (seq %d)", m.ID, m.Seq)}
+	if r.Watch != nil {
+		kv = append(kv, "state", r.Watch.State+" (receipt "+r.Watch.Receipt+")")
+	}
+	return fields(w, kv...)
+}
+
+func printWatch(w io.Writer, x api.Watch) error {
+	kv := []string{"id", x.ID, "kind", x.Kind, "recipient", x.Recipient.ID, "state", x.State, "receipt", x.Receipt,
+		"params", compact(x.Params), "every", x.Every, "created", timeText(&x.CreatedAt), "expires", timeText(x.ExpiresAt),
+		"settled", timeText(x.SettledAt), "attempts", fmt.Sprint(x.Attempts), "note", x.LastNote}
+	if x.Outcome != nil {
+		kv = append(kv, "result", x.Outcome.Result, "summary", x.Outcome.Summary, "detail", compact(x.Outcome.Detail))
+	}
+	return fields(w, kv...)
+}
+
+func newWatchLs(cf *clientFlags, stdout, stderr io.Writer) *cobra.Command {
+	var recipient, state string
+	cmd := &cobra.Command{
+		Use:   "ls [--for RECIPIENT] [--state STATE]",
+		Short: "List watches",
+		Args:  cobra.NoArgs,
+		RunE: cf.run(func(ctx context.Context, c *client.Client, _ []string) error {
+			list, err := c.ListWatches(ctx, recipient, state)
+			if err != nil {
+				return err
+			}
+			if cf.json {
+				return printJSON(stdout, list)
+			}
+			tw := table(stdout)
+			fmt.Fprintln(tw, "ID\tKIND\tRECIPIENT\tSTATE\tRECEIPT\tEXPIRES\tRESULT")
+			for _, w := range list.Watches {
+				result := ""
+				if w.Outcome != nil {
+					result = w.Outcome.Result
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", w.ID, w.Kind, w.Recipient.ID, w.State, w.Receipt, orDash(timeText(w.ExpiresAt)), orDash(result))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if list.HeldAside > 0 {
+				fmt.Fprintf(stderr, "%d row(s) held aside: this server's build cannot read them\n", list.HeldAside)
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().StringVar(&recipient, "for", "", "only this recipient's watches")
+	cmd.Flags().StringVar(&state, "state", "", "only watches in this state: pending, fired, expired, cancelled, undeliverable or unwatchable")
+	return cmd
+}
+
+func newWatchShow(cf *clientFlags, stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one watch",
+		Args:  cobra.ExactArgs(1),
+		RunE: cf.run(func(ctx context.Context, c *client.Client, args []string) error {
+			w, err := c.GetWatch(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if cf.json {
+				return printJSON(stdout, w)
+			}
+			return printWatch(stdout, w)
+		}),
+	}
+}
+
+func newWatchCancel(cf *clientFlags, stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel ID",
+		Short: "Cancel a pending watch (nothing is mailed)",
+		Args:  cobra.ExactArgs(1),
+		RunE: cf.run(func(ctx context.Context, c *client.Client, args []string) error {
+			w, err := c.CancelWatch(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if cf.json {
+				return printJSON(stdout, w)
+			}
+			return printWatch(stdout, w)
+		}),
+	}
+}
