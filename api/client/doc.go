@@ -18,6 +18,10 @@
 // caller's decision, because only the caller knows which messages it has
 // acted on.
 //
+// A recipient that takes its messages by webhook verifies them with
+// package api/webhooks (Verify), the client side of the same signing the
+// host uses; docs/webhooks.md carries a test vector.
+//
 // Rejected alternative: a client that follows the mailbox for the caller
 // and hands back a channel. It would have to choose a reconnect policy
 // and a buffer size for everyone, and a channel hides the cursor the
