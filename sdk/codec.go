@@ -407,3 +407,59 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+// decodeAdmitRequest parses the host's admit input in one pass: kind,
+// params (raw), grants. Unknown keys are skipped, as in observe.
+func decodeAdmitRequest(b []byte) (abi.AdmitRequest, error) {
+	var req abi.AdmitRequest
+	err := DecodeFields(b, func(key string, v Value) error {
+		var err error
+		switch key {
+		case "kind":
+			req.Kind, err = v.String()
+		case "params":
+			req.Params = v.Raw()
+		case "grants":
+			err = DecodeFields(v.Raw(), func(key string, v Value) error {
+				var err error
+				switch key {
+				case "capabilities":
+					req.Grants.Capabilities, err = v.Strings()
+				case "fetch_hosts":
+					req.Grants.FetchHosts, err = v.Strings()
+				}
+				return err
+			})
+		}
+		return err
+	})
+	if err != nil {
+		return req, fmt.Errorf("%w: %w", errSyntax, err)
+	}
+	return req, nil
+}
+
+// appendAdmitResponse encodes r as the admit output.
+func appendAdmitResponse(b []byte, r abi.AdmitResponse) []byte {
+	if r.OK {
+		b = append(b, `{"ok":true`...)
+	} else {
+		b = append(b, `{"ok":false`...)
+	}
+	for _, f := range [...]struct{ name, v string }{
+		{"code", r.Code}, {"message", r.Message}, {"field", r.Field}, {"setting", r.Setting},
+	} {
+		if f.v != "" {
+			b = append(b, ',', '"')
+			b = append(b, f.name...)
+			b = append(b, '"', ':')
+			b = appendString(b, f.v)
+		}
+	}
+	if r.Deadline != nil {
+		b = append(b, `,"deadline":"`...)
+		b = r.Deadline.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	return append(b, '}')
+}

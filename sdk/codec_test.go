@@ -312,3 +312,58 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+func TestDecodeAdmitRequestMatchesEncodingJSON(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		req := abi.AdmitRequest{
+			Kind:   rapid.StringMatching(`[a-z0-9._-]{1,64}`).Draw(t, "kind"),
+			Params: rawJSON(t, "params"),
+			Grants: abi.Grants{
+				Capabilities: rapid.SliceOf(rapid.String()).Draw(t, "caps"),
+				FetchHosts:   rapid.SliceOf(rapid.String()).Draw(t, "hosts"),
+			},
+		}
+		enc, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeAdmitRequest(enc)
+		if err != nil {
+			t.Fatalf("%s: %v", enc, err)
+		}
+		var want abi.AdmitRequest
+		_ = json.Unmarshal(enc, &want)
+		if got.Kind != want.Kind || !bytes.Equal(compact(got.Params), compact(want.Params)) ||
+			len(got.Grants.Capabilities) != len(want.Grants.Capabilities) || len(got.Grants.FetchHosts) != len(want.Grants.FetchHosts) {
+			t.Fatalf("got %+v want %+v", got, want)
+		}
+		for i := range got.Grants.Capabilities {
+			if got.Grants.Capabilities[i] != want.Grants.Capabilities[i] {
+				t.Fatalf("capability %d", i)
+			}
+		}
+	})
+}
+
+func TestAppendAdmitResponseRoundTrips(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := abi.AdmitResponse{
+			OK: rapid.Bool().Draw(t, "ok"), Code: rapid.String().Draw(t, "code"), Message: rapid.String().Draw(t, "msg"),
+			Field: rapid.String().Draw(t, "field"), Setting: rapid.String().Draw(t, "setting"),
+		}
+		if rapid.Bool().Draw(t, "deadline") {
+			d := time.Unix(rapid.Int64Range(0, 1<<35).Draw(t, "s"), rapid.Int64Range(0, 999_999_999).Draw(t, "ns")).UTC()
+			r.Deadline = &d
+		}
+		out := appendAdmitResponse(nil, r)
+		var got, want abi.AdmitResponse
+		if err := abi.StrictUnmarshal(out, &got); err != nil {
+			t.Fatalf("%s: %v", out, err)
+		}
+		ref, _ := json.Marshal(r)
+		_ = json.Unmarshal(ref, &want)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("got %+v want %+v", got, want)
+		}
+	})
+}

@@ -9,11 +9,13 @@ import (
 )
 
 // ParamsUnmarshaler is implemented by a params type that decodes itself.
-// Observe then skips encoding/json for params, which inside a plugin costs
-// tens of microseconds per call (see the package's codec notes); admit
-// still decodes strictly with encoding/json, so the json tags remain the
-// contract and UnmarshalParams must agree with them. Implement it only for
-// a kind whose observe is hot, with DecodeFields.
+// Admit and observe then skip encoding/json for params, which inside a
+// plugin costs tens of microseconds per call (see the package's codec
+// notes). The json tags remain the contract: UnmarshalParams must accept
+// exactly what they accept and refuse an unknown key with
+// ErrUnknownField, and a test should hold it to that (the timer's
+// TestUnmarshalParamsAgrees). Implement it with DecodeFields, only for a
+// kind whose calls are hot.
 type ParamsUnmarshaler interface {
 	UnmarshalParams(data []byte) error
 }
@@ -75,8 +77,55 @@ func (v Value) Bool() (bool, error) {
 	return false, fmt.Errorf("want true or false, got %.40s", v.raw)
 }
 
+// Strings decodes a JSON array of strings (null is an empty list).
+func (v Value) Strings() ([]string, error) {
+	if v.IsNull() {
+		return nil, nil
+	}
+	d := decoder{b: v.raw}
+	if !d.eat('[') {
+		return nil, fmt.Errorf("want an array of strings, got %.40s", v.raw)
+	}
+	var out []string
+	d.ws()
+	if d.eat(']') {
+		return out, nil
+	}
+	for {
+		d.ws()
+		s, ok := d.str()
+		if !ok {
+			return nil, fmt.Errorf("want an array of strings, got %.40s", v.raw)
+		}
+		out = append(out, s)
+		d.ws()
+		if d.eat(']') {
+			return out, nil
+		}
+		if !d.eat(',') {
+			return nil, fmt.Errorf("want an array of strings, got %.40s", v.raw)
+		}
+	}
+}
+
 // Decode decodes the value with encoding/json, for nested shapes.
 func (v Value) Decode(dst any) error { return json.Unmarshal(v.raw, dst) }
+
+// FieldError is DecodeFields' error when its callback refused a key's
+// value: Key names the field, Err says why.
+type FieldError struct {
+	Key string
+	Err error
+}
+
+func (e *FieldError) Error() string { return e.Key + ": " + e.Err.Error() }
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// ErrUnknownField is the error a ParamsUnmarshaler returns from its
+// DecodeFields callback for a key the params do not have; admit reports
+// it as invalid_params naming the key, as encoding/json would.
+var ErrUnknownField = errors.New("unknown field")
 
 // ErrDuplicateKey is DecodeFields' error for an object that names a key
 // twice.
@@ -119,7 +168,7 @@ func DecodeFields(data []byte, f func(key string, v Value) error) error {
 			return d.fail("bad value for " + strconv.Quote(key))
 		}
 		if err := f(key, Value{raw}); err != nil {
-			return fmt.Errorf("%s: %w", key, err)
+			return &FieldError{Key: key, Err: err}
 		}
 		d.ws()
 		if d.eat('}') {

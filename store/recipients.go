@@ -129,6 +129,10 @@ func (s *Badger) PutRecipient(ctx context.Context, r RecipientRecord) (prev Reci
 // EnsureRecipient returns the recipient, creating it running with a
 // mailbox only if it does not exist.
 func (s *Badger) EnsureRecipient(ctx context.Context, id string, now time.Time) (RecipientRecord, error) {
+	// Almost always the recipient exists: a read transaction, no commit.
+	if r, err := s.GetRecipient(ctx, id); err == nil {
+		return r, nil
+	}
 	var out RecipientRecord
 	err := s.update(ctx, func(txn *badger.Txn) error {
 		r, err := getRecipient(txn, id)

@@ -210,6 +210,10 @@ func (m *module) newInstance(ctx context.Context) (*instance, error) {
 // *CallError saying what went wrong; an instance that trapped, timed out or
 // hit its memory cap is discarded, never reused.
 func (m *module) call(ctx context.Context, kind, export string, input []byte, timeout time.Duration) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		// The caller has gone: do not spend (and then discard) an instance.
+		return nil, err
+	}
 	in, err := m.get(ctx)
 	if err != nil {
 		if ctx.Err() != nil {

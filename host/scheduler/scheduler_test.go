@@ -600,3 +600,29 @@ func TestCancelKeepsDiagnostics(t *testing.T) {
 		t.Fatalf("%+v %v", got, err)
 	}
 }
+
+// A tick whose context ends stops probing and puts the rest back.
+func TestTickStopsProbingWhenCancelled(t *testing.T) {
+	h := newHarness(t)
+	for range 5 {
+		h.register("ci")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	probes := 0
+	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) {
+		probes++
+		cancel() // the host is shutting down after the first probe
+		return pending("")
+	}
+	h.clock.Set(t0)
+	h.s.Tick(ctx, t0)
+	if probes != 1 {
+		t.Fatalf("%d probes after the cancel", probes)
+	}
+	if n := h.s.Pending(); n != 5 {
+		t.Fatalf("%d watches still scheduled", n)
+	}
+	if next, _ := h.s.NextWake(); !next.Equal(t0) {
+		t.Fatalf("the unprobed watches wait until %v", next)
+	}
+}

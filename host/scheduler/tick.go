@@ -30,7 +30,7 @@ func (s *Scheduler) Tick(ctx context.Context, now time.Time) int {
 	workers := min(s.cfg.Workers, len(due))
 	if workers == 1 {
 		for _, e := range due {
-			s.probe(ctx, e, now)
+			s.probeOrDefer(ctx, e, now)
 		}
 		return len(due)
 	}
@@ -45,12 +45,22 @@ func (s *Scheduler) Tick(ctx context.Context, now time.Time) int {
 				if i >= len(due) {
 					return
 				}
-				s.probe(ctx, due[i], now)
+				s.probeOrDefer(ctx, due[i], now)
 			}
 		}()
 	}
 	wg.Wait()
 	return len(due)
+}
+
+// probeOrDefer probes e, unless ctx has ended: then e goes back in the heap
+// unprobed, so a shutdown does not wait on the rest of a large batch.
+func (s *Scheduler) probeOrDefer(ctx context.Context, e *entry, now time.Time) {
+	if ctx.Err() != nil {
+		s.rearm(e, now)
+		return
+	}
+	s.probe(ctx, e, now)
 }
 
 // probe makes one observation of a due watch and acts on the answer.

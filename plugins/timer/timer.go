@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"time"
 
 	"github.com/vigilhq/vigil/sdk"
@@ -17,7 +16,7 @@ type Params struct {
 func (p *Params) UnmarshalParams(data []byte) error {
 	return sdk.DecodeFields(data, func(key string, v sdk.Value) error {
 		if key != "at" {
-			return errors.New("unknown field")
+			return sdk.ErrUnknownField
 		}
 		t, err := v.Time()
 		p.At = t

@@ -68,6 +68,22 @@ func TestAdmit(t *testing.T) {
 	}
 }
 
+// Admit's fast params path names the field it refuses, as encoding/json
+// would.
+func TestAdmitNamesTheField(t *testing.T) {
+	h := sdk.NewHarness(Plugin)
+	for params, field := range map[string]string{
+		`{"at":"2026-11-30T14:00:00Z","every":1}`: "every",
+		`{"at":5}`:      "at",
+		`{"at":"noon"}`: "at",
+	} {
+		got, err := h.Admit(abi.AdmitRequest{Kind: "timer", Params: json.RawMessage(params)})
+		if err != nil || got.OK || got.Field != field || got.Code != abi.CodeInvalidParams {
+			t.Errorf("%s: %+v %v", params, got, err)
+		}
+	}
+}
+
 func TestDescribe(t *testing.T) {
 	d, err := sdk.NewHarness(Plugin).Describe()
 	if err != nil {
