@@ -1,0 +1,236 @@
+package delivery
+
+// Benchmarks of the mailbox: Send (AppendIfRunning, then the long-poll
+// wake) to running recipients that have no webhook, and Read after a
+// cursor, on a real badger store in a temporary directory with the
+// default options. Run with
+//
+//	go test -run XXX -bench Mailbox -benchmem ./host/delivery/
+//
+// One op is one message; msgs/s is the throughput. Each case runs on g
+// goroutines (1, 8, 64), goroutine i working on its own recipient r<i>:
+//
+//	append         Send only
+//	read/limit=N   Read(after, N, no wait) from a cursor until the
+//	               recipient's mailbox, filled before the timer starts, is
+//	               drained: N=100 reads a backlog in pages, N=1 is a read
+//	               per message
+//	append+read    Send one message, then Read(after the cursor) it back,
+//	               no waiting: an agent that polls after each message
+//	longpoll       a reader per recipient parked in Read(wait 60 s) and a
+//	               writer per recipient sending; the clock stops when every
+//	               reader has read every message: the product's path
+//	               (Send wakes the hub, the reader re-reads)
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vigilhq/vigil/store"
+)
+
+var benchGoroutines = []int{1, 8, 64}
+
+// benchMailboxes opens a store in a temporary directory (default options)
+// with n running recipients r0 … r<n-1>, none with a webhook, and a
+// Delivery on the wall clock and crypto/rand, as the product builds it.
+func benchMailboxes(b *testing.B, n int) (*Delivery, *store.Badger, []store.Recipient) {
+	b.Helper()
+	st, err := store.Open(b.TempDir(), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	d, err := New(Config{Store: st})
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now().UTC()
+	rs := make([]store.Recipient, n)
+	for i := range rs {
+		rs[i] = store.Recipient{ID: fmt.Sprintf("r%d", i)}
+		rec := store.RecipientRecord{ID: rs[i].ID, Status: store.StatusRunning, CreatedAt: now, UpdatedAt: now}
+		if _, _, err := st.PutRecipient(context.Background(), rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return d, st, rs
+}
+
+// benchMessage is a timer's "fired" message, as the scheduler sends it.
+func benchMessage(watch store.ID) store.Message {
+	at := time.Now().UTC()
+	return store.Message{
+		WatchID: watch, Kind: "timer", Type: store.MessageFired, At: at,
+		Outcome: store.Outcome{Result: "fired", Summary: "reached " + at.Format(time.RFC3339),
+			Detail: []byte(`{"at":"` + at.Format(time.RFC3339) + `"}`)},
+	}
+}
+
+// share is how many of n messages goroutine i of g handles.
+func share(n, g, i int) int {
+	s := n / g
+	if i < n%g {
+		s++
+	}
+	return s
+}
+
+// onEach runs f(i, share) on g goroutines, timed, and reports msgs/s.
+func onEach(b *testing.B, g int, f func(i, n int) error) {
+	b.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, g)
+	b.ResetTimer()
+	for i := range g {
+		wg.Go(func() {
+			if err := f(i, share(b.N, g, i)); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+func send(ctx context.Context, d *Delivery, to store.Recipient) error {
+	if r := d.Send(ctx, to, benchMessage(store.ID{1})); r != store.ReceiptDelivered {
+		return fmt.Errorf("send to %s: receipt %s", to.ID, r)
+	}
+	return nil
+}
+
+// BenchmarkMailbox is mailbox throughput; see the top of this file.
+func BenchmarkMailbox(b *testing.B) {
+	ctx := context.Background()
+	for _, g := range benchGoroutines {
+		b.Run(fmt.Sprintf("append/g=%d", g), func(b *testing.B) {
+			d, _, rs := benchMailboxes(b, g)
+			b.ReportAllocs()
+			onEach(b, g, func(i, n int) error {
+				for range n {
+					if err := send(ctx, d, rs[i]); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		})
+	}
+	for _, limit := range []int{100, 1} {
+		for _, g := range benchGoroutines {
+			b.Run(fmt.Sprintf("read/limit=%d/g=%d", limit, g), func(b *testing.B) {
+				d, _, rs := benchMailboxes(b, g)
+				for i := range g {
+					for range share(b.N, g, i) {
+						if err := send(ctx, d, rs[i]); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				b.ReportAllocs()
+				onEach(b, g, func(i, n int) error {
+					var cur uint64
+					for got := 0; got < n; {
+						msgs, err := d.Read(ctx, rs[i].ID, cur, limit, 0)
+						if err != nil {
+							return err
+						}
+						if len(msgs) == 0 || msgs[0].Seq != cur+1 {
+							return fmt.Errorf("%s after %d: %d messages", rs[i].ID, cur, len(msgs))
+						}
+						got += len(msgs)
+						cur = msgs[len(msgs)-1].Seq
+					}
+					return nil
+				})
+			})
+		}
+	}
+	for _, g := range benchGoroutines {
+		b.Run(fmt.Sprintf("append+read/g=%d", g), func(b *testing.B) {
+			d, _, rs := benchMailboxes(b, g)
+			b.ReportAllocs()
+			onEach(b, g, func(i, n int) error {
+				var cur uint64
+				for range n {
+					if err := send(ctx, d, rs[i]); err != nil {
+						return err
+					}
+					msgs, err := d.Read(ctx, rs[i].ID, cur, 100, 0)
+					if err != nil {
+						return err
+					}
+					if len(msgs) != 1 || msgs[0].Seq != cur+1 {
+						return fmt.Errorf("%s after %d: %d messages", rs[i].ID, cur, len(msgs))
+					}
+					cur = msgs[0].Seq
+				}
+				return nil
+			})
+		})
+	}
+	for _, g := range benchGoroutines {
+		b.Run(fmt.Sprintf("longpoll/g=%d", g), func(b *testing.B) {
+			d, _, rs := benchMailboxes(b, g)
+			var reads, wakes atomic.Int64
+			readers := make(chan error, g)
+			var parked sync.WaitGroup
+			parked.Add(g)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range g {
+				go func() {
+					parked.Done()
+					want := share(b.N, g, i)
+					var cur uint64
+					for int(cur) < want {
+						msgs, err := d.Read(ctx, rs[i].ID, cur, 100, MaxWait)
+						if err != nil {
+							readers <- err
+							return
+						}
+						if len(msgs) == 0 {
+							readers <- fmt.Errorf("%s: the long poll timed out at %d of %d", rs[i].ID, cur, want)
+							return
+						}
+						reads.Add(1)
+						wakes.Add(int64(len(msgs)))
+						cur = msgs[len(msgs)-1].Seq
+					}
+					readers <- nil
+				}()
+			}
+			parked.Wait()
+			// The readers are running; the writers start now.
+			onEach(b, g, func(i, n int) error {
+				for range n {
+					if err := send(ctx, d, rs[i]); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			// onEach stopped the clock when the last send returned; it
+			// runs on until the last reader has read the last message.
+			b.StartTimer()
+			for range g {
+				if err := <-readers; err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+			b.ReportMetric(float64(wakes.Load())/float64(reads.Load()), "msgs/read")
+		})
+	}
+}
