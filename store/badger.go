@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -191,7 +192,7 @@ func (s *Badger) Create(ctx context.Context, w Watch) error {
 		if err := putRow(txn, w); err != nil {
 			return err
 		}
-		if err := txn.Set(stateKey(w.State, w.ID), nil); err != nil {
+		if err := txn.Set(stateKey(w.State, w.ID), scheduleValue(w)); err != nil {
 			return err
 		}
 		return txn.Set(recipientKey(w.Recipient.ID, w.ID), nil)
@@ -224,11 +225,17 @@ func (s *Badger) transition(ctx context.Context, id ID, f func(w *Watch) error) 
 		if err := putRow(txn, w); err != nil {
 			return err
 		}
-		if w.State != from {
+		switch {
+		case w.State != from:
 			if err := txn.Delete(stateKey(from, id)); err != nil {
 				return err
 			}
-			if err := txn.Set(stateKey(w.State, id), nil); err != nil {
+			if err := txn.Set(stateKey(w.State, id), scheduleValue(w)); err != nil {
+				return err
+			}
+		case w.State == Pending:
+			// The pending index carries the schedule; keep it current.
+			if err := txn.Set(stateKey(w.State, id), scheduleValue(w)); err != nil {
 				return err
 			}
 		}
@@ -439,4 +446,83 @@ func (s *Badger) CountByState(ctx context.Context) (map[State]int, error) {
 		return nil
 	})
 	return out, err
+}
+
+// scheduleValue is the value of a pending row's state-index key: what the
+// scheduler needs to arm the row (every, deadline, attempts), so a restart
+// reads the index alone instead of decoding every row. Rows in other
+// states index with no value.
+func scheduleValue(w Watch) []byte {
+	if w.State != Pending {
+		return nil
+	}
+	b := make([]byte, 0, scheduleLen)
+	b = binary.BigEndian.AppendUint64(b, uint64(w.Every))
+	var exp int64
+	if w.ExpiresAt != nil {
+		exp = w.ExpiresAt.UnixNano()
+	}
+	b = binary.BigEndian.AppendUint64(b, uint64(exp))
+	return binary.BigEndian.AppendUint32(b, uint32(w.Attempts))
+}
+
+const scheduleLen = 20
+
+// Schedule is what arming a pending watch needs.
+type Schedule struct {
+	ID       ID
+	Every    time.Duration
+	Expires  time.Time // zero: no deadline (standing)
+	Attempts int
+}
+
+// ForEachPending calls fn with the schedule of every pending watch, read
+// from the pending index alone (a row whose index entry carries no
+// schedule is read whole). It returns how many it skipped as held aside.
+func (s *Badger) ForEachPending(ctx context.Context, fn func(Schedule) error) (int, error) {
+	held := 0
+	err := s.db.View(func(txn *badger.Txn) error {
+		prefix := append(append(append([]byte{}, statePrefix...), Pending...), '/')
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 256})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			key := it.Item().Key()
+			var sc Schedule
+			copy(sc.ID[:], key[len(key)-16:])
+			var ok bool
+			if err := it.Item().Value(func(v []byte) error {
+				if len(v) != scheduleLen {
+					return nil
+				}
+				sc.Every = time.Duration(binary.BigEndian.Uint64(v[0:8]))
+				if exp := int64(binary.BigEndian.Uint64(v[8:16])); exp != 0 {
+					sc.Expires = time.Unix(0, exp).UTC()
+				}
+				sc.Attempts = int(binary.BigEndian.Uint32(v[16:20]))
+				ok = true
+				return nil
+			}); err != nil {
+				return err
+			}
+			if !ok {
+				w, err := getRow(txn, sc.ID)
+				if err != nil || w.State != Pending {
+					held++
+					continue
+				}
+				sc.Every, sc.Attempts = time.Duration(w.Every), w.Attempts
+				if w.ExpiresAt != nil {
+					sc.Expires = *w.ExpiresAt
+				}
+			}
+			if err := fn(sc); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return held, err
 }

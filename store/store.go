@@ -62,6 +62,9 @@ type Store interface {
 	List(ctx context.Context, f Filter) ([]Watch, int, error)
 	// ForEach is List without holding the rows: fn sees each in turn.
 	ForEach(ctx context.Context, f Filter, fn func(Watch) error) (int, error)
+	// ForEachPending calls fn with the schedule of each pending watch,
+	// without decoding rows where the store can avoid it.
+	ForEachPending(ctx context.Context, fn func(Schedule) error) (int, error)
 	// Prune deletes rows settled before cutoff, and mailbox messages older
 	// than it, and returns how many. Pending rows and held-aside rows are
 	// never pruned.

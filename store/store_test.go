@@ -329,3 +329,35 @@ func FuzzParseID(f *testing.F) {
 		}
 	})
 }
+
+// The pending index carries each pending row's schedule, kept current
+// through baselines and gone on settlement; a row indexed without one (an
+// older layout) is read whole.
+func TestForEachPendingReadsTheIndex(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	ids := newIDs()
+	a, b, c := pendingWatch(t, ids, "r", t0), pendingWatch(t, ids, "r", t0), pendingWatch(t, ids, "r", t0)
+	b.Every, b.ExpiresAt, b.Standing = Duration(5*time.Second), nil, true
+	for _, w := range []Watch{a, b, c} {
+		if err := s.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = s.CarryBaseline(ctx, b.ID, []byte(`{}`), 7, "")
+	_, _ = s.Settle(ctx, c.ID, Settlement{State: Fired, Receipt: ReceiptUnknown, SettledAt: t0})
+	// a's index entry as an older layout wrote it: no value.
+	_ = s.db.Update(func(txn *badger.Txn) error { return txn.Set(stateKey(Pending, a.ID), nil) })
+
+	got := map[ID]Schedule{}
+	held, err := s.ForEachPending(ctx, func(sc Schedule) error { got[sc.ID] = sc; return nil })
+	if err != nil || held != 0 || len(got) != 2 {
+		t.Fatalf("%d schedules, %d held, %v", len(got), held, err)
+	}
+	if sa := got[a.ID]; sa.Every != time.Minute || !sa.Expires.Equal(*a.ExpiresAt) {
+		t.Fatalf("a (read whole): %+v", sa)
+	}
+	if sb := got[b.ID]; sb.Every != 5*time.Second || !sb.Expires.IsZero() || sb.Attempts != 7 {
+		t.Fatalf("b (from the index): %+v", sb)
+	}
+}

@@ -181,11 +181,12 @@ func (s *Scheduler) Prime(ctx context.Context) (int, error) {
 	s.h = s.h[:0]
 	clear(s.byID)
 	nowN := now.UnixNano()
-	// Rows stream from the store: only the 48-byte entries stay.
-	held, err := s.cfg.Store.ForEach(ctx, store.Filter{State: store.Pending}, func(w store.Watch) error {
-		e := &entry{id: w.ID, every: int64(w.Every), attempts: int32(w.Attempts)}
-		if w.ExpiresAt != nil {
-			e.deadline = w.ExpiresAt.UnixNano()
+	// Schedules stream from the store's pending index: no row is decoded,
+	// and only the 48-byte entries stay.
+	held, err := s.cfg.Store.ForEachPending(ctx, func(sc store.Schedule) error {
+		e := &entry{id: sc.ID, every: int64(sc.Every), attempts: int32(sc.Attempts)}
+		if !sc.Expires.IsZero() {
+			e.deadline = sc.Expires.UnixNano()
 		}
 		e.due = nowN + s.cfg.Jitter.Int64N(max(e.every, 1))
 		if e.deadline != 0 && e.deadline < e.due {
@@ -193,7 +194,7 @@ func (s *Scheduler) Prime(ctx context.Context) (int, error) {
 		}
 		e.index = int32(len(s.h))
 		s.h = append(s.h, e)
-		s.byID[w.ID] = e
+		s.byID[sc.ID] = e
 		return nil
 	})
 	if err != nil {
