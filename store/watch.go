@@ -139,18 +139,14 @@ func (e *UnreadableError) Unwrap() error { return e.Err }
 // unknown field or an unknown state means a newer build wrote it, and
 // decoding it leniently (then writing it back) would lose what it knows.
 func decodeRow(key, b []byte) (Watch, error) {
-	var probe struct {
-		V int `json:"v"`
-	}
-	if err := json.Unmarshal(b, &probe); err != nil {
-		return Watch{}, &UnreadableError{Key: key, Err: err}
-	}
-	if probe.V != rowVersion {
-		return Watch{}, &UnreadableError{Key: key, Err: fmt.Errorf("row version %d, this build reads %d", probe.V, rowVersion)}
-	}
+	// One strict decode: a newer row fails it (an unknown field) or fails
+	// the version check after it (same fields, newer meaning).
 	var r row
 	if err := abi.StrictUnmarshal(b, &r); err != nil {
 		return Watch{}, &UnreadableError{Key: key, Err: err}
+	}
+	if r.V != rowVersion {
+		return Watch{}, &UnreadableError{Key: key, Err: fmt.Errorf("row version %d, this build reads %d", r.V, rowVersion)}
 	}
 	if !r.State.Valid() || !r.Receipt.Valid() {
 		return Watch{}, &UnreadableError{Key: key, Err: fmt.Errorf("state %q receipt %q", r.State, r.Receipt)}
