@@ -1,13 +1,3 @@
-// Package metrics is vigil's Prometheus instrumentation: one registry per
-// process, fed by small interfaces the host's packages already call
-// (plugin calls, probes, deliveries, fetches), and a collector that counts
-// watches by state at scrape time.
-//
-// It owns the metric names and labels. It must never be a dependency of
-// the packages it measures: each declares the interface it calls, and this
-// package satisfies them, so a test of the scheduler needs no Prometheus.
-// Rejected alternative: prometheus' global default registry, which is
-// package-level mutable state shared by every test in a binary.
 package metrics
 
 import (
