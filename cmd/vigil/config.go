@@ -114,29 +114,21 @@ func loadSettings(flags *pflag.FlagSet, getenv func(string) string) (settings, e
 		return s, err
 	}
 
-	if flags.Changed("listen") {
-		s.Listen, _ = flags.GetString("listen")
-		sources["listen"] = "--listen"
-	}
-	if flags.Changed("data") {
-		s.Data, _ = flags.GetString("data")
-		sources["data"] = "--data"
-	}
-	if flags.Changed("plugins") {
-		s.Plugins, _ = flags.GetString("plugins")
-		sources["plugins"] = "--plugins"
-	}
-	if flags.Changed("workers") {
-		s.Workers, _ = flags.GetInt("workers")
-		sources["workers"] = "--workers"
-	}
-	if flags.Changed("fsync") {
-		s.Fsync, _ = flags.GetBool("fsync")
-		sources["fsync"] = "--fsync"
-	}
-	if flags.Changed("webhook-allow") {
-		s.WebhookAllow, _ = flags.GetStringArray("webhook-allow")
-		sources["webhook_allow"] = "--webhook-allow"
+	for _, f := range []struct {
+		flag, key string
+		apply     func()
+	}{
+		{"listen", "listen", func() { s.Listen, _ = flags.GetString("listen") }},
+		{"data", "data", func() { s.Data, _ = flags.GetString("data") }},
+		{"plugins", "plugins", func() { s.Plugins, _ = flags.GetString("plugins") }},
+		{"workers", "workers", func() { s.Workers, _ = flags.GetInt("workers") }},
+		{"fsync", "fsync", func() { s.Fsync, _ = flags.GetBool("fsync") }},
+		{"webhook-allow", "webhook_allow", func() { s.WebhookAllow, _ = flags.GetStringArray("webhook-allow") }},
+	} {
+		if flags.Changed(f.flag) {
+			f.apply()
+			sources[f.key] = "--" + f.flag
+		}
 	}
 	return s, s.validate(sources)
 }

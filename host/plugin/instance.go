@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -300,7 +301,7 @@ func fetchHostFunction(hc *hostCtx) extism.HostFunction {
 				return fetchFailure(abi.FetchInvalidRequestOptions, "request is not a fetch request: "+err.Error())
 			}
 			kind, entry := hc.get()
-			if !contains(entry.Capabilities, abi.CapabilityFetch) {
+			if !slices.Contains(entry.Capabilities, abi.CapabilityFetch) {
 				return fetchFailure(abi.FetchNotGranted, fmt.Sprintf("kind %s is not granted fetch (setting: kinds.%s.capabilities)", kind, kind))
 			}
 			if hc.fetch == nil {

@@ -693,5 +693,3 @@ func checkObservation(out []byte, standing bool) (Observation, error) {
 	}
 	return obs, nil
 }
-
-func contains(xs []string, x string) bool { return slices.Contains(xs, x) }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -140,7 +141,7 @@ func TestFaultsAreBounded(t *testing.T) {
 			if elapsed > timeout+margin {
 				t.Fatalf("call took %s, bound is %s", elapsed, timeout+margin)
 			}
-			if obs.Status != abi.StatusPending || obs.Fault == nil || !contains(tt.reasons, obs.Fault.Reason) {
+			if obs.Status != abi.StatusPending || obs.Fault == nil || !slices.Contains(tt.reasons, obs.Fault.Reason) {
 				t.Fatalf("obs = %+v (fault %v), want pending with fault %v", obs, obs.Fault, tt.reasons)
 			}
 			if !strings.HasPrefix(obs.Note, "plugin fault: ") {

@@ -57,7 +57,7 @@ func (s *Scheduler) Tick(ctx context.Context, now time.Time) int {
 // unprobed, so a shutdown does not wait on the rest of a large batch.
 func (s *Scheduler) probeOrDefer(ctx context.Context, e *entry, now time.Time) {
 	if ctx.Err() != nil {
-		s.rearm(e, now)
+		s.rearm(e, now, false)
 		return
 	}
 	s.probe(ctx, e, now)
@@ -70,7 +70,7 @@ func (s *Scheduler) probe(ctx context.Context, e *entry, now time.Time) {
 		// Gone, held aside, or settled behind our back: stop scheduling it.
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			s.log.Error("reading a due watch", "watch", e.id, "err", err)
-			s.rearm(e, now.Add(time.Duration(e.every)))
+			s.rearm(e, now.Add(time.Duration(e.every)), false)
 			return
 		}
 		s.mu.Lock()
@@ -99,13 +99,13 @@ func (s *Scheduler) probe(ctx context.Context, e *entry, now time.Time) {
 		}, now, attempts, "unwatchable")
 		return
 	case ctx.Err() != nil:
-		s.rearm(e, now)
+		s.rearm(e, now, false)
 		return
 	case err != nil:
 		// The plugin raised (a call for the wrong kind is a routing bug):
 		// loud, and the watch waits rather than settle on a guess.
 		s.log.Error("plugin error", "watch", e.id, "kind", w.Kind, "err", err)
-		s.rearmAttempt(e, s.nextDue(e, now, time.Time{}))
+		s.rearm(e, s.nextDue(e, now, time.Time{}), true)
 		return
 	}
 	if obs.Fault != nil {
@@ -121,7 +121,7 @@ func (s *Scheduler) probe(ctx context.Context, e *entry, now time.Time) {
 			s.carry(ctx, e, w, obs, now, attempts, false)
 			return
 		}
-		s.rearmAttempt(e, s.nextDue(e, now, obs.NextCheck))
+		s.rearm(e, s.nextDue(e, now, obs.NextCheck), true)
 	}
 }
 
@@ -151,24 +151,17 @@ func (s *Scheduler) nextDue(e *entry, now, hint time.Time) time.Time {
 	return next
 }
 
-// rearm puts e back in the heap at next, unless it was cancelled meanwhile.
-func (s *Scheduler) rearm(e *entry, next time.Time) {
+// rearm puts e back in the heap at next, unless it was cancelled
+// meanwhile; probed says whether this pass counted as an attempt.
+func (s *Scheduler) rearm(e *entry, next time.Time, probed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.byID[e.id] != e {
 		return // cancelled while it was being probed
 	}
-	e.due = next.UnixNano()
-	heap.Push(&s.h, e)
-}
-
-func (s *Scheduler) rearmAttempt(e *entry, next time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.byID[e.id] != e {
-		return
+	if probed {
+		e.attempts++
 	}
-	e.attempts++
 	e.due = next.UnixNano()
 	heap.Push(&s.h, e)
 }
