@@ -570,3 +570,25 @@ func TestSandbox(t *testing.T) {
 		t.Fatalf("the guest clock is not the fixed one: %q", obs.Note)
 	}
 }
+
+// A call whose caller has already gone does not take (and then discard)
+// a warm instance.
+func TestCancelledCallSparesTheInstances(t *testing.T) {
+	r := newRuntime(t, Config{})
+	m := r.set.Load().kinds["timer"].mod
+	m.mu.Lock()
+	warm := len(m.idle)
+	m.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 20 {
+		if _, err := r.Observe(ctx, timerReq(t0, t0, "w")); !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v", err)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.idle) != warm {
+		t.Fatalf("warm instances %d -> %d", warm, len(m.idle))
+	}
+}
