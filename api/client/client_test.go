@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -24,8 +23,8 @@ import (
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/httpapi"
 	"github.com/vigilhq/vigil/host/plugin"
-	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -34,10 +33,6 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 type fixedClock struct{ t time.Time }
 
 func (c fixedClock) Now() time.Time { return c.t }
-
-type idSource struct{ r *rand.ChaCha8 }
-
-func (s idSource) Read(p []byte) (int, error) { return s.r.Read(p) }
 
 // fakePlugins serves "ci", which settles on the first probe with the
 // result its params name (default "success") and refuses {"bad":…}.
@@ -112,36 +107,15 @@ func newFixture(t *testing.T, opts ...client.Option) *fixture {
 
 func newFixtureWith(t *testing.T, o httpapi.Options, opts ...client.Option) *fixture {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	del, err := delivery.New(delivery.Config{Store: st, Clock: fixedClock{t0}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sched, err := scheduler.New(scheduler.Config{Store: st, Plugins: fakePlugins{}, Deliver: del, Recipients: st,
-		Clock: fixedClock{t0}, IDs: idSource{rand.NewChaCha8([32]byte{7})}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	recips := recipients.New(st, sched, fakePlugins{}, fixedClock{t0}, nil)
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
 	o.StreamWait = 50 * time.Millisecond
 	base, stop := context.WithCancel(context.Background())
 	waiting := make(chan struct{}, 1)
-	app := httpapi.New(httpapi.Deps{Scheduler: sched, Watches: st, Mailboxes: waitingMailboxes{del, waiting},
-		Recipients: recips, Plugins: fakePlugins{}, Base: base}, o)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = app.Listener(ln) }()
-	t.Cleanup(func() {
-		stop()
-		_ = app.Shutdown()
-	})
-	return &fixture{c: client.New("http://"+ln.Addr().String()+"/", opts...), sched: sched, waiting: waiting}
+	app := httpapi.New(httpapi.Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: waitingMailboxes{st.Delivery, waiting},
+		Recipients: st.Recipients, Plugins: fakePlugins{}, Base: base}, o)
+	url := apitest.Serve(t, app)
+	t.Cleanup(stop) // runs first: ends long polls and streams before the shutdown
+	return &fixture{c: client.New(url+"/", opts...), sched: st.Scheduler, waiting: waiting}
 }
 
 func (f *fixture) watch(t *testing.T, recipient, params string) api.Watch {

@@ -17,8 +17,8 @@ import (
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/httpapi"
 	"github.com/vigilhq/vigil/host/plugin"
-	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -156,36 +156,16 @@ type cliFixture struct {
 func newCLIFixture(t *testing.T, o httpapi.Options) *cliFixture {
 	t.Helper()
 	now := time.Now().UTC().Truncate(time.Second)
-	st, err := store.Open(t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	del, err := delivery.New(delivery.Config{Store: st, Clock: cliClock{now}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sched, err := scheduler.New(scheduler.Config{Store: st, Plugins: cliPlugins{}, Deliver: lossyDelivery{del}, Recipients: st,
-		Clock: cliClock{now}, IDs: cliIDs{rand.NewChaCha8([32]byte{3})}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	recips := recipients.New(st, sched, cliPlugins{}, cliClock{now}, nil)
-	mail := &pollingMailboxes{Delivery: del, polls: map[string]chan struct{}{}}
+	st := apitest.NewStack(t, apitest.Config{Plugins: cliPlugins{}, Clock: cliClock{now}, IDs: cliIDs{rand.NewChaCha8([32]byte{3})},
+		Deliver: func(d *delivery.Delivery) scheduler.Deliverer { return lossyDelivery{d} }})
+	mail := &pollingMailboxes{Delivery: st.Delivery, polls: map[string]chan struct{}{}}
 	base, stop := context.WithCancel(context.Background())
 	o.StreamWait = 50 * time.Millisecond
-	app := httpapi.New(httpapi.Deps{Scheduler: settlingScheduler{sched, now}, Watches: st, Mailboxes: mail,
-		Recipients: recips, Plugins: cliPlugins{}, Base: base}, o)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = app.Listener(ln) }()
-	t.Cleanup(func() {
-		stop()
-		_ = app.Shutdown()
-	})
-	return &cliFixture{url: "http://" + ln.Addr().String(), now: now, sched: sched, mail: mail}
+	app := httpapi.New(httpapi.Deps{Scheduler: settlingScheduler{st.Scheduler, now}, Watches: st.Store, Mailboxes: mail,
+		Recipients: st.Recipients, Plugins: cliPlugins{}, Base: base}, o)
+	url := apitest.Serve(t, app)
+	t.Cleanup(stop) // runs first: ends long polls and streams before the shutdown
+	return &cliFixture{url: url, now: now, sched: st.Scheduler, mail: mail}
 }
 
 // vigil runs the root command against the fixture's server.

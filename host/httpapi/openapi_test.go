@@ -22,7 +22,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/vigilhq/vigil/api"
-	"github.com/vigilhq/vigil/host/recipients"
 )
 
 // servedLater is documented in api/openapi.yaml before the route that
@@ -63,7 +62,7 @@ func fullApp(t *testing.T, f *fixture, tokens map[string]string) *fiber.App {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		_, _ = io.WriteString(w, "# vigil\n")
 	})
-	return New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: recipients.New(f.st, f.sched, fakePlugins{}, fixedClock{t0}, nil), Plugins: fakePlugins{}},
+	return New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins{}},
 		Options{Tokens: tokens, Metrics: metrics, BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
 }
 

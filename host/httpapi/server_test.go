@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -22,6 +20,7 @@ import (
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -72,35 +71,19 @@ func (f fakePlugins) Reload(context.Context) (plugin.Report, error) {
 }
 
 type fixture struct {
-	app   *fiber.App
-	st    *store.Badger
-	sched *scheduler.Scheduler
-	del   *delivery.Delivery
+	app    *fiber.App
+	st     *store.Badger
+	sched  *scheduler.Scheduler
+	del    *delivery.Delivery
+	recips *recipients.Service
 }
-
-type idSource struct{ r *rand.ChaCha8 }
-
-func (s idSource) Read(p []byte) (int, error) { return s.r.Read(p) }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	del, err := delivery.New(delivery.Config{Store: st, Clock: fixedClock{t0}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sched, err := scheduler.New(scheduler.Config{Store: st, Plugins: fakePlugins{}, Deliver: del, Recipients: st,
-		Clock: fixedClock{t0}, IDs: idSource{rand.NewChaCha8([32]byte{9})}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	recips := recipients.New(st, sched, fakePlugins{}, fixedClock{t0}, nil)
-	app := New(Deps{Scheduler: sched, Watches: st, Mailboxes: del, Recipients: recips, Plugins: fakePlugins{}}, Options{BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
-	return &fixture{app: app, st: st, sched: sched, del: del}
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}},
+		Options{BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
+	return &fixture{app: app, st: st.Store, sched: st.Scheduler, del: st.Delivery, recips: st.Recipients}
 }
 
 func (f *fixture) do(t *testing.T, method, path, body string) (int, []byte) {
@@ -252,13 +235,7 @@ func TestMailboxLongPollAndCursor(t *testing.T) {
 // a reconnect with Last-Event-ID resumes after it.
 func TestMailboxStream(t *testing.T) {
 	f := newFixture(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = f.app.Listener(ln) }()
-	defer f.app.Shutdown()
-	base := "http://" + ln.Addr().String()
+	base := apitest.Serve(t, f.app)
 	for range 2 {
 		_, _ = f.do(t, "POST", "/api/v1/watches", `{"kind":"ci","params":{},"recipient":{"id":"agent-1"}}`)
 	}
@@ -316,14 +293,9 @@ func TestPluginsRoutes(t *testing.T) {
 // refusal still comes in the error envelope.
 func TestBodyOverTheLimit(t *testing.T) {
 	f := newFixture(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = f.app.Listener(ln) }()
-	defer f.app.Shutdown()
+	base := apitest.Serve(t, f.app)
 	body := `{"kind":"ci","params":{"x":"` + strings.Repeat("a", 5000) + `"}}`
-	resp, err := http.Post("http://"+ln.Addr().String()+"/api/v1/watches", "application/json", strings.NewReader(body))
+	resp, err := http.Post(base+"/api/v1/watches", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +310,7 @@ func TestBodyOverTheLimit(t *testing.T) {
 func TestBearerTokens(t *testing.T) {
 	f := newFixture(t)
 	var seen string
-	app := New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: recipients.New(f.st, f.sched, fakePlugins{}, fixedClock{t0}, nil), Plugins: fakePlugins{}},
+	app := New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins{}},
 		Options{Tokens: map[string]string{"s3cret-token-for-ci-bot": "ci-bot"}})
 	try := func(auth string) int {
 		req := httptest.NewRequest("GET", "/api/v1/plugins", nil)

@@ -3,11 +3,12 @@ package httpapi
 import (
 	"bufio"
 	"context"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vigilhq/vigil/internal/apitest"
 )
 
 // A stream outlives its request. The recipient id it reads must be its
@@ -15,13 +16,7 @@ import (
 // views, agent-1's stream was seen delivering another recipient's mail.
 func TestStreamReadsItsOwnRecipient(t *testing.T) {
 	f := newFixture(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = f.app.Listener(ln) }()
-	defer f.app.Shutdown()
-	base := "http://" + ln.Addr().String()
+	base := apitest.Serve(t, f.app)
 	_, _ = f.do(t, "PUT", "/api/v1/recipients/agent-1", `{"status":"running"}`)
 	_, _ = f.do(t, "PUT", "/api/v1/recipients/zzzzzzz", `{"status":"running"}`)
 	resp, err := http.Get(base + "/api/v1/recipients/agent-1/mailbox/stream")

@@ -1,0 +1,89 @@
+// Package apitest assembles, for tests, the host behind the REST API the
+// way vigil serve does (a real badger store in a temporary directory,
+// delivery, the scheduler, the recipients service), and serves a fiber app
+// on a loopback listener for the length of a test.
+//
+// It is test support and must never be imported by the product. It does
+// not import host/httpapi, so httpapi's own tests can use it too.
+package apitest
+
+import (
+	"io"
+	"math/rand/v2"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/vigilhq/vigil/host/delivery"
+	"github.com/vigilhq/vigil/host/recipients"
+	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/store"
+)
+
+// Clock is the clock every part of the stack reads.
+type Clock interface{ Now() time.Time }
+
+// Config shapes a Stack. Plugins and Clock are required.
+type Config struct {
+	Plugins scheduler.Plugins
+	Clock   Clock
+	// IDs is the randomness of watch ids (default: a fixed seed).
+	IDs io.Reader
+	// Deliver wraps the delivery the scheduler sends through (default:
+	// the delivery itself).
+	Deliver func(*delivery.Delivery) scheduler.Deliverer
+}
+
+// Stack is the host behind the API.
+type Stack struct {
+	Store      *store.Badger
+	Delivery   *delivery.Delivery
+	Scheduler  *scheduler.Scheduler
+	Recipients *recipients.Service
+}
+
+type seeded struct{ r *rand.ChaCha8 }
+
+func (s seeded) Read(p []byte) (int, error) { return s.r.Read(p) }
+
+// NewStack builds the stack; the store closes when the test ends.
+func NewStack(tb testing.TB, cfg Config) *Stack {
+	tb.Helper()
+	st, err := store.Open(tb.TempDir(), store.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = st.Close() })
+	del, err := delivery.New(delivery.Config{Store: st, Clock: cfg.Clock})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var deliver scheduler.Deliverer = del
+	if cfg.Deliver != nil {
+		deliver = cfg.Deliver(del)
+	}
+	ids := cfg.IDs
+	if ids == nil {
+		ids = seeded{rand.NewChaCha8([32]byte{7})}
+	}
+	sched, err := scheduler.New(scheduler.Config{Store: st, Plugins: cfg.Plugins, Deliver: deliver, Recipients: st, Clock: cfg.Clock, IDs: ids})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &Stack{Store: st, Delivery: del, Scheduler: sched, Recipients: recipients.New(st, sched, cfg.Plugins, cfg.Clock, nil)}
+}
+
+// Serve runs app on a 127.0.0.1 listener until the test ends and returns
+// its base URL ("http://127.0.0.1:PORT").
+func Serve(tb testing.TB, app *fiber.App) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	go func() { _ = app.Listener(ln) }()
+	tb.Cleanup(func() { _ = app.Shutdown() })
+	return "http://" + ln.Addr().String()
+}
