@@ -379,3 +379,23 @@ func TestNewerRowVersionIsHeldAside(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// Transitions that make no sense are refused, not written.
+func TestBadTransitionsAreRefused(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	w := pendingWatch(t, newIDs(), "a", t0)
+	if err := s.Create(ctx, Watch{ID: w.ID, State: "snoozed", Receipt: ReceiptNone}); err == nil {
+		t.Fatal("created a row in an unknown state")
+	}
+	_ = s.Create(ctx, w)
+	if _, err := s.SetReceipt(ctx, w.ID, ReceiptDelivered); err == nil {
+		t.Fatal("a receipt for a pending watch")
+	}
+	if _, err := s.Settle(ctx, w.ID, Settlement{State: Pending, Receipt: ReceiptNone, SettledAt: t0}); err == nil {
+		t.Fatal("settled to pending")
+	}
+	if got, _ := s.Get(ctx, w.ID); got.State != Pending || got.Receipt != ReceiptNone {
+		t.Fatalf("row changed: %+v", got)
+	}
+}

@@ -65,6 +65,7 @@ func TestInvalidSettingsNameTheKey(t *testing.T) {
 		{"file bad cidr", nil, nil, "webhook_allow: [localhost]\n", "webhook_allow", "vigil.yaml"},
 		{"short token", nil, nil, "tokens: [{principal: ci, token: short}]\n", "tokens", "vigil.yaml"},
 		{"bad principal", nil, nil, "tokens: [{principal: 'a b', token: 0123456789abcdef}]\n", "tokens", "vigil.yaml"},
+		{"token twice", nil, nil, "tokens: [{principal: a, token: 0123456789abcdef}, {principal: b, token: 0123456789abcdef}]\n", "tokens", "vigil.yaml"},
 		{"open listen without tokens", []string{"--listen", "0.0.0.0:7878"}, nil, "", "listen", "--listen"},
 		{"missing config file", nil, map[string]string{"VIGIL_CONFIG": "/nonexistent/vigil.yaml"}, "", "config", "VIGIL_CONFIG"},
 	}

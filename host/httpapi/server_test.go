@@ -143,6 +143,8 @@ func TestErrorCodes(t *testing.T) {
 		{"mailbox malformed id", "GET", "/api/v1/recipients/a%20b/mailbox", "", 422, api.CodeInvalidRecipient, "id", ""},
 		{"mailbox bad wait", "GET", "/api/v1/recipients/agent-1/mailbox?wait=2m", "", 422, api.CodeInvalidField, "wait", ""},
 		{"mailbox bad cursor", "GET", "/api/v1/recipients/agent-1/mailbox?after=-1", "", 422, api.CodeInvalidField, "after", ""},
+		{"mailbox limit zero", "GET", "/api/v1/recipients/agent-1/mailbox?limit=0", "", 422, api.CodeInvalidField, "limit", ""},
+		{"mailbox limit too big", "GET", "/api/v1/recipients/agent-1/mailbox?limit=1001", "", 422, api.CodeInvalidField, "limit", ""},
 		{"unknown route", "GET", "/api/v1/nope", "", 404, api.CodeNotFound, "", ""},
 		{"wrong method", "PATCH", "/api/v1/watches", "", 405, api.CodeMethodNotAllowed, "", ""},
 		{"wrong method on openapi", "DELETE", "/api/v1/openapi.yaml", "", 405, api.CodeMethodNotAllowed, "", ""},

@@ -403,12 +403,16 @@ func TestWrongKindIsAnErrorNotPending(t *testing.T) {
 
 func TestRegistryErrorsRefuseToStart(t *testing.T) {
 	tests := map[string]string{
-		"unknown field":      `{"kinds":{"timer":{"capabilties":["fetch"]}}}`,
-		"unknown capability": `{"kinds":{"timer":{"capabilities":["exec"]}}}`,
-		"bad kind":           `{"kinds":{"Timer":{}}}`,
-		"wasm with a path":   `{"kinds":{"timer":{"wasm":"../timer.wasm"}}}`,
-		"timeout too long":   `{"kinds":{"timer":{"timeout":"1h"}}}`,
-		"not json":           `{"kinds":`,
+		"unknown field":        `{"kinds":{"timer":{"capabilties":["fetch"]}}}`,
+		"unknown capability":   `{"kinds":{"timer":{"capabilities":["exec"]}}}`,
+		"bad kind":             `{"kinds":{"Timer":{}}}`,
+		"wasm with a path":     `{"kinds":{"timer":{"wasm":"../timer.wasm"}}}`,
+		"timeout too long":     `{"kinds":{"timer":{"timeout":"1h"}}}`,
+		"memory too large":     `{"kinds":{"timer":{"memory_mib":8192}}}`,
+		"fetch host with path": `{"kinds":{"timer":{"fetch_hosts":["example.org/x"]}}}`,
+		"bad private range":    `{"kinds":{"timer":{"private_ranges":["10.0.0.0"]}}}`,
+		"wasm not .wasm":       `{"kinds":{"timer":{"wasm":"timer.so"}}}`,
+		"not json":             `{"kinds":`,
 	}
 	for name, reg := range tests {
 		t.Run(name, func(t *testing.T) {
