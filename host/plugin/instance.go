@@ -76,10 +76,11 @@ func compile(ctx context.Context, cfg *runtimeConfig, file, sum string, wasm []b
 	pages := memMiB * 16 // 64 KiB pages
 	rc := wazero.NewRuntimeConfig().
 		WithCloseOnContextDone(true).
-		WithMemoryLimitPages(pages).
 		WithCompilationCache(cfg.cache)
 	manifest := extism.Manifest{
-		Wasm:   []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}},
+		Wasm: []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}},
+		// MaxPages caps every memory of the runtime, the guest's and the
+		// Extism kernel's alike (Extism sets it on the runtime config).
 		Memory: &extism.ManifestMemory{MaxPages: pages, MaxVarBytes: 0, MaxHttpResponseBytes: 0},
 		// AllowedHosts empty: Extism's own http_request is denied. The only
 		// way out is vigil_fetch, which the host screens.

@@ -112,22 +112,25 @@ func TestAdmit(t *testing.T) {
 // timeout and a margin, as a pending observation with the fault named; the
 // host serves other kinds meanwhile; and the next call on that plugin works.
 func TestFaultsAreBounded(t *testing.T) {
-	const timeout = 300 * time.Millisecond
 	const margin = 2 * time.Second // generous: this bounds a hang, it does not measure speed
 	tests := []struct {
 		plugin, kind string
 		reasons      []string
+		timeout      time.Duration
 	}{
-		{"loop", "test.loop", []string{FaultTimeout}},
-		{"alloc", "test.alloc", []string{FaultMemory, FaultTrap}},
-		{"trap", "test.trap", []string{FaultTrap}},
-		{"bigout", "test.bigout", []string{FaultTooLarge}},
-		{"offcontract", "test.offcontract", []string{FaultContract}},
+		{"loop", "test.loop", []string{FaultTimeout}, 300 * time.Millisecond},
+		// Room for the memory cap to be the bound that stops it, even on a
+		// loaded machine: growing to 32 MiB is not instant.
+		{"alloc", "test.alloc", []string{FaultMemory, FaultTrap}, 5 * time.Second},
+		{"trap", "test.trap", []string{FaultTrap}, 300 * time.Millisecond},
+		{"bigout", "test.bigout", []string{FaultTooLarge}, 300 * time.Millisecond},
+		{"offcontract", "test.offcontract", []string{FaultContract}, 300 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.plugin, func(t *testing.T) {
 			m := &recordingMetrics{}
 			dir := pluginDir(t, "", tt.plugin)
+			timeout := tt.timeout
 			r := newRuntime(t, Config{Dir: dir, Metrics: m, Limits: Limits{ObserveTimeout: timeout, MemoryMiB: 32}})
 			ctx := context.Background()
 			req := abi.ObserveRequest{Kind: tt.kind, WatchID: "w", Now: t0, Params: json.RawMessage(`{"n":0}`)}
