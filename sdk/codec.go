@@ -427,6 +427,8 @@ func decodeAdmitRequest(b []byte) (abi.AdmitRequest, error) {
 					req.Grants.Capabilities, err = v.Strings()
 				case "fetch_hosts":
 					req.Grants.FetchHosts, err = v.Strings()
+				case "secrets":
+					req.Grants.Secrets, err = v.Strings()
 				}
 				return err
 			})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -321,6 +322,7 @@ func TestDecodeAdmitRequestMatchesEncodingJSON(t *testing.T) {
 			Grants: abi.Grants{
 				Capabilities: rapid.SliceOf(rapid.String()).Draw(t, "caps"),
 				FetchHosts:   rapid.SliceOf(rapid.String()).Draw(t, "hosts"),
+				Secrets:      rapid.SliceOf(rapid.String()).Draw(t, "secrets"),
 			},
 		}
 		enc, err := json.Marshal(req)
@@ -334,7 +336,8 @@ func TestDecodeAdmitRequestMatchesEncodingJSON(t *testing.T) {
 		var want abi.AdmitRequest
 		_ = json.Unmarshal(enc, &want)
 		if got.Kind != want.Kind || !bytes.Equal(compact(got.Params), compact(want.Params)) ||
-			len(got.Grants.Capabilities) != len(want.Grants.Capabilities) || len(got.Grants.FetchHosts) != len(want.Grants.FetchHosts) {
+			len(got.Grants.Capabilities) != len(want.Grants.Capabilities) || len(got.Grants.FetchHosts) != len(want.Grants.FetchHosts) ||
+			!slices.Equal(got.Grants.Secrets, want.Grants.Secrets) {
 			t.Fatalf("got %+v want %+v", got, want)
 		}
 		for i := range got.Grants.Capabilities {

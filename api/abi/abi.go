@@ -53,6 +53,10 @@ type Grants struct {
 	// FetchHosts are the hosts vigil_fetch will reach for this plugin. Empty
 	// means none, never any.
 	FetchHosts []string `json:"fetch_hosts,omitempty"`
+	// Secrets names the host-held credentials this plugin may ask
+	// vigil_fetch to attach (FetchRequest.Secret). Names only: a plugin
+	// never sees a secret's value.
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 // AdmitRequest is the input of the admit export.
@@ -122,15 +126,26 @@ type ObserveResponse struct {
 }
 
 // FetchRequest is what a plugin passes to vigil_fetch. Only GET and HEAD.
+//
+// Headers and TimeoutSeconds are optional and screened before anything is
+// sent (see the fetch issuer); a zero TimeoutSeconds means the host's
+// default. Secret names a credential in the host's configuration that the
+// kind is granted (Grants.Secrets): the host adds it as an
+// "authorization: Bearer …" header at issue time, so its value is never in
+// a watch row, in plugin memory or in a log.
 type FetchRequest struct {
 	Method         string            `json:"method"`
 	URL            string            `json:"url"`
 	Headers        map[string]string `json:"headers,omitempty"`
 	TimeoutSeconds float64           `json:"timeout_seconds,omitempty"`
+	Secret         string            `json:"secret,omitempty"`
 }
 
 // FetchResponse is what vigil_fetch answers: either a response or, when
-// Failure is set, the reason no response could be had. When NotModified is
+// Failure is set, the reason no response could be had. Any HTTP answer is a
+// response, a 404 or a 503 included: the plugin reads Status and decides
+// (the host's event log records a status of 400 or more as an http_status
+// failure, and paces the origin on 429 and 503). When NotModified is
 // set the host revalidated a stored response: Status, Headers and Body are
 // that stored response (its 200, not the 304), so a plugin reads the same
 // fields whether or not the resource changed. FromCache says the host
@@ -161,5 +176,6 @@ const (
 	FetchTooLarge              = "too_large"
 	FetchConnectFailed         = "connect_failed"
 	FetchNotGranted            = "not_granted"
+	FetchHTTPStatus            = "http_status"
 	FetchUnavailable           = "unavailable"
 )

@@ -41,3 +41,12 @@ func CheckKind(s string) error {
 	}
 	return nil
 }
+
+// CheckSecretName returns a descriptive error when s cannot name a secret in
+// the host's configuration. Secret names follow the kind grammar.
+func CheckSecretName(s string) error {
+	if !ValidKind(s) {
+		return fmt.Errorf("secret name %q: want 1-%d of a-z 0-9 . _ -", s, MaxKindLen)
+	}
+	return nil
+}

@@ -52,6 +52,9 @@ type Entry struct {
 	FetchHosts []string `json:"fetch_hosts,omitempty"`
 	// PrivateRanges the fetch destination guard lets this plugin reach.
 	PrivateRanges []string `json:"private_ranges,omitempty"`
+	// Secrets names the credentials in the host's configuration this kind
+	// may have vigil_fetch attach (abi.FetchRequest.Secret).
+	Secrets []string `json:"secrets,omitempty"`
 	// Timeout of one observe call; default Limits.ObserveTimeout.
 	Timeout Duration `json:"timeout,omitzero"`
 	// MemoryMiB caps each instance's memory; default Limits.MemoryMiB.
@@ -125,6 +128,11 @@ func (e Entry) validate(kind string) error {
 			return fmt.Errorf("fetch_hosts: %q is not a host name", h)
 		}
 	}
+	for _, n := range e.Secrets {
+		if err := abi.CheckSecretName(n); err != nil {
+			return fmt.Errorf("secrets: %w", err)
+		}
+	}
 	for _, p := range e.PrivateRanges {
 		if _, err := netip.ParsePrefix(p); err != nil {
 			return fmt.Errorf("private_ranges: %w", err)
@@ -145,7 +153,7 @@ func (e Entry) grants() abi.Grants {
 	if caps == nil {
 		caps = []string{}
 	}
-	return abi.Grants{Capabilities: caps, FetchHosts: e.FetchHosts}
+	return abi.Grants{Capabilities: caps, FetchHosts: e.FetchHosts, Secrets: e.Secrets}
 }
 
 // readRegistry reads name from fsys; a missing file is an empty registry.
