@@ -3,6 +3,7 @@ package abi
 import (
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 // MaxKindLen bounds a kind name.
@@ -49,4 +50,31 @@ func CheckSecretName(s string) error {
 		return fmt.Errorf("secret name %q: want 1-%d of a-z 0-9 . _ -", s, MaxKindLen)
 	}
 	return nil
+}
+
+// HostGranted reports whether host (a name or an IP literal, without a
+// port) is among the granted fetch hosts. A pattern is an exact host name,
+// compared without regard to case; "*.example.com", which matches every
+// name under example.com but not example.com itself; or "*", which matches
+// any host. A grant says which hosts a plugin may name: the destination
+// guard still refuses private addresses whatever the grant.
+func HostGranted(patterns []string, host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "" {
+		return false
+	}
+	for _, p := range patterns {
+		p = strings.TrimSuffix(strings.ToLower(p), ".")
+		switch {
+		case p == "*":
+			return true
+		case strings.HasPrefix(p, "*."):
+			if strings.HasSuffix(host, p[1:]) && len(host) > len(p)-1 {
+				return true
+			}
+		case p == host:
+			return true
+		}
+	}
+	return false
 }

@@ -30,3 +30,25 @@ func TestValidSemver(t *testing.T) {
 		}
 	}
 }
+
+func TestHostGranted(t *testing.T) {
+	grants := []string{"api.github.com", "*.example.org"}
+	for host, want := range map[string]bool{
+		"api.github.com":  true,
+		"API.GitHub.com":  true,
+		"api.github.com.": true,
+		"github.com":      false,
+		"a.example.org":   true,
+		"a.b.example.org": true,
+		"example.org":     false,
+		"badexample.org":  false,
+		"":                false,
+	} {
+		if got := HostGranted(grants, host); got != want {
+			t.Errorf("HostGranted(%q) = %v, want %v", host, got, want)
+		}
+	}
+	if !HostGranted([]string{"*"}, "anything.test") || HostGranted(nil, "api.github.com") {
+		t.Error("* must grant any host and no grant none")
+	}
+}

@@ -124,8 +124,8 @@ func (e Entry) validate(kind string) error {
 		}
 	}
 	for _, h := range e.FetchHosts {
-		if h == "" || strings.ContainsAny(h, "/:@ ") {
-			return fmt.Errorf("fetch_hosts: %q is not a host name", h)
+		if h == "" || strings.ContainsAny(h, "/:@ ") || strings.Contains(strings.TrimPrefix(h, "*."), "*") && h != "*" {
+			return fmt.Errorf(`fetch_hosts: %q is not a host name, "*.domain" or "*"`, h)
 		}
 	}
 	for _, n := range e.Secrets {

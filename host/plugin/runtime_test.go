@@ -414,6 +414,8 @@ func TestRegistryErrorsRefuseToStart(t *testing.T) {
 		"memory too large":     `{"kinds":{"timer":{"memory_mib":8192}}}`,
 		"fetch host with path": `{"kinds":{"timer":{"fetch_hosts":["example.org/x"]}}}`,
 		"bad private range":    `{"kinds":{"timer":{"private_ranges":["10.0.0.0"]}}}`,
+		"inner wildcard host":  `{"kinds":{"timer":{"fetch_hosts":["api.*.com"]}}}`,
+		"bad secret name":      `{"kinds":{"timer":{"secrets":["GitHub Token"]}}}`,
 		"wasm not .wasm":       `{"kinds":{"timer":{"wasm":"timer.so"}}}`,
 		"not json":             `{"kinds":`,
 	}
