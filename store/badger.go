@@ -34,6 +34,9 @@ type Badger struct {
 	// recipient's sequence, and one process owns the store, so a lock is
 	// cheaper than transactions retrying on the shared key.
 	appendMu sync.Mutex
+	// eventMu does the same for event appends, whose sequence is per
+	// stream; apart from appendMu so facts never queue behind mail.
+	eventMu sync.Mutex
 }
 
 var _ Store = (*Badger)(nil)

@@ -1,5 +1,7 @@
 // Package store is vigil's persistence: watch rows, their receipts and
-// standing baselines, on badger v4 behind the small Store interface, so a
+// standing baselines, recipients and their mailboxes, and the host's event
+// log (named streams of facts, each event unique by its idempotency key
+// within its stream), on badger v4 behind the small Store interface, so a
 // distributed backend can be added without touching the scheduler.
 //
 // What it guarantees:
