@@ -13,7 +13,8 @@
 //     probe is one bounded plugin call; a burst of due watches queues.
 //   - A pending answer rewrites nothing. next_due, the attempt count and
 //     the last note live in memory; the store is written on state changes
-//     only (register, settle, receipt, a standing watch's new baseline).
+//     only (register, settle, receipt, a baseline that moved: a standing
+//     watch's snapshot, or what any kind keeps between probes).
 //   - Prime re-arms recovered watches with jitter across each one's own
 //     interval, so a restart with many watches does not probe them all in
 //     the same instant.

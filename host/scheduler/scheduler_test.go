@@ -380,6 +380,32 @@ func TestStandingWatch(t *testing.T) {
 	}
 }
 
+// Any kind may carry a baseline on a pending answer (the http kind keeps
+// its first fingerprint so); it is written once, when it moves, and never
+// mailed.
+func TestPendingBaselineIsRecordedOnceSilently(t *testing.T) {
+	h := newHarness(t)
+	h.plugins.observe = func(req abi.ObserveRequest) (plugin.Observation, error) {
+		if len(req.Baseline) == 0 {
+			return plugin.Observation{Status: abi.StatusPending, Baseline: json.RawMessage(`{"fp":"a"}`)}, nil
+		}
+		return plugin.Observation{Status: abi.StatusPending, Baseline: req.Baseline}, nil
+	}
+	w := h.register("ci")
+	writes := h.counted.count()
+	now := t0
+	for range 5 {
+		h.tick(now)
+		now, _ = h.s.NextWake()
+	}
+	if got := h.counted.count() - writes; got != 1 {
+		t.Fatalf("%d writes for one baseline, want 1", got)
+	}
+	if row := h.row(w.ID); string(row.Baseline) != `{"fp":"a"}` || row.State != store.Pending || len(h.deliver.messages()) != 0 {
+		t.Fatalf("row %+v, mail %+v", row, h.deliver.messages())
+	}
+}
+
 func TestRegistrationRules(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()

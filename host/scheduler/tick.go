@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"bytes"
 	"container/heap"
 	"context"
 	"errors"
@@ -117,7 +118,11 @@ func (s *Scheduler) probe(ctx context.Context, e *entry, now time.Time) {
 	case abi.StatusChanged:
 		s.carry(ctx, e, w, obs, now, attempts, true)
 	default: // pending
-		if w.Standing && len(obs.Baseline) > 0 {
+		// A baseline to record silently: a standing watch's first check,
+		// or what any kind needs to remember between probes (the http
+		// kind's first fingerprint). Written only when it moved, so a
+		// pending answer that repeats it rewrites nothing.
+		if len(obs.Baseline) > 0 && !bytes.Equal(obs.Baseline, w.Baseline) {
 			s.carry(ctx, e, w, obs, now, attempts, false)
 			return
 		}
