@@ -159,6 +159,8 @@ var wireTypes = map[string]reflect.Type{
 	"Plugin":           reflect.TypeFor[Plugin](),
 	"PluginProblem":    reflect.TypeFor[PluginProblem](),
 	"PluginList":       reflect.TypeFor[PluginList](),
+	"DeadLetter":       reflect.TypeFor[DeadLetter](),
+	"DeadLetters":      reflect.TypeFor[DeadLetters](),
 }
 
 // requestTypes are decoded strictly from request bodies: their schemas

@@ -137,6 +137,27 @@ type Mailbox struct {
 	Next     uint64    `json:"next"`
 }
 
+// DeadLetter is a fetch command the host refused before any request went
+// out (a header the issuer contract forbids, a destination or host not
+// granted). It names headers, never their values.
+type DeadLetter struct {
+	Seq         uint64    `json:"seq"`
+	CommandID   string    `json:"command_id"`
+	Kind        string    `json:"kind"`
+	Method      string    `json:"method"`
+	URL         string    `json:"url"`
+	Reason      string    `json:"reason"`
+	Message     string    `json:"message"`
+	HeaderNames []string  `json:"header_names"`
+	OccurredAt  time.Time `json:"occurred_at"`
+}
+
+// DeadLetters is a read of the dead-letter list from a cursor.
+type DeadLetters struct {
+	DeadLetters []DeadLetter `json:"dead_letters"`
+	Next        uint64       `json:"next"`
+}
+
 // WebhookRequest sets a recipient's webhook. Secret is write-only.
 type WebhookRequest struct {
 	URL    string `json:"url"`

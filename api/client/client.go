@@ -161,6 +161,21 @@ func (c *Client) ReadMailbox(ctx context.Context, id string, after uint64, wait 
 	return out, err
 }
 
+// DeadLetters reads the fetch commands the host refused before any request
+// went out, from the cursor after; limit 0 is the server's default.
+func (c *Client) DeadLetters(ctx context.Context, after uint64, limit int) (api.DeadLetters, error) {
+	q := url.Values{}
+	if after > 0 {
+		q.Set("after", strconv.FormatUint(after, 10))
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out api.DeadLetters
+	err := c.do(ctx, http.MethodGet, "/api/v1/fetch/dead-letters", q, nil, &out)
+	return out, err
+}
+
 // StreamMailbox follows the mailbox from the cursor after over
 // server-sent events and calls fn with each message, in order. It returns
 // ctx.Err() when ctx ends, fn's error when fn returns one, ErrStreamEnded

@@ -9,10 +9,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 
+	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/scheduler"
 )
 
@@ -30,14 +32,33 @@ import (
 //	tokens:
 //	  - principal: ci-bot
 //	    token: "a long random string"
+//	fetch:
+//	  max_timeout: 120s
+//	  min_interval: 1s
+//	  max_body_bytes: 1048576
+//	  user_agent: vigil
+//	secrets:
+//	  github: env:GITHUB_TOKEN
+//	  gitea: file:/run/secrets/gitea-token
 type settings struct {
-	Listen       string   `yaml:"listen"`
-	Data         string   `yaml:"data"`
-	Plugins      string   `yaml:"plugins"`
-	Workers      int      `yaml:"workers"`
-	Fsync        bool     `yaml:"fsync"`
-	WebhookAllow []string `yaml:"webhook_allow"`
-	Tokens       []token  `yaml:"tokens"`
+	Listen       string            `yaml:"listen"`
+	Data         string            `yaml:"data"`
+	Plugins      string            `yaml:"plugins"`
+	Workers      int               `yaml:"workers"`
+	Fsync        bool              `yaml:"fsync"`
+	WebhookAllow []string          `yaml:"webhook_allow"`
+	Tokens       []token           `yaml:"tokens"`
+	Fetch        fetchSettings     `yaml:"fetch"`
+	Secrets      map[string]string `yaml:"secrets"`
+}
+
+// fetchSettings tune the fetch issuer (config file only). Zero values take
+// the issuer's defaults.
+type fetchSettings struct {
+	MaxTimeout   time.Duration `yaml:"max_timeout"`
+	MinInterval  time.Duration `yaml:"min_interval"`
+	MaxBodyBytes int64         `yaml:"max_body_bytes"`
+	UserAgent    string        `yaml:"user_agent"`
 }
 
 // token maps a bearer token to the principal it authenticates. Tokens come
@@ -87,7 +108,7 @@ func loadSettings(flags *pflag.FlagSet, getenv func(string) string) (settings, e
 	}
 	fileSource := path
 	sources := map[string]string{}
-	for _, k := range []string{"listen", "data", "plugins", "workers", "fsync", "webhook_allow", "tokens"} {
+	for _, k := range []string{"listen", "data", "plugins", "workers", "fsync", "webhook_allow", "tokens", "fetch", "secrets"} {
 		sources[k] = fileSource
 		if fileSource == "" {
 			sources[k] = "the default"
@@ -174,12 +195,62 @@ func (s settings) validate(sources map[string]string) error {
 		}
 		seen[t.Token] = true
 	}
+	switch f := s.Fetch; {
+	case f.MaxTimeout < 0 || f.MaxTimeout > 10*time.Minute:
+		bad("fetch", fmt.Errorf("max_timeout %s: want up to 10m (0 for the default, 120s)", f.MaxTimeout))
+	case f.MinInterval < 0 || f.MinInterval > time.Hour:
+		bad("fetch", fmt.Errorf("min_interval %s: want up to 1h (0 for the default, 1s)", f.MinInterval))
+	case f.MaxBodyBytes < 0 || f.MaxBodyBytes > 64<<20:
+		bad("fetch", fmt.Errorf("max_body_bytes %d: want up to 64 MiB (0 for the default, 1 MiB)", f.MaxBodyBytes))
+	case strings.ContainsFunc(f.UserAgent, func(r rune) bool { return r < 0x20 || r > 0x7e }):
+		bad("fetch", errors.New("user_agent: printable ASCII only"))
+	}
+	for name := range s.Secrets {
+		if err := abi.CheckSecretName(name); err != nil {
+			bad("secrets", err)
+		}
+	}
 	if len(s.Tokens) == 0 {
 		if err := loopbackOnly(s.Listen); err != nil {
 			bad("listen", err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// resolveSecrets reads each secret's value: "env:NAME" from the
+// environment, "file:PATH" from a file (surrounding whitespace trimmed),
+// anything else as written. A reference that yields nothing is an error
+// naming the secret, never its value.
+func (s settings) resolveSecrets(getenv func(string) string) (map[string]string, error) {
+	out := make(map[string]string, len(s.Secrets))
+	var errs []error
+	for name, ref := range s.Secrets {
+		var v string
+		switch {
+		case strings.HasPrefix(ref, "env:"):
+			v = getenv(strings.TrimPrefix(ref, "env:"))
+		case strings.HasPrefix(ref, "file:"):
+			b, err := os.ReadFile(strings.TrimPrefix(ref, "file:"))
+			if err != nil {
+				errs = append(errs, &configError{Key: "secrets." + name, Source: "the config file", Err: err})
+				continue
+			}
+			v = strings.TrimSpace(string(b))
+		default:
+			v = ref
+		}
+		if v == "" {
+			errs = append(errs, &configError{Key: "secrets." + name, Source: "the config file", Err: errors.New("the secret is empty (an env: variable unset, or an empty file or value)")})
+			continue
+		}
+		if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
+			errs = append(errs, &configError{Key: "secrets." + name, Source: "the config file", Err: errors.New("the value holds a byte outside printable ASCII")})
+			continue
+		}
+		out[name] = v
+	}
+	return out, errors.Join(errs...)
 }
 
 func (s settings) allowPrefixes() []netip.Prefix {

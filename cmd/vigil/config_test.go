@@ -67,6 +67,11 @@ func TestInvalidSettingsNameTheKey(t *testing.T) {
 		{"bad principal", nil, nil, "tokens: [{principal: 'a b', token: 0123456789abcdef}]\n", "tokens", "vigil.yaml"},
 		{"token twice", nil, nil, "tokens: [{principal: a, token: 0123456789abcdef}, {principal: b, token: 0123456789abcdef}]\n", "tokens", "vigil.yaml"},
 		{"open listen without tokens", []string{"--listen", "0.0.0.0:7878"}, nil, "", "listen", "--listen"},
+		{"fetch timeout", nil, nil, "fetch: {max_timeout: 1h}\n", "fetch", "vigil.yaml"},
+		{"fetch unknown key", nil, nil, "fetch: {max_timeot: 1s}\n", "max_timeot", "vigil.yaml"},
+		{"fetch body", nil, nil, "fetch: {max_body_bytes: -1}\n", "fetch", "vigil.yaml"},
+		{"fetch user agent", nil, nil, "fetch: {user_agent: \"a\\nb\"}\n", "fetch", "vigil.yaml"},
+		{"secret name", nil, nil, "secrets: {'GitHub Token': x}\n", "secrets", "vigil.yaml"},
 		{"missing config file", nil, map[string]string{"VIGIL_CONFIG": "/nonexistent/vigil.yaml"}, "", "config", "VIGIL_CONFIG"},
 	}
 	for _, tt := range tests {
@@ -77,6 +82,28 @@ func TestInvalidSettingsNameTheKey(t *testing.T) {
 				t.Fatalf("err = %v", err)
 			}
 		})
+	}
+}
+
+func TestSecretsResolve(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "gitea-token")
+	if err := os.WriteFile(file, []byte("from-a-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := settings{Secrets: map[string]string{"github": "env:GH_TOKEN", "gitea": "file:" + file, "plain": "as-written"}}
+	got, err := s.resolveSecrets(func(k string) string { return map[string]string{"GH_TOKEN": "from-env"}[k] })
+	if err != nil || got["github"] != "from-env" || got["gitea"] != "from-a-file" || got["plain"] != "as-written" {
+		t.Fatalf("%v %v", got, err)
+	}
+	for name, ref := range map[string]string{"unset": "env:NOPE", "nofile": "file:/nonexistent/x", "empty": "", "control": "a\x01b"} {
+		_, err := settings{Secrets: map[string]string{name: ref}}.resolveSecrets(func(string) string { return "" })
+		var ce *configError
+		if !errors.As(err, &ce) || ce.Key != "secrets."+name {
+			t.Errorf("%s: err = %v", name, err)
+		}
+		if ref == "a\x01b" && strings.Contains(err.Error(), ref) {
+			t.Errorf("the error repeats the secret: %v", err)
+		}
 	}
 }
 

@@ -62,7 +62,7 @@ func fullApp(t *testing.T, f *fixture, tokens map[string]string) *fiber.App {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		_, _ = io.WriteString(w, "# vigil\n")
 	})
-	return New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins{}},
+	return New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins{}, DeadLetters: fakeDeadLetters{}},
 		Options{Tokens: tokens, Metrics: metrics, BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
 }
 
@@ -195,6 +195,10 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		{"DELETE", "/api/v1/recipients/agent-2", "", nil, false},
 		{"DELETE", "/api/v1/recipients/agent-2", "", nil, false},
 		{"DELETE", "/api/v1/recipients/a%20b", "", nil, false},
+		{"GET", "/api/v1/fetch/dead-letters", "", nil, false},
+		{"GET", "/api/v1/fetch/dead-letters?after=1&limit=5", "", nil, false},
+		{"GET", "/api/v1/fetch/dead-letters?limit=5000", "", nil, false},
+		{"GET", "/api/v1/fetch/dead-letters", "", nil, true},
 	}
 	for _, s := range steps {
 		if s.before != nil {

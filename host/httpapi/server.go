@@ -57,13 +57,19 @@ type Plugins interface {
 	Reload(ctx context.Context) (plugin.Report, error)
 }
 
+// DeadLetters reads the fetch issuer's dead-letter list.
+type DeadLetters interface {
+	DeadLetters(ctx context.Context, after uint64, limit int) ([]api.DeadLetter, error)
+}
+
 // Deps are the services behind the API.
 type Deps struct {
-	Scheduler  Scheduler
-	Watches    Watches
-	Mailboxes  Mailboxes
-	Recipients Recipients
-	Plugins    Plugins
+	Scheduler   Scheduler
+	Watches     Watches
+	Mailboxes   Mailboxes
+	Recipients  Recipients
+	Plugins     Plugins
+	DeadLetters DeadLetters
 	Logger     *slog.Logger
 	// Base ends long polls and streams when the server shuts down.
 	Base context.Context
@@ -139,6 +145,7 @@ func New(d Deps, o Options) *fiber.App {
 	v1.Delete("/recipients/:id", s.deleteRecipient)
 	v1.Get("/recipients/:id/mailbox", s.readMailbox)
 	v1.Get("/recipients/:id/mailbox/stream", s.streamMailbox)
+	v1.Get("/fetch/dead-letters", s.readDeadLetters)
 	routes := app.GetRoutes(true)
 	app.Use(func(c *fiber.Ctx) error {
 		var allowed []string
@@ -456,12 +463,9 @@ func (s *server) readMailbox(c *fiber.Ctx) error {
 			return &api.Error{Code: api.CodeInvalidField, Field: "wait", Message: "want a duration from 0s to 60s"}
 		}
 	}
-	limit := 100
-	if v := c.Query("limit"); v != "" {
-		limit, err = strconv.Atoi(v)
-		if err != nil || limit < 1 || limit > 1000 {
-			return &api.Error{Code: api.CodeInvalidField, Field: "limit", Message: "want 1 to 1000"}
-		}
+	limit, err := limitParam(c)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(s.d.Base)
 	defer cancel()
@@ -473,6 +477,48 @@ func (s *server) readMailbox(c *fiber.Ctx) error {
 	for _, m := range msgs {
 		out.Messages = append(out.Messages, toMessage(m))
 		out.Next = m.Seq
+	}
+	return c.JSON(out)
+}
+
+// limitParam reads ?limit=, 1 to 1000, default 100.
+func limitParam(c *fiber.Ctx) (int, error) {
+	v := c.Query("limit")
+	if v == "" {
+		return 100, nil
+	}
+	limit, err := strconv.Atoi(v)
+	if err != nil || limit < 1 || limit > 1000 {
+		return 0, &api.Error{Code: api.CodeInvalidField, Field: "limit", Message: "want 1 to 1000"}
+	}
+	return limit, nil
+}
+
+// readDeadLetters answers the fetch commands refused before any request
+// went out, oldest first, from ?after=.
+func (s *server) readDeadLetters(c *fiber.Ctx) error {
+	after, err := cursor(c)
+	if err != nil {
+		return err
+	}
+	limit, err := limitParam(c)
+	if err != nil {
+		return err
+	}
+	out := api.DeadLetters{DeadLetters: []api.DeadLetter{}, Next: after}
+	if s.d.DeadLetters == nil {
+		return c.JSON(out)
+	}
+	dls, err := s.d.DeadLetters.DeadLetters(c.UserContext(), after, limit)
+	if err != nil {
+		return err
+	}
+	for _, d := range dls {
+		if d.HeaderNames == nil {
+			d.HeaderNames = []string{}
+		}
+		out.DeadLetters = append(out.DeadLetters, d)
+		out.Next = d.Seq
 	}
 	return c.JSON(out)
 }

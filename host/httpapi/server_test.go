@@ -374,3 +374,43 @@ func TestOpenAPIIsServed(t *testing.T) {
 		t.Fatalf("%d %.60s", status, b)
 	}
 }
+
+// fakeDeadLetters is a dead-letter list of two refused commands.
+type fakeDeadLetters struct{}
+
+func (fakeDeadLetters) DeadLetters(_ context.Context, after uint64, limit int) ([]api.DeadLetter, error) {
+	all := []api.DeadLetter{
+		{Seq: 1, CommandID: "c1", Kind: "http", Method: "GET", URL: "https://example.org/", Reason: "invalid_request_options", Message: "header connection is hop-by-hop", HeaderNames: []string{"connection"}, OccurredAt: t0},
+		{Seq: 2, CommandID: "c2", Kind: "ci", Method: "GET", URL: "http://127.0.0.1/", Reason: "destination_refused", Message: "loopback", OccurredAt: t0},
+	}
+	var out []api.DeadLetter
+	for _, d := range all {
+		if d.Seq > after && len(out) < limit {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+func TestDeadLettersRead(t *testing.T) {
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}, DeadLetters: fakeDeadLetters{}}, Options{})
+	f := &fixture{app: app}
+	code, b := f.do(t, "GET", "/api/v1/fetch/dead-letters?limit=1", "")
+	var got api.DeadLetters
+	if err := json.Unmarshal(b, &got); code != 200 || err != nil || len(got.DeadLetters) != 1 || got.Next != 1 || got.DeadLetters[0].CommandID != "c1" {
+		t.Fatalf("%d %s", code, b)
+	}
+	code, b = f.do(t, "GET", "/api/v1/fetch/dead-letters?after=1", "")
+	if err := json.Unmarshal(b, &got); code != 200 || err != nil || len(got.DeadLetters) != 1 || got.Next != 2 ||
+		got.DeadLetters[0].HeaderNames == nil {
+		t.Fatalf("%d %s", code, b)
+	}
+	code, b = f.do(t, "GET", "/api/v1/fetch/dead-letters?after=2", "")
+	if code != 200 || string(b) != `{"dead_letters":[],"next":2}` {
+		t.Fatalf("%d %s", code, b)
+	}
+	if code, b = f.do(t, "GET", "/api/v1/fetch/dead-letters?after=-1", ""); code != 422 || !strings.Contains(string(b), `"field":"after"`) {
+		t.Fatalf("%d %s", code, b)
+	}
+}

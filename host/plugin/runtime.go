@@ -102,6 +102,11 @@ type Config struct {
 	Fetcher  Fetcher
 	Metrics  Metrics
 	Logger   *slog.Logger
+	// SecretNames are the secrets the host holds. A registry entry's grant
+	// of a secret the host does not hold grants nothing (it is logged at
+	// load), so admit refuses a watch that names it instead of the watch
+	// failing every fetch.
+	SecretNames []string
 }
 
 type runtimeConfig struct {
@@ -402,6 +407,10 @@ func (r *Runtime) load(ctx context.Context, c candidate, reg Registry, prev *mod
 		}
 	}
 	entry := reg.Kinds[d.Kind]
+	if missing := slices.DeleteFunc(slices.Clone(entry.Secrets), func(n string) bool { return slices.Contains(r.cfg.SecretNames, n) }); len(missing) > 0 {
+		r.log.Warn("the registry grants secrets the host does not hold; they grant nothing", "kind", d.Kind, "secrets", missing, "setting", "secrets")
+		entry.Secrets = slices.DeleteFunc(slices.Clone(entry.Secrets), func(n string) bool { return !slices.Contains(r.cfg.SecretNames, n) })
+	}
 	mod.hostCtx.set(d.Kind, entry)
 	info := Info{
 		Kind: d.Kind, File: c.file, SHA256: c.sum, Version: d.Version, Summary: d.Summary,

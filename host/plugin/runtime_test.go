@@ -601,3 +601,22 @@ func TestCancelledCallSparesTheInstances(t *testing.T) {
 		t.Fatalf("warm instances %d -> %d", warm, len(m.idle))
 	}
 }
+
+// A registry grant of a secret the host does not hold grants nothing: the
+// plugin's admit sees only held secrets, and so does the fetcher.
+func TestSecretGrantNeedsAHeldSecret(t *testing.T) {
+	reg := `{"kinds":{"test.fetcher":{"capabilities":["fetch"],"fetch_hosts":["example.org"],"secrets":["held","missing"]}}}`
+	f := &blockingFetcher{entered: make(chan FetchCall, 1), release: make(chan struct{})}
+	close(f.release)
+	r := newRuntime(t, Config{Dir: pluginDir(t, reg, "fetcher"), Fetcher: f, SecretNames: []string{"held", "other"}})
+	info, ok := r.Lookup("test.fetcher")
+	if !ok || !slices.Equal(info.Grants.Secrets, []string{"held"}) {
+		t.Fatalf("grants = %+v", info.Grants)
+	}
+	if _, err := r.Observe(context.Background(), abi.ObserveRequest{Kind: "test.fetcher", Now: t0, Params: json.RawMessage(`{"url":"https://example.org/x"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if call := <-f.entered; !slices.Equal(call.Entry.Secrets, []string{"held"}) {
+		t.Fatalf("fetch call entry secrets = %v", call.Entry.Secrets)
+	}
+}
