@@ -1,0 +1,113 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func newWorkStep(t *testing.T, seq uint64, thread, item string) RouteStep {
+	t.Helper()
+	id, err := NewID(t0, bytes.NewReader(make([]byte, 10)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id[15] = byte(seq) // distinct ids in one millisecond, in step order
+	return RouteStep{
+		Cursor: "observe", Seq: seq, ThreadKey: "observe/s/src/" + thread, OwnerKind: "observe.thread",
+		New:   Work{ID: id, Scope: "s", Kind: "observe.thread", Title: "t-" + thread, CreatedAt: t0},
+		Input: WorkInput{EventSeq: seq, Source: "src", Item: item, Thread: thread, Text: item, RecordedAt: t0},
+	}
+}
+
+func TestRouteCreatesAppendsAndSkips(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	ctx := context.Background()
+	act, w, err := s.Route(ctx, newWorkStep(t, 1, "T1", "a"))
+	if err != nil || act != RouteCreated || w.Inputs != 1 || w.State != WorkOpen {
+		t.Fatalf("first: %s %+v %v", act, w, err)
+	}
+	act, w2, err := s.Route(ctx, newWorkStep(t, 2, "T1", "b"))
+	if err != nil || act != RouteAppended || w2.ID != w.ID || w2.Inputs != 2 {
+		t.Fatalf("second: %s %+v %v", act, w2, err)
+	}
+	// A replay at or before the cursor routes nothing.
+	if act, _, err := s.Route(ctx, newWorkStep(t, 2, "T1", "b")); err != nil || act != RouteDone {
+		t.Fatalf("replay: %s %v", act, err)
+	}
+	// A dropped step moves the cursor and no Work.
+	if act, _, err := s.Route(ctx, RouteStep{Cursor: "observe", Seq: 3, Drop: true}); err != nil || act != RouteDropped {
+		t.Fatalf("drop: %s %v", act, err)
+	}
+	if cur, _ := s.RouterCursor(ctx, "observe"); cur != 3 {
+		t.Fatalf("cursor %d", cur)
+	}
+	ins, err := s.WorkInputs(ctx, w.ID, 0)
+	if err != nil || len(ins) != 2 || ins[0].N != 1 || ins[1].Item != "b" {
+		t.Fatalf("inputs %+v %v", ins, err)
+	}
+	if ins, _ := s.WorkInputs(ctx, w.ID, 1); len(ins) != 1 || ins[0].N != 2 {
+		t.Fatalf("inputs after 1: %+v", ins)
+	}
+	// Completed: later items of the thread start nothing.
+	if _, err := s.CompleteWork(ctx, w.ID, t0); err != nil {
+		t.Fatal(err)
+	}
+	if act, _, err := s.Route(ctx, newWorkStep(t, 4, "T1", "c")); err != nil || act != RouteSkipped {
+		t.Fatalf("after completion: %s %v", act, err)
+	}
+	// Another kind of owner takes no input.
+	step := newWorkStep(t, 5, "T2", "x")
+	step.OwnerKind = "other.kind"
+	if act, _, _ := s.Route(ctx, step); act != RouteCreated {
+		t.Fatalf("T2 opener: %s", act)
+	}
+	step = newWorkStep(t, 6, "T2", "y")
+	step.OwnerKind = "other.kind"
+	if act, _, _ := s.Route(ctx, step); act != RouteSkipped {
+		t.Fatalf("T2 follow-up to an observe.thread owner under another kind: %s", act)
+	}
+	open, _ := s.ListWork(ctx, "s", WorkOpen)
+	done, _ := s.ListWork(ctx, "s", WorkCompleted)
+	all, _ := s.ListWork(ctx, "s", "")
+	if len(open) != 1 || len(done) != 1 || len(all) != 2 || all[0].ID != w.ID {
+		t.Fatalf("open %d, completed %d, all %+v", len(open), len(done), all)
+	}
+}
+
+func TestClaimAndCompleteWork(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	ctx := context.Background()
+	_, w, _ := s.Route(ctx, newWorkStep(t, 1, "T", "a"))
+	_, _, _ = s.Route(ctx, newWorkStep(t, 2, "T", "b"))
+	c, err := s.ClaimWork(ctx, w.ID, "agent-1", t0.Add(time.Minute))
+	if err != nil || c.ClaimedBy != "agent-1" || c.Consumed != 2 || c.ClaimedAt == nil {
+		t.Fatalf("claim: %+v %v", c, err)
+	}
+	if _, err := s.ClaimWork(ctx, w.ID, "agent-1", t0); err != nil {
+		t.Fatalf("re-claim by the holder: %v", err)
+	}
+	if _, err := s.ClaimWork(ctx, w.ID, "agent-2", t0); !errors.Is(err, ErrWorkConflict) {
+		t.Fatalf("claim by another: %v", err)
+	}
+	if c, _ := s.ConsumeWork(ctx, w.ID, 1); c.Consumed != 2 {
+		t.Fatalf("consumed moved back to %d", c.Consumed)
+	}
+	if c, _ := s.ConsumeWork(ctx, w.ID, 99); c.Consumed != 2 {
+		t.Fatalf("consumed past the inputs: %d", c.Consumed)
+	}
+	if _, err := s.CompleteWork(ctx, w.ID, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CompleteWork(ctx, w.ID, t0); !errors.Is(err, ErrWorkConflict) {
+		t.Fatalf("complete twice: %v", err)
+	}
+	if _, err := s.ClaimWork(ctx, w.ID, "agent-1", t0); !errors.Is(err, ErrWorkConflict) {
+		t.Fatalf("claim completed: %v", err)
+	}
+	if _, err := s.GetWork(ctx, ID{}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing work: %v", err)
+	}
+}
