@@ -198,6 +198,11 @@ func (s *Badger) Create(ctx context.Context, w Watch) error {
 		if err := txn.Set(stateKey(w.State, w.ID), scheduleValue(w)); err != nil {
 			return err
 		}
+		if w.Subject != "" && w.State == Pending {
+			if err := txn.Set(subjectKey(w.Subject, w.ID), nil); err != nil {
+				return err
+			}
+		}
 		return txn.Set(recipientKey(w.Recipient.ID, w.ID), nil)
 	})
 }
@@ -236,6 +241,11 @@ func (s *Badger) transition(ctx context.Context, id ID, f func(w *Watch) error) 
 			if err := txn.Set(stateKey(w.State, id), scheduleValue(w)); err != nil {
 				return err
 			}
+			if from == Pending && w.Subject != "" {
+				if err := txn.Delete(subjectKey(w.Subject, id)); err != nil {
+					return err
+				}
+			}
 		case w.State == Pending:
 			// The pending index carries the schedule; keep it current.
 			if err := txn.Set(stateKey(w.State, id), scheduleValue(w)); err != nil {
@@ -243,6 +253,35 @@ func (s *Badger) transition(ctx context.Context, id ID, f func(w *Watch) error) 
 			}
 		}
 		out = w
+		return nil
+	})
+	return out, err
+}
+
+// subjectKey indexes a pending watch by its subject:
+// sj/<subject>\x00<id>.
+func subjectKey(subject string, id ID) []byte {
+	k := append(append(append([]byte{}, subjectPfx...), subject...), 0)
+	return append(k, id[:]...)
+}
+
+var subjectPfx = []byte("sj/")
+
+// PendingBySubject implements Store.
+func (s *Badger) PendingBySubject(ctx context.Context, subject string) ([]ID, error) {
+	var out []ID
+	err := s.db.View(func(txn *badger.Txn) error {
+		prefix := append(append(append([]byte{}, subjectPfx...), subject...), 0)
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			var id ID
+			copy(id[:], it.Item().Key()[len(prefix):])
+			out = append(out, id)
+		}
 		return nil
 	})
 	return out, err

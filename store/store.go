@@ -65,6 +65,9 @@ type Store interface {
 	// ForEachPending calls fn with the schedule of each pending watch,
 	// without decoding rows where the store can avoid it.
 	ForEachPending(ctx context.Context, fn func(Schedule) error) (int, error)
+	// PendingBySubject returns the pending watches whose Subject is
+	// subject.
+	PendingBySubject(ctx context.Context, subject string) ([]ID, error)
 	// Prune deletes rows settled before cutoff, and mailbox messages older
 	// than it, and returns how many. Pending rows and held-aside rows are
 	// never pruned.

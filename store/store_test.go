@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -397,5 +398,33 @@ func TestBadTransitionsAreRefused(t *testing.T) {
 	}
 	if got, _ := s.Get(ctx, w.ID); got.State != Pending || got.Receipt != ReceiptNone {
 		t.Fatalf("row changed: %+v", got)
+	}
+}
+
+// A pushed watch is found by its subject while it is pending, and no
+// longer once it settles.
+func TestPendingBySubject(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	ids := newIDs()
+	a, b, other := pendingWatch(t, ids, "agent-1", t0), pendingWatch(t, ids, "agent-2", t0), pendingWatch(t, ids, "agent-1", t0)
+	a.Subject, b.Subject, other.Subject = "work/1", "work/1", "work/10"
+	for _, w := range []Watch{a, b, other, pendingWatch(t, ids, "agent-3", t0)} {
+		if err := s.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.PendingBySubject(ctx, "work/1")
+	if err != nil || len(got) != 2 || !slices.Contains(got, a.ID) || !slices.Contains(got, b.ID) {
+		t.Fatalf("work/1: %v %v", got, err)
+	}
+	if _, err := s.Settle(ctx, a.ID, Settlement{State: Fired, Receipt: ReceiptUnknown, SettledAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.PendingBySubject(ctx, "work/1"); len(got) != 1 || got[0] != b.ID {
+		t.Fatalf("after settling one: %v", got)
+	}
+	if got, _ := s.PendingBySubject(ctx, "work/"); len(got) != 0 {
+		t.Fatalf("a prefix of a subject matched: %v", got)
 	}
 }

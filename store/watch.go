@@ -87,6 +87,10 @@ type Watch struct {
 	Attempts  int             `json:"attempts"`
 	LastNote  string          `json:"last_note,omitempty"`
 	Baseline  json.RawMessage `json:"baseline,omitempty"`
+	// Subject names what a pushed watch waits on ("work/<id>"); the host
+	// wakes the pending watches of a subject when it changes, instead of
+	// probing them on a cadence. Empty for probed kinds.
+	Subject string `json:"subject,omitempty"`
 }
 
 // Duration is a time.Duration stored as a Go duration string.
