@@ -160,6 +160,9 @@ type Info struct {
 	Setting    string          `json:"setting,omitempty"`
 	Example    json.RawMessage `json:"example,omitempty"`
 	Schema     json.RawMessage `json:"params_schema"`
+	// Pushed kinds are built into the host, not plugins: their watches are
+	// woken when their subject changes, never probed on a cadence.
+	Pushed bool `json:"pushed,omitempty"`
 }
 
 // New builds a runtime and loads the plugins. Problems with single plugins
@@ -492,6 +495,11 @@ func (r *Runtime) Lookup(kind string) (Info, bool) {
 type Admission struct {
 	// Deadline is the subject's natural deadline, or zero.
 	Deadline time.Time
+	// Subject and Params come from a pushed kind's admission only: what
+	// the watch waits on, and its params as the host completed them (nil:
+	// as registered).
+	Subject string
+	Params  json.RawMessage
 }
 
 // Admit decides whether a watch of kind with params may be written. It
