@@ -1,0 +1,112 @@
+package main
+
+// What the ci and ticket plugins share about a forge: where its API is,
+// which repository, which secret, and how one GET of it is judged. The
+// ticket plugin holds the same code: each plugin is its own main package,
+// built into its own .wasm.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk"
+)
+
+const (
+	forgeGitHub = "github"
+	forgeGitea  = "gitea"
+)
+
+// gitHubAPI is api_base when a github watch names none.
+const gitHubAPI = "https://api.github.com"
+
+var repoRe = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
+
+// forgeRef is the part of the params that says where the subject lives.
+type forgeRef struct {
+	Forge    string
+	APIBase  string
+	Repo     string
+	TokenRef string
+}
+
+// base is the API base without a trailing slash.
+func (f forgeRef) base() string {
+	if f.APIBase == "" && f.Forge == forgeGitHub {
+		return gitHubAPI
+	}
+	return strings.TrimRight(f.APIBase, "/")
+}
+
+// admit checks the forge's configuration: the names, the API base's host
+// against the grants, and the token's secret against the grants.
+func (f forgeRef) admit(kind string, g sdk.Grants) error {
+	if f.Forge != forgeGitHub && f.Forge != forgeGitea {
+		return sdk.InvalidParams("forge", "%q: want github or gitea", f.Forge)
+	}
+	if f.APIBase == "" && f.Forge == forgeGitea {
+		return sdk.InvalidParams("api_base", "required for gitea: the API root, as https://gitea.example.com/api/v1")
+	}
+	u, err := url.Parse(f.base())
+	if err != nil || !u.IsAbs() || u.Hostname() == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return sdk.InvalidParams("api_base", "want an absolute http or https URL")
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return sdk.InvalidParams("api_base", "want the API root alone: no credentials, query or fragment")
+	}
+	if !repoRe.MatchString(f.Repo) || slices.Contains(strings.Split(f.Repo, "/"), "..") || slices.Contains(strings.Split(f.Repo, "/"), ".") {
+		return sdk.InvalidParams("repo", "%q: want owner/name", f.Repo)
+	}
+	if f.TokenRef != "" {
+		if err := abi.CheckSecretName(f.TokenRef); err != nil {
+			return sdk.InvalidParams("token_ref", "%v", err)
+		}
+		if !slices.Contains(g.Secrets, f.TokenRef) {
+			return sdk.Unobservable("kinds."+kind+".secrets", "secret %s is not granted to kind %s", f.TokenRef, kind)
+		}
+	}
+	if !abi.HostGranted(g.FetchHosts, u.Hostname()) {
+		return sdk.Unobservable("kinds."+kind+".fetch_hosts", "host %s is not granted to kind %s", u.Hostname(), kind)
+	}
+	return nil
+}
+
+// fetchTimeout bounds one GET. The ci kind makes two or more per
+// observation, all under the host's 5 s observe timeout; the ticket kind
+// keeps the same bound for one.
+const fetchTimeout = 2 // seconds
+
+// get fetches one API document into v. A non-empty note is the pending
+// answer: the fetch failed, the forge did not answer 200 (a 404 is a
+// repository the token cannot see as much as one that is not there), or
+// the answer did not decode. what names the document in the note.
+func (f forgeRef) get(in sdk.Input, u, what string, v any) (note string) {
+	headers := map[string]string{"accept": "application/json"}
+	if f.Forge == forgeGitHub {
+		headers = map[string]string{"accept": "application/vnd.github+json", "x-github-api-version": "2022-11-28"}
+	}
+	resp, err := in.Fetch(sdk.FetchRequest{Method: "GET", URL: u, Headers: headers, TimeoutSeconds: fetchTimeout, Secret: f.TokenRef})
+	if err != nil {
+		var fe *sdk.FetchError
+		if errors.As(err, &fe) {
+			return fmt.Sprintf("could not tell: fetching the %s: %s", what, fe.Reason)
+		}
+		return fmt.Sprintf("could not tell: fetching the %s: %v", what, err)
+	}
+	switch {
+	case resp.Status == 404:
+		return fmt.Sprintf("could not tell: the forge answered 404 for the %s (not there, or the token cannot see it)", what)
+	case resp.Status != 200:
+		return fmt.Sprintf("could not tell: the forge answered %d for the %s", resp.Status, what)
+	}
+	if err := json.Unmarshal(resp.Body, v); err != nil {
+		return fmt.Sprintf("could not tell: the %s did not decode", what)
+	}
+	return ""
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk"
+)
+
+// Kind is the predicate's name.
+const Kind = "ticket"
+
+// Params name one issue (or pull request) of one repository.
+type Params struct {
+	// Forge is github or gitea.
+	Forge string `json:"forge"`
+	// APIBase is the forge's API root: https://api.github.com (the
+	// default for github), https://gitea.example.com/api/v1.
+	APIBase string `json:"api_base,omitempty"`
+	// Repo is owner/name.
+	Repo string `json:"repo"`
+	// Number is the issue's or pull request's number.
+	Number int `json:"number"`
+	// TokenRef names the host-held secret to authenticate with.
+	TokenRef string `json:"token_ref,omitempty"`
+}
+
+func (p Params) forge() forgeRef {
+	return forgeRef{Forge: p.Forge, APIBase: p.APIBase, Repo: p.Repo, TokenRef: p.TokenRef}
+}
+
+const schema = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "properties": {
+    "forge": {"enum": ["github", "gitea"], "description": "which forge's API api_base speaks"},
+    "api_base": {"type": "string", "format": "uri", "pattern": "^https?://", "maxLength": 512,
+                 "description": "the API root: https://api.github.com (default for github), https://gitea.example.com/api/v1"},
+    "repo": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", "maxLength": 256,
+             "description": "owner/name"},
+    "number": {"type": "integer", "minimum": 1, "maximum": 2147483647,
+               "description": "the issue's or pull request's number"},
+    "token_ref": {"type": "string", "pattern": "^[a-z0-9._-]{1,64}$",
+                  "description": "the name of a host-held secret granted to this kind, sent as a bearer token"}
+  },
+  "required": ["forge", "repo", "number"],
+  "additionalProperties": false
+}`
+
+// Plugin is the ticket kind.
+var Plugin = sdk.Plugin[Params]{
+	Kind:         Kind,
+	Version:      "1.0.0",
+	Summary:      "mails each change a person makes to an issue or pull request: title, state, draft, body, comments",
+	Standing:     true,
+	DefaultEvery: time.Minute,
+	Schema:       schema,
+	Capabilities: []string{abi.CapabilityFetch},
+	Example:      Params{Forge: forgeGitHub, APIBase: gitHubAPI, Repo: "vigilhq/vigil", Number: 42},
+	Admit:        admit,
+	Observe:      observe,
+}
+
+// admit checks configuration only; it never asks whether the issue exists.
+func admit(p Params, g sdk.Grants) error {
+	if p.Number < 1 || p.Number > 1<<31-1 {
+		return sdk.InvalidParams("number", "%d: want an issue number from 1", p.Number)
+	}
+	return p.forge().admit(Kind, g)
+}
+
+// Snapshot is what a person changes about a ticket, and nothing else: it
+// is the watch's baseline.
+type Snapshot struct {
+	Title      string `json:"title"`
+	State      string `json:"state"`
+	Draft      bool   `json:"draft"`
+	BodySHA256 string `json:"body_sha256"`
+	Comments   int    `json:"comments"`
+}
+
+// Change is a changed outcome's detail.
+type Change struct {
+	Changed []string `json:"changed"`
+	Before  Snapshot `json:"before"`
+	After   Snapshot `json:"after"`
+}
+
+// observe reads the ticket once and compares it with the baseline.
+func observe(p Params, in sdk.Input) (sdk.Result, error) {
+	f := p.forge()
+	var issue struct {
+		Title    *string `json:"title"`
+		State    *string `json:"state"`
+		Draft    bool    `json:"draft"`
+		Body     *string `json:"body"`
+		Comments int     `json:"comments"`
+	}
+	u := f.base() + "/repos/" + p.Repo + "/issues/" + strconv.Itoa(p.Number)
+	if note := f.get(in, u, "issue", &issue); note != "" {
+		return sdk.Pending(note), nil
+	}
+	if issue.Title == nil || issue.State == nil {
+		return sdk.Pending("could not tell: the issue has no title or state"), nil
+	}
+	var body string
+	if issue.Body != nil {
+		body = *issue.Body
+	}
+	sum := sha256.Sum256([]byte(body))
+	after := Snapshot{
+		Title: *issue.Title, State: *issue.State, Draft: issue.Draft,
+		BodySHA256: hex.EncodeToString(sum[:]), Comments: issue.Comments,
+	}
+	var before Snapshot
+	ok, err := in.DecodeBaseline(&before)
+	if err != nil || !ok {
+		// The first look (or a baseline this version cannot read):
+		// recorded silently, since "it exists" is not news.
+		return sdk.Baseline(after), nil
+	}
+	changed, said := diff(before, after)
+	if len(changed) == 0 {
+		return sdk.Pending("no change"), nil
+	}
+	return sdk.Changed(sdk.Outcome{
+		Result:  "changed",
+		Summary: fmt.Sprintf("%s#%d: %s", p.Repo, p.Number, strings.Join(said, ", ")),
+		Detail:  Change{Changed: changed, Before: before, After: after},
+	}, after), nil
+}
+
+// diff names the fields that moved, and says how in words.
+func diff(a, b Snapshot) (changed, said []string) {
+	if a.Title != b.Title {
+		changed = append(changed, "title")
+		said = append(said, "title changed to "+strconv.Quote(clip(b.Title)))
+	}
+	if a.State != b.State {
+		changed = append(changed, "state")
+		said = append(said, "state "+a.State+" → "+b.State)
+	}
+	if a.Draft != b.Draft {
+		changed = append(changed, "draft")
+		if b.Draft {
+			said = append(said, "marked draft")
+		} else {
+			said = append(said, "ready for review")
+		}
+	}
+	if a.BodySHA256 != b.BodySHA256 {
+		changed = append(changed, "body")
+		said = append(said, "body edited")
+	}
+	if a.Comments != b.Comments {
+		changed = append(changed, "comments")
+		said = append(said, fmt.Sprintf("comments %d → %d", a.Comments, b.Comments))
+	}
+	return changed, said
+}
+
+// clip keeps what a person wrote short in a summary, cut on
+// a character boundary.
+func clip(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	i := max
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}

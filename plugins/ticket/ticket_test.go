@@ -1,0 +1,299 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/internal/fakeforge"
+	"github.com/vigilhq/vigil/sdk"
+)
+
+const repo = "octo/app"
+
+var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+var fetcher = fakeforge.Fetcher{MaxTimeout: 50 * time.Millisecond}
+
+func grants(hosts ...string) sdk.Grants {
+	return sdk.Grants{Capabilities: []string{"fetch"}, FetchHosts: hosts, Secrets: []string{"gh"}}
+}
+
+var issue = fakeforge.Issue{Title: "Crash on start", State: "open", Body: "steps: run it", Comments: 2}
+
+func observeWith(t *testing.T, p Params, baseline json.RawMessage) abi.ObserveResponse {
+	t.Helper()
+	raw, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := sdk.NewHarness(Plugin).Observe(abi.ObserveRequest{
+		Kind: Kind, WatchID: "w1", Now: now, Attempt: 2, Params: raw, Baseline: baseline,
+	}, fetcher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// firstLook observes with no baseline and returns the baseline recorded.
+func firstLook(t *testing.T, p Params) json.RawMessage {
+	t.Helper()
+	got := observeWith(t, p, nil)
+	if got.Status != abi.StatusPending || got.Outcome != nil || len(got.Baseline) == 0 {
+		t.Fatalf("first look = %+v, want a silent baseline", got)
+	}
+	return got.Baseline
+}
+
+func TestFirstLookIsSilent(t *testing.T) {
+	ff := fakeforge.New(t)
+	ff.SetIssue(repo, 7, issue)
+	base := firstLook(t, Params{Forge: forgeGitHub, APIBase: ff.URL(), Repo: repo, Number: 7})
+	var s Snapshot
+	if err := json.Unmarshal(base, &s); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(issue.Body))
+	want := Snapshot{Title: "Crash on start", State: "open", BodySHA256: hex.EncodeToString(sum[:]), Comments: 2}
+	if s != want {
+		t.Fatalf("snapshot %+v", s)
+	}
+}
+
+func TestChanges(t *testing.T) {
+	tests := []struct {
+		name    string
+		forge   string
+		edit    func(is *fakeforge.Issue)
+		changed []string // nil: no change
+		summary string
+	}{
+		{"identical is no change", forgeGitHub, func(*fakeforge.Issue) {}, nil, ""},
+		{"title", forgeGitHub, func(is *fakeforge.Issue) { is.Title = "Crash on start (macOS)" }, []string{"title"},
+			`octo/app#7: title changed to "Crash on start (macOS)"`},
+		{"state", forgeGitHub, func(is *fakeforge.Issue) { is.State = "closed" }, []string{"state"},
+			"octo/app#7: state open → closed"},
+		{"body", forgeGitHub, func(is *fakeforge.Issue) { is.Body = "steps: run it twice" }, []string{"body"},
+			"octo/app#7: body edited"},
+		{"body removed", forgeGitHub, func(is *fakeforge.Issue) { is.Body = "" }, []string{"body"},
+			"octo/app#7: body edited"},
+		{"comments", forgeGitHub, func(is *fakeforge.Issue) { is.Comments = 3 }, []string{"comments"},
+			"octo/app#7: comments 2 → 3"},
+		{"draft", forgeGitHub, func(is *fakeforge.Issue) { is.Draft = true }, []string{"draft"},
+			"octo/app#7: marked draft"},
+		{"several at once", forgeGitHub, func(is *fakeforge.Issue) { is.Title, is.State = "Fixed", "closed" }, []string{"title", "state"},
+			`octo/app#7: title changed to "Fixed", state open → closed`},
+		{"gitea: identical", forgeGitea, func(*fakeforge.Issue) {}, nil, ""},
+		{"gitea: state and comments", forgeGitea, func(is *fakeforge.Issue) { is.State, is.Comments = "closed", 5 },
+			[]string{"state", "comments"}, "octo/app#7: state open → closed, comments 2 → 5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ff := fakeforge.New(t)
+			ff.SetIssue(repo, 7, issue)
+			base := ff.URL()
+			if tt.forge == forgeGitea {
+				base = ff.GiteaURL()
+			}
+			p := Params{Forge: tt.forge, APIBase: base, Repo: repo, Number: 7}
+			before := firstLook(t, p)
+
+			edited := issue
+			tt.edit(&edited)
+			ff.SetIssue(repo, 7, edited)
+			got := observeWith(t, p, before)
+			if tt.changed == nil {
+				want := abi.ObserveResponse{Status: abi.StatusPending, Note: "no change"}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("observe = %+v, want %+v", got, want)
+				}
+				return
+			}
+			if got.Status != abi.StatusChanged || got.Outcome.Result != "changed" || got.Outcome.Summary != tt.summary {
+				t.Fatalf("observe = %+v (outcome %+v)", got, got.Outcome)
+			}
+			var c Change
+			if err := json.Unmarshal(got.Outcome.Detail, &c); err != nil {
+				t.Fatal(err)
+			}
+			var b, a Snapshot
+			if err := json.Unmarshal(before, &b); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(got.Baseline, &a); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(c.Changed, tt.changed) || c.Before != b || c.After != a {
+				t.Fatalf("detail %s, baseline %s", got.Outcome.Detail, got.Baseline)
+			}
+			// The new baseline answers the next look with no change.
+			if again := observeWith(t, p, got.Baseline); again.Status != abi.StatusPending || again.Note != "no change" {
+				t.Fatalf("after the change = %+v", again)
+			}
+		})
+	}
+}
+
+// Every "could not tell" is pending with a note, keeps the baseline as it
+// was (none in the answer) and never reads as a change.
+func TestCouldNotTell(t *testing.T) {
+	path := "/repos/" + repo + "/issues/7"
+	tests := []struct {
+		name  string
+		setup func(f *fakeforge.Forge)
+		note  string
+	}{
+		{"timeout", func(f *fakeforge.Forge) { f.Hang(path, time.Hour) }, "could not tell: fetching the issue: timeout"},
+		{"503", func(f *fakeforge.Forge) { f.Fail(path, 503, 0) }, "could not tell: the forge answered 503 for the issue"},
+		{"429", func(f *fakeforge.Forge) { f.Fail(path, 429, time.Minute) }, "could not tell: the forge answered 429 for the issue"},
+		{"404", func(f *fakeforge.Forge) { f.Fail(path, 404, 0) }, "could not tell: the forge answered 404 for the issue (not there, or the token cannot see it)"},
+		{"not an issue", func(f *fakeforge.Forge) { f.SetPage(path, 200, `{"message":"hello"}`) }, "could not tell: the issue has no title or state"},
+		{"not JSON", func(f *fakeforge.Forge) { f.SetPage(path, 200, `<html>`) }, "could not tell: the issue did not decode"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ff := fakeforge.New(t)
+			ff.SetIssue(repo, 7, issue)
+			p := Params{Forge: forgeGitHub, APIBase: ff.URL(), Repo: repo, Number: 7}
+			base := firstLook(t, p)
+			tt.setup(ff)
+			for _, b := range []json.RawMessage{nil, base} {
+				got := observeWith(t, p, b)
+				want := abi.ObserveResponse{Status: abi.StatusPending, Note: tt.note}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("observe = %+v, want %+v", got, want)
+				}
+			}
+		})
+	}
+}
+
+// One GET of the issue per look, with the token when the watch names one.
+func TestRequest(t *testing.T) {
+	ff := fakeforge.New(t)
+	ff.SetIssue(repo, 7, issue)
+	firstLook(t, Params{Forge: forgeGitHub, APIBase: ff.URL(), Repo: repo, Number: 7, TokenRef: "gh"})
+	path := "/repos/" + repo + "/issues/7"
+	h := ff.Headers(path)
+	if !reflect.DeepEqual(ff.Paths(), []string{path}) || len(h) != 1 ||
+		h[0].Get("Authorization") != "Bearer "+fakeforge.TestToken || h[0].Get("X-GitHub-Api-Version") != "2022-11-28" {
+		t.Fatalf("paths %v, headers %v", ff.Paths(), h)
+	}
+}
+
+func TestAdmit(t *testing.T) {
+	gh := grants("api.github.com")
+	ok := Params{Forge: forgeGitHub, Repo: repo, Number: 7}
+	with := func(f func(*Params)) Params { p := ok; f(&p); return p }
+	tests := []struct {
+		name    string
+		params  Params
+		grants  sdk.Grants
+		field   string
+		setting string
+	}{
+		{name: "ok", params: ok, grants: gh},
+		{name: "ok, a granted secret", params: with(func(p *Params) { p.TokenRef = "gh" }), grants: gh},
+		{name: "number 0", params: with(func(p *Params) { p.Number = 0 }), grants: gh, field: "number"},
+		{name: "bad forge", params: with(func(p *Params) { p.Forge = "jira" }), grants: gh, field: "forge"},
+		{name: "gitea needs api_base", params: with(func(p *Params) { p.Forge = forgeGitea }), grants: gh, field: "api_base"},
+		{name: "bad repo", params: with(func(p *Params) { p.Repo = "a/b/c" }), grants: gh, field: "repo"},
+		{name: "host not granted", params: with(func(p *Params) {
+			p.Forge, p.APIBase = forgeGitea, "https://gitea.example.com/api/v1"
+		}), grants: gh, setting: "kinds.ticket.fetch_hosts"},
+		{name: "secret not granted", params: with(func(p *Params) { p.TokenRef = "gitea" }), grants: gh, setting: "kinds.ticket.secrets"},
+	}
+	h := sdk.NewHarness(Plugin)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			raw, _ := json.Marshal(tt.params)
+			got, err := h.Admit(abi.AdmitRequest{Kind: Kind, Params: raw, Grants: tt.grants})
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tt.field != "":
+				if got.Code != abi.CodeInvalidParams || got.Field != tt.field {
+					t.Fatalf("admit = %+v, want invalid_params on %s", got, tt.field)
+				}
+			case tt.setting != "":
+				if got.Code != abi.CodeUnobservable || got.Setting != tt.setting {
+					t.Fatalf("admit = %+v, want unobservable naming %s", got, tt.setting)
+				}
+			default:
+				if !got.OK {
+					t.Fatalf("admit = %+v, want ok", got)
+				}
+			}
+		})
+	}
+}
+
+func TestSchema(t *testing.T) {
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	if err := c.AddResource("params.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("params.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, _ := json.Marshal(Plugin.Example)
+	for params, ok := range map[string]bool{
+		string(example): true,
+		`{"forge":"gitea","api_base":"https://git.example.org/api/v1","repo":"a/b","number":1,"token_ref":"gitea"}`: true,
+		`{"forge":"github","repo":"a/b","number":0}`:                                                                false,
+		`{"forge":"github","repo":"a/b","number":"7"}`:                                                              false,
+		`{"forge":"github","repo":"a/b"}`:                                                                           false,
+		`{"forge":"github","repo":"a/b","number":7,"x":true}`:                                                       false,
+	} {
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(params))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Validate(v); (err == nil) != ok {
+			t.Errorf("%s: valid = %v, want %v (%v)", params, err == nil, ok, err)
+		}
+	}
+	if err := admit(Plugin.Example, grants("api.github.com")); err != nil {
+		t.Errorf("the example does not admit: %v", err)
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	d, err := sdk.NewHarness(Plugin).Describe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Kind != Kind || !d.Standing || d.DefaultEvery != "1m0s" || !reflect.DeepEqual(d.Capabilities, []string{"fetch"}) {
+		t.Fatalf("describe = %+v", d)
+	}
+}
+
+// A call for another kind is a routing bug: an error, never pending.
+func TestWrongKind(t *testing.T) {
+	h := sdk.NewHarness(Plugin)
+	raw, _ := json.Marshal(Plugin.Example)
+	var wk *sdk.WrongKindError
+	if _, err := h.Observe(abi.ObserveRequest{Kind: "ci", Now: now, Params: raw}, fetcher); !errors.As(err, &wk) {
+		t.Fatalf("observe of kind ci = %v", err)
+	}
+	if _, err := h.Admit(abi.AdmitRequest{Kind: "ci", Params: raw, Grants: grants("*")}); !errors.As(err, &wk) {
+		t.Fatalf("admit of kind ci = %v", err)
+	}
+}
