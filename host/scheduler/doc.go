@@ -19,6 +19,11 @@
 //     interval, so a restart with many watches does not probe them all in
 //     the same instant.
 //
+//   - A pushed kind (built into the host, e.g. observe.thread) is probed
+//     once at registration and then only when Poke names its subject, or
+//     at its deadline: the component that changes the subject wakes the
+//     watches waiting on it, so a parked wait costs nothing until then.
+//
 // The ordering rules, each paid for by a lost or doubled message:
 //   - The outcome is persisted (receipt unknown) before it is delivered,
 //     then the receipt is persisted. A crash between the two leaves fired

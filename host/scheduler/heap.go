@@ -10,9 +10,13 @@ type entry struct {
 	due      int64 // unix nanoseconds
 	every    int64 // nanoseconds
 	deadline int64 // unix nanoseconds; 0 for a standing watch
-	index    int32 // position in the heap; -1 while being probed
+	index    int32 // position in the heap; -1 while being probed, pokedWhileProbed if poked meanwhile
 	attempts int32
 }
+
+// pokedWhileProbed marks an entry whose subject changed while it was out of
+// the heap being probed: it is re-armed due at once.
+const pokedWhileProbed = -2
 
 // dueHeap is a min-heap of entries by due time, for container/heap.
 type dueHeap []*entry

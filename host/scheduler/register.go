@@ -107,6 +107,15 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 	if r.Every != nil {
 		every = *r.Every
 	}
+	if info.Pushed {
+		// Woken by Poke when its subject changes, probed once now and
+		// otherwise only at its deadline.
+		if r.Every != nil {
+			return store.Watch{}, &Error{Code: CodeInvalidField, Field: "every",
+				Message: fmt.Sprintf("kind %s is woken when its subject changes, never probed on a cadence; leave every out", r.Kind)}
+		}
+		every = s.cfg.MaxDeadline
+	}
 	if every < s.cfg.MinEvery {
 		return store.Watch{}, &Error{Code: CodeInvalidField, Field: "every",
 			Message: fmt.Sprintf("%s is below the minimum interval %s", every, s.cfg.MinEvery)}
@@ -142,10 +151,14 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 	if err != nil {
 		return store.Watch{}, err
 	}
+	params := r.Params
+	if adm.Params != nil {
+		params = adm.Params
+	}
 	w := store.Watch{
-		ID: id, Kind: r.Kind, Params: r.Params, Recipient: r.Recipient,
+		ID: id, Kind: r.Kind, Params: params, Recipient: r.Recipient,
 		State: store.Pending, Receipt: store.ReceiptNone, Every: store.Duration(every),
-		Standing: info.Standing, CreatedAt: now, ExpiresAt: expires,
+		Standing: info.Standing, CreatedAt: now, ExpiresAt: expires, Subject: adm.Subject,
 	}
 	if err := s.cfg.Store.Create(ctx, w); err != nil {
 		return store.Watch{}, fmt.Errorf("scheduler: register: %w", err)
@@ -160,6 +173,38 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 	s.mu.Unlock()
 	s.signal()
 	return w, nil
+}
+
+// Poke makes every pending watch on subject due now, so a pushed kind's
+// watches learn of a change to what they wait on (a new item routed to a
+// Work) at once, without a cadence. A watch being probed at that moment is
+// probed again as soon as its probe ends. It returns how many it woke.
+func (s *Scheduler) Poke(ctx context.Context, subject string) (int, error) {
+	ids, err := s.cfg.Store.PendingBySubject(ctx, subject)
+	if err != nil {
+		return 0, fmt.Errorf("scheduler: poke %s: %w", subject, err)
+	}
+	now := s.cfg.Clock.Now().UnixNano()
+	n := 0
+	s.mu.Lock()
+	for _, id := range ids {
+		e := s.byID[id]
+		switch {
+		case e == nil:
+			continue
+		case e.index >= 0:
+			e.due = min(e.due, now)
+			heap.Fix(&s.h, int(e.index))
+		default:
+			e.index = pokedWhileProbed
+		}
+		n++
+	}
+	s.mu.Unlock()
+	if n > 0 {
+		s.signal()
+	}
+	return n, nil
 }
 
 // Cancel settles a pending watch as cancelled; nothing is mailed. reason

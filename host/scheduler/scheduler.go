@@ -35,6 +35,13 @@ type Plugins interface {
 	Observe(ctx context.Context, req abi.ObserveRequest) (plugin.Observation, error)
 }
 
+// SettledHook is implemented by a Plugins that wants to hear of each
+// settlement once its outcome is persisted and before it is delivered (a
+// pushed kind records what its wake carried). It must not block for long.
+type SettledHook interface {
+	Settled(ctx context.Context, w store.Watch)
+}
+
 // Deliverer hands a message to its recipient and says what became of it:
 // delivered, rejected (the recipient is not live), or unknown (it may have
 // landed). Both methods must honour ctx.

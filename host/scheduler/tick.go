@@ -168,6 +168,9 @@ func (s *Scheduler) rearm(e *entry, next time.Time, probed bool) {
 		e.attempts++
 	}
 	e.due = next.UnixNano()
+	if e.index == pokedWhileProbed {
+		e.due = min(e.due, s.cfg.Clock.Now().UnixNano())
+	}
 	heap.Push(&s.h, e)
 }
 
@@ -180,7 +183,7 @@ func (s *Scheduler) settle(ctx context.Context, e *entry, w store.Watch, state s
 		s.mu.Unlock()
 		return
 	}
-	_, err := s.cfg.Store.Settle(ctx, e.id, store.Settlement{
+	settled, err := s.cfg.Store.Settle(ctx, e.id, store.Settlement{
 		State: state, Receipt: store.ReceiptUnknown, Outcome: &out, SettledAt: now, Attempts: attempts, LastNote: note,
 	})
 	if err != nil {
@@ -197,6 +200,9 @@ func (s *Scheduler) settle(ctx context.Context, e *entry, w store.Watch, state s
 	}
 	delete(s.byID, e.id)
 	s.mu.Unlock()
+	if h, ok := s.cfg.Plugins.(SettledHook); ok {
+		h.Settled(ctx, settled)
+	}
 
 	receipt := s.cfg.Deliver.Send(ctx, w.Recipient, store.Message{WatchID: e.id, Kind: w.Kind, Type: typ, Outcome: out, At: now})
 	if _, err := s.cfg.Store.SetReceipt(ctx, e.id, receipt); err != nil {
