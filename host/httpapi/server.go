@@ -70,7 +70,7 @@ type Deps struct {
 	Recipients  Recipients
 	Plugins     Plugins
 	DeadLetters DeadLetters
-	Logger     *slog.Logger
+	Logger      *slog.Logger
 	// Base ends long polls and streams when the server shuts down.
 	Base context.Context
 }

@@ -18,7 +18,6 @@
 //   - Prime re-arms recovered watches with jitter across each one's own
 //     interval, so a restart with many watches does not probe them all in
 //     the same instant.
-//
 //   - A pushed kind (built into the host, e.g. observe.thread) is probed
 //     once at registration and then only when Poke names its subject, or
 //     at its deadline: the component that changes the subject wakes the
