@@ -1,0 +1,171 @@
+package fetch
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"time"
+
+	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/netguard"
+	"github.com/vigilhq/vigil/store"
+)
+
+// Defaults of Config.
+const (
+	DefaultTimeout       = 30 * time.Second
+	DefaultMinInterval   = time.Second
+	DefaultQuietPeriod   = 30 * time.Minute
+	DefaultMaxBody       = 1 << 20
+	DefaultMaxRedirects  = 5
+	DefaultUserAgent     = "vigil"
+	DefaultMaxCacheBytes = 64 << 20
+)
+
+// Clock is the issuer's time: Now for every decision, Wait for the one
+// place it waits (pacing). Now must be wall-clock time when callers pass
+// contexts with deadlines, since a deadline is compared with it.
+type Clock interface {
+	Now() time.Time
+	// Wait returns after d, or with ctx's error when ctx is done first.
+	Wait(ctx context.Context, d time.Duration) error
+}
+
+// wallClock is the real Clock.
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+func (wallClock) Wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// EventLog is where facts and dead letters go; *store.Badger is one.
+type EventLog interface {
+	AppendEvent(ctx context.Context, e store.Event) (store.Event, bool, error)
+}
+
+// EventReader reads a stream back; *store.Badger is one. DeadLetters needs
+// the Config's Log to be one.
+type EventReader interface {
+	ReadEvents(ctx context.Context, stream string, after uint64, limit int) ([]store.Event, error)
+}
+
+var (
+	_ EventLog    = (*store.Badger)(nil)
+	_ EventReader = (*store.Badger)(nil)
+)
+
+// Config configures an Issuer. Zero fields take the defaults.
+type Config struct {
+	// MaxTimeout caps a command's timeout_seconds (default 120 s).
+	MaxTimeout time.Duration
+	// DefaultTimeout applies when timeout_seconds is absent (default 30 s).
+	// Either is also bounded by the caller's context, the plugin call's
+	// own timeout.
+	DefaultTimeout time.Duration
+	// MinInterval is both the least time between two requests to one
+	// origin and how long a resource's result is held (default 1 s).
+	MinInterval time.Duration
+	// QuietPeriod without a 429 or 503 resets an origin's raised interval
+	// (default 30 min).
+	QuietPeriod time.Duration
+	// MaxBody bounds a response body; a longer one is too_large (default
+	// 1 MiB).
+	MaxBody int64
+	// MaxRedirects bounds the redirects one fetch follows (default 5).
+	MaxRedirects int
+	// UserAgent is the user-agent sent unless a command sets its own
+	// (default "vigil").
+	UserAgent string
+	// Secrets maps a secret's name to its value. A command naming a secret
+	// its kind is granted gets "authorization: Bearer <value>". The map is
+	// copied.
+	Secrets map[string]string
+	// MaxCacheBytes bounds what the issuer keeps of held results and
+	// stored responses (default 64 MiB; at least MaxBody).
+	MaxCacheBytes int64
+	Clock         Clock
+	// Resolver answers every name lookup of the issuer: the check before
+	// a request and the dial itself (default net.DefaultResolver).
+	Resolver netguard.Resolver
+	// Log receives the facts ("fetch") and dead letters
+	// ("fetch.dead_letters"). Nil records nothing.
+	Log    EventLog
+	Logger *slog.Logger
+	// IDs is the randomness of command ids (default crypto/rand).
+	IDs io.Reader
+}
+
+// withDefaults fills zero fields and refuses values that cannot work.
+func (c Config) withDefaults() (Config, error) {
+	if c.MaxTimeout <= 0 {
+		c.MaxTimeout = DefaultMaxTimeout
+	}
+	if c.DefaultTimeout <= 0 {
+		c.DefaultTimeout = min(DefaultTimeout, c.MaxTimeout)
+	}
+	if c.MinInterval <= 0 {
+		c.MinInterval = DefaultMinInterval
+	}
+	if c.QuietPeriod <= 0 {
+		c.QuietPeriod = DefaultQuietPeriod
+	}
+	if c.MaxBody <= 0 {
+		c.MaxBody = DefaultMaxBody
+	}
+	if c.MaxRedirects <= 0 {
+		c.MaxRedirects = DefaultMaxRedirects
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = DefaultUserAgent
+	}
+	if c.MaxCacheBytes <= 0 {
+		c.MaxCacheBytes = max(DefaultMaxCacheBytes, c.MaxBody)
+	}
+	if c.Clock == nil {
+		c.Clock = wallClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.IDs == nil {
+		c.IDs = rand.Reader
+	}
+	c.Secrets = maps.Clone(c.Secrets)
+
+	var errs []error
+	if c.DefaultTimeout > c.MaxTimeout {
+		errs = append(errs, fmt.Errorf("fetch: DefaultTimeout %s is over MaxTimeout %s", c.DefaultTimeout, c.MaxTimeout))
+	}
+	if c.MaxTimeout < minTimeout {
+		errs = append(errs, fmt.Errorf("fetch: MaxTimeout %s: at least %s", c.MaxTimeout, minTimeout))
+	}
+	if c.MaxCacheBytes < c.MaxBody {
+		errs = append(errs, fmt.Errorf("fetch: MaxCacheBytes %d is under MaxBody %d: a body at the cap could never be held", c.MaxCacheBytes, c.MaxBody))
+	}
+	if v := trimOWS(c.UserAgent); v != c.UserAgent || !sendable(v) {
+		errs = append(errs, errors.New("fetch: UserAgent: printable ASCII without surrounding whitespace only"))
+	}
+	for name, v := range c.Secrets {
+		if err := abi.CheckSecretName(name); err != nil {
+			errs = append(errs, fmt.Errorf("fetch: Secrets: %w", err))
+		}
+		// The value is never quoted: only its name.
+		if v == "" || trimOWS(v) != v || !sendable(v) {
+			errs = append(errs, fmt.Errorf("fetch: secret %q: its value is empty or has a byte outside printable ASCII", name))
+		}
+	}
+	return c, errors.Join(errs...)
+}
