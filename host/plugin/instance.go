@@ -28,6 +28,7 @@ type module struct {
 	compiled *extism.CompiledPlugin
 	lim      Limits
 	hostCtx  *hostCtx
+	walltime sys.Walltime // nil: wazero's fake clock
 
 	// slots bounds instances checked out at once; idle holds warm ones;
 	// queued counts callers waiting for a slot.
@@ -92,7 +93,7 @@ func compile(ctx context.Context, cfg *runtimeConfig, file, sum string, wasm []b
 	if err != nil {
 		return nil, err
 	}
-	return &module{
+	m := &module{
 		file:     file,
 		sum:      sum,
 		pages:    pages,
@@ -100,7 +101,14 @@ func compile(ctx context.Context, cfg *runtimeConfig, file, sum string, wasm []b
 		lim:      cfg.limits,
 		hostCtx:  hc,
 		slots:    make(chan struct{}, cfg.limits.PoolSize),
-	}, nil
+	}
+	if clock := cfg.wallClock; clock != nil {
+		m.walltime = func() (int64, int32) {
+			t := clock()
+			return t.Unix(), int32(t.Nanosecond())
+		}
+	}
+	return m, nil
 }
 
 // acquire marks a call in flight; false once the module is closed.
@@ -200,6 +208,9 @@ func (m *module) put(ctx context.Context, in *instance, broken bool) {
 func (m *module) newInstance(ctx context.Context) (*instance, error) {
 	stderr := &tailBuffer{max: 2048}
 	mc := wazero.NewModuleConfig().WithStderr(stderr).WithStdout(discard{})
+	if m.walltime != nil {
+		mc = mc.WithWalltime(m.walltime, sys.ClockResolution(time.Microsecond))
+	}
 	p, err := m.compiled.Instance(ctx, extism.PluginInstanceConfig{ModuleConfig: mc})
 	if err != nil {
 		return nil, err

@@ -107,11 +107,18 @@ type Config struct {
 	// load), so admit refuses a watch that names it instead of the watch
 	// failing every fetch.
 	SecretNames []string
+	// WallClock, when set, is what a guest reads as its WASI wall clock.
+	// Nil keeps wazero's fake clock (2022-01-01T00:00:00Z, a millisecond
+	// on per reading), which is what the host runs: a plugin takes time
+	// from its input, never from here. The conformance suite moves it to
+	// catch a plugin that reads it.
+	WallClock func() time.Time
 }
 
 type runtimeConfig struct {
-	limits Limits
-	cache  wazero.CompilationCache
+	limits    Limits
+	cache     wazero.CompilationCache
+	wallClock func() time.Time
 }
 
 // Runtime serves the loaded plugins: Admit and Observe by kind, Reload to
@@ -188,7 +195,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	} else {
 		cache = wazero.NewCompilationCache()
 	}
-	r.rc = &runtimeConfig{limits: cfg.Limits.withDefaults(), cache: cache}
+	r.rc = &runtimeConfig{limits: cfg.Limits.withDefaults(), cache: cache, wallClock: cfg.WallClock}
 	r.set.Store(&pluginSet{kinds: map[string]*loaded{}})
 	if _, err := r.Reload(ctx); err != nil {
 		_ = cache.Close(ctx)
