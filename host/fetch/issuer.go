@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -40,6 +41,10 @@ type Issuer struct {
 	cache  *cache
 	pacer  *pacer
 	routes map[string]*route
+
+	// dialHook, when set (by tests), sees every address the guard let
+	// through, just before the connect; an error stops the dial.
+	dialHook func(network, address string) error
 }
 
 var _ plugin.Fetcher = (*Issuer)(nil)
@@ -416,7 +421,16 @@ func (i *Issuer) route(ranges []string) *route {
 // second resolution. A refused address ends the dial: the other addresses
 // of a name with a refused one are not tried.
 func (i *Issuer) dialer(g *netguard.Guard) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	d := g.Dialer(0) // the request's context bounds the connect
+	// The request's context bounds the connect.
+	d := &net.Dialer{Control: func(network, address string, c syscall.RawConn) error {
+		if err := g.DialControl(network, address, c); err != nil {
+			return err
+		}
+		if i.dialHook != nil {
+			return i.dialHook(network, address)
+		}
+		return nil
+	}}
 	var res netguard.Resolver = net.DefaultResolver
 	if i.cfg.Resolver != nil {
 		res = i.cfg.Resolver

@@ -1,0 +1,240 @@
+package fetch
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/plugin"
+)
+
+// A thousand watches asking for one URL at once cause one origin
+// request; after the interval, one more.
+func TestCoalescing(t *testing.T) {
+	release := make(chan struct{})
+	srv := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		_, _ = w.Write([]byte("shared"))
+	})
+	h := newHarness(t, Config{})
+	ctx := t.Context()
+	const n = 1000
+	var wg sync.WaitGroup
+	resps := make([]abi.FetchResponse, n)
+	for k := range n {
+		wg.Go(func() { resps[k] = h.Fetch(ctx, get(srv.URL+"/one")) })
+	}
+	close(release)
+	wg.Wait()
+	if c := srv.count.Load(); c != 1 {
+		t.Fatalf("%d origin requests for %d watches", c, n)
+	}
+	fresh := 0
+	for _, r := range resps {
+		if r.Failure != nil || string(r.Body) != "shared" {
+			t.Fatalf("answer %+v", r)
+		}
+		if !r.FromCache {
+			fresh++
+		}
+	}
+	if fresh != 1 {
+		t.Fatalf("%d answers without from_cache, want the one that made the request", fresh)
+	}
+	if facts := h.events(t, StreamFacts); len(facts) != 1 {
+		t.Fatalf("%d facts for one origin request", len(facts))
+	}
+
+	h.clock.Advance(time.Second)
+	if r := h.Fetch(ctx, get(srv.URL+"/one")); r.FromCache || srv.count.Load() != 2 {
+		t.Fatalf("after the interval: from_cache %v, %d requests", r.FromCache, srv.count.Load())
+	}
+	// Another resource is its own: other headers are another request.
+	other := get(srv.URL + "/one")
+	other.Request.Headers = map[string]string{"Accept": "text/plain"}
+	h.clock.Advance(time.Second)
+	if r := h.Fetch(ctx, other); r.FromCache || srv.count.Load() != 3 {
+		t.Fatalf("other headers: from_cache %v, %d requests", r.FromCache, srv.count.Load())
+	}
+}
+
+// A failure is held for the interval like a success.
+func TestFailuresAreHeld(t *testing.T) {
+	srv := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	h := newHarness(t, Config{})
+	ctx := t.Context()
+	first := h.Fetch(ctx, get(srv.URL+"/down"))
+	if first.Status != 503 || first.FromCache {
+		t.Fatalf("first: %+v", first)
+	}
+	h.clock.Advance(999 * time.Millisecond)
+	held := h.Fetch(ctx, get(srv.URL+"/down"))
+	if held.Status != 503 || !held.FromCache || srv.count.Load() != 1 {
+		t.Fatalf("within the interval: %+v, %d requests", held, srv.count.Load())
+	}
+	h.clock.Advance(time.Millisecond)
+	again := h.Fetch(ctx, get(srv.URL+"/down"))
+	if again.FromCache || srv.count.Load() != 2 {
+		t.Fatalf("after the interval: %+v, %d requests", again, srv.count.Load())
+	}
+	// The 503 raised the origin's interval to 2 s: the second request
+	// waited the second the interval left.
+	if w := h.clock.Waits(); len(w) != 1 || w[0] != time.Second {
+		t.Fatalf("waits %v", w)
+	}
+	facts := h.events(t, StreamFacts)
+	if len(facts) != 2 || facts[0].Type != TypeFailed || !strings.Contains(string(facts[0].Payload), `"reason":"http_status"`) {
+		t.Fatalf("facts %d, first %s", len(facts), facts[0].Payload)
+	}
+}
+
+// etagOrigin answers 304 to the current ETag and 200 with it otherwise.
+func etagOrigin(t *testing.T, etag *string, mu *sync.Mutex) *origin {
+	return newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		tag := *etag
+		mu.Unlock()
+		if r.Header.Get("If-None-Match") == tag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		w.Header().Set("ETag", tag)
+		w.Header().Set("Last-Modified", "Wed, 21 Oct 2015 07:28:00 GMT")
+		_, _ = w.Write([]byte("body of " + tag))
+	})
+}
+
+func TestRevalidation(t *testing.T) {
+	var mu sync.Mutex
+	etag := `"v1"`
+	srv := etagOrigin(t, &etag, &mu)
+	h := newHarness(t, Config{})
+	ctx := t.Context()
+	first := h.Fetch(ctx, get(srv.URL+"/doc"))
+	if first.Status != 200 || first.NotModified || string(first.Body) != `body of "v1"` {
+		t.Fatalf("first: %+v", first)
+	}
+	if srv.last().Get("If-None-Match") != "" {
+		t.Fatal("the first request was conditional")
+	}
+
+	h.clock.Advance(time.Second)
+	second := h.Fetch(ctx, get(srv.URL+"/doc"))
+	if got := srv.last(); got.Get("If-None-Match") != `"v1"` || got.Get("If-Modified-Since") != "Wed, 21 Oct 2015 07:28:00 GMT" {
+		t.Fatalf("revalidation sent if-none-match %q, if-modified-since %q", got.Get("If-None-Match"), got.Get("If-Modified-Since"))
+	}
+	if !second.NotModified || second.FromCache || second.Status != 200 || string(second.Body) != `body of "v1"` ||
+		second.Headers["etag"] != `"v1"` || second.Fingerprint != first.Fingerprint {
+		t.Fatalf("a 304 answered %+v", second)
+	}
+	facts := h.events(t, StreamFacts)
+	if len(facts) != 2 || !strings.Contains(string(facts[1].Payload), `"not_modified":true`) {
+		t.Fatalf("facts %d", len(facts))
+	}
+
+	// The resource changes: the new body, and its validators from then on.
+	mu.Lock()
+	etag = `"v2"`
+	mu.Unlock()
+	h.clock.Advance(time.Second)
+	if third := h.Fetch(ctx, get(srv.URL+"/doc")); third.NotModified || string(third.Body) != `body of "v2"` {
+		t.Fatalf("changed: %+v", third)
+	}
+	h.clock.Advance(time.Second)
+	h.Fetch(ctx, get(srv.URL+"/doc"))
+	if srv.last().Get("If-None-Match") != `"v2"` {
+		t.Fatal("the new validator was not kept")
+	}
+}
+
+// A stored validator that could not be sent (kept under an older screen,
+// say) is not sent: the request goes out unconditional, and succeeds.
+func TestUnsendableStoredValidatorIsNotSent(t *testing.T) {
+	var mu sync.Mutex
+	etag := `"v1"`
+	srv := etagOrigin(t, &etag, &mu)
+	h := newHarness(t, Config{})
+	ctx := t.Context()
+	call := get(srv.URL + "/doc")
+	h.Fetch(ctx, call)
+	cmd, err := Screen(call.Request, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	r := h.cache.m[resourceKey(cmd)]
+	if r == nil || r.etag != `"v1"` || r.stored == nil {
+		h.mu.Unlock()
+		t.Fatal("nothing stored")
+	}
+	r.etag, r.lastModified = "\"v1\x01\"", "Wed, 21 Oct 2015\r\n07:28:00 GMT"
+	h.mu.Unlock()
+
+	h.clock.Advance(time.Second)
+	resp := h.Fetch(ctx, call)
+	if resp.Failure != nil || resp.NotModified || resp.Status != 200 {
+		t.Fatalf("answer %+v", resp)
+	}
+	if got := srv.last(); got.Get("If-None-Match") != "" || got.Get("If-Modified-Since") != "" {
+		t.Fatalf("sent if-none-match %q, if-modified-since %q", got.Get("If-None-Match"), got.Get("If-Modified-Since"))
+	}
+}
+
+// invalid_request_options, and that reason alone, clears the stored
+// validators of the refused URL.
+func TestInvalidRequestOptionsClearsValidators(t *testing.T) {
+	var mu sync.Mutex
+	etag := `"v1"`
+	srv := etagOrigin(t, &etag, &mu)
+	h := newHarness(t, Config{Secrets: map[string]string{"gh": "tok"}})
+	ctx := t.Context()
+	url := srv.URL + "/doc"
+	h.Fetch(ctx, get(url))
+
+	// Another refusal for the URL, not_granted, keeps them.
+	notGranted := get(url)
+	notGranted.Request.Secret = "gh"
+	if reason(h.Fetch(ctx, notGranted)) != abi.FetchNotGranted {
+		t.Fatal("want not_granted")
+	}
+	h.clock.Advance(time.Second)
+	h.Fetch(ctx, get(url))
+	if srv.last().Get("If-None-Match") != `"v1"` {
+		t.Fatal("not_granted cleared the validators")
+	}
+
+	refused := plugin.FetchCall{Kind: "probe", Entry: loopback(), Request: abi.FetchRequest{Method: "GET", URL: url + "#frag", Headers: map[string]string{"Te": "trailers"}}}
+	if reason(h.Fetch(ctx, refused)) != abi.FetchInvalidRequestOptions {
+		t.Fatal("want invalid_request_options")
+	}
+	h.clock.Advance(time.Second)
+	resp := h.Fetch(ctx, get(url))
+	if srv.last().Get("If-None-Match") != "" || resp.NotModified || resp.Status != 200 {
+		t.Fatalf("after the refusal the request was conditional: %+v", resp)
+	}
+}
+
+func TestCacheBounds(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	body := func(n int) *abi.FetchResponse { return &abi.FetchResponse{Status: 200, Body: make([]byte, n)} }
+	c := newCache(time.Second, 10_000)
+	c.put("a", "u", t0, update{held: body(3000), stored: body(3000), etag: `"a"`})
+	c.put("b", "u", t0.Add(time.Second), update{held: body(3000)})
+	c.put("c", "u", t0.Add(2*time.Second), update{held: body(3000)})
+	if _, ok := c.m["a"]; ok || c.bytes > c.maxBytes {
+		t.Fatalf("over the byte bound: %d bytes, a kept %v", c.bytes, ok)
+	}
+	if len(c.m) != 2 {
+		t.Fatalf("%d entries", len(c.m))
+	}
+	// Idle for ten intervals: dropped on the next access.
+	c.fresh("x", t0.Add(2*time.Second+10*time.Second))
+	if len(c.m) != 0 || c.bytes != 0 || c.lru.Len() != 0 {
+		t.Fatalf("idle entries kept: %d, %d bytes", len(c.m), c.bytes)
+	}
+}

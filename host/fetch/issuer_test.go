@@ -1,0 +1,531 @@
+package fetch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/store"
+)
+
+// Every row of the refusal table, through the issuer: refused as
+// invalid_request_options, nothing reaches the origin, a fact and a dead
+// letter are written, and no header value reaches either or the log.
+func TestFetchRefusalTable(t *testing.T) {
+	srv := newOrigin(t, nil)
+	h := newHarness(t, Config{Secrets: map[string]string{"gh": "tok-SECRET-VALUE"}})
+	entry := loopback()
+	entry.Secrets = []string{"gh"}
+	ctx := t.Context()
+	for n, row := range refusalRows(srv.URL) {
+		t.Run(row.name, func(t *testing.T) {
+			resp := h.Fetch(ctx, plugin.FetchCall{Kind: "probe", Entry: entry, Request: row.req})
+			if reason(resp) != abi.FetchInvalidRequestOptions {
+				t.Fatalf("answer %+v, want invalid_request_options", resp)
+			}
+			if resp.Status != 0 || resp.Body != nil || resp.FromCache {
+				t.Fatalf("a refusal carries a response: %+v", resp)
+			}
+			if c := srv.count.Load(); c != 0 {
+				t.Fatalf("%d requests reached the origin", c)
+			}
+			dls, err := h.DeadLetters(ctx, 0, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(dls) != n+1 {
+				t.Fatalf("%d dead letters after %d refusals", len(dls), n+1)
+			}
+			dl := dls[n]
+			if dl.Reason != abi.FetchInvalidRequestOptions || dl.Kind != "probe" || dl.CommandID == "" || dl.Method != clip(row.req.Method) || dl.Message != resp.Failure.Message {
+				t.Fatalf("dead letter %+v", dl)
+			}
+			if len(dl.HeaderNames) != min(len(row.req.Headers), MaxHeaders+1) {
+				t.Fatalf("dead letter names %d headers, the command had %d", len(dl.HeaderNames), len(row.req.Headers))
+			}
+			if _, err := h.log.EventByKey(ctx, StreamFacts, dl.CommandID+":"+dl.OccurredAt.UTC().Format(time.RFC3339Nano)); err != nil {
+				t.Fatalf("no fetch.failed fact for the refusal: %v", err)
+			}
+		})
+	}
+	all := h.everything(t)
+	for _, secret := range []string{sentinel, "SSSS", "user:pw", "tok-SECRET-VALUE"} {
+		if strings.Contains(all, secret) {
+			t.Fatalf("%q reached a fact, a dead letter or the log", secret)
+		}
+	}
+}
+
+// The accepted edges of the table, as the origin receives them.
+func TestFetchAcceptedEdges(t *testing.T) {
+	srv := newOrigin(t, nil)
+	h := newHarness(t, Config{})
+	ctx := t.Context()
+	for _, tc := range []struct {
+		name    string
+		headers map[string]string
+		check   func(t *testing.T, got http.Header)
+	}{
+		{"default user-agent", nil, func(t *testing.T, got http.Header) {
+			if ua := got.Values("User-Agent"); len(ua) != 1 || ua[0] != "vigil" {
+				t.Fatalf("user-agent lines %q, want exactly [vigil]", ua)
+			}
+		}},
+		{"a capitalised User-Agent replaces the default", map[string]string{"User-Agent": "Mine/1.0 (+https://x.example)"}, func(t *testing.T, got http.Header) {
+			if ua := got.Values("User-Agent"); len(ua) != 1 || ua[0] != "Mine/1.0 (+https://x.example)" {
+				t.Fatalf("user-agent lines %q, want exactly the plugin's", ua)
+			}
+		}},
+		{"a lower-case user-agent replaces the default", map[string]string{"user-agent": "low/1"}, func(t *testing.T, got http.Header) {
+			if ua := got.Values("User-Agent"); len(ua) != 1 || ua[0] != "low/1" {
+				t.Fatalf("user-agent lines %q", ua)
+			}
+		}},
+		{"inner spaces sent as is", map[string]string{"X-Q": "a  b   c"}, func(t *testing.T, got http.Header) {
+			if v := got.Values("X-Q"); len(v) != 1 || v[0] != "a  b   c" {
+				t.Fatalf("x-q %q", v)
+			}
+		}},
+		{"surrounding whitespace trimmed", map[string]string{"Accept": "  text/html\t "}, func(t *testing.T, got http.Header) {
+			if v := got.Values("Accept"); len(v) != 1 || v[0] != "text/html" {
+				t.Fatalf("accept %q", v)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := srv.count.Load()
+			call := get(srv.URL + "/edge")
+			call.Request.Headers = tc.headers
+			resp := h.Fetch(ctx, call)
+			if resp.Failure != nil || resp.Status != 200 {
+				t.Fatalf("answer %+v", resp)
+			}
+			if srv.count.Load() != before+1 {
+				t.Fatal("no request reached the origin")
+			}
+			tc.check(t, srv.last())
+		})
+	}
+}
+
+func TestNotGranted(t *testing.T) {
+	srv := newOrigin(t, nil)
+	h := newHarness(t, Config{Secrets: map[string]string{"gh": "tok-SECRET-VALUE", "other": "x"}})
+	ctx := t.Context()
+	for _, tc := range []struct {
+		name    string
+		call    plugin.FetchCall
+		setting string
+	}{
+		{"host not granted", plugin.FetchCall{Kind: "probe", Entry: plugin.Entry{FetchHosts: []string{"example.org"}, PrivateRanges: []string{"127.0.0.1/32"}},
+			Request: abi.FetchRequest{Method: "GET", URL: srv.URL}}, "kinds.probe.fetch_hosts"},
+		{"no hosts at all", plugin.FetchCall{Kind: "probe", Entry: plugin.Entry{PrivateRanges: []string{"127.0.0.1/32"}},
+			Request: abi.FetchRequest{Method: "GET", URL: srv.URL}}, "kinds.probe.fetch_hosts"},
+		{"secret not granted to the kind", plugin.FetchCall{Kind: "probe", Entry: func() plugin.Entry { e := loopback(); e.Secrets = []string{"other"}; return e }(),
+			Request: abi.FetchRequest{Method: "GET", URL: srv.URL, Secret: "gh"}}, "kinds.probe.secrets"},
+		{"secret not in the host's configuration", plugin.FetchCall{Kind: "probe", Entry: func() plugin.Entry { e := loopback(); e.Secrets = []string{"missing"}; return e }(),
+			Request: abi.FetchRequest{Method: "GET", URL: srv.URL, Secret: "missing"}}, "secrets.missing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := h.Fetch(ctx, tc.call)
+			if reason(resp) != abi.FetchNotGranted || !strings.Contains(resp.Failure.Message, tc.setting) {
+				t.Fatalf("answer %+v, want not_granted naming %s", resp.Failure, tc.setting)
+			}
+		})
+	}
+	if srv.count.Load() != 0 {
+		t.Fatal("a request not granted reached the origin")
+	}
+	if dls, _ := h.DeadLetters(ctx, 0, 100); len(dls) != 4 {
+		t.Fatalf("%d dead letters, want 4", len(dls))
+	}
+	if strings.Contains(h.everything(t), "tok-SECRET-VALUE") {
+		t.Fatal("a secret value was recorded")
+	}
+}
+
+func TestDestinationGuard(t *testing.T) {
+	ctx := t.Context()
+	anyHost := plugin.Entry{FetchHosts: []string{"*"}}
+
+	t.Run("a name resolving to loopback", func(t *testing.T) {
+		srv := newOrigin(t, nil)
+		h := newHarness(t, Config{Resolver: staticResolver(map[string]string{"inside.test": "127.0.0.1"})})
+		_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+		resp := h.Fetch(ctx, plugin.FetchCall{Kind: "probe", Entry: anyHost, Request: abi.FetchRequest{Method: "GET", URL: "http://inside.test:" + port + "/"}})
+		if reason(resp) != abi.FetchDestinationRefused || !strings.Contains(resp.Failure.Message, "loopback") {
+			t.Fatalf("answer %+v", resp.Failure)
+		}
+		if srv.count.Load() != 0 {
+			t.Fatal("the request reached the loopback server")
+		}
+		if dls, _ := h.DeadLetters(ctx, 0, 10); len(dls) != 1 || dls[0].Reason != abi.FetchDestinationRefused {
+			t.Fatalf("dead letters %+v", dls)
+		}
+	})
+
+	t.Run("a literal loopback address", func(t *testing.T) {
+		srv := newOrigin(t, nil)
+		h := newHarness(t, Config{})
+		resp := h.Fetch(ctx, plugin.FetchCall{Kind: "probe", Entry: anyHost, Request: abi.FetchRequest{Method: "GET", URL: srv.URL}})
+		if reason(resp) != abi.FetchDestinationRefused || srv.count.Load() != 0 {
+			t.Fatalf("answer %+v, %d requests", resp.Failure, srv.count.Load())
+		}
+	})
+
+	// DNS rebinding: the name answers a public address when it is
+	// checked, and loopback when the transport dials it. The dial-time
+	// check refuses it.
+	t.Run("a name that rebinds between the check and the dial", func(t *testing.T) {
+		srv := newOrigin(t, nil)
+		res := &fakeResolver{answer: func(_ string, call int64) ([]netip.Addr, error) {
+			if call == 1 {
+				return []netip.Addr{netip.MustParseAddr("93.184.216.34")}, nil
+			}
+			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+		}}
+		h := newHarness(t, Config{Resolver: res})
+		_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+		resp := h.Fetch(ctx, plugin.FetchCall{Kind: "probe", Entry: anyHost, Request: abi.FetchRequest{Method: "GET", URL: "http://rebind.test:" + port + "/"}})
+		if reason(resp) != abi.FetchDestinationRefused || !strings.Contains(resp.Failure.Message, "127.0.0.1") {
+			t.Fatalf("answer %+v", resp.Failure)
+		}
+		if res.calls.Load() < 2 {
+			t.Fatalf("resolved %d times: the dial did not resolve again", res.calls.Load())
+		}
+		if srv.count.Load() != 0 {
+			t.Fatal("the rebound name reached the loopback server")
+		}
+	})
+
+	t.Run("a redirect to the metadata address", func(t *testing.T) {
+		srv := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
+		})
+		h := newHarness(t, Config{})
+		entry := loopback()
+		entry.FetchHosts = []string{"*"}
+		resp := h.Fetch(ctx, plugin.FetchCall{Kind: "probe", Entry: entry, Request: abi.FetchRequest{Method: "GET", URL: srv.URL + "/go"}})
+		if reason(resp) != abi.FetchDestinationRefused || !strings.HasPrefix(resp.Failure.Message, "redirect to 169.254.169.254") {
+			t.Fatalf("answer %+v", resp.Failure)
+		}
+		if srv.count.Load() != 1 {
+			t.Fatalf("%d requests, want the first hop only", srv.count.Load())
+		}
+	})
+
+	t.Run("a redirect to a host not granted", func(t *testing.T) {
+		srv := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "http://elsewhere.example/", http.StatusFound)
+		})
+		h := newHarness(t, Config{})
+		resp := h.Fetch(ctx, get(srv.URL+"/go"))
+		if reason(resp) != abi.FetchNotGranted || !strings.Contains(resp.Failure.Message, "kinds.probe.fetch_hosts") {
+			t.Fatalf("answer %+v", resp.Failure)
+		}
+	})
+
+	t.Run("redirects within the grant are followed, up to the limit", func(t *testing.T) {
+		srv := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+			var n int
+			_, _ = fmt.Sscanf(r.URL.Path, "/hop/%d", &n)
+			if n > 0 {
+				http.Redirect(w, r, fmt.Sprintf("/hop/%d", n-1), http.StatusFound)
+				return
+			}
+			_, _ = w.Write([]byte("arrived"))
+		})
+		h := newHarness(t, Config{MaxRedirects: 3})
+		if resp := h.Fetch(ctx, get(srv.URL+"/hop/3")); resp.Failure != nil || string(resp.Body) != "arrived" {
+			t.Fatalf("three hops: %+v", resp)
+		}
+		if resp := h.Fetch(ctx, get(srv.URL+"/hop/4")); reason(resp) != abi.FetchUnavailable {
+			t.Fatalf("four hops: %+v", resp.Failure)
+		}
+	})
+
+	t.Run("with 127.0.0.1/32 granted the loopback server is reachable", func(t *testing.T) {
+		srv := newOrigin(t, nil)
+		h := newHarness(t, Config{})
+		resp := h.Fetch(ctx, get(srv.URL+"/"))
+		if resp.Failure != nil || resp.Status != 200 || string(resp.Body) != "hello" || srv.count.Load() != 1 {
+			t.Fatalf("answer %+v", resp)
+		}
+	})
+}
+
+// The dial is checked on its own: a dialer whose guard refuses loopback
+// refuses a literal loopback address it is handed.
+func TestDialerChecksEveryAddress(t *testing.T) {
+	srv := newOrigin(t, nil)
+	h := newHarness(t, Config{})
+	dial := h.dialer(h.route(nil).guard)
+	c, err := dial(t.Context(), "tcp", srv.Listener.Addr().String())
+	if err == nil {
+		_ = c.Close()
+		t.Fatal("the guarded dialer connected to loopback")
+	}
+	if e := classify(err); e.Reason != abi.FetchDestinationRefused {
+		t.Fatalf("dial error %v classified %s", err, e.Reason)
+	}
+	allowed := h.dialer(h.route([]string{"127.0.0.1/32"}).guard)
+	c, err = allowed(t.Context(), "tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+}
+
+// An attached secret reaches the origin as a bearer authorization, and
+// nowhere else: not the response, not a fact, not a log line. Header
+// values are never recorded either.
+func TestSecretAndHeaderValuesStayOnTheWire(t *testing.T) {
+	const secret = "s3cr3t-TOKEN-VALUE"
+	const value = "header-VALUE-sentinel"
+	var gotAuth, gotCustom string
+	var mu sync.Mutex
+	srv := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		gotAuth, gotCustom = r.Header.Get("Authorization"), r.Header.Get("X-Custom")
+		mu.Unlock()
+		if r.URL.Path == "/fail" {
+			w.WriteHeader(http.StatusForbidden)
+		}
+		_, _ = w.Write([]byte("body"))
+	})
+	h := newHarness(t, Config{Secrets: map[string]string{"gh": secret}})
+	entry := loopback()
+	entry.Secrets = []string{"gh"}
+	ctx := t.Context()
+	for _, path := range []string{"/ok", "/fail"} {
+		resp := h.Fetch(ctx, plugin.FetchCall{Kind: "probe", Entry: entry, Request: abi.FetchRequest{
+			Method: "GET", URL: srv.URL + path, Secret: "gh", Headers: map[string]string{"X-Custom": value}}})
+		mu.Lock()
+		if gotAuth != "Bearer "+secret || gotCustom != value {
+			t.Fatalf("%s: the origin got authorization %q, x-custom %q", path, gotAuth, gotCustom)
+		}
+		mu.Unlock()
+		b, _ := json.Marshal(resp)
+		if strings.Contains(string(b), secret) {
+			t.Fatalf("%s: the secret is in the response", path)
+		}
+	}
+	// A refused command with the same header value, and a failing log line.
+	h.Fetch(ctx, plugin.FetchCall{Kind: "probe", Entry: entry, Request: abi.FetchRequest{
+		Method: "GET", URL: srv.URL + "/refused", Secret: "gh", Headers: map[string]string{"X-Custom": value, "Upgrade": value}}})
+	all := h.everything(t)
+	for _, s := range []string{secret, value} {
+		if strings.Contains(all, s) {
+			t.Fatalf("%q reached a fact or the log:\n%s", s, all)
+		}
+	}
+	if !strings.Contains(all, "x-custom") {
+		t.Fatal("header names were not recorded")
+	}
+	if len(h.events(t, StreamFacts)) != 3 {
+		t.Fatalf("%d facts, want 3", len(h.events(t, StreamFacts)))
+	}
+}
+
+// A secret does not follow a redirect to another host.
+func TestSecretDoesNotFollowARedirectElsewhere(t *testing.T) {
+	var mu sync.Mutex
+	var auth []string
+	srv := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Host+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		if r.URL.Path == "/go" {
+			_, port, _ := net.SplitHostPort(r.Host)
+			http.Redirect(w, r, "http://other.test:"+port+"/there", http.StatusFound)
+		}
+	})
+	h := newHarness(t, Config{Secrets: map[string]string{"gh": "tok"}, Resolver: staticResolver(map[string]string{"other.test": "127.0.0.1"})})
+	entry := loopback()
+	entry.Secrets = []string{"gh"}
+	entry.FetchHosts = []string{"127.0.0.1", "other.test"}
+	resp := h.Fetch(t.Context(), plugin.FetchCall{Kind: "probe", Entry: entry, Request: abi.FetchRequest{Method: "GET", URL: srv.URL + "/go", Secret: "gh"}})
+	if resp.Failure != nil {
+		t.Fatal(resp.Failure)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(auth) != 2 || !strings.HasSuffix(auth[0], " Bearer tok") || !strings.HasSuffix(auth[1], " ") {
+		t.Fatalf("authorization per hop: %q", auth)
+	}
+}
+
+func TestFactKeys(t *testing.T) {
+	srv := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/gone" {
+			w.WriteHeader(http.StatusGone)
+		}
+		_, _ = w.Write([]byte("x"))
+	})
+	h := newHarness(t, Config{})
+	ctx := t.Context()
+	h.Fetch(ctx, get(srv.URL+"/ok"))
+	h.Fetch(ctx, get(srv.URL+"/gone"))
+	h.Fetch(ctx, get("ftp://nope/"))
+	evs := h.events(t, StreamFacts)
+	if len(evs) != 3 {
+		t.Fatalf("%d facts", len(evs))
+	}
+	var ok struct {
+		CommandID   string `json:"command_id"`
+		Status      int    `json:"status"`
+		Fingerprint string `json:"fingerprint"`
+		Bytes       int    `json:"bytes"`
+		URL         string `json:"url"`
+	}
+	if err := json.Unmarshal(evs[0].Payload, &ok); err != nil {
+		t.Fatal(err)
+	}
+	if evs[0].Type != TypeSucceeded || evs[0].Key != ok.CommandID || ok.CommandID == "" || ok.Status != 200 || ok.Bytes != 1 ||
+		ok.Fingerprint != fingerprint([]byte("x")) || ok.URL != srv.URL+"/ok" {
+		t.Fatalf("success fact %s %s %+v", evs[0].Type, evs[0].Key, ok)
+	}
+	for _, e := range evs[1:] {
+		var f struct {
+			CommandID  string    `json:"command_id"`
+			Reason     string    `json:"reason"`
+			OccurredAt time.Time `json:"occurred_at"`
+		}
+		if err := json.Unmarshal(e.Payload, &f); err != nil {
+			t.Fatal(err)
+		}
+		if e.Type != TypeFailed || e.Key != f.CommandID+":"+f.OccurredAt.UTC().Format(time.RFC3339Nano) || f.CommandID == ok.CommandID {
+			t.Fatalf("failure fact %s %s %+v", e.Type, e.Key, f)
+		}
+	}
+	if !strings.Contains(string(evs[1].Payload), `"reason":"http_status"`) || !strings.Contains(string(evs[1].Payload), `"status":410`) {
+		t.Fatalf("a 410 fact: %s", evs[1].Payload)
+	}
+}
+
+// failingLog refuses every event.
+type failingLog struct{}
+
+func (failingLog) AppendEvent(context.Context, store.Event) (store.Event, bool, error) {
+	return store.Event{}, false, errors.New("disk full")
+}
+
+func TestEventLogFailureNeverFailsTheFetch(t *testing.T) {
+	srv := newOrigin(t, nil)
+	h := newHarness(t, Config{Log: failingLog{}})
+	if resp := h.Fetch(t.Context(), get(srv.URL)); resp.Failure != nil || resp.Status != 200 {
+		t.Fatalf("answer %+v", resp)
+	}
+	if !strings.Contains(h.out.String(), "event not recorded") {
+		t.Fatal("the failure was not logged")
+	}
+	if _, err := h.DeadLetters(t.Context(), 0, 10); !errors.Is(err, ErrNoReader) {
+		t.Fatalf("DeadLetters on an unreadable log: %v", err)
+	}
+}
+
+func TestBodyCap(t *testing.T) {
+	srv := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(strings.Repeat("b", len(r.URL.Path)-1)))
+	})
+	h := newHarness(t, Config{MaxBody: 16})
+	ctx := t.Context()
+	if resp := h.Fetch(ctx, get(srv.URL+"/"+strings.Repeat("x", 16))); resp.Failure != nil || len(resp.Body) != 16 {
+		t.Fatalf("16 bytes: %+v", resp)
+	}
+	if resp := h.Fetch(ctx, get(srv.URL+"/"+strings.Repeat("x", 17))); reason(resp) != abi.FetchTooLarge || resp.Body != nil {
+		t.Fatalf("17 bytes: %+v", resp)
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	})
+	defer close(release)
+	h := newHarness(t, Config{})
+	call := get(srv.URL)
+	call.Request.TimeoutSeconds = 0.05
+	if resp := h.Fetch(t.Context(), call); reason(resp) != abi.FetchTimeout {
+		t.Fatalf("answer %+v", resp.Failure)
+	}
+
+	// The caller's own deadline bounds the fetch too.
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	h2 := newHarness(t, Config{Clock: wallClock{}})
+	if resp := h2.Fetch(ctx, get(srv.URL+"/deadline")); reason(resp) != abi.FetchTimeout {
+		t.Fatalf("answer %+v", resp.Failure)
+	}
+}
+
+func TestConnectFailed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	h := newHarness(t, Config{Resolver: staticResolver(nil)})
+	ctx := t.Context()
+	resp := h.Fetch(ctx, get("http://"+addr+"/"))
+	if reason(resp) != abi.FetchConnectFailed {
+		t.Fatalf("refused connection: %+v", resp.Failure)
+	}
+	if again := h.Fetch(ctx, get("http://"+addr+"/")); reason(again) != abi.FetchConnectFailed || !again.FromCache {
+		t.Fatalf("the failure was not held: %+v", again)
+	}
+	dns := get("http://nowhere.test/")
+	dns.Entry.FetchHosts = []string{"*"}
+	if resp := h.Fetch(ctx, dns); reason(resp) != abi.FetchConnectFailed {
+		t.Fatalf("DNS failure: %+v", resp.Failure)
+	}
+	if dls, _ := h.DeadLetters(ctx, 0, 10); len(dls) != 0 {
+		t.Fatalf("a connect failure was dead-lettered: %+v", dls)
+	}
+}
+
+func TestNewConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"default timeout over the maximum", Config{MaxTimeout: 10 * time.Second, DefaultTimeout: 20 * time.Second}},
+		{"secret value with a line end", Config{Secrets: map[string]string{"gh": "tok-SECRET-VALUE\r\nX-Injected: 1"}}},
+		{"empty secret value", Config{Secrets: map[string]string{"gh": ""}}},
+		{"secret name out of the grammar", Config{Secrets: map[string]string{"Bad Name": "tok-SECRET-VALUE"}}},
+		{"user agent with a control byte", Config{UserAgent: "vigil\n"}},
+		{"cache smaller than a body", Config{MaxBody: 1 << 20, MaxCacheBytes: 1 << 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := New(tc.cfg); err == nil {
+				t.Fatal("accepted")
+			} else if strings.Contains(err.Error(), "tok-SECRET-VALUE") {
+				t.Fatalf("the error quotes a secret value: %v", err)
+			}
+		})
+	}
+	i, err := New(Config{MaxTimeout: 10 * time.Second, MinInterval: -1, MaxRedirects: -3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := i.cfg
+	if c.DefaultTimeout != 10*time.Second || c.MinInterval != time.Second || c.MaxRedirects != 5 || c.MaxBody != 1<<20 ||
+		c.QuietPeriod != 30*time.Minute || c.UserAgent != "vigil" || c.MaxCacheBytes != 64<<20 {
+		t.Fatalf("defaults %+v", c)
+	}
+}
