@@ -1,0 +1,337 @@
+package observe
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/vigilhq/vigil/store"
+)
+
+// Store is what the observer needs of the store.
+type Store interface {
+	AppendEvent(ctx context.Context, e store.Event) (store.Event, bool, error)
+	ReadEvents(ctx context.Context, stream string, after uint64, limit int) ([]store.Event, error)
+	RouterCursor(ctx context.Context, name string) (uint64, error)
+	Route(ctx context.Context, st store.RouteStep) (store.RouteAction, store.Work, error)
+	GetWork(ctx context.Context, id store.ID) (store.Work, error)
+	WorkInputs(ctx context.Context, id store.ID, after int) ([]store.WorkInput, error)
+	ListWork(ctx context.Context, scope string, st store.WorkState) ([]store.Work, error)
+	ClaimWork(ctx context.Context, id store.ID, recipient string, now time.Time) (store.Work, error)
+	CompleteWork(ctx context.Context, id store.ID, now time.Time) (store.Work, error)
+	ConsumeWork(ctx context.Context, id store.ID, n int) (store.Work, error)
+}
+
+// Waker wakes the watches parked on a subject: the scheduler's Poke.
+type Waker interface {
+	Poke(ctx context.Context, subject string) (int, error)
+}
+
+// Clock tells the time.
+type Clock interface{ Now() time.Time }
+
+// Options configure an Observer.
+type Options struct {
+	Store  Store
+	Waker  Waker
+	Clock  Clock
+	Logger *slog.Logger
+	// Rate and Burst bound recording per principal (default 100 items/s,
+	// burst 200). A negative Rate is no limit.
+	Rate  float64
+	Burst int
+	// IDs is the randomness of Work ids (default crypto/rand).
+	IDs io.Reader
+	// Principal validates reporter names in the configuration.
+	Principal ValidPrincipal
+}
+
+// WorkKind is the kind of Work an observed thread becomes, and the
+// built-in watch kind its agent parks on between turns.
+const WorkKind = "observe.thread"
+
+// routerCursor names the router's cursor in the store.
+const routerCursor = "observe.router"
+
+// Observer records items, routes them to Work, and serves the Work.
+type Observer struct {
+	o   Options
+	log *slog.Logger
+	cfg atomic.Pointer[view]
+
+	mu       sync.Mutex
+	limiters map[string]*rate.Limiter
+
+	routeMu sync.Mutex // one routing pass at a time
+	wake    chan struct{}
+}
+
+// New builds an Observer over cfg, which it validates.
+func New(o Options, cfg Config) (*Observer, error) {
+	if o.Store == nil || o.Clock == nil {
+		return nil, errors.New("observe: Store and Clock are required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Rate == 0 {
+		o.Rate = 100
+	}
+	if o.Burst <= 0 {
+		o.Burst = 200
+	}
+	ob := &Observer{o: o, log: o.Logger.With("component", "observe"), limiters: map[string]*rate.Limiter{}, wake: make(chan struct{}, 1)}
+	if err := ob.SetConfig(cfg); err != nil {
+		return nil, err
+	}
+	return ob, nil
+}
+
+// SetWaker sets what wakes a Work's parked watches (the scheduler, which
+// is built after the observer because it serves the observer's kind). Call
+// it before Start.
+func (ob *Observer) SetWaker(w Waker) { ob.o.Waker = w }
+
+// SetConfig validates cfg and puts it in force at once: a source it no
+// longer declares stops routing immediately, even for items accepted
+// before and not yet routed. On error the configuration in force stays.
+func (ob *Observer) SetConfig(cfg Config) error {
+	if err := cfg.Validate(ob.o.Principal); err != nil {
+		return err
+	}
+	ob.cfg.Store(compile(cfg))
+	return nil
+}
+
+// Recorded is the answer to a record.
+type Recorded struct {
+	Event     store.Event
+	Duplicate bool
+	ThreadKey string
+}
+
+// Record records r for principal in scope. The reporter is principal,
+// never a field of r. It returns the event (the first one again for an
+// exact repeat, with Duplicate set), or an *Error: not_a_reporter,
+// invalid_field (source), once_conflict, rate_limited; or ErrUnknownScope.
+// The text is stored on the event and never logged.
+func (ob *Observer) Record(ctx context.Context, principal, scope string, r Record) (Recorded, error) {
+	if err := r.Validate(); err != nil {
+		return Recorded{}, err
+	}
+	v := ob.cfg.Load()
+	if _, ok := v.sources[scope]; !ok {
+		return Recorded{}, fmt.Errorf("%w %q", ErrUnknownScope, scope)
+	}
+	mine := v.reported(scope, principal)
+	source := r.Source
+	switch {
+	case len(mine) == 0:
+		return Recorded{}, &Error{Code: CodeNotAReporter, Message: fmt.Sprintf("principal %q reports no source of scope %s", principal, scope)}
+	case source == "" && len(mine) > 1:
+		return Recorded{}, &Error{Code: CodeInvalidField, Field: "source", Message: fmt.Sprintf("required: principal %q reports %d sources of scope %s (%v)", principal, len(mine), scope, mine)}
+	case source == "":
+		source = mine[0]
+	case !slices.Contains(mine, source):
+		return Recorded{}, &Error{Code: CodeNotAReporter, Field: "source", Message: fmt.Sprintf("principal %q is not a reporter of source %s in scope %s", principal, source, scope)}
+	}
+	now := ob.o.Clock.Now().UTC()
+	if wait, ok := ob.allow(principal, now); !ok {
+		return Recorded{}, &Error{Code: CodeRateLimited, Message: fmt.Sprintf("principal %q is over its recording rate; retry in %s", principal, wait.Round(time.Millisecond)), RetryAfter: wait}
+	}
+	payload, err := json.Marshal(ItemV1{Source: source, Item: r.Item, Revision: r.Revision, Thread: r.Thread, Text: r.Text})
+	if err != nil {
+		return Recorded{}, err
+	}
+	key := threadKey(scope, source, r.Thread)
+	e, dup, err := ob.o.Store.AppendEvent(ctx, store.Event{
+		Stream: Stream, Key: Once(scope, source, r.Item, r.Revision), Type: EventRecorded,
+		OccurredAt: now, Payload: payload, Actor: principal, Address: key,
+	})
+	if errors.Is(err, store.ErrEventConflict) {
+		return Recorded{}, &Error{Code: CodeOnceConflict, Message: fmt.Sprintf("item %q revision %q of source %s was recorded with another thread or text; an edit is a new revision", r.Item, r.Revision, source)}
+	}
+	if err != nil {
+		return Recorded{}, fmt.Errorf("observe: record: %w", err)
+	}
+	if !dup {
+		ob.signal()
+	}
+	return Recorded{Event: e, Duplicate: dup, ThreadKey: key}, nil
+}
+
+// allow takes one token of principal's limiter at now, or says how long to
+// wait for one.
+func (ob *Observer) allow(principal string, now time.Time) (time.Duration, bool) {
+	if ob.o.Rate < 0 {
+		return 0, true
+	}
+	ob.mu.Lock()
+	l := ob.limiters[principal]
+	if l == nil {
+		l = rate.NewLimiter(rate.Limit(ob.o.Rate), ob.o.Burst)
+		ob.limiters[principal] = l
+	}
+	ob.mu.Unlock()
+	if l.AllowN(now, 1) {
+		return 0, true
+	}
+	// The time until one token is back.
+	r := l.ReserveN(now, 1)
+	wait := r.DelayFrom(now)
+	r.CancelAt(now)
+	if wait <= 0 || wait == rate.InfDuration {
+		wait = time.Duration(math.Ceil(float64(time.Second) / ob.o.Rate))
+	}
+	return wait, false
+}
+
+func (ob *Observer) signal() {
+	select {
+	case ob.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start routes recorded items in the background until ctx ends: once at
+// once (items recorded before a restart), then whenever Record signals.
+// It first wakes the watches of every open Work with inputs its agent has
+// not been given, so a wake lost to a crash is made good.
+func (ob *Observer) Start(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ob.recoverWakes(ctx)
+		for {
+			if _, err := ob.RouteAll(ctx); err != nil && ctx.Err() == nil {
+				ob.log.Error("routing observed items", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-ob.wake:
+			}
+		}
+	}()
+	return done
+}
+
+func (ob *Observer) recoverWakes(ctx context.Context) {
+	v := ob.cfg.Load()
+	for scope := range v.sources {
+		works, err := ob.o.Store.ListWork(ctx, scope, store.WorkOpen)
+		if err != nil {
+			ob.log.Error("listing open work", "scope", scope, "err", err)
+			continue
+		}
+		for _, w := range works {
+			if w.Inputs > w.Consumed {
+				ob.poke(ctx, w.ID)
+			}
+		}
+	}
+}
+
+// RouteAll routes every recorded item after the router's cursor, in
+// order, and returns how many it routed. Each step and the cursor commit
+// together, so a crash routes nothing twice and skips nothing.
+func (ob *Observer) RouteAll(ctx context.Context) (int, error) {
+	ob.routeMu.Lock()
+	defer ob.routeMu.Unlock()
+	n := 0
+	for {
+		cur, err := ob.o.Store.RouterCursor(ctx, routerCursor)
+		if err != nil {
+			return n, err
+		}
+		events, err := ob.o.Store.ReadEvents(ctx, Stream, cur, 256)
+		if err != nil {
+			return n, err
+		}
+		if len(events) == 0 {
+			return n, nil
+		}
+		for _, e := range events {
+			if err := ob.route(ctx, e); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+}
+
+// route routes one event under the configuration in force now.
+func (ob *Observer) route(ctx context.Context, e store.Event) error {
+	scope, source, _, ok := splitThreadKey(e.Address)
+	var item ItemV1
+	if ok {
+		ok = json.Unmarshal(e.Payload, &item) == nil && item.Source == source
+	}
+	v := ob.cfg.Load()
+	if !ok || !v.routes(scope, source) {
+		// A source removed (or never routed) after the item was
+		// accepted: it starts nothing.
+		_, _, err := ob.o.Store.Route(ctx, store.RouteStep{Cursor: routerCursor, Seq: e.Seq, Drop: true})
+		return err
+	}
+	id, err := store.NewID(e.OccurredAt, ob.ids())
+	if err != nil {
+		return err
+	}
+	action, w, err := ob.o.Store.Route(ctx, store.RouteStep{
+		Cursor: routerCursor, Seq: e.Seq, ThreadKey: e.Address, OwnerKind: WorkKind,
+		New: store.Work{ID: id, Scope: scope, Kind: WorkKind, Title: Title(item.Text), CreatedAt: e.OccurredAt},
+		Input: store.WorkInput{
+			EventSeq: e.Seq, EventKey: e.Key, Source: item.Source, Item: item.Item, Revision: item.Revision,
+			Thread: item.Thread, Text: item.Text, Reporter: e.Actor, RecordedAt: e.OccurredAt,
+		},
+	})
+	if err != nil {
+		return err
+	}
+	switch action {
+	case store.RouteAppended:
+		ob.poke(ctx, w.ID)
+	case store.RouteSkipped:
+		b, _ := json.Marshal(struct {
+			EventSeq  uint64 `json:"event_seq"`
+			ThreadKey string `json:"thread_key"`
+		}{e.Seq, e.Address})
+		if _, _, err := ob.o.Store.AppendEvent(ctx, store.Event{
+			Stream: SkippedStream, Key: e.Key, Type: "observe.item.skipped", OccurredAt: ob.o.Clock.Now().UTC(), Payload: b, Address: e.Address,
+		}); err != nil && !errors.Is(err, store.ErrEventConflict) {
+			ob.log.Error("recording a skipped item", "seq", e.Seq, "err", err)
+		}
+	}
+	return nil
+}
+
+func (ob *Observer) poke(ctx context.Context, id store.ID) {
+	if ob.o.Waker == nil {
+		return
+	}
+	if _, err := ob.o.Waker.Poke(ctx, Subject(id)); err != nil {
+		ob.log.Error("waking the watches of a work item", "work", id, "err", err)
+	}
+}
+
+// Subject is what an observe.thread watch on Work id waits on.
+func Subject(id store.ID) string { return "work/" + id.String() }
+
+func (ob *Observer) ids() io.Reader {
+	if ob.o.IDs != nil {
+		return ob.o.IDs
+	}
+	return rand.Reader
+}

@@ -1,0 +1,58 @@
+package observe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/vigilhq/vigil/store"
+)
+
+// ListWork lists a configured scope's Work, by state ("" for every state).
+func (ob *Observer) ListWork(ctx context.Context, scope string, st store.WorkState) ([]store.Work, error) {
+	if _, ok := ob.cfg.Load().sources[scope]; !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownScope, scope)
+	}
+	if st != "" && !st.Valid() {
+		return nil, &Error{Code: CodeInvalidField, Field: "state", Message: "want open or completed"}
+	}
+	return ob.o.Store.ListWork(ctx, scope, st)
+}
+
+// GetWork returns a Work and its inputs in order.
+func (ob *Observer) GetWork(ctx context.Context, id store.ID) (store.Work, []store.WorkInput, error) {
+	w, err := ob.o.Store.GetWork(ctx, id)
+	if err != nil {
+		return w, nil, err
+	}
+	in, err := ob.o.Store.WorkInputs(ctx, id, 0)
+	return w, in, err
+}
+
+// ClaimWork gives the Work to recipient, who is given every input so far.
+func (ob *Observer) ClaimWork(ctx context.Context, id store.ID, recipient string) (store.Work, []store.WorkInput, error) {
+	w, err := ob.o.Store.ClaimWork(ctx, id, recipient, ob.o.Clock.Now())
+	if err != nil {
+		return w, nil, workError(err)
+	}
+	in, err := ob.o.Store.WorkInputs(ctx, id, 0)
+	return w, in, err
+}
+
+// CompleteWork completes the Work: later items of its thread start
+// nothing, and a watch parked on it is woken to say so.
+func (ob *Observer) CompleteWork(ctx context.Context, id store.ID) (store.Work, error) {
+	w, err := ob.o.Store.CompleteWork(ctx, id, ob.o.Clock.Now())
+	if err != nil {
+		return w, workError(err)
+	}
+	ob.poke(ctx, id)
+	return w, nil
+}
+
+func workError(err error) error {
+	if errors.Is(err, store.ErrWorkConflict) {
+		return &Error{Code: CodeWorkConflict, Message: err.Error()}
+	}
+	return err
+}
