@@ -161,12 +161,19 @@ var wireTypes = map[string]reflect.Type{
 	"PluginList":       reflect.TypeFor[PluginList](),
 	"DeadLetter":       reflect.TypeFor[DeadLetter](),
 	"DeadLetters":      reflect.TypeFor[DeadLetters](),
+	"ObserveRequest":   reflect.TypeFor[ObserveRequest](),
+	"ObservedEvent":    reflect.TypeFor[ObservedEvent](),
+	"ObserveResult":    reflect.TypeFor[ObserveResult](),
+	"WorkInput":        reflect.TypeFor[WorkInput](),
+	"Work":             reflect.TypeFor[Work](),
+	"WorkList":         reflect.TypeFor[WorkList](),
+	"ClaimRequest":     reflect.TypeFor[ClaimRequest](),
 }
 
 // requestTypes are decoded strictly from request bodies: their schemas
 // refuse unknown fields, and what they require is what the server needs
 // rather than what omitempty says.
-var requestTypes = map[string]bool{"WatchRequest": true, "RecipientRequest": true, "WebhookRequest": true, "Ref": true, "RecipientRef": true}
+var requestTypes = map[string]bool{"ObserveRequest": true, "ClaimRequest": true, "WatchRequest": true, "RecipientRequest": true, "WebhookRequest": true, "Ref": true, "RecipientRef": true}
 
 type jsonField struct {
 	name      string

@@ -22,6 +22,10 @@ const (
 	CodeForbidden           = "forbidden"
 	CodePluginFault         = "plugin_fault"
 	CodeInternal            = "internal"
+	CodeNotAReporter        = "not_a_reporter"
+	CodeOnceConflict        = "once_conflict"
+	CodeWorkConflict        = "work_conflict"
+	CodeRateLimited         = "rate_limited"
 )
 
 // Status is the HTTP status of an error code.
@@ -31,16 +35,18 @@ func Status(code string) int {
 		return 400
 	case CodeUnauthorized:
 		return 401
-	case CodeForbidden:
+	case CodeForbidden, CodeNotAReporter:
 		return 403
 	case CodeNotFound:
 		return 404
 	case CodeMethodNotAllowed:
 		return 405
-	case CodeAlreadySettled, CodeRecipientNotRunning:
+	case CodeAlreadySettled, CodeRecipientNotRunning, CodeOnceConflict, CodeWorkConflict:
 		return 409
 	case CodeBodyTooLarge:
 		return 413
+	case CodeRateLimited:
+		return 429
 	case CodeInvalidParams, CodeInvalidField, CodeInvalidRecipient, CodeWatchUnobservable, CodeDeadlineTooFar:
 		return 422
 	case CodePluginFault:
@@ -156,6 +162,74 @@ type DeadLetter struct {
 type DeadLetters struct {
 	DeadLetters []DeadLetter `json:"dead_letters"`
 	Next        uint64       `json:"next"`
+}
+
+// ObserveRequest records an item seen in an outside source. The reporter
+// is the authenticated principal, never a field.
+type ObserveRequest struct {
+	Item     string `json:"item"`
+	Thread   string `json:"thread"`
+	Text     string `json:"text,omitempty"`
+	Revision string `json:"revision,omitempty"`
+	Source   string `json:"source,omitempty"`
+}
+
+// ObservedEvent is the event a record made (or, for a duplicate, the
+// first record's event).
+type ObservedEvent struct {
+	Seq        uint64    `json:"seq"`
+	Key        string    `json:"key"`
+	Type       string    `json:"type"`
+	Source     string    `json:"source"`
+	Reporter   string    `json:"reporter"`
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// ObserveResult answers a record.
+type ObserveResult struct {
+	Duplicate bool          `json:"duplicate"`
+	ThreadKey string        `json:"thread_key"`
+	Event     ObservedEvent `json:"event"`
+}
+
+// WorkInput is one item routed to a Work, numbered from 1.
+type WorkInput struct {
+	N          int       `json:"n"`
+	Source     string    `json:"source"`
+	Item       string    `json:"item"`
+	Revision   string    `json:"revision,omitempty"`
+	Thread     string    `json:"thread"`
+	Text       string    `json:"text"`
+	Reporter   string    `json:"reporter,omitempty"`
+	RecordedAt time.Time `json:"recorded_at"`
+}
+
+// Work is a durable work item: one per observed thread. Inputs is set
+// when one Work is read, claimed or completed.
+type Work struct {
+	ID          string      `json:"id"`
+	Scope       string      `json:"scope"`
+	Kind        string      `json:"kind"`
+	Title       string      `json:"title"`
+	ThreadKey   string      `json:"thread_key"`
+	State       string      `json:"state"`
+	InputCount  int         `json:"input_count"`
+	Consumed    int         `json:"consumed"`
+	ClaimedBy   string      `json:"claimed_by,omitempty"`
+	CreatedAt   time.Time   `json:"created_at"`
+	ClaimedAt   *time.Time  `json:"claimed_at,omitempty"`
+	CompletedAt *time.Time  `json:"completed_at,omitempty"`
+	Inputs      []WorkInput `json:"inputs,omitempty"`
+}
+
+// WorkList is a scope's Work.
+type WorkList struct {
+	Work []Work `json:"work"`
+}
+
+// ClaimRequest claims a Work for a recipient.
+type ClaimRequest struct {
+	Recipient RecipientRef `json:"recipient"`
 }
 
 // WebhookRequest sets a recipient's webhook. Secret is write-only.

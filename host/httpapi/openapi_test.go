@@ -62,7 +62,7 @@ func fullApp(t *testing.T, f *fixture, tokens map[string]string) *fiber.App {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		_, _ = io.WriteString(w, "# vigil\n")
 	})
-	return New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins{}, DeadLetters: fakeDeadLetters{}},
+	return New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins{}, DeadLetters: fakeDeadLetters{}, Observe: f.ob},
 		Options{Tokens: tokens, Metrics: metrics, BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
 }
 
@@ -140,7 +140,7 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 
 	f := newFixture(t)
 	open, locked := fullApp(t, f, nil), fullApp(t, f, map[string]string{"a-token-for-the-openapi-test": "tester"})
-	var watchID string
+	var watchID, workID string
 	steps := []struct {
 		method, path, body string
 		before             func()
@@ -199,12 +199,37 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		{"GET", "/api/v1/fetch/dead-letters?after=1&limit=5", "", nil, false},
 		{"GET", "/api/v1/fetch/dead-letters?limit=5000", "", nil, false},
 		{"GET", "/api/v1/fetch/dead-letters", "", nil, true},
+		{"POST", "/api/v1/scopes/support/observe", `{"item":"m1","thread":"T1","text":"printer on fire"}`, nil, false},
+		{"POST", "/api/v1/scopes/support/observe", `{"item":"m1","thread":"T1","text":"printer on fire"}`, nil, false},
+		{"POST", "/api/v1/scopes/support/observe", `{"item":"m1","thread":"T1","text":"edited"}`, nil, false},
+		{"POST", "/api/v1/scopes/closed/observe", `{"item":"m1","thread":"T1"}`, nil, false},
+		{"POST", "/api/v1/scopes/nowhere/observe", `{"item":"m1","thread":"T1"}`, nil, false},
+		{"POST", "/api/v1/scopes/support/observe", `{"item":"","thread":"T1"}`, nil, false},
+		{"POST", "/api/v1/scopes/support/observe", `{"item":"m1","thread":"T1","reporter":"x"}`, nil, false},
+		{"POST", "/api/v1/scopes/support/observe", `{"item":`, nil, false},
+		{"POST", "/api/v1/scopes/support/observe", `{"item":"m2","thread":"T1"}`, nil, false},
+		{"POST", "/api/v1/scopes/support/observe", `{"item":"m3","thread":"T1"}`, nil, true},
+		{"GET", "/api/v1/scopes/support/work?state=open", "", func() { _, _ = f.ob.RouteAll(context.Background()) }, false},
+		{"GET", "/api/v1/scopes/support/work", "", nil, false},
+		{"GET", "/api/v1/scopes/support/work?state=x", "", nil, false},
+		{"GET", "/api/v1/scopes/nowhere/work", "", nil, false},
+		{"GET", "/api/v1/work/{work}", "", nil, false},
+		{"GET", "/api/v1/work/xyz", "", nil, false},
+		{"GET", "/api/v1/work/01m8nhtng4ra8tgz0tmrscbt6g", "", nil, false},
+		{"POST", "/api/v1/work/{work}/claim", `{"recipient":{"id":"agent-1"}}`, nil, false},
+		{"POST", "/api/v1/work/{work}/claim", `{"recipient":{"id":"agent-2"}}`, nil, false},
+		{"POST", "/api/v1/work/{work}/claim", `{"recipient":{"id":"a b"}}`, nil, false},
+		{"POST", "/api/v1/work/{work}/claim", `{"recipient":`, nil, false},
+		{"POST", "/api/v1/work/01m8nhtng4ra8tgz0tmrscbt6g/claim", `{"recipient":{"id":"agent-1"}}`, nil, false},
+		{"POST", "/api/v1/work/{work}/complete", "", nil, false},
+		{"POST", "/api/v1/work/{work}/complete", "", nil, false},
+		{"POST", "/api/v1/work/xyz/complete", "", nil, false},
 	}
 	for _, s := range steps {
 		if s.before != nil {
 			s.before()
 		}
-		path := strings.ReplaceAll(s.path, "{watch}", watchID)
+		path := strings.ReplaceAll(strings.ReplaceAll(s.path, "{watch}", watchID), "{work}", workID)
 		where := s.method + " " + path
 		var body io.Reader
 		if s.body != "" {
@@ -230,6 +255,14 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 			var w api.Watch
 			_ = json.Unmarshal(b, &w)
 			watchID = w.ID
+		}
+
+		if s.method == "GET" && strings.HasPrefix(s.path, "/api/v1/scopes/support/work") && resp.StatusCode == 200 && workID == "" {
+			var wl api.WorkList
+			_ = json.Unmarshal(b, &wl)
+			if len(wl.Work) > 0 {
+				workID = wl.Work[0].ID
+			}
 		}
 
 		tmpl, op := operation(doc, s.method, strings.Split(path, "?")[0])

@@ -20,6 +20,7 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/delivery"
+	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
@@ -62,6 +63,15 @@ type DeadLetters interface {
 	DeadLetters(ctx context.Context, after uint64, limit int) ([]api.DeadLetter, error)
 }
 
+// Observe records observed items and serves the Work they become.
+type Observe interface {
+	Record(ctx context.Context, principal, scope string, r observe.Record) (observe.Recorded, error)
+	ListWork(ctx context.Context, scope string, st store.WorkState) ([]store.Work, error)
+	GetWork(ctx context.Context, id store.ID) (store.Work, []store.WorkInput, error)
+	ClaimWork(ctx context.Context, id store.ID, recipient string) (store.Work, []store.WorkInput, error)
+	CompleteWork(ctx context.Context, id store.ID) (store.Work, error)
+}
+
 // Deps are the services behind the API.
 type Deps struct {
 	Scheduler   Scheduler
@@ -70,6 +80,7 @@ type Deps struct {
 	Recipients  Recipients
 	Plugins     Plugins
 	DeadLetters DeadLetters
+	Observe     Observe
 	Logger      *slog.Logger
 	// Base ends long polls and streams when the server shuts down.
 	Base context.Context
@@ -146,6 +157,11 @@ func New(d Deps, o Options) *fiber.App {
 	v1.Get("/recipients/:id/mailbox", s.readMailbox)
 	v1.Get("/recipients/:id/mailbox/stream", s.streamMailbox)
 	v1.Get("/fetch/dead-letters", s.readDeadLetters)
+	v1.Post("/scopes/:scope/observe", s.recordObserved)
+	v1.Get("/scopes/:scope/work", s.listWork)
+	v1.Get("/work/:id", s.getWork)
+	v1.Post("/work/:id/claim", s.claimWork)
+	v1.Post("/work/:id/complete", s.completeWork)
 	routes := app.GetRoutes(true)
 	app.Use(func(c *fiber.Ctx) error {
 		var allowed []string
@@ -253,6 +269,7 @@ func toAPIError(err error) *api.Error {
 		ce  *plugin.CallError
 		rge *plugin.RegistryError
 		fe  *fiber.Error
+		oe  *observe.Error
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -265,6 +282,10 @@ func toAPIError(err error) *api.Error {
 		return &api.Error{Code: re.Code, Message: re.Message, Field: re.Field}
 	case errors.As(err, &ce):
 		return &api.Error{Code: api.CodePluginFault, Message: ce.Error()}
+	case errors.As(err, &oe):
+		return &api.Error{Code: oe.Code, Message: oe.Message, Field: oe.Field}
+	case errors.Is(err, observe.ErrUnknownScope):
+		return &api.Error{Code: api.CodeNotFound, Message: err.Error()}
 	case errors.As(err, &rge):
 		// The operator's registry file: say what is wrong with it.
 		return &api.Error{Code: api.CodeInternal, Message: rge.Error()}

@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/delivery"
+	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
@@ -76,6 +79,16 @@ type fixture struct {
 	sched  *scheduler.Scheduler
 	del    *delivery.Delivery
 	recips *recipients.Service
+	ob     *observe.Observer
+}
+
+// observeConfig is scope support, whose one source the local principal
+// (a server without tokens) reports, and scope closed, which it does not.
+func observeConfig() observe.Config {
+	return observe.Config{Scopes: map[string]observe.Scope{
+		"support": {Observe: []observe.Entry{{Sources: []observe.Source{{Name: "slack-help", Reporters: []string{LocalPrincipal, "tester"}}}}}, Routes: []observe.Route{{Source: "slack-help"}}},
+		"closed":  {Observe: []observe.Entry{{Sources: []observe.Source{{Name: "mail", Reporters: []string{"someone-else"}}}}}},
+	}}
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -83,7 +96,11 @@ func newFixture(t *testing.T) *fixture {
 	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
 	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}},
 		Options{BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
-	return &fixture{app: app, st: st.Store, sched: st.Scheduler, del: st.Delivery, recips: st.Recipients}
+	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fixedClock{t0}, Waker: st.Scheduler, Rate: 0.001, Burst: 3}, observeConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{app: app, st: st.Store, sched: st.Scheduler, del: st.Delivery, recips: st.Recipients, ob: ob}
 }
 
 func (f *fixture) do(t *testing.T, method, path, body string) (int, []byte) {
@@ -412,5 +429,47 @@ func TestDeadLettersRead(t *testing.T) {
 	}
 	if code, b = f.do(t, "GET", "/api/v1/fetch/dead-letters?after=-1", ""); code != 422 || !strings.Contains(string(b), `"field":"after"`) {
 		t.Fatalf("%d %s", code, b)
+	}
+}
+
+// The reporter is the token's principal, never a body field; a rate
+// limited record says when to retry; an item's text reaches no log line.
+func TestObserveRecordOverHTTP(t *testing.T) {
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
+	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fixedClock{t0}, Rate: 0.001, Burst: 1}, observeConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}, Observe: ob,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
+		Options{Tokens: map[string]string{"token-of-the-tester-0123": "tester", "token-of-mallory-0123456": "mallory"}})
+	do := func(token, body string) (*http.Response, []byte) {
+		req := httptest.NewRequest("POST", "/api/v1/scopes/support/observe", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := app.Test(req, 5000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		return resp, b
+	}
+	const secretText = "customer card 4111-1111"
+	resp, b := do("token-of-the-tester-0123", `{"item":"m1","thread":"T","text":"`+secretText+`"}`)
+	var got api.ObserveResult
+	if err := json.Unmarshal(b, &got); resp.StatusCode != 201 || err != nil || got.Event.Reporter != "tester" || got.Duplicate {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	if resp, b := do("token-of-mallory-0123456", `{"item":"m2","thread":"T"}`); resp.StatusCode != 403 || !strings.Contains(string(b), "not_a_reporter") {
+		t.Fatalf("mallory: %d %s", resp.StatusCode, b)
+	}
+	resp, b = do("token-of-the-tester-0123", `{"item":"m3","thread":"T","text":"`+secretText+`"}`)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(b), "rate_limited") {
+		t.Fatalf("over the rate: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}
+	if strings.Contains(logs.String(), secretText) {
+		t.Fatalf("an item's text reached the log: %s", logs.String())
 	}
 }

@@ -1,0 +1,179 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/observe"
+	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/store"
+)
+
+// LocalPrincipal is the principal of every request to a server with no
+// tokens (which binds to loopback only): list it as a reporter to record
+// from the same machine in development.
+const LocalPrincipal = "local"
+
+func (s *server) observer() (Observe, error) {
+	if s.d.Observe == nil {
+		return nil, &api.Error{Code: api.CodeNotFound, Message: "this server observes no sources"}
+	}
+	return s.d.Observe, nil
+}
+
+// principal is the authenticated principal, or LocalPrincipal without
+// tokens.
+func (s *server) principal(c *fiber.Ctx) string {
+	if p := Principal(c); p != "" {
+		return p
+	}
+	return LocalPrincipal
+}
+
+func scopeParam(c *fiber.Ctx) (string, error) {
+	scope := c.Params("scope")
+	if len(scope) == 0 || len(scope) > 64 {
+		return "", &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no scope %q", scope)}
+	}
+	return scope, nil
+}
+
+func (s *server) recordObserved(c *fiber.Ctx) error {
+	ob, err := s.observer()
+	if err != nil {
+		return err
+	}
+	scope, err := scopeParam(c)
+	if err != nil {
+		return err
+	}
+	rec, err := observe.DecodeRecord(c.Body())
+	if err != nil {
+		return err
+	}
+	got, err := ob.Record(c.UserContext(), s.principal(c), scope, rec)
+	var oe *observe.Error
+	if errors.As(err, &oe) && oe.Code == observe.CodeRateLimited {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Ceil(oe.RetryAfter.Seconds()))))
+	}
+	if err != nil {
+		return err
+	}
+	var item observe.ItemV1
+	_ = json.Unmarshal(got.Event.Payload, &item)
+	out := api.ObserveResult{Duplicate: got.Duplicate, ThreadKey: got.ThreadKey, Event: api.ObservedEvent{
+		Seq: got.Event.Seq, Key: got.Event.Key, Type: got.Event.Type, Source: item.Source, Reporter: got.Event.Actor, OccurredAt: got.Event.OccurredAt,
+	}}
+	status := fiber.StatusCreated
+	if got.Duplicate {
+		status = fiber.StatusOK
+	}
+	return c.Status(status).JSON(out)
+}
+
+func (s *server) listWork(c *fiber.Ctx) error {
+	ob, err := s.observer()
+	if err != nil {
+		return err
+	}
+	scope, err := scopeParam(c)
+	if err != nil {
+		return err
+	}
+	st := store.WorkState(c.Query("state"))
+	if st != "" && !st.Valid() {
+		return &api.Error{Code: api.CodeInvalidField, Field: "state", Message: "want open or completed"}
+	}
+	ws, err := ob.ListWork(c.UserContext(), scope, st)
+	if err != nil {
+		return err
+	}
+	out := api.WorkList{Work: make([]api.Work, 0, len(ws))}
+	for _, w := range ws {
+		out.Work = append(out.Work, toWork(w, nil))
+	}
+	return c.JSON(out)
+}
+
+func workID(c *fiber.Ctx) (store.ID, error) {
+	id, err := store.ParseID(c.Params("id"))
+	if err != nil {
+		return id, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no work item %q", c.Params("id"))}
+	}
+	return id, nil
+}
+
+func (s *server) getWork(c *fiber.Ctx) error {
+	ob, err := s.observer()
+	if err != nil {
+		return err
+	}
+	id, err := workID(c)
+	if err != nil {
+		return err
+	}
+	w, in, err := ob.GetWork(c.UserContext(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(toWork(w, in))
+}
+
+func (s *server) claimWork(c *fiber.Ctx) error {
+	ob, err := s.observer()
+	if err != nil {
+		return err
+	}
+	id, err := workID(c)
+	if err != nil {
+		return err
+	}
+	var req api.ClaimRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if !scheduler.ValidRecipientID(req.Recipient.ID) {
+		return &api.Error{Code: api.CodeInvalidRecipient, Field: "recipient.id", Message: scheduler.RecipientIDGrammar}
+	}
+	w, in, err := ob.ClaimWork(c.UserContext(), id, req.Recipient.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(toWork(w, in))
+}
+
+func (s *server) completeWork(c *fiber.Ctx) error {
+	ob, err := s.observer()
+	if err != nil {
+		return err
+	}
+	id, err := workID(c)
+	if err != nil {
+		return err
+	}
+	w, err := ob.CompleteWork(c.UserContext(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(toWork(w, nil))
+}
+
+func toWork(w store.Work, inputs []store.WorkInput) api.Work {
+	out := api.Work{
+		ID: w.ID.String(), Scope: w.Scope, Kind: w.Kind, Title: w.Title, ThreadKey: w.ThreadKey, State: string(w.State),
+		InputCount: w.Inputs, Consumed: w.Consumed, ClaimedBy: w.ClaimedBy, CreatedAt: w.CreatedAt, ClaimedAt: w.ClaimedAt, CompletedAt: w.CompletedAt,
+	}
+	if inputs != nil {
+		out.Inputs = make([]api.WorkInput, 0, len(inputs))
+		for _, in := range inputs {
+			out.Inputs = append(out.Inputs, api.WorkInput{N: in.N, Source: in.Source, Item: in.Item, Revision: in.Revision, Thread: in.Thread, Text: in.Text, Reporter: in.Reporter, RecordedAt: in.RecordedAt})
+		}
+	}
+	return out
+}
