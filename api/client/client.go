@@ -176,6 +176,46 @@ func (c *Client) DeadLetters(ctx context.Context, after uint64, limit int) (api.
 	return out, err
 }
 
+// Record records an item seen in an outside source of scope. The reporter
+// is the client's principal. An exact repeat answers Duplicate.
+func (c *Client) Record(ctx context.Context, scope string, req api.ObserveRequest) (api.ObserveResult, error) {
+	var out api.ObserveResult
+	err := c.do(ctx, http.MethodPost, "/api/v1/scopes/"+url.PathEscape(scope)+"/observe", nil, req, &out)
+	return out, err
+}
+
+// ListWork lists a scope's Work; state "" is every state.
+func (c *Client) ListWork(ctx context.Context, scope, state string) (api.WorkList, error) {
+	q := url.Values{}
+	if state != "" {
+		q.Set("state", state)
+	}
+	var out api.WorkList
+	err := c.do(ctx, http.MethodGet, "/api/v1/scopes/"+url.PathEscape(scope)+"/work", q, nil, &out)
+	return out, err
+}
+
+// GetWork reads a Work with its inputs.
+func (c *Client) GetWork(ctx context.Context, id string) (api.Work, error) {
+	var out api.Work
+	err := c.do(ctx, http.MethodGet, "/api/v1/work/"+url.PathEscape(id), nil, nil, &out)
+	return out, err
+}
+
+// ClaimWork claims a Work for recipient and returns it with its inputs.
+func (c *Client) ClaimWork(ctx context.Context, id, recipient string) (api.Work, error) {
+	var out api.Work
+	err := c.do(ctx, http.MethodPost, "/api/v1/work/"+url.PathEscape(id)+"/claim", nil, api.ClaimRequest{Recipient: api.RecipientRef{ID: recipient}}, &out)
+	return out, err
+}
+
+// CompleteWork completes a Work.
+func (c *Client) CompleteWork(ctx context.Context, id string) (api.Work, error) {
+	var out api.Work
+	err := c.do(ctx, http.MethodPost, "/api/v1/work/"+url.PathEscape(id)+"/complete", nil, nil, &out)
+	return out, err
+}
+
 // StreamMailbox follows the mailbox from the cursor after over
 // server-sent events and calls fn with each message, in order. It returns
 // ctx.Err() when ctx ends, fn's error when fn returns one, ErrStreamEnded

@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/scheduler"
 )
 
@@ -40,16 +41,35 @@ import (
 //	secrets:
 //	  github: env:GITHUB_TOKEN
 //	  gitea: file:/run/secrets/gitea-token
+//	observe:
+//	  rate: 100
+//	  burst: 200
+//	scopes:
+//	  support:
+//	    observe:
+//	      - sources:
+//	          - name: slack-help
+//	            reporters: [ci-bot]
+//	    routes:
+//	      - source: slack-help
 type settings struct {
-	Listen       string            `yaml:"listen"`
-	Data         string            `yaml:"data"`
-	Plugins      string            `yaml:"plugins"`
-	Workers      int               `yaml:"workers"`
-	Fsync        bool              `yaml:"fsync"`
-	WebhookAllow []string          `yaml:"webhook_allow"`
-	Tokens       []token           `yaml:"tokens"`
-	Fetch        fetchSettings     `yaml:"fetch"`
-	Secrets      map[string]string `yaml:"secrets"`
+	Listen       string                   `yaml:"listen"`
+	Data         string                   `yaml:"data"`
+	Plugins      string                   `yaml:"plugins"`
+	Workers      int                      `yaml:"workers"`
+	Fsync        bool                     `yaml:"fsync"`
+	WebhookAllow []string                 `yaml:"webhook_allow"`
+	Tokens       []token                  `yaml:"tokens"`
+	Fetch        fetchSettings            `yaml:"fetch"`
+	Secrets      map[string]string        `yaml:"secrets"`
+	Observe      observeSettings          `yaml:"observe"`
+	Scopes       map[string]observe.Scope `yaml:"scopes"`
+}
+
+// observeSettings bound recording per principal (config file only).
+type observeSettings struct {
+	Rate  float64 `yaml:"rate"`
+	Burst int     `yaml:"burst"`
 }
 
 // fetchSettings tune the fetch issuer (config file only). Zero values take
@@ -108,7 +128,7 @@ func loadSettings(flags *pflag.FlagSet, getenv func(string) string) (settings, e
 	}
 	fileSource := path
 	sources := map[string]string{}
-	for _, k := range []string{"listen", "data", "plugins", "workers", "fsync", "webhook_allow", "tokens", "fetch", "secrets"} {
+	for _, k := range []string{"listen", "data", "plugins", "workers", "fsync", "webhook_allow", "tokens", "fetch", "secrets", "observe", "scopes"} {
 		sources[k] = fileSource
 		if fileSource == "" {
 			sources[k] = "the default"
@@ -204,6 +224,12 @@ func (s settings) validate(sources map[string]string) error {
 		bad("fetch", fmt.Errorf("max_body_bytes %d: want up to 64 MiB (0 for the default, 1 MiB)", f.MaxBodyBytes))
 	case strings.ContainsFunc(f.UserAgent, func(r rune) bool { return r < 0x20 || r > 0x7e }):
 		bad("fetch", errors.New("user_agent: printable ASCII only"))
+	}
+	if (s.Observe.Rate < 0 && s.Observe.Rate != -1) || s.Observe.Burst < 0 || s.Observe.Burst > 1_000_000 {
+		bad("observe", fmt.Errorf("rate %g, burst %d: want a rate of 0 (the default, 100/s) or more, or -1 for no limit, and a burst of 0 (the default, 200) to 1000000", s.Observe.Rate, s.Observe.Burst))
+	}
+	if err := (observe.Config{Scopes: s.Scopes}).Validate(scheduler.ValidRecipientID); err != nil {
+		bad("scopes", err)
 	}
 	for name := range s.Secrets {
 		if err := abi.CheckSecretName(name); err != nil {

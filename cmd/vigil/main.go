@@ -40,7 +40,8 @@ is a sandboxed WebAssembly plugin.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newServe(stderr), newPlugins(stdout, stderr),
-		newWatch(stdout, stderr), newMail(stdout, stderr), newRecipient(stdout, stderr), newPlugin(stdout, stderr), newFetch(stdout))
+		newWatch(stdout, stderr), newMail(stdout, stderr), newRecipient(stdout, stderr), newPlugin(stdout, stderr), newFetch(stdout),
+		newObserve(stdout), newWork(stdout))
 	return root
 }
 

@@ -5,20 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/vigilhq/vigil/host/delivery"
+	"github.com/vigilhq/vigil/host/fetch"
 	"github.com/vigilhq/vigil/host/httpapi"
 	"github.com/vigilhq/vigil/host/metrics"
 	"github.com/vigilhq/vigil/host/netguard"
+	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
@@ -42,7 +47,7 @@ it came from. Bearer tokens are set in the config file only; with none, the
 API is unauthenticated and binds to loopback only.
 
 Plugins load from the bundled set and, with --plugins, from a directory of
-.wasm files and its registry.json. SIGHUP reloads the plugins; SIGINT and
+.wasm files and its registry.json. SIGHUP reloads the plugins and the config file's observe scopes; SIGINT and
 SIGTERM stop the host after in-flight requests and probes finish.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -50,7 +55,7 @@ SIGTERM stop the host after in-flight requests and probes finish.`,
 			if err != nil {
 				return err
 			}
-			return serve(cmd.Context(), s, stderr)
+			return serve(cmd.Context(), s, stderr, func() (settings, error) { return loadSettings(cmd.Flags(), os.Getenv) })
 		},
 	}
 	cmd.Flags().String("config", "", "YAML config file (also VIGIL_CONFIG)")
@@ -63,7 +68,29 @@ SIGTERM stop the host after in-flight requests and probes finish.`,
 	return cmd
 }
 
-func serve(ctx context.Context, f settings, stderr io.Writer) error {
+// eventRetention is how long fetch facts and dead letters are kept; older
+// ones are pruned at start.
+const eventRetention = 7 * 24 * time.Hour
+
+// pruneEvents drops the fetch streams' events older than cutoff. Observed
+// items are kept: they are the Once identities that make a repeat a
+// duplicate.
+func pruneEvents(ctx context.Context, st *store.Badger, log *slog.Logger, cutoff time.Time) {
+	for _, stream := range []string{fetch.StreamFacts, fetch.StreamDeadLetters} {
+		n, err := st.PruneEvents(ctx, stream, cutoff)
+		if err != nil {
+			log.Error("pruning events", "stream", stream, "err", err)
+			continue
+		}
+		if n > 0 {
+			log.Info("pruned events", "stream", stream, "count", n)
+		}
+	}
+}
+
+// serve runs the host. reload, when not nil, re-reads the settings on
+// SIGHUP; only the observe scopes take effect without a restart.
+func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (settings, error)) error {
 	log := newLogger(stderr)
 	allow := f.allowPrefixes()
 	st, err := store.Open(filepath.Join(f.Data, "store"), store.Options{SyncWrites: f.Fsync, Logger: log})
@@ -76,18 +103,38 @@ func serve(ctx context.Context, f settings, stderr io.Writer) error {
 		}
 	}()
 	m := metrics.New(st)
-	rt, err := openRuntime(ctx, f.Data, f.Plugins, m)
+	secrets, err := f.resolveSecrets(os.Getenv)
+	if err != nil {
+		return err
+	}
+	issuer, err := fetch.New(fetch.Config{
+		MaxTimeout: f.Fetch.MaxTimeout, MinInterval: f.Fetch.MinInterval, MaxBody: f.Fetch.MaxBodyBytes,
+		UserAgent: f.Fetch.UserAgent, Secrets: secrets, Log: st, Logger: log,
+	})
+	if err != nil {
+		return fmt.Errorf("fetch: %w", err)
+	}
+	defer issuer.CloseIdleConnections()
+	pruneEvents(ctx, st, log, time.Now().Add(-eventRetention))
+	rt, err := openRuntime(ctx, f.Data, f.Plugins, m, issuer, slices.Sorted(maps.Keys(secrets)))
 	if err != nil {
 		return err
 	}
 	defer func() { _ = rt.Close(context.Background()) }()
+	ob, err := observe.New(observe.Options{
+		Store: st, Clock: wallClock{}, Logger: log, Rate: f.Observe.Rate, Burst: f.Observe.Burst, Principal: scheduler.ValidRecipientID,
+	}, observe.Config{Scopes: f.Scopes})
+	if err != nil {
+		return fmt.Errorf("scopes: %w", err)
+	}
+	kinds := ob.Kinds(rt)
 
 	deliver, err := delivery.New(delivery.Config{Store: st, Guard: netguard.New(allow), Logger: log, Metrics: m})
 	if err != nil {
 		return err
 	}
 	sched, err := scheduler.New(scheduler.Config{
-		Store: st, Plugins: rt, Deliver: deliver, Recipients: st, Logger: log, Workers: f.Workers, Metrics: m,
+		Store: st, Plugins: kinds, Deliver: deliver, Recipients: st, Logger: log, Workers: f.Workers, Metrics: m,
 	})
 	if err != nil {
 		return err
@@ -96,7 +143,8 @@ func serve(ctx context.Context, f settings, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	recips := recipients.New(st, sched, rt, wallClock{}, log)
+	ob.SetWaker(sched)
+	recips := recipients.New(st, sched, kinds, wallClock{}, log)
 	if err := recips.ReconcileAll(ctx); err != nil {
 		return fmt.Errorf("reconciling recipients: %w", err)
 	}
@@ -109,6 +157,7 @@ func serve(ctx context.Context, f settings, stderr io.Writer) error {
 	defer stopStreams()
 	app := httpapi.New(httpapi.Deps{
 		Scheduler: sched, Watches: st, Mailboxes: deliver, Recipients: recips, Plugins: rt, Logger: log, Base: base,
+		DeadLetters: issuer, Observe: ob,
 	}, httpapi.Options{Tokens: f.tokenMap(), Metrics: m.Handler()})
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
@@ -121,6 +170,7 @@ func serve(ctx context.Context, f settings, stderr io.Writer) error {
 		log.Warn("plugin not loaded", "file", p.File, "kind", p.Kind, "rule", p.Rule, "err", p.Err)
 	}
 	loop := sched.Start(ctx)
+	router := ob.Start(ctx)
 
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -136,10 +186,20 @@ func serve(ctx context.Context, f settings, stderr io.Writer) error {
 			}
 			cancel()
 			<-loop
+			<-router
 			return nil
 		case err := <-served:
 			return fmt.Errorf("the API stopped: %w", err)
 		case <-hup:
+			if reload != nil {
+				if next, err := reload(); err != nil {
+					log.Error("config reload failed; keeping the scopes in force", "err", err)
+				} else if err := ob.SetConfig(observe.Config{Scopes: next.Scopes}); err != nil {
+					log.Error("config reload failed; keeping the scopes in force", "err", err)
+				} else {
+					log.Info("scopes reloaded", "scopes", len(next.Scopes))
+				}
+			}
 			rep, err := rt.Reload(ctx)
 			if err != nil {
 				log.Error("plugin reload failed; keeping the plugins loaded before", "err", err)
@@ -181,7 +241,7 @@ func (wallClock) Now() time.Time { return time.Now() }
 
 // openRuntime loads the bundled plugins and dir, with the compilation cache
 // under the data directory.
-func openRuntime(ctx context.Context, data, dir string, m plugin.Metrics) (*plugin.Runtime, error) {
+func openRuntime(ctx context.Context, data, dir string, m plugin.Metrics, f plugin.Fetcher, secretNames []string) (*plugin.Runtime, error) {
 	if data == "" {
 		return nil, errors.New("--data: must not be empty")
 	}
@@ -190,10 +250,12 @@ func openRuntime(ctx context.Context, data, dir string, m plugin.Metrics) (*plug
 		return nil, fmt.Errorf("--data: %w", err)
 	}
 	rt, err := plugin.New(ctx, plugin.Config{
-		Bundled:  plugins.Bundled(),
-		Dir:      dir,
-		CacheDir: cache,
-		Metrics:  m,
+		Bundled:     plugins.Bundled(),
+		Dir:         dir,
+		CacheDir:    cache,
+		Metrics:     m,
+		Fetcher:     f,
+		SecretNames: secretNames,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("loading plugins: %w", err)
