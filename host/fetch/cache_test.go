@@ -238,3 +238,27 @@ func TestCacheBounds(t *testing.T) {
 		t.Fatalf("idle entries kept: %d, %d bytes", len(c.m), c.bytes)
 	}
 }
+
+// A flight that starts after another one for its resource ended (the
+// caller looked at the hold just before it was filled) answers the held
+// result and makes no request.
+func TestFlightRechecksTheHold(t *testing.T) {
+	srv := newOrigin(t, nil)
+	h := newHarness(t, Config{})
+	ctx := t.Context()
+	call := get(srv.URL + "/x")
+	if r := h.Fetch(ctx, call); r.Failure != nil {
+		t.Fatal(r.Failure)
+	}
+	cmd, err := Screen(call.Request, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := h.issue(ctx, occasionOf("late", "probe", cmd), call, cmd, resourceKey(cmd), time.Second)
+	if !o.held || string(o.resp.Body) != "hello" || srv.count.Load() != 1 {
+		t.Fatalf("late flight: held %v, %d requests", o.held, srv.count.Load())
+	}
+	if facts := h.events(t, StreamFacts); len(facts) != 1 {
+		t.Fatalf("%d facts", len(facts))
+	}
+}

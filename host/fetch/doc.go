@@ -49,7 +49,8 @@
 //     each address with the guard's DialControl where the connection is
 //     made; redirects, at most Config.MaxRedirects, each hop re-checked for
 //     its grant and by the guard (an attached secret does not follow a hop
-//     to another host or scheme). A revalidation sends the stored ETag and
+//     to another host, port or scheme). A hop is not paced: there are at
+//     most MaxRedirects of them, inside the one command's time. A revalidation sends the stored ETag and
 //     Last-Modified, screened again first; a 304 answers the stored
 //     response with not_modified set.
 //  7. The answer: a body over Config.MaxBody is too_large; response header

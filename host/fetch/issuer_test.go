@@ -160,11 +160,17 @@ func TestDestinationGuard(t *testing.T) {
 
 	t.Run("a name resolving to loopback", func(t *testing.T) {
 		srv := newOrigin(t, nil)
-		h := newHarness(t, Config{Resolver: staticResolver(map[string]string{"inside.test": "127.0.0.1"})})
+		res := staticResolver(map[string]string{"inside.test": "127.0.0.1"})
+		h := newHarness(t, Config{Resolver: res})
 		_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 		resp := h.Fetch(ctx, plugin.FetchCall{Kind: "probe", Entry: anyHost, Request: abi.FetchRequest{Method: "GET", URL: "http://inside.test:" + port + "/"}})
-		if reason(resp) != abi.FetchDestinationRefused || !strings.Contains(resp.Failure.Message, "loopback") {
+		if reason(resp) != abi.FetchDestinationRefused || !strings.Contains(resp.Failure.Message, "inside.test resolves to 127.0.0.1") {
 			t.Fatalf("answer %+v", resp.Failure)
+		}
+		// Refused at the check, before the transport was involved: the
+		// name was looked up once, not again by a dial.
+		if res.calls.Load() != 1 {
+			t.Fatalf("%d lookups", res.calls.Load())
 		}
 		if srv.count.Load() != 0 {
 			t.Fatal("the request reached the loopback server")
@@ -337,31 +343,41 @@ func TestSecretAndHeaderValuesStayOnTheWire(t *testing.T) {
 	}
 }
 
-// A secret does not follow a redirect to another host.
+// A secret does not follow a redirect to another host, another port or
+// another scheme: net/http alone would copy it to the same name on
+// another port, or to a subdomain.
 func TestSecretDoesNotFollowARedirectElsewhere(t *testing.T) {
 	var mu sync.Mutex
 	var auth []string
-	srv := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+	record := func(r *http.Request) {
 		mu.Lock()
-		auth = append(auth, r.Host+" "+r.Header.Get("Authorization"))
+		auth = append(auth, r.URL.Path+" "+r.Header.Get("Authorization"))
 		mu.Unlock()
-		if r.URL.Path == "/go" {
-			_, port, _ := net.SplitHostPort(r.Host)
-			http.Redirect(w, r, "http://other.test:"+port+"/there", http.StatusFound)
+	}
+	other := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { record(r) })
+	srv := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		record(r)
+		switch r.URL.Path {
+		case "/go":
+			http.Redirect(w, r, other.URL+"/there", http.StatusFound)
+		case "/same":
+			http.Redirect(w, r, "/here", http.StatusFound)
 		}
 	})
-	h := newHarness(t, Config{Secrets: map[string]string{"gh": "tok"}, Resolver: staticResolver(map[string]string{"other.test": "127.0.0.1"})})
+	h := newHarness(t, Config{Secrets: map[string]string{"gh": "tok"}})
 	entry := loopback()
 	entry.Secrets = []string{"gh"}
-	entry.FetchHosts = []string{"127.0.0.1", "other.test"}
-	resp := h.Fetch(t.Context(), plugin.FetchCall{Kind: "probe", Entry: entry, Request: abi.FetchRequest{Method: "GET", URL: srv.URL + "/go", Secret: "gh"}})
-	if resp.Failure != nil {
-		t.Fatal(resp.Failure)
+	for _, path := range []string{"/go", "/same"} {
+		resp := h.Fetch(t.Context(), plugin.FetchCall{Kind: "probe", Entry: entry, Request: abi.FetchRequest{Method: "GET", URL: srv.URL + path, Secret: "gh"}})
+		if resp.Failure != nil {
+			t.Fatal(resp.Failure)
+		}
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(auth) != 2 || !strings.HasSuffix(auth[0], " Bearer tok") || !strings.HasSuffix(auth[1], " ") {
-		t.Fatalf("authorization per hop: %q", auth)
+	want := []string{"/go Bearer tok", "/there ", "/same Bearer tok", "/here Bearer tok"}
+	if fmt.Sprint(auth) != fmt.Sprint(want) {
+		t.Fatalf("authorization per hop: %q, want %q", auth, want)
 	}
 }
 

@@ -125,7 +125,12 @@ func invalid(header, msg string) *Error {
 func screenURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, invalid("", "url does not parse: "+clip(err.Error()))
+		// Not the whole *url.Error: it quotes the URL, userinfo and all.
+		why := err
+		if ue, ok := err.(*url.Error); ok {
+			why = ue.Err
+		}
+		return nil, invalid("", "url does not parse: "+clip(why.Error()))
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":

@@ -43,6 +43,7 @@ func refusalRows(srv string) []refusalRow {
 		{name: "url userinfo", req: abi.FetchRequest{Method: "GET", URL: strings.Replace(u, "http://", "http://user:pw@", 1)}},
 		{name: "url user only", req: abi.FetchRequest{Method: "GET", URL: strings.Replace(u, "http://", "http://token@", 1)}},
 		{name: "url unparseable", req: abi.FetchRequest{Method: "GET", URL: "http://[::1"}},
+		{name: "url unparseable with userinfo", req: abi.FetchRequest{Method: "GET", URL: "http://user:pw@[::1/r"}},
 		{name: "url control byte", req: abi.FetchRequest{Method: "GET", URL: u + "\r\nx"}},
 		{name: "url no host", req: abi.FetchRequest{Method: "GET", URL: "http:///r"}},
 		{name: "url port 0", req: abi.FetchRequest{Method: "GET", URL: "http://127.0.0.1:0/r"}},
