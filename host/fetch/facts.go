@@ -106,7 +106,7 @@ func rawOccasion(id, kind string, req abi.FetchRequest) occasion {
 	if len(names) > MaxHeaders+1 {
 		names = names[:MaxHeaders+1]
 	}
-	return occasion{id: id, kind: kind, method: clip(req.Method), url: displayURL(req.URL), headerNames: names, secret: req.Secret}
+	return occasion{id: id, kind: kind, method: clip(req.Method), url: displayURL(req.URL), headerNames: names, secret: clip(req.Secret)}
 }
 
 // displayURL is raw as a fact may carry it: userinfo replaced, bounded.
