@@ -228,3 +228,99 @@ func shellBlockAfter(t *testing.T, doc, heading string) string {
 	t.Fatalf("no sh block after %q", heading)
 	return ""
 }
+
+// docs/observe.md's recipe runs as written (with curl and with the built
+// vigil on PATH) against a server configured with the doc's YAML: the
+// repeat is a duplicate and the thread gets one Work with both items.
+func TestObserveRecipe(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed; the recipe uses it")
+	}
+	bin := buildVigil(t)
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "observe.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "vigil.yaml")
+	if err := os.WriteFile(cfg, []byte(fencedBlockAfter(t, string(doc), "## Configure", "yaml")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	s := &server{logs: &bytes.Buffer{}, exited: make(chan struct{})}
+	s.cmd = exec.Command(bin, "serve", "--listen", addr, "--data", filepath.Join(dir, "data"), "--config", cfg)
+	s.cmd.Stderr = s.logs
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.err = s.cmd.Wait(); close(s.exited) }()
+	t.Cleanup(func() { _ = s.stop(os.Kill) })
+	base := "http://" + addr
+	waitHealthy(t, s, base)
+
+	script := fencedBlockAfter(t, string(doc), "## Record from a script", "sh")
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
+	cmd.Env = append(os.Environ(), "VIGIL_SERVER="+base, "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("recipe failed: %v\n%s\n%s", err, out, s.logs)
+	}
+	if !strings.Contains(string(out), `"duplicate":false`) || !strings.Contains(string(out), "recorded\t") || !strings.Contains(string(out), "duplicate\t") {
+		t.Fatalf("recipe output:\n%s", out)
+	}
+	// The router runs beside the API: give it a bounded moment.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(base + "/api/v1/scopes/support/work")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wl api.WorkList
+		_ = json.NewDecoder(resp.Body).Decode(&wl)
+		resp.Body.Close()
+		if len(wl.Work) == 1 && wl.Work[0].InputCount == 2 && wl.Work[0].Title == "printer on fire" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("work after the recipe: %+v\n%s", wl, s.logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func waitHealthy(t *testing.T, s *server, base string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(base + "/healthz"); err == nil {
+			resp.Body.Close()
+			return
+		}
+		select {
+		case <-s.exited:
+			t.Fatalf("serve exited: %v\n%s", s.err, s.logs)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatalf("serve did not answer within a minute\n%s", s.logs)
+}
+
+// fencedBlockAfter returns the first ```lang block after heading.
+func fencedBlockAfter(t *testing.T, doc, heading, lang string) string {
+	t.Helper()
+	i := strings.Index(doc, heading)
+	if i < 0 {
+		t.Fatalf("no %q", heading)
+	}
+	rest := doc[i:]
+	start := strings.Index(rest, "```"+lang+"\n")
+	if start < 0 {
+		t.Fatalf("no %s block after %q", lang, heading)
+	}
+	rest = rest[start+len("```"+lang+"\n"):]
+	end := strings.Index(rest, "\n```")
+	if end < 0 {
+		t.Fatalf("unterminated %s block after %q", lang, heading)
+	}
+	return rest[:end]
+}
