@@ -429,6 +429,10 @@ func decodeAdmitRequest(b []byte) (abi.AdmitRequest, error) {
 					req.Grants.FetchHosts, err = v.Strings()
 				case "secrets":
 					req.Grants.Secrets, err = v.Strings()
+				case "programs":
+					req.Grants.Programs, err = v.Strings()
+				case "exec_max_timeout":
+					req.Grants.ExecMaxTimeout, err = v.String()
 				}
 				return err
 			})

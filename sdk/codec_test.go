@@ -320,9 +320,11 @@ func TestDecodeAdmitRequestMatchesEncodingJSON(t *testing.T) {
 			Kind:   rapid.StringMatching(`[a-z0-9._-]{1,64}`).Draw(t, "kind"),
 			Params: rawJSON(t, "params"),
 			Grants: abi.Grants{
-				Capabilities: rapid.SliceOf(rapid.String()).Draw(t, "caps"),
-				FetchHosts:   rapid.SliceOf(rapid.String()).Draw(t, "hosts"),
-				Secrets:      rapid.SliceOf(rapid.String()).Draw(t, "secrets"),
+				Capabilities:   rapid.SliceOf(rapid.String()).Draw(t, "caps"),
+				FetchHosts:     rapid.SliceOf(rapid.String()).Draw(t, "hosts"),
+				Secrets:        rapid.SliceOf(rapid.String()).Draw(t, "secrets"),
+				Programs:       rapid.SliceOf(rapid.String()).Draw(t, "programs"),
+				ExecMaxTimeout: rapid.String().Draw(t, "exec_max_timeout"),
 			},
 		}
 		enc, err := json.Marshal(req)
@@ -337,7 +339,8 @@ func TestDecodeAdmitRequestMatchesEncodingJSON(t *testing.T) {
 		_ = json.Unmarshal(enc, &want)
 		if got.Kind != want.Kind || !bytes.Equal(compact(got.Params), compact(want.Params)) ||
 			len(got.Grants.Capabilities) != len(want.Grants.Capabilities) || len(got.Grants.FetchHosts) != len(want.Grants.FetchHosts) ||
-			!slices.Equal(got.Grants.Secrets, want.Grants.Secrets) {
+			!slices.Equal(got.Grants.Secrets, want.Grants.Secrets) || !slices.Equal(got.Grants.Programs, want.Grants.Programs) ||
+			got.Grants.ExecMaxTimeout != want.Grants.ExecMaxTimeout {
 			t.Fatalf("got %+v want %+v", got, want)
 		}
 		for i := range got.Grants.Capabilities {

@@ -19,16 +19,18 @@ const (
 const (
 	HostNamespace = "extism:host/user"
 	HostFetch     = "vigil_fetch"
+	HostExec      = "vigil_exec"
 )
 
 // Capabilities a plugin may declare. A plugin that declares one the operator
 // has not granted is refused at registration (watch_unobservable).
 const (
 	CapabilityFetch = "fetch"
+	CapabilityExec  = "exec"
 )
 
 // KnownCapabilities lists every capability this ABI version defines.
-func KnownCapabilities() []string { return []string{CapabilityFetch} }
+func KnownCapabilities() []string { return []string{CapabilityFetch, CapabilityExec} }
 
 // Describe is the output of the describe export.
 type Describe struct {
@@ -57,6 +59,13 @@ type Grants struct {
 	// vigil_fetch to attach (FetchRequest.Secret). Names only: a plugin
 	// never sees a secret's value.
 	Secrets []string `json:"secrets,omitempty"`
+	// Programs are the programs vigil_exec will run for this plugin, as
+	// the operator listed them (absolute paths, or names resolved on the
+	// host's PATH at load). Empty means none.
+	Programs []string `json:"programs,omitempty"`
+	// ExecMaxTimeout bounds one vigil_exec command ("30s"); empty without
+	// the exec grant.
+	ExecMaxTimeout string `json:"exec_max_timeout,omitempty"`
 }
 
 // AdmitRequest is the input of the admit export.
@@ -159,6 +168,38 @@ type FetchResponse struct {
 	NotModified bool              `json:"not_modified,omitempty"`
 	Failure     *FetchFailure     `json:"failure,omitempty"`
 }
+
+// ExecRequest is what a plugin passes to vigil_exec: a program and its
+// arguments as a vector (never a command line: no shell unless the
+// operator lists one as a program), a timeout, and optional standard
+// input. The command runs in the watch's recipient's workspace directory.
+type ExecRequest struct {
+	Argv           []string `json:"argv"`
+	TimeoutSeconds float64  `json:"timeout_seconds,omitempty"`
+	Stdin          string   `json:"stdin,omitempty"`
+}
+
+// ExecResponse is what vigil_exec answers: the command's exit, its output
+// (each stream capped; Truncated says a cap was reached) and whether the
+// timeout ended it, or, with Failure set, why nothing ran. A command that
+// timed out was terminated with its whole process group.
+type ExecResponse struct {
+	ExitCode  int           `json:"exit_code"`
+	Stdout    string        `json:"stdout"`
+	Stderr    string        `json:"stderr"`
+	Truncated bool          `json:"truncated,omitempty"`
+	TimedOut  bool          `json:"timed_out,omitempty"`
+	Failure   *FetchFailure `json:"failure,omitempty"`
+}
+
+// Exec failure reasons.
+const (
+	ExecNotGranted     = "not_granted"     // no exec grant, or a program not on its list
+	ExecInvalidRequest = "invalid_request" // empty argv, a timeout out of bounds, input too large
+	ExecNoWorkspace    = "no_workspace"    // the recipient declares no usable workspace directory
+	ExecStartFailed    = "start_failed"    // the program could not be started
+	ExecUnavailable    = "unavailable"     // this host runs no commands
+)
 
 // FetchFailure is the issuer's taxonomy of why a fetch produced no response.
 type FetchFailure struct {

@@ -41,7 +41,7 @@ func TestValidateDescribe(t *testing.T) {
 			// A readable, valid schema on disk: only the loader refusal stops it.
 			m["params_schema"] = map[string]any{"$ref": "file://" + localSchema}
 		}, "describe.params_schema"},
-		{"unknown capability", func(m map[string]any) { m["capabilities"] = []string{"exec"} }, "describe.capabilities"},
+		{"unknown capability", func(m map[string]any) { m["capabilities"] = []string{"teleport"} }, "describe.capabilities"},
 		{"duplicate capability", func(m map[string]any) { m["capabilities"] = []string{"fetch", "fetch"} }, "describe.capabilities"},
 		{"bad every", func(m map[string]any) { m["default_every"] = "often" }, "describe.default_every"},
 		{"every too short", func(m map[string]any) { m["default_every"] = "10ms" }, "describe.default_every"},

@@ -407,7 +407,7 @@ func TestWrongKindIsAnErrorNotPending(t *testing.T) {
 func TestRegistryErrorsRefuseToStart(t *testing.T) {
 	tests := map[string]string{
 		"unknown field":        `{"kinds":{"timer":{"capabilties":["fetch"]}}}`,
-		"unknown capability":   `{"kinds":{"timer":{"capabilities":["exec"]}}}`,
+		"unknown capability":   `{"kinds":{"timer":{"capabilities":["teleport"]}}}`,
 		"bad kind":             `{"kinds":{"Timer":{}}}`,
 		"wasm with a path":     `{"kinds":{"timer":{"wasm":"../timer.wasm"}}}`,
 		"timeout too long":     `{"kinds":{"timer":{"timeout":"1h"}}}`,
