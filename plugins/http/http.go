@@ -1,0 +1,279 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk"
+)
+
+// Kind is the predicate's name.
+const Kind = "http"
+
+// Params are what a watch of this kind names.
+type Params struct {
+	// URL is fetched with GET on every observation.
+	URL string `json:"url"`
+	// Expect is what the answer must show to settle; nil (or empty)
+	// means any 2xx.
+	Expect *Expect `json:"expect,omitempty"`
+	// Change settles once the body differs from the first one seen.
+	Change bool `json:"change,omitempty"`
+}
+
+// Expect lists the expectations; every one given must hold.
+type Expect struct {
+	// Status is the HTTP status wanted; 0 (absent) means any 2xx.
+	Status int `json:"status,omitempty"`
+	// BodyContains is text the body must contain.
+	BodyContains string `json:"body_contains,omitempty"`
+	// JSONPath is a value the JSON body must hold at a path.
+	JSONPath *JSONPath `json:"json_path,omitempty"`
+}
+
+// JSONPath names a value in a JSON body: Path is dotted ("a.b.0.c"; a
+// numeric segment indexes an array), Equals any JSON value, compared by
+// value (1 equals 1.0; object keys in any order).
+type JSONPath struct {
+	Path   string          `json:"path"`
+	Equals json.RawMessage `json:"equals"`
+}
+
+const schema = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "properties": {
+    "url": {"type": "string", "format": "uri", "pattern": "^https?://", "maxLength": 2048,
+            "description": "the http or https URL to GET"},
+    "expect": {
+      "type": "object",
+      "description": "every expectation given must hold; none given means any 2xx",
+      "properties": {
+        "status": {"type": "integer", "minimum": 100, "maximum": 599,
+                   "description": "the HTTP status wanted; default any 2xx"},
+        "body_contains": {"type": "string", "minLength": 1, "maxLength": 1024,
+                          "description": "text the body must contain"},
+        "json_path": {
+          "type": "object",
+          "properties": {
+            "path": {"type": "string", "minLength": 1, "maxLength": 256, "pattern": "^[^.]+(\\.[^.]+)*$",
+                     "description": "a dotted path into the JSON body; numeric segments index arrays"},
+            "equals": {"description": "the JSON value wanted there, compared by value"}
+          },
+          "required": ["path", "equals"],
+          "additionalProperties": false
+        }
+      },
+      "additionalProperties": false
+    },
+    "change": {"type": "boolean",
+               "description": "settle once the body differs from the first one seen; not with expect"}
+  },
+  "required": ["url"],
+  "additionalProperties": false
+}`
+
+// fetchTimeout bounds one GET, under the host's 5 s observe timeout, so a
+// slow server comes back as a timeout (pending) rather than a killed call.
+const fetchTimeout = 4 // seconds
+
+// Plugin is the http kind.
+var Plugin = sdk.Plugin[Params]{
+	Kind:         Kind,
+	Version:      "1.0.0",
+	Summary:      "settles once a GET of a URL meets its expectations (default any 2xx), or once its body changes",
+	DefaultEvery: 30 * time.Second,
+	Schema:       schema,
+	Capabilities: []string{abi.CapabilityFetch},
+	Example: Params{URL: "https://status.example.com/api/health", Expect: &Expect{
+		Status:   200,
+		JSONPath: &JSONPath{Path: "status", Equals: json.RawMessage(`"ok"`)},
+	}},
+	Admit:   admit,
+	Observe: observe,
+}
+
+// admit checks configuration only: the URL, the expectations the schema
+// cannot judge, and the host grant. It never fetches.
+func admit(p Params, g sdk.Grants) error {
+	u, err := url.Parse(p.URL)
+	if err != nil || !u.IsAbs() || u.Hostname() == "" {
+		return sdk.InvalidParams("url", "want an absolute http or https URL")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return sdk.InvalidParams("url", "scheme %q: want http or https", u.Scheme)
+	}
+	if u.User != nil {
+		// Params are stored and listed; a credential does not belong there.
+		return sdk.InvalidParams("url", "credentials in the URL are refused")
+	}
+	if e := p.Expect; e != nil {
+		if p.Change {
+			return sdk.InvalidParams("change", "change and expect are two questions: name one per watch")
+		}
+		if e.Status != 0 && (e.Status < 100 || e.Status > 599) {
+			return sdk.InvalidParams("expect.status", "%d is not an HTTP status (100-599)", e.Status)
+		}
+		if jp := e.JSONPath; jp != nil {
+			if _, err := splitPath(jp.Path); err != nil {
+				return sdk.InvalidParams("expect.json_path.path", "%v", err)
+			}
+			if len(jp.Equals) == 0 || !json.Valid(jp.Equals) {
+				return sdk.InvalidParams("expect.json_path.equals", "required: the JSON value wanted at the path")
+			}
+		}
+	}
+	if !abi.HostGranted(g.FetchHosts, u.Hostname()) {
+		return sdk.Unobservable("kinds."+Kind+".fetch_hosts", "host %s is not granted to kind %s", u.Hostname(), Kind)
+	}
+	return nil
+}
+
+// baseline is change mode's memory: the fingerprint first seen.
+type baseline struct {
+	Fingerprint string `json:"fingerprint"`
+}
+
+type okDetail struct {
+	URL    string `json:"url"`
+	Status int    `json:"status"`
+	At     string `json:"at"`
+}
+
+type changedDetail struct {
+	URL    string `json:"url"`
+	Status int    `json:"status"`
+	Before string `json:"before"`
+	After  string `json:"after"`
+	At     string `json:"at"`
+}
+
+// observe makes one GET and answers.
+func observe(p Params, in sdk.Input) (sdk.Result, error) {
+	resp, err := in.Fetch(sdk.FetchRequest{Method: "GET", URL: p.URL, TimeoutSeconds: fetchTimeout})
+	if err != nil {
+		var fe *sdk.FetchError
+		if errors.As(err, &fe) {
+			return sdk.Pending("could not tell: fetch " + fe.Reason), nil
+		}
+		return sdk.Pending("could not tell: " + err.Error()), nil
+	}
+	wanted := p.Expect != nil && p.Expect.Status == resp.Status
+	if (resp.Status == 429 || resp.Status >= 500) && !wanted {
+		// Checked after the wanted status, so a watch waiting for a 503
+		// can settle; otherwise an overloaded server says nothing.
+		return sdk.Pending(fmt.Sprintf("could not tell: server answered %d", resp.Status)), nil
+	}
+	at := in.Now.UTC().Format(time.RFC3339)
+	if p.Change {
+		return observeChange(p, in, resp, at)
+	}
+	if unmet := p.Expect.unmet(resp); len(unmet) > 0 {
+		return sdk.Pending(strings.Join(unmet, "; ")), nil
+	}
+	return sdk.Settled(sdk.Outcome{
+		Result:  "ok",
+		Summary: fmt.Sprintf("GET %s answered %d as expected", p.URL, resp.Status),
+		Detail:  okDetail{URL: p.URL, Status: resp.Status, At: at},
+	}), nil
+}
+
+// observeChange compares the body's fingerprint with the first one seen.
+// The first observation records it as the watch's baseline, silently.
+func observeChange(p Params, in sdk.Input, resp sdk.FetchResponse, at string) (sdk.Result, error) {
+	fp := resp.Fingerprint
+	if fp == "" {
+		// The host fingerprints every response; a test fetcher may not.
+		sum := sha256.Sum256(resp.Body)
+		fp = hex.EncodeToString(sum[:])
+	}
+	var base baseline
+	ok, err := in.DecodeBaseline(&base)
+	if err != nil || !ok || base.Fingerprint == "" {
+		// No baseline yet, or one this version cannot read: this answer
+		// is the one later answers are compared with.
+		return sdk.Baseline(baseline{Fingerprint: fp}), nil
+	}
+	if base.Fingerprint == fp {
+		return sdk.Pending("unchanged since the first check"), nil
+	}
+	return sdk.Settled(sdk.Outcome{
+		Result:  "changed",
+		Summary: fmt.Sprintf("GET %s changed (answered %d)", p.URL, resp.Status),
+		Detail:  changedDetail{URL: p.URL, Status: resp.Status, Before: base.Fingerprint, After: fp, At: at},
+	}), nil
+}
+
+// unmet lists, as pending notes, the expectations resp does not meet; nil
+// means every one holds. A nil Expect wants any 2xx.
+func (e *Expect) unmet(resp sdk.FetchResponse) []string {
+	var x Expect
+	if e != nil {
+		x = *e
+	}
+	var out []string
+	switch {
+	case x.Status == 0 && (resp.Status < 200 || resp.Status > 299):
+		out = append(out, fmt.Sprintf("answered %d, waiting for a 2xx", resp.Status))
+	case x.Status != 0 && resp.Status != x.Status:
+		out = append(out, fmt.Sprintf("answered %d, waiting for %d", resp.Status, x.Status))
+	}
+	if x.BodyContains != "" && !bytes.Contains(resp.Body, []byte(x.BodyContains)) {
+		out = append(out, "body does not contain "+clip(x.BodyContains))
+	}
+	if jp := x.JSONPath; jp != nil {
+		if note := jp.unmet(resp.Body); note != "" {
+			out = append(out, note)
+		}
+	}
+	return out
+}
+
+// unmet says why body does not hold the wanted value at the path, or ""
+// when it does.
+func (jp *JSONPath) unmet(body []byte) string {
+	doc, err := decodeJSON(body)
+	if err != nil {
+		return "body is not JSON"
+	}
+	segs, err := splitPath(jp.Path)
+	if err != nil {
+		return err.Error() // admit refused this; kept for a hand-made call
+	}
+	got, ok := lookup(doc, segs)
+	if !ok {
+		return jp.Path + " is absent"
+	}
+	want, err := decodeJSON(jp.Equals)
+	if err != nil {
+		return "equals is not JSON"
+	}
+	if !equal(got, want) {
+		g, _ := json.Marshal(got)
+		return fmt.Sprintf("%s is %s, waiting for %s", jp.Path, clip(string(g)), clip(string(jp.Equals)))
+	}
+	return ""
+}
+
+// clip keeps a note short (bodies and values are the page's, not ours), cut on
+// a character boundary.
+func clip(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	i := max
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
