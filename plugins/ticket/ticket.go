@@ -106,24 +106,34 @@ func observe(p Params, in sdk.Input) (sdk.Result, error) {
 	if note := f.get(in, u, "issue", &issue); note != "" {
 		return sdk.Pending(note), nil
 	}
-	if issue.Title == nil || issue.State == nil {
-		return sdk.Pending("could not tell: the issue has no title or state"), nil
+	var title, state, body string
+	if issue.Title != nil {
+		title = *issue.Title
 	}
-	var body string
+	if issue.State != nil {
+		state = *issue.State
+	}
 	if issue.Body != nil {
 		body = *issue.Body
 	}
 	sum := sha256.Sum256([]byte(body))
 	after := Snapshot{
-		Title: *issue.Title, State: *issue.State, Draft: issue.Draft,
+		Title: title, State: state, Draft: issue.Draft,
 		BodySHA256: hex.EncodeToString(sum[:]), Comments: issue.Comments,
 	}
 	var before Snapshot
 	ok, err := in.DecodeBaseline(&before)
-	if err != nil || !ok {
-		// The first look (or a baseline this version cannot read):
-		// recorded silently, since "it exists" is not news.
+	// Every ticket has a state: a snapshot without one was taken of an
+	// answer that was not a ticket, and is never mailed as a change,
+	// neither from nor to.
+	if err != nil || !ok || before.State == "" {
+		// The first look (or a baseline this version cannot read, or one
+		// that was not a ticket): recorded silently, since "it exists" is
+		// not news.
 		return sdk.Baseline(after), nil
+	}
+	if issue.Title == nil || state == "" {
+		return sdk.Pending("could not tell: the answer has no title or state"), nil
 	}
 	changed, said := diff(before, after)
 	if len(changed) == 0 {

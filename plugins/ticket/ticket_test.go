@@ -156,7 +156,6 @@ func TestCouldNotTell(t *testing.T) {
 		{"503", func(f *fakeforge.Forge) { f.Fail(path, 503, 0) }, "could not tell: the forge answered 503 for the issue"},
 		{"429", func(f *fakeforge.Forge) { f.Fail(path, 429, time.Minute) }, "could not tell: the forge answered 429 for the issue"},
 		{"404", func(f *fakeforge.Forge) { f.Fail(path, 404, 0) }, "could not tell: the forge answered 404 for the issue (not there, or the token cannot see it)"},
-		{"not an issue", func(f *fakeforge.Forge) { f.SetPage(path, 200, `{"message":"hello"}`) }, "could not tell: the issue has no title or state"},
 		{"not JSON", func(f *fakeforge.Forge) { f.SetPage(path, 200, `<html>`) }, "could not tell: the issue did not decode"},
 	}
 	for _, tt := range tests {
@@ -174,6 +173,33 @@ func TestCouldNotTell(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An answer that is not a ticket (no title or state) is never a change:
+// after a real baseline it could not tell, and a baseline taken of one is
+// replaced by the first real answer silently.
+func TestNotATicket(t *testing.T) {
+	path := "/repos/" + repo + "/issues/7"
+	ff := fakeforge.New(t)
+	p := Params{Forge: forgeGitHub, APIBase: ff.URL(), Repo: repo, Number: 7}
+
+	ff.SetIssue(repo, 7, issue)
+	real := firstLook(t, p)
+	ff.SetPage(path, 200, `{"message":"hello"}`)
+	want := abi.ObserveResponse{Status: abi.StatusPending, Note: "could not tell: the answer has no title or state"}
+	if got := observeWith(t, p, real); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after a real baseline = %+v, want %+v", got, want)
+	}
+
+	placeholder := firstLook(t, p)
+	if got := observeWith(t, p, placeholder); got.Status != abi.StatusPending || got.Outcome != nil {
+		t.Fatalf("the same non-ticket again = %+v", got)
+	}
+	ff.SetPage(path, 200, `{"title":"Crash on start","state":"open","body":"steps: run it","comments":2}`)
+	got := observeWith(t, p, placeholder)
+	if got.Status != abi.StatusPending || got.Outcome != nil || string(got.Baseline) != string(real) {
+		t.Fatalf("the first real answer after a non-ticket = %+v, want the real snapshot recorded silently", got)
 	}
 }
 
