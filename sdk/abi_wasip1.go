@@ -69,6 +69,12 @@ func extismLogError(offset uint64)
 //go:wasmimport extism:host/user vigil_fetch
 func vigilFetch(offset uint64) uint64
 
+// vigil_exec takes a kernel block holding an abi.ExecRequest and returns
+// one holding an abi.ExecResponse.
+//
+//go:wasmimport extism:host/user vigil_exec
+func vigilExec(offset uint64) uint64
+
 //go:wasmexport describe
 func exportDescribe() int32 {
 	return serve(func([]byte) ([]byte, error) { return current().describe() })
@@ -212,6 +218,25 @@ func (hostFetcher) Fetch(req FetchRequest) (FetchResponse, error) {
 	out := readBlock(vigilFetch(off))
 	if err := json.Unmarshal(out, &resp); err != nil {
 		return resp, &FetchError{Reason: abi.FetchUnavailable, Message: "host answered malformed JSON: " + err.Error()}
+	}
+	return resp, nil
+}
+
+// Exec makes hostFetcher the Execer inside a plugin too: the host function
+// vigil_exec.
+func (hostFetcher) Exec(req ExecRequest) (ExecResponse, error) {
+	var resp ExecResponse
+	in, err := json.Marshal(req)
+	if err != nil {
+		return resp, err
+	}
+	off := writeBlock(in)
+	if off == 0 {
+		return resp, &FetchError{Reason: abi.ExecUnavailable, Message: "kernel out of memory"}
+	}
+	out := readBlock(vigilExec(off))
+	if err := json.Unmarshal(out, &resp); err != nil {
+		return resp, &FetchError{Reason: abi.ExecUnavailable, Message: "host answered malformed JSON: " + err.Error()}
 	}
 	return resp, nil
 }

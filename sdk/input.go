@@ -40,6 +40,7 @@ type Input struct {
 	Baseline json.RawMessage
 
 	fetcher Fetcher
+	execer  Execer
 }
 
 // WithFetcher returns a copy of in whose fetches go to f. Tests use it to
@@ -69,6 +70,57 @@ func (in Input) Fetch(req FetchRequest) (FetchResponse, error) {
 	}
 	if resp.Failure != nil {
 		return FetchResponse{}, &FetchError{Reason: resp.Failure.Reason, Message: resp.Failure.Message}
+	}
+	return resp, nil
+}
+
+// ExecRequest is a command the host runs on the plugin's behalf. See
+// [Input.Exec].
+type ExecRequest = abi.ExecRequest
+
+// ExecResponse is the host's answer to a command that ran.
+type ExecResponse = abi.ExecResponse
+
+// Execer carries a command to the host. Inside a plugin it is the host
+// function vigil_exec; in a unit test, whatever fake the test gives (a
+// Fetcher passed to Harness.Observe that is also an Execer serves both).
+type Execer interface {
+	Exec(req ExecRequest) (ExecResponse, error)
+}
+
+// ExecerFunc adapts a function to an Execer.
+type ExecerFunc func(ExecRequest) (ExecResponse, error)
+
+// Exec calls f.
+func (f ExecerFunc) Exec(req ExecRequest) (ExecResponse, error) { return f(req) }
+
+// WithExecer returns a copy of in whose commands go to e.
+func (in Input) WithExecer(e Execer) Input {
+	in.execer = e
+	return in
+}
+
+// ErrNoExecer is the exec failure of an Input without an Execer.
+var ErrNoExecer = &FetchError{Reason: abi.ExecUnavailable, Message: "this Input has no execer (tests: use Input.WithExecer)"}
+
+// Exec asks the host to run req: a program the operator granted this kind,
+// with its arguments as a vector (no shell), in the watch's recipient's
+// workspace, ended with its whole process group when its timeout passes.
+// A command that ran answers its exit code and output, TimedOut when the
+// timeout ended it; a command that could not run (not granted, no
+// workspace, an invalid request) is a *FetchError with the reason. A
+// predicate answers Pending on both a failure and a timeout: the host
+// could not tell.
+func (in Input) Exec(req ExecRequest) (ExecResponse, error) {
+	if in.execer == nil {
+		return ExecResponse{}, ErrNoExecer
+	}
+	resp, err := in.execer.Exec(req)
+	if err != nil {
+		return ExecResponse{}, err
+	}
+	if resp.Failure != nil {
+		return ExecResponse{}, &FetchError{Reason: resp.Failure.Reason, Message: resp.Failure.Message}
 	}
 	return resp, nil
 }

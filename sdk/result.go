@@ -45,8 +45,11 @@ func Changed(o Outcome, baseline any) Result {
 	return Result{status: abi.StatusChanged, outcome: &o, baseline: baseline, hasBase: true}
 }
 
-// Baseline is for standing kinds: record this snapshot silently. It is the
-// answer to the first check, and to a change nobody needs to hear about.
+// Baseline records this snapshot silently and answers pending. For a
+// standing kind it is the answer to the first check, and to a change nobody
+// needs to hear about. Any kind may use it to keep what it must remember
+// between probes (the http kind's first fingerprint): the host stores it
+// when it moves and hands it back as Input.Baseline.
 func Baseline(b any) Result {
 	return Result{status: abi.StatusPending, baseline: b, hasBase: true}
 }
@@ -86,9 +89,6 @@ func (r Result) wire(standing bool) (abi.ObserveResponse, error) {
 		}
 	}
 	if r.hasBase {
-		if !standing {
-			return out, errors.New("sdk: a baseline is for standing kinds only")
-		}
 		b, err := json.Marshal(r.baseline)
 		if err != nil {
 			return out, fmt.Errorf("sdk: baseline: %w", err)

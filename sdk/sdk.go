@@ -231,6 +231,9 @@ func (t *typed[P]) observe(in []byte, f Fetcher) ([]byte, error) {
 		Baseline: req.Baseline,
 		fetcher:  f,
 	}
+	if e, ok := f.(Execer); ok {
+		input.execer = e
+	}
 	var res Result
 	err = guard(func() error {
 		var err error

@@ -137,7 +137,7 @@ func TestObserveResults(t *testing.T) {
 		{name: "zero result", result: Result{}, wantErr: "empty result"},
 		{name: "settled from standing", standing: true, result: Settled(Outcome{Result: "x"}), wantErr: "never settles"},
 		{name: "changed from non-standing", result: Changed(Outcome{Result: "x"}, 1), wantErr: "standing kinds only"},
-		{name: "baseline from non-standing", result: Baseline(1), wantErr: "standing kinds only"},
+		{name: "baseline kept by a wait", result: Baseline(1), want: abi.ObserveResponse{Status: "pending", Baseline: json.RawMessage(`1`)}},
 		{name: "outcome without result", result: Settled(Outcome{Summary: "x"}), wantErr: "needs a result"},
 		{name: "unmarshallable detail", result: Settled(Outcome{Result: "x", Detail: func() {}}), wantErr: "detail"},
 		{name: "observe error", err: errors.New("my bug"), wantErr: "my bug"},
@@ -374,5 +374,45 @@ func TestAdmitCarriesTheNaturalDeadline(t *testing.T) {
 	got, _ = NewHarness(p).Admit(abi.AdmitRequest{Kind: "test.kind", Params: json.RawMessage(`{"name":"bad"}`)})
 	if got.Deadline != nil {
 		t.Fatalf("refusal with a deadline: %+v", got)
+	}
+}
+
+// fakeHost is a Fetcher that is also an Execer, as the host is.
+type fakeHost struct {
+	FetcherFunc
+	ExecerFunc
+}
+
+func TestInputExec(t *testing.T) {
+	if _, err := (Input{}).Exec(ExecRequest{Argv: []string{"true"}}); err != ErrNoExecer {
+		t.Fatalf("no execer: %v", err)
+	}
+	in := Input{}.WithExecer(ExecerFunc(func(req ExecRequest) (ExecResponse, error) {
+		if req.Argv[0] == "missing" {
+			return ExecResponse{Failure: &abi.FetchFailure{Reason: abi.ExecNotGranted, Message: "no"}}, nil
+		}
+		return ExecResponse{ExitCode: 3, Stdout: "out"}, nil
+	}))
+	if r, err := in.Exec(ExecRequest{Argv: []string{"x"}}); err != nil || r.ExitCode != 3 || r.Stdout != "out" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	var fe *FetchError
+	if _, err := in.Exec(ExecRequest{Argv: []string{"missing"}}); !errors.As(err, &fe) || fe.Reason != abi.ExecNotGranted {
+		t.Fatalf("failure: %v", err)
+	}
+	// The harness hands a Fetcher that is also an Execer to both.
+	p := Plugin[struct{}]{Kind: "t.exec", Version: "1.0.0", Summary: "s", Schema: `{"type":"object"}`,
+		Observe: func(_ struct{}, in Input) (Result, error) {
+			r, err := in.Exec(ExecRequest{Argv: []string{"x"}})
+			if err != nil {
+				return Pending(err.Error()), nil
+			}
+			return Settled(Outcome{Result: "ok", Summary: r.Stdout}), nil
+		}}
+	h := NewHarness(p)
+	host := fakeHost{ExecerFunc: func(ExecRequest) (ExecResponse, error) { return ExecResponse{Stdout: "ran"}, nil }}
+	out, err := h.Observe(abi.ObserveRequest{Kind: "t.exec", Params: []byte(`{}`)}, host)
+	if err != nil || out.Status != abi.StatusSettled || out.Outcome.Summary != "ran" {
+		t.Fatalf("%+v %v", out, err)
 	}
 }

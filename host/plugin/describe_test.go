@@ -91,7 +91,8 @@ func TestCheckObservation(t *testing.T) {
 		{"settled from standing", `{"status":"settled","outcome":{"result":"x"}}`, true, "standing kind answered settled"},
 		{"changed from wait", `{"status":"changed","outcome":{"result":"x"},"baseline":1}`, false, "changed from a kind"},
 		{"changed without baseline", `{"status":"changed","outcome":{"result":"x"}}`, true, "without a baseline"},
-		{"baseline from wait", `{"status":"pending","baseline":1}`, false, "baseline from a kind"},
+		{"baseline settling a wait", `{"status":"settled","outcome":{"result":"x"},"baseline":1}`, false, "baseline on a settled answer"},
+		{"baseline kept by a wait", `{"status":"pending","baseline":1}`, false, ""},
 		{"settled with next_check", `{"status":"settled","outcome":{"result":"x"},"next_check":"2030-01-01T00:00:00Z"}`, false, "next_check"},
 	}
 	for _, tt := range tests {

@@ -50,6 +50,7 @@ type hostCtx struct {
 	kind    string
 	entry   Entry
 	fetch   Fetcher
+	exec    Execer
 	metrics Metrics
 }
 
@@ -89,7 +90,7 @@ func compile(ctx context.Context, cfg *runtimeConfig, file, sum string, wasm []b
 	compiled, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{
 		RuntimeConfig: rc,
 		EnableWasi:    true,
-	}, []extism.HostFunction{fetchHostFunction(hc)})
+	}, []extism.HostFunction{fetchHostFunction(hc), execHostFunction(hc)})
 	if err != nil {
 		return nil, err
 	}
@@ -341,6 +342,48 @@ func fetchHostFunction(hc *hostCtx) extism.HostFunction {
 	}, []extism.ValueType{extism.ValueTypeI64}, []extism.ValueType{extism.ValueTypeI64})
 	f.SetNamespace(abi.HostNamespace)
 	return f
+}
+
+// execHostFunction is vigil_exec: a command the operator granted, run by
+// the host in the watch's recipient's workspace. Like vigil_fetch it
+// honours the call's context, so the plugin's timeout ends the command.
+func execHostFunction(hc *hostCtx) extism.HostFunction {
+	f := extism.NewHostFunctionWithStack(abi.HostExec, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+		resp := func() abi.ExecResponse {
+			raw, err := p.ReadBytes(stack[0])
+			if err != nil {
+				return execFailure(abi.ExecInvalidRequest, "unreadable request block")
+			}
+			_ = p.Free(stack[0])
+			var req abi.ExecRequest
+			if err := abi.StrictUnmarshal(raw, &req); err != nil {
+				return execFailure(abi.ExecInvalidRequest, "request is not an exec request: "+err.Error())
+			}
+			kind, entry := hc.get()
+			if !slices.Contains(entry.Capabilities, abi.CapabilityExec) || entry.Exec == nil {
+				return execFailure(abi.ExecNotGranted, fmt.Sprintf("kind %s is not granted exec (setting: kinds.%s.exec)", kind, kind))
+			}
+			if hc.exec == nil {
+				return execFailure(abi.ExecUnavailable, "this host runs no commands")
+			}
+			return hc.exec.Exec(ctx, ExecCall{Kind: kind, Entry: entry, Recipient: RecipientFrom(ctx), Request: req})
+		}()
+		out, err := json.Marshal(resp)
+		if err != nil {
+			out, _ = json.Marshal(execFailure(abi.ExecUnavailable, "unencodable response"))
+		}
+		off, err := p.WriteBytes(out)
+		if err != nil {
+			panic(fmt.Errorf("vigil_exec: writing the response: %w", err))
+		}
+		stack[0] = off
+	}, []extism.ValueType{extism.ValueTypeI64}, []extism.ValueType{extism.ValueTypeI64})
+	f.SetNamespace(abi.HostNamespace)
+	return f
+}
+
+func execFailure(reason, msg string) abi.ExecResponse {
+	return abi.ExecResponse{ExitCode: -1, Failure: &abi.FetchFailure{Reason: reason, Message: msg}}
 }
 
 func fetchFailure(reason, msg string) abi.FetchResponse {

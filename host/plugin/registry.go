@@ -55,12 +55,40 @@ type Entry struct {
 	// Secrets names the credentials in the host's configuration this kind
 	// may have vigil_fetch attach (abi.FetchRequest.Secret).
 	Secrets []string `json:"secrets,omitempty"`
+	// Exec grants vigil_exec: the programs the kind may run, the host
+	// environment variables passed to them, and the longest a command may
+	// run. It goes with the "exec" capability.
+	Exec *ExecGrant `json:"exec,omitempty"`
 	// Timeout of one observe call; default Limits.ObserveTimeout.
 	Timeout Duration `json:"timeout,omitzero"`
 	// MemoryMiB caps each instance's memory; default Limits.MemoryMiB.
 	MemoryMiB uint32 `json:"memory_mib,omitempty"`
 	// Config is handed to the plugin as its Extism config.
 	Config map[string]string `json:"config,omitempty"`
+}
+
+// ExecGrant is the operator's grant of vigil_exec to one kind.
+type ExecGrant struct {
+	// Programs are absolute paths, or bare names resolved on the host's
+	// PATH once, when the plugin loads. No shell runs unless one is listed.
+	Programs []string `json:"programs"`
+	// Env names the host environment variables a command gets; nothing
+	// else is inherited.
+	Env []string `json:"env,omitempty"`
+	// MaxTimeout bounds one command (default 30s, at most 2m). The plugin
+	// call's own timeout bounds it as well.
+	MaxTimeout Duration `json:"max_timeout,omitzero"`
+}
+
+// DefaultExecTimeout is an exec grant's MaxTimeout when it names none.
+const DefaultExecTimeout = 30 * time.Second
+
+// maxTimeoutOrDefault is g's MaxTimeout, or the default.
+func (g *ExecGrant) maxTimeoutOrDefault() time.Duration {
+	if g == nil || g.MaxTimeout == 0 {
+		return DefaultExecTimeout
+	}
+	return time.Duration(g.MaxTimeout)
 }
 
 // Duration is a time.Duration written as "5s" in JSON.
@@ -138,6 +166,17 @@ func (e Entry) validate(kind string) error {
 			return fmt.Errorf("private_ranges: %w", err)
 		}
 	}
+	hasExec := slices.Contains(e.Capabilities, abi.CapabilityExec)
+	switch {
+	case hasExec && e.Exec == nil:
+		return errors.New(`capabilities: "exec" needs an exec grant ({"exec": {"programs": [...]}}) naming what may run`)
+	case !hasExec && e.Exec != nil:
+		return errors.New(`exec: granted without the "exec" capability; add it to capabilities`)
+	case e.Exec != nil:
+		if err := e.Exec.validate(); err != nil {
+			return fmt.Errorf("exec: %w", err)
+		}
+	}
 	if t := time.Duration(e.Timeout); t < 0 || t > maxTimeout {
 		return fmt.Errorf("timeout %s: want between 0 (the default) and %s", t, maxTimeout)
 	}
@@ -147,13 +186,57 @@ func (e Entry) validate(kind string) error {
 	return nil
 }
 
+func (g *ExecGrant) validate() error {
+	if len(g.Programs) == 0 {
+		return errors.New("programs: list at least one program (an absolute path, or a name on the host's PATH)")
+	}
+	for _, p := range g.Programs {
+		switch {
+		case p == "" || strings.ContainsRune(p, 0):
+			return fmt.Errorf("programs: %q is not a program", p)
+		case strings.Contains(p, "/") && (!path.IsAbs(p) || path.Clean(p) != p):
+			return fmt.Errorf("programs: %q: want an absolute, clean path or a bare name", p)
+		}
+	}
+	for _, n := range g.Env {
+		if !validEnvName(n) {
+			return fmt.Errorf("env: %q is not an environment variable name", n)
+		}
+	}
+	if t := time.Duration(g.MaxTimeout); t < 0 || t > maxTimeout {
+		return fmt.Errorf("max_timeout %s: want between 0 (the default, %s) and %s", t, DefaultExecTimeout, maxTimeout)
+	}
+	return nil
+}
+
+func validEnvName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '_', c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z':
+		case c >= '0' && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // grants is what admit and the plugin see of an entry.
 func (e Entry) grants() abi.Grants {
 	caps := e.Capabilities
 	if caps == nil {
 		caps = []string{}
 	}
-	return abi.Grants{Capabilities: caps, FetchHosts: e.FetchHosts, Secrets: e.Secrets}
+	g := abi.Grants{Capabilities: caps, FetchHosts: e.FetchHosts, Secrets: e.Secrets}
+	if e.Exec != nil {
+		g.Programs = e.Exec.Programs
+		g.ExecMaxTimeout = e.Exec.maxTimeoutOrDefault().String()
+	}
+	return g
 }
 
 // readRegistry reads name from fsys; a missing file is an empty registry.

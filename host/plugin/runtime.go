@@ -67,6 +67,37 @@ type Fetcher interface {
 	Fetch(ctx context.Context, call FetchCall) abi.FetchResponse
 }
 
+// Execer is the host side of vigil_exec. It must honour ctx: it runs
+// inside a plugin call whose timeout cancels ctx, and the command must end
+// (with its process group) when ctx does.
+type Execer interface {
+	Exec(ctx context.Context, call ExecCall) abi.ExecResponse
+}
+
+// ExecCall is one command a plugin asked for: its kind's grants (the
+// programs resolved to absolute paths at load), and the recipient of the
+// watch being observed, whose workspace the command runs in.
+type ExecCall struct {
+	Kind      string
+	Entry     Entry
+	Recipient string
+	Request   abi.ExecRequest
+}
+
+type recipientKey struct{}
+
+// WithRecipient tells the plugin call made with ctx whose watch it
+// observes; vigil_exec runs commands in that recipient's workspace.
+func WithRecipient(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, recipientKey{}, id)
+}
+
+// RecipientFrom is the recipient WithRecipient put in ctx, or "".
+func RecipientFrom(ctx context.Context) string {
+	id, _ := ctx.Value(recipientKey{}).(string)
+	return id
+}
+
 // FetchCall is one fetch a plugin asked for, with the grants of its kind.
 type FetchCall struct {
 	Kind    string
@@ -100,6 +131,7 @@ type Config struct {
 	CacheDir string
 	Limits   Limits
 	Fetcher  Fetcher
+	Execer   Execer
 	Metrics  Metrics
 	Logger   *slog.Logger
 	// SecretNames are the secrets the host holds. A registry entry's grant
@@ -392,7 +424,7 @@ func (r *Runtime) load(ctx context.Context, c candidate, reg Registry, prev *mod
 	mod := prev
 	if mod == nil || mod.pages != memFor(guess)*16 {
 		var err error
-		mod, err = compile(ctx, r.rc, c.file, c.sum, c.bytes, memFor(guess), &hostCtx{fetch: r.cfg.Fetcher, metrics: r.metrics})
+		mod, err = compile(ctx, r.rc, c.file, c.sum, c.bytes, memFor(guess), &hostCtx{fetch: r.cfg.Fetcher, exec: r.cfg.Execer, metrics: r.metrics})
 		if err != nil {
 			return nil, &LoadError{File: c.file, Rule: "compile", Err: err}
 		}
@@ -411,7 +443,7 @@ func (r *Runtime) load(ctx context.Context, c candidate, reg Registry, prev *mod
 			mod.retire(ctx)
 		}
 		var err error
-		mod, err = compile(ctx, r.rc, c.file, c.sum, c.bytes, memFor(d.Kind), &hostCtx{fetch: r.cfg.Fetcher, metrics: r.metrics})
+		mod, err = compile(ctx, r.rc, c.file, c.sum, c.bytes, memFor(d.Kind), &hostCtx{fetch: r.cfg.Fetcher, exec: r.cfg.Execer, metrics: r.metrics})
 		if err != nil {
 			return nil, &LoadError{File: c.file, Kind: d.Kind, Rule: "compile", Err: err}
 		}
@@ -712,8 +744,10 @@ func checkObservation(out []byte, standing bool) (Observation, error) {
 	if resp.Status != abi.StatusPending && (resp.Outcome == nil || resp.Outcome.Result == "") {
 		return obs, fmt.Errorf("%s without an outcome result", resp.Status)
 	}
-	if hasBase && !standing {
-		return obs, errors.New("a baseline from a kind that is not standing")
+	// A wait may keep a baseline between probes (the http kind's first
+	// fingerprint) on a pending answer; a settled one ends the watch.
+	if hasBase && !standing && resp.Status != abi.StatusPending {
+		return obs, errors.New("a baseline on a settled answer from a kind that is not standing")
 	}
 	return obs, nil
 }

@@ -141,10 +141,9 @@ func TestObserveChange(t *testing.T) {
 	}
 }
 
-// The same, through the SDK's wire dispatch. Change mode answers a
-// baseline from a kind that is not standing, which the scheduler records
-// for every kind; while the SDK still refuses that answer, this skips
-// saying so rather than fail, and runs as soon as the SDK takes it.
+// The same, through the SDK's wire dispatch: change mode answers a
+// baseline from a kind that is not standing, which the host records for
+// every kind.
 func TestChangeThroughTheSDK(t *testing.T) {
 	ff := fakeforge.New(t)
 	ff.SetPage("/release", 200, `{"version":"1.0"}`)
@@ -152,9 +151,6 @@ func TestChangeThroughTheSDK(t *testing.T) {
 	h := sdk.NewHarness(Plugin)
 	req := abi.ObserveRequest{Kind: Kind, WatchID: "w1", Now: now, Attempt: 1, Params: params}
 	first, err := h.Observe(req, fetcher)
-	if err != nil && strings.Contains(err.Error(), "baseline is for standing kinds only") {
-		t.Skipf("the SDK refuses a baseline from a kind that is not standing (%v): change mode needs it", err)
-	}
 	if err != nil || first.Status != abi.StatusPending || len(first.Baseline) == 0 {
 		t.Fatalf("first = %+v %v", first, err)
 	}
