@@ -41,7 +41,9 @@ type fakePlugins struct {
 	kinds   map[string]plugin.Info
 	observe func(req abi.ObserveRequest) (plugin.Observation, error)
 	admit   func(kind string, params json.RawMessage) (plugin.Admission, error)
-	probes  int
+	// observeCtx, when set, sees each probe's context.
+	observeCtx func(ctx context.Context)
+	probes     int
 }
 
 func (f *fakePlugins) Lookup(kind string) (plugin.Info, bool) {
@@ -61,7 +63,10 @@ func (f *fakePlugins) Admit(_ context.Context, kind string, params json.RawMessa
 	return plugin.Admission{}, nil
 }
 
-func (f *fakePlugins) Observe(_ context.Context, req abi.ObserveRequest) (plugin.Observation, error) {
+func (f *fakePlugins) Observe(ctx context.Context, req abi.ObserveRequest) (plugin.Observation, error) {
+	if f.observeCtx != nil {
+		f.observeCtx(ctx)
+	}
 	f.mu.Lock()
 	f.probes++
 	_, ok := f.kinds[req.Kind]

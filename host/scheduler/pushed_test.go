@@ -122,3 +122,15 @@ func TestPokeDuringAProbeIsKept(t *testing.T) {
 		t.Fatalf("next wake %v: the poke during the probe was lost", next)
 	}
 }
+
+// A probe tells the plugin call whose watch it observes.
+func TestProbeCarriesTheRecipient(t *testing.T) {
+	h := newHarness(t)
+	var got string
+	h.plugins.observeCtx = func(ctx context.Context) { got = plugin.RecipientFrom(ctx) }
+	h.register("ci")
+	h.tick(t0)
+	if got != "agent-1" {
+		t.Fatalf("recipient in the probe's context: %q", got)
+	}
+}

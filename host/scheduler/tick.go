@@ -89,7 +89,9 @@ func (s *Scheduler) probe(ctx context.Context, e *entry, now time.Time) {
 		}, now, attempts, "expired")
 		return
 	}
-	obs, err := s.cfg.Plugins.Observe(ctx, abi.ObserveRequest{
+	// The recipient rides on the context, for a host function that acts on
+	// its behalf (vigil_exec runs in the recipient's workspace).
+	obs, err := s.cfg.Plugins.Observe(plugin.WithRecipient(ctx, w.Recipient.ID), abi.ObserveRequest{
 		Kind: w.Kind, WatchID: w.ID.String(), Params: w.Params, Now: now.UTC(), Attempt: attempts, Baseline: w.Baseline,
 	})
 	s.cfg.Metrics.Probe(w.Kind, probeResult(obs, err))
