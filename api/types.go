@@ -247,9 +247,10 @@ type Ref struct {
 
 // RecipientRequest is the body of PUT /api/v1/recipients/{id}.
 type RecipientRequest struct {
-	Status  string          `json:"status"`
-	Webhook *WebhookRequest `json:"webhook,omitempty"`
-	Refs    []Ref           `json:"refs,omitempty"`
+	Status    string          `json:"status"`
+	Webhook   *WebhookRequest `json:"webhook,omitempty"`
+	Refs      []Ref           `json:"refs,omitempty"`
+	Workspace string          `json:"workspace,omitempty"`
 }
 
 // WebhookView is a recipient's webhook as returned: never the secret.
@@ -263,6 +264,7 @@ type Recipient struct {
 	Status    string       `json:"status"`
 	Webhook   *WebhookView `json:"webhook,omitempty"`
 	Refs      []Ref        `json:"refs"`
+	Workspace string       `json:"workspace,omitempty"`
 	CreatedAt time.Time    `json:"created_at"`
 	UpdatedAt time.Time    `json:"updated_at"`
 }

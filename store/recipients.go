@@ -44,12 +44,16 @@ type Ref struct {
 
 // RecipientRecord is a recipient as stored.
 type RecipientRecord struct {
-	ID        string          `json:"id"`
-	Status    RecipientStatus `json:"status"`
-	Webhook   *Webhook        `json:"webhook,omitempty"`
-	Refs      []Ref           `json:"refs,omitempty"`
-	CreatedAt time.Time       `json:"created_at"`
-	UpdatedAt time.Time       `json:"updated_at"`
+	ID      string          `json:"id"`
+	Status  RecipientStatus `json:"status"`
+	Webhook *Webhook        `json:"webhook,omitempty"`
+	Refs    []Ref           `json:"refs,omitempty"`
+	// Workspace is the directory the recipient works in: where a command
+	// the exec capability runs for one of its watches runs, and nowhere
+	// else. Empty: none declared.
+	Workspace string    `json:"workspace,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 type storedRecipient struct {

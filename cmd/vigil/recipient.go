@@ -26,9 +26,10 @@ func newRecipient(stdout, stderr io.Writer) *cobra.Command {
 }
 
 func newRecipientSet(cf *clientFlags, stdout io.Writer) *cobra.Command {
-	var status, webhook, secret string
+	var status, webhook, secret, workspace string
 	var removeWebhook bool
-	cmd := &cobra.Command{
+	var cmd *cobra.Command
+	cmd = &cobra.Command{
 		Use:   "set RECIPIENT --status running|paused|stopped [--webhook URL --secret whsec_... | --remove-webhook]",
 		Short: "Create a recipient or change its status and webhook",
 		Long: `Create RECIPIENT or replace its status and webhook. A recipient that stops
@@ -37,8 +38,13 @@ running has its pending watches cancelled, and takes no new ones.
 The server replaces a recipient as a whole and never returns a webhook's
 secret, so a webhook cannot be kept without restating it: when RECIPIENT
 has one, pass --webhook and --secret again, or --remove-webhook to drop
-it. Refs (standing watches) are kept as they are. The secret is
-write-only; VIGIL_WEBHOOK_SECRET keeps it out of process listings.`,
+it. Refs (standing watches) and the workspace are kept as they are unless
+--workspace is given. The secret is write-only; VIGIL_WEBHOOK_SECRET keeps
+it out of process listings.
+
+--workspace DIR declares the directory the recipient works in: a command
+the exec capability runs for one of its watches runs there, and nowhere
+else (--workspace "" removes it).`,
 		Args: cobra.ExactArgs(1),
 		RunE: cf.run(func(ctx context.Context, c *client.Client, args []string) error {
 			id := args[0]
@@ -53,7 +59,7 @@ write-only; VIGIL_WEBHOOK_SECRET keeps it out of process listings.`,
 			var ae *api.Error
 			switch {
 			case err == nil:
-				req.Refs = cur.Refs
+				req.Refs, req.Workspace = cur.Refs, cur.Workspace
 				if cur.Webhook != nil && webhook == "" && !removeWebhook {
 					return fmt.Errorf("recipient %s has a webhook (%s) that this would remove: pass --webhook and --secret to keep it, or --remove-webhook", id, cur.Webhook.URL)
 				}
@@ -63,6 +69,9 @@ write-only; VIGIL_WEBHOOK_SECRET keeps it out of process listings.`,
 			}
 			if webhook != "" {
 				req.Webhook = &api.WebhookRequest{URL: webhook, Secret: secret}
+			}
+			if cmd.Flags().Changed("workspace") {
+				req.Workspace = workspace
 			}
 			r, err := c.PutRecipient(ctx, id, req)
 			if err != nil {
@@ -79,6 +88,7 @@ write-only; VIGIL_WEBHOOK_SECRET keeps it out of process listings.`,
 	fl.StringVar(&webhook, "webhook", "", "a URL to POST each message to, signed (Standard Webhooks)")
 	fl.StringVar(&secret, "secret", "", "the webhook's signing secret, whsec_... (default $VIGIL_WEBHOOK_SECRET)")
 	fl.BoolVar(&removeWebhook, "remove-webhook", false, "drop the recipient's webhook")
+	fl.StringVar(&workspace, "workspace", "", "the recipient's workspace directory (absolute), where its commands run")
 	_ = cmd.MarkFlagRequired("status")
 	cmd.MarkFlagsMutuallyExclusive("webhook", "remove-webhook")
 	return cmd
@@ -109,6 +119,9 @@ func printRecipient(w io.Writer, r api.Recipient) error {
 	}
 	for _, ref := range r.Refs {
 		kv = append(kv, "ref", ref.Kind+" "+compact(ref.Params))
+	}
+	if r.Workspace != "" {
+		kv = append(kv, "workspace", r.Workspace)
 	}
 	kv = append(kv, "created", timeText(&r.CreatedAt), "updated", timeText(&r.UpdatedAt))
 	return fields(w, kv...)

@@ -30,7 +30,7 @@ func toMessage(m store.Message) api.Message {
 }
 
 func toRecipient(r store.RecipientRecord) api.Recipient {
-	out := api.Recipient{ID: r.ID, Status: string(r.Status), Refs: []api.Ref{}, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	out := api.Recipient{ID: r.ID, Status: string(r.Status), Refs: []api.Ref{}, Workspace: r.Workspace, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 	if r.Webhook != nil {
 		out.Webhook = &api.WebhookView{URL: r.Webhook.URL} // never the secret
 	}

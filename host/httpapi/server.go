@@ -413,7 +413,7 @@ func (s *server) putRecipient(c *fiber.Ctx) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
-	u := recipients.Update{ID: id, Status: store.RecipientStatus(req.Status)}
+	u := recipients.Update{ID: id, Status: store.RecipientStatus(req.Status), Workspace: req.Workspace}
 	if req.Webhook != nil {
 		u.Webhook = &store.Webhook{URL: req.Webhook.URL, Secret: req.Webhook.Secret}
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/vigilhq/vigil/api/webhooks"
@@ -62,6 +64,8 @@ type Update struct {
 	Status  store.RecipientStatus
 	Webhook *store.Webhook
 	Refs    []store.Ref
+	// Workspace is an absolute, clean directory path, or "".
+	Workspace string
 }
 
 // Error is an update the service refuses; Field names the part at fault.
@@ -92,6 +96,9 @@ func (s *Service) Put(ctx context.Context, u Update) (store.RecipientRecord, err
 			return store.RecipientRecord{}, err
 		}
 	}
+	if w := u.Workspace; w != "" && (!filepath.IsAbs(w) || filepath.Clean(w) != w || strings.ContainsRune(w, 0)) {
+		return store.RecipientRecord{}, &Error{Code: CodeInvalidField, Field: "workspace", Message: "want an absolute, clean directory path"}
+	}
 	for i, ref := range u.Refs {
 		info, ok := s.kinds.Lookup(ref.Kind)
 		if !ok || !info.Standing {
@@ -114,7 +121,7 @@ func (s *Service) Put(ctx context.Context, u Update) (store.RecipientRecord, err
 		}
 	}
 	now := s.clock.Now().UTC()
-	rec := store.RecipientRecord{ID: u.ID, Status: u.Status, Webhook: u.Webhook, Refs: u.Refs, CreatedAt: now, UpdatedAt: now}
+	rec := store.RecipientRecord{ID: u.ID, Status: u.Status, Webhook: u.Webhook, Refs: u.Refs, Workspace: u.Workspace, CreatedAt: now, UpdatedAt: now}
 	if _, _, err := s.store.PutRecipient(ctx, rec); err != nil {
 		return store.RecipientRecord{}, err
 	}

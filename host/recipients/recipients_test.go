@@ -203,6 +203,14 @@ func TestReconcileAllRepairs(t *testing.T) {
 	}
 }
 
+func TestWorkspaceIsKept(t *testing.T) {
+	f := newFixture(t)
+	rec, err := f.svc.Put(context.Background(), Update{ID: "a", Status: store.StatusRunning, Workspace: "/srv/work/a"})
+	if err != nil || rec.Workspace != "/srv/work/a" {
+		t.Fatalf("%+v %v", rec, err)
+	}
+}
+
 func TestPutValidates(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -219,6 +227,8 @@ func TestPutValidates(t *testing.T) {
 		{"webhook secret", Update{ID: "a", Status: store.StatusRunning, Webhook: &store.Webhook{URL: "https://x/", Secret: "hunter2"}}, "webhook.secret"},
 		{"ref not standing", Update{ID: "a", Status: store.StatusRunning, Refs: []store.Ref{{Kind: "ci", Params: json.RawMessage(`{}`)}}}, "refs[0].kind"},
 		{"ref params", Update{ID: "a", Status: store.StatusRunning, Refs: []store.Ref{{Kind: "ticket", Params: json.RawMessage(`{`)}}}, "refs[0].params"},
+		{"relative workspace", Update{ID: "a", Status: store.StatusRunning, Workspace: "work/here"}, "workspace"},
+		{"unclean workspace", Update{ID: "a", Status: store.StatusRunning, Workspace: "/work/../etc"}, "workspace"},
 		{"ref refused by admit", Update{ID: "a", Status: store.StatusRunning, Refs: []store.Ref{{Kind: "ticket", Params: json.RawMessage(`{"bad":1}`)}}}, "refs[0].params.bad"},
 	}
 	for _, tt := range tests {
