@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/plugins/internal/forge"
 	"github.com/vigilhq/vigil/sdk"
 )
 
@@ -30,8 +31,8 @@ type Params struct {
 	TokenRef string `json:"token_ref,omitempty"`
 }
 
-func (p Params) forge() forgeRef {
-	return forgeRef{Forge: p.Forge, APIBase: p.APIBase, Repo: p.Repo, TokenRef: p.TokenRef}
+func (p Params) forge() forge.Ref {
+	return forge.Ref{Forge: p.Forge, APIBase: p.APIBase, Repo: p.Repo, TokenRef: p.TokenRef}
 }
 
 // The sha has no pattern here on purpose: admit's refusal says why a
@@ -62,7 +63,7 @@ var Plugin = sdk.Plugin[Params]{
 	DefaultEvery: 30 * time.Second,
 	Schema:       schema,
 	Capabilities: []string{abi.CapabilityFetch},
-	Example: Params{Forge: forgeGitHub, APIBase: gitHubAPI, Repo: "vigilhq/vigil",
+	Example: Params{Forge: forge.GitHub, APIBase: forge.GitHubAPI, Repo: "vigilhq/vigil",
 		SHA: "0123456789abcdef0123456789abcdef01234567"},
 	Admit:   admit,
 	Observe: observe,
@@ -74,7 +75,7 @@ func admit(p Params, g sdk.Grants) error {
 	if !isSHA(p.SHA) {
 		return sdk.InvalidParams("sha", "%q is not a commit SHA: want the full 40 hex digits (a branch name is not a commit: it moves, and the answer would be about another commit)", clip(p.SHA))
 	}
-	return p.forge().admit(Kind, g)
+	return p.forge().Admit(Kind, g)
 }
 
 func isSHA(s string) bool {
@@ -120,10 +121,10 @@ const maxPages = 10
 func observe(p Params, in sdk.Input) (sdk.Result, error) {
 	sha := strings.ToLower(p.SHA)
 	f := p.forge()
-	commit := f.base() + "/repos/" + p.Repo + "/commits/" + sha
+	commit := f.Base() + "/repos/" + p.Repo + "/commits/" + sha
 	var checks []check
 	var note string
-	if f.Forge == forgeGitHub {
+	if f.Forge == forge.GitHub {
 		checks, note = gitHubChecks(in, f, commit, sha)
 	} else {
 		checks, note = statuses(in, f, commit, sha, "limit=50", giteaState)
@@ -183,7 +184,7 @@ func names(n []string) string {
 }
 
 // gitHubChecks reads the commit's check runs, then its commit statuses.
-func gitHubChecks(in sdk.Input, f forgeRef, commit, sha string) ([]check, string) {
+func gitHubChecks(in sdk.Input, f forge.Ref, commit, sha string) ([]check, string) {
 	type runs struct {
 		TotalCount int `json:"total_count"`
 		CheckRuns  []struct {
@@ -201,7 +202,7 @@ func gitHubChecks(in sdk.Input, f forgeRef, commit, sha string) ([]check, string
 		}
 		var r runs
 		u := commit + "/check-runs?per_page=100" + pageParam(page)
-		if note := f.get(in, u, "check runs", &r); note != "" {
+		if note := f.Get(in, u, "check runs", &r); note != "" {
 			return nil, note
 		}
 		for _, cr := range r.CheckRuns {
@@ -229,7 +230,7 @@ func gitHubChecks(in sdk.Input, f forgeRef, commit, sha string) ([]check, string
 
 // statuses reads the commit's combined status: the latest status of each
 // context.
-func statuses(in sdk.Input, f forgeRef, commit, sha, size string, classify func(string) state) ([]check, string) {
+func statuses(in sdk.Input, f forge.Ref, commit, sha, size string, classify func(string) state) ([]check, string) {
 	type combined struct {
 		SHA        string `json:"sha"`
 		TotalCount int    `json:"total_count"`
@@ -246,7 +247,7 @@ func statuses(in sdk.Input, f forgeRef, commit, sha, size string, classify func(
 			return nil, fmt.Sprintf("could not tell: more than %d pages of commit statuses", maxPages)
 		}
 		var c combined
-		if note := f.get(in, commit+"/status?"+size+pageParam(page), "commit status", &c); note != "" {
+		if note := f.Get(in, commit+"/status?"+size+pageParam(page), "commit status", &c); note != "" {
 			return nil, note
 		}
 		if c.SHA != "" && !strings.EqualFold(c.SHA, sha) {
@@ -254,7 +255,7 @@ func statuses(in sdk.Input, f forgeRef, commit, sha, size string, classify func(
 		}
 		for _, s := range c.Statuses {
 			st := s.State
-			if f.Forge == forgeGitea {
+			if f.Forge == forge.Gitea {
 				st = s.Status
 			}
 			out = append(out, check{Name: s.Context, Conclusion: st, state: classify(st)})

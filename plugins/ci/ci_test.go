@@ -14,6 +14,7 @@ import (
 
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/internal/fakeforge"
+	"github.com/vigilhq/vigil/plugins/internal/forge"
 	"github.com/vigilhq/vigil/sdk"
 )
 
@@ -74,22 +75,22 @@ func TestObserve(t *testing.T) {
 		failing []string // settled: the failing checks
 		note    string   // pending: a substring of the note
 	}{
-		{name: "no checks yet is pending, never success", forge: forgeGitHub,
+		{name: "no checks yet is pending, never success", forge: forge.GitHub,
 			setup:  func(f *fakeforge.Forge) { f.SetCheckRuns(repo, shaA) },
 			status: abi.StatusPending, note: "no checks yet on octo/app@a1b2c3d"},
-		{name: "all passing", forge: forgeGitHub,
+		{name: "all passing", forge: forge.GitHub,
 			setup: func(f *fakeforge.Forge) {
 				f.SetCheckRuns(repo, shaA, done("build", "success"), done("docs", "skipped"), done("lint", "neutral"))
 				f.SetStatuses(repo, shaA, st("ci/legacy", "success"))
 			},
 			status: abi.StatusSettled, result: "success", failing: []string{}},
-		{name: "statuses alone count", forge: forgeGitHub,
+		{name: "statuses alone count", forge: forge.GitHub,
 			setup: func(f *fakeforge.Forge) {
 				f.SetCheckRuns(repo, shaA)
 				f.SetStatuses(repo, shaA, st("ci/legacy", "success"))
 			},
 			status: abi.StatusSettled, result: "success", failing: []string{}},
-		{name: "mixed results fail, naming the failing", forge: forgeGitHub,
+		{name: "mixed results fail, naming the failing", forge: forge.GitHub,
 			setup: func(f *fakeforge.Forge) {
 				f.SetCheckRuns(repo, shaA, done("build", "success"), done("lint", "failure"), done("e2e", "cancelled"),
 					done("deploy", "action_required"), done("old", "stale"), done("slow", "timed_out"))
@@ -97,99 +98,99 @@ func TestObserve(t *testing.T) {
 			},
 			status: abi.StatusSettled, result: "failure",
 			failing: []string{"ci/legacy", "ci/other", "deploy", "e2e", "lint", "old", "slow"}},
-		{name: "one still running", forge: forgeGitHub,
+		{name: "one still running", forge: forge.GitHub,
 			setup: func(f *fakeforge.Forge) {
 				f.SetCheckRuns(repo, shaA, done("build", "success"), run("test", "in_progress", ""), done("lint", "failure"))
 			},
 			status: abi.StatusPending, note: "1 of 3 checks still running on octo/app@a1b2c3d: test"},
-		{name: "one queued", forge: forgeGitHub,
+		{name: "one queued", forge: forge.GitHub,
 			setup:  func(f *fakeforge.Forge) { f.SetCheckRuns(repo, shaA, run("test", "queued", "")) },
 			status: abi.StatusPending, note: "still running"},
-		{name: "a pending status is running", forge: forgeGitHub,
+		{name: "a pending status is running", forge: forge.GitHub,
 			setup: func(f *fakeforge.Forge) {
 				f.SetCheckRuns(repo, shaA, done("build", "success"))
 				f.SetStatuses(repo, shaA, st("ci/legacy", "pending"))
 			},
 			status: abi.StatusPending, note: "still running on octo/app@a1b2c3d: ci/legacy"},
-		{name: "a conclusion nobody knows is could not tell", forge: forgeGitHub,
+		{name: "a conclusion nobody knows is could not tell", forge: forge.GitHub,
 			setup:  func(f *fakeforge.Forge) { f.SetCheckRuns(repo, shaA, done("build", "exploded")) },
 			status: abi.StatusPending, note: "could not tell: conclusions this plugin does not know: build (exploded)"},
-		{name: "force-push: sha B's results never answer a watch on sha A", forge: forgeGitHub,
+		{name: "force-push: sha B's results never answer a watch on sha A", forge: forge.GitHub,
 			setup: func(f *fakeforge.Forge) {
 				f.SetCheckRuns(repo, shaA)
 				f.SetCheckRuns(repo, shaB, done("build", "success"))
 				f.SetStatuses(repo, shaB, st("ci/legacy", "success"))
 			},
 			status: abi.StatusPending, note: "no checks yet"},
-		{name: "force-push: a run reported for another head is not counted", forge: forgeGitHub,
+		{name: "force-push: a run reported for another head is not counted", forge: forge.GitHub,
 			setup: func(f *fakeforge.Forge) {
 				f.SetCheckRuns(repo, shaA, fakeforge.CheckRun{Name: "build", Status: "completed", Conclusion: "failure", HeadSHA: shaB})
 			},
 			status: abi.StatusPending, note: "no checks yet"},
-		{name: "force-push: the old sha no longer known is could not tell", forge: forgeGitHub,
+		{name: "force-push: the old sha no longer known is could not tell", forge: forge.GitHub,
 			setup:  func(f *fakeforge.Forge) { f.SetCheckRuns(repo, shaB, done("build", "success")) },
 			status: abi.StatusPending, note: "could not tell: the forge answered 422 for the check runs"},
-		{name: "the forge timing out is pending, never failure", forge: forgeGitHub,
+		{name: "the forge timing out is pending, never failure", forge: forge.GitHub,
 			setup: func(f *fakeforge.Forge) {
 				f.SetCheckRuns(repo, shaA, done("lint", "failure"))
 				f.Hang(runsPath(shaA), time.Hour)
 			},
 			status: abi.StatusPending, note: "could not tell: fetching the check runs: timeout"},
-		{name: "the status timing out is pending", forge: forgeGitHub,
+		{name: "the status timing out is pending", forge: forge.GitHub,
 			setup: func(f *fakeforge.Forge) {
 				f.SetCheckRuns(repo, shaA, done("lint", "failure"))
 				f.Hang(statusPath(shaA), time.Hour)
 			},
 			status: abi.StatusPending, note: "could not tell: fetching the commit status: timeout"},
-		{name: "404 is pending", forge: forgeGitHub,
+		{name: "404 is pending", forge: forge.GitHub,
 			setup:  func(f *fakeforge.Forge) { f.Fail(runsPath(shaA), 404, 0) },
 			status: abi.StatusPending, note: "could not tell: the forge answered 404 for the check runs"},
-		{name: "503 is pending", forge: forgeGitHub,
+		{name: "503 is pending", forge: forge.GitHub,
 			setup: func(f *fakeforge.Forge) {
 				f.SetCheckRuns(repo, shaA, done("lint", "failure"))
 				f.Fail(statusPath(shaA), 503, 0)
 			},
 			status: abi.StatusPending, note: "could not tell: the forge answered 503 for the commit status"},
-		{name: "429 is pending", forge: forgeGitHub,
+		{name: "429 is pending", forge: forge.GitHub,
 			setup:  func(f *fakeforge.Forge) { f.Fail(runsPath(shaA), 429, time.Minute) },
 			status: abi.StatusPending, note: "could not tell: the forge answered 429 for the check runs"},
-		{name: "a failing run on the second page", forge: forgeGitHub,
+		{name: "a failing run on the second page", forge: forge.GitHub,
 			setup:  func(f *fakeforge.Forge) { f.SetCheckRuns(repo, shaA, many...) },
 			status: abi.StatusSettled, result: "failure", failing: []string{"shard-131"}},
-		{name: "an upper-case sha", forge: forgeGitHub, sha: strings.ToUpper(shaA),
+		{name: "an upper-case sha", forge: forge.GitHub, sha: strings.ToUpper(shaA),
 			setup:  func(f *fakeforge.Forge) { f.SetCheckRuns(repo, shaA, done("build", "success")) },
 			status: abi.StatusSettled, result: "success", failing: []string{}},
 
-		{name: "gitea: no statuses yet", forge: forgeGitea,
+		{name: "gitea: no statuses yet", forge: forge.Gitea,
 			setup:  func(f *fakeforge.Forge) { f.SetStatuses(repo, shaA) },
 			status: abi.StatusPending, note: "no checks yet on octo/app@a1b2c3d"},
-		{name: "gitea: success and a warning pass", forge: forgeGitea,
+		{name: "gitea: success and a warning pass", forge: forge.Gitea,
 			setup:  func(f *fakeforge.Forge) { f.SetStatuses(repo, shaA, st("build", "success"), st("lint", "warning")) },
 			status: abi.StatusSettled, result: "success", failing: []string{}},
-		{name: "gitea: failure and error fail, named", forge: forgeGitea,
+		{name: "gitea: failure and error fail, named", forge: forge.Gitea,
 			setup: func(f *fakeforge.Forge) {
 				f.SetStatuses(repo, shaA, st("build", "success"), st("test", "failure"), st("deploy", "error"))
 			},
 			status: abi.StatusSettled, result: "failure", failing: []string{"deploy", "test"}},
-		{name: "gitea: one pending", forge: forgeGitea,
+		{name: "gitea: one pending", forge: forge.Gitea,
 			setup:  func(f *fakeforge.Forge) { f.SetStatuses(repo, shaA, st("build", "success"), st("test", "pending")) },
 			status: abi.StatusPending, note: "1 of 2 checks still running on octo/app@a1b2c3d: test"},
-		{name: "gitea: another sha's statuses never answer", forge: forgeGitea,
+		{name: "gitea: another sha's statuses never answer", forge: forge.Gitea,
 			setup: func(f *fakeforge.Forge) {
 				f.SetStatuses(repo, shaA)
 				f.SetStatuses(repo, shaB, st("build", "success"))
 			},
 			status: abi.StatusPending, note: "no checks yet"},
-		{name: "gitea: unknown commit is pending", forge: forgeGitea,
+		{name: "gitea: unknown commit is pending", forge: forge.Gitea,
 			setup:  func(*fakeforge.Forge) {},
 			status: abi.StatusPending, note: "could not tell: the forge answered 404 for the commit status"},
-		{name: "gitea: timeout is pending", forge: forgeGitea,
+		{name: "gitea: timeout is pending", forge: forge.Gitea,
 			setup: func(f *fakeforge.Forge) {
 				f.SetStatuses(repo, shaA, st("test", "failure"))
 				f.Hang(fakeforge.GiteaPrefix+statusPath(shaA), time.Hour)
 			},
 			status: abi.StatusPending, note: "could not tell: fetching the commit status: timeout"},
-		{name: "gitea: 503 is pending", forge: forgeGitea,
+		{name: "gitea: 503 is pending", forge: forge.Gitea,
 			setup: func(f *fakeforge.Forge) {
 				f.SetStatuses(repo, shaA, st("test", "failure"))
 				f.Fail(fakeforge.GiteaPrefix+statusPath(shaA), 503, 0)
@@ -201,7 +202,7 @@ func TestObserve(t *testing.T) {
 			ff := fakeforge.New(t)
 			tt.setup(ff)
 			base := ff.URL()
-			if tt.forge == forgeGitea {
+			if tt.forge == forge.Gitea {
 				base = ff.GiteaURL()
 			}
 			sha := tt.sha
@@ -243,7 +244,7 @@ func TestObserve(t *testing.T) {
 func TestOutcomeShape(t *testing.T) {
 	ff := fakeforge.New(t)
 	ff.SetCheckRuns(repo, shaA, done("lint", "failure"), done("build", "success"))
-	got := observeParams(t, Params{Forge: forgeGitHub, APIBase: ff.URL(), Repo: repo, SHA: shaA})
+	got := observeParams(t, Params{Forge: forge.GitHub, APIBase: ff.URL(), Repo: repo, SHA: shaA})
 	want := `{"sha":"` + shaA + `","checks":[{"name":"build","conclusion":"success"},{"name":"lint","conclusion":"failure"}],"failing":["lint"]}`
 	if got.Outcome == nil || string(got.Outcome.Detail) != want ||
 		got.Outcome.Summary != "1 of 2 checks failed on octo/app@a1b2c3d: lint" {
@@ -257,15 +258,15 @@ func TestRequests(t *testing.T) {
 	for _, tt := range []struct {
 		forge, tokenRef, auth string
 	}{
-		{forgeGitHub, "gh", "Bearer " + fakeforge.TestToken},
-		{forgeGitHub, "", ""},
-		{forgeGitea, "gh", "Bearer " + fakeforge.TestToken},
+		{forge.GitHub, "gh", "Bearer " + fakeforge.TestToken},
+		{forge.GitHub, "", ""},
+		{forge.Gitea, "gh", "Bearer " + fakeforge.TestToken},
 	} {
 		ff := fakeforge.New(t)
 		ff.SetCheckRuns(repo, shaA, done("build", "success"))
 		ff.SetStatuses(repo, shaA, st("legacy", "success"))
 		base, prefix := ff.URL(), ""
-		if tt.forge == forgeGitea {
+		if tt.forge == forge.Gitea {
 			base, prefix = ff.GiteaURL(), fakeforge.GiteaPrefix
 		}
 		got := observeParams(t, Params{Forge: tt.forge, APIBase: base + "/", Repo: repo, SHA: shaA, TokenRef: tt.tokenRef})
@@ -273,7 +274,7 @@ func TestRequests(t *testing.T) {
 			t.Fatalf("%s: %+v", tt.forge, got)
 		}
 		paths := []string{prefix + statusPath(shaA)}
-		if tt.forge == forgeGitHub {
+		if tt.forge == forge.GitHub {
 			paths = append(paths, runsPath(shaA))
 		}
 		slices.Sort(paths)
@@ -285,7 +286,7 @@ func TestRequests(t *testing.T) {
 			if len(h) != 1 || h[0].Get("Authorization") != tt.auth {
 				t.Fatalf("%s %s: %d requests, authorization %q", tt.forge, p, len(h), h[0].Get("Authorization"))
 			}
-			if tt.forge == forgeGitHub && (h[0].Get("Accept") != "application/vnd.github+json" || h[0].Get("X-GitHub-Api-Version") != "2022-11-28") {
+			if tt.forge == forge.GitHub && (h[0].Get("Accept") != "application/vnd.github+json" || h[0].Get("X-GitHub-Api-Version") != "2022-11-28") {
 				t.Fatalf("github headers %v", h[0])
 			}
 		}
@@ -294,7 +295,7 @@ func TestRequests(t *testing.T) {
 
 func TestAdmit(t *testing.T) {
 	gh := grants("api.github.com", "*.example.org")
-	ok := Params{Forge: forgeGitHub, APIBase: "https://api.github.com", Repo: repo, SHA: shaA}
+	ok := Params{Forge: forge.GitHub, APIBase: "https://api.github.com", Repo: repo, SHA: shaA}
 	with := func(f func(*Params)) Params { p := ok; f(&p); return p }
 	tests := []struct {
 		name    string
@@ -306,7 +307,7 @@ func TestAdmit(t *testing.T) {
 		{name: "ok", params: ok, grants: gh},
 		{name: "ok, api_base defaults to GitHub's", params: with(func(p *Params) { p.APIBase = "" }), grants: gh},
 		{name: "ok, gitea under a wildcard grant", params: with(func(p *Params) {
-			p.Forge, p.APIBase = forgeGitea, "https://git.example.org/api/v1"
+			p.Forge, p.APIBase = forge.Gitea, "https://git.example.org/api/v1"
 		}), grants: gh},
 		{name: "ok, a granted secret", params: with(func(p *Params) { p.TokenRef = "gh" }), grants: gh},
 		{name: "ok, an upper-case sha", params: with(func(p *Params) { p.SHA = strings.ToUpper(shaA) }), grants: gh},
@@ -316,7 +317,7 @@ func TestAdmit(t *testing.T) {
 		{name: "too long", params: with(func(p *Params) { p.SHA = shaA + "0" }), grants: gh, field: "sha"},
 		{name: "no sha", params: with(func(p *Params) { p.SHA = "" }), grants: gh, field: "sha"},
 		{name: "gitlab", params: with(func(p *Params) { p.Forge = "gitlab" }), grants: gh, field: "forge"},
-		{name: "gitea needs api_base", params: with(func(p *Params) { p.Forge, p.APIBase = forgeGitea, "" }), grants: gh, field: "api_base"},
+		{name: "gitea needs api_base", params: with(func(p *Params) { p.Forge, p.APIBase = forge.Gitea, "" }), grants: gh, field: "api_base"},
 		{name: "api_base not a URL", params: with(func(p *Params) { p.APIBase = "api.github.com" }), grants: gh, field: "api_base"},
 		{name: "api_base with a query", params: with(func(p *Params) { p.APIBase = "https://api.github.com/?x=1" }), grants: gh, field: "api_base"},
 		{name: "api_base with credentials", params: with(func(p *Params) { p.APIBase = "https://u:p@api.github.com" }), grants: gh, field: "api_base"},
@@ -324,7 +325,7 @@ func TestAdmit(t *testing.T) {
 		{name: "repo climbing", params: with(func(p *Params) { p.Repo = "../x" }), grants: gh, field: "repo"},
 		{name: "a bad token_ref", params: with(func(p *Params) { p.TokenRef = "GH Token" }), grants: gh, field: "token_ref"},
 		{name: "host not granted", params: with(func(p *Params) {
-			p.Forge, p.APIBase = forgeGitea, "https://gitea.example.com/api/v1"
+			p.Forge, p.APIBase = forge.Gitea, "https://gitea.example.com/api/v1"
 		}), grants: gh, setting: "kinds.ci.fetch_hosts"},
 		{name: "nothing granted", params: ok, grants: sdk.Grants{Capabilities: []string{"fetch"}}, setting: "kinds.ci.fetch_hosts"},
 		{name: "secret not granted", params: with(func(p *Params) { p.TokenRef = "gitea" }), grants: gh, setting: "kinds.ci.secrets"},

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/plugins/internal/forge"
 	"github.com/vigilhq/vigil/sdk"
 )
 
@@ -31,8 +32,8 @@ type Params struct {
 	TokenRef string `json:"token_ref,omitempty"`
 }
 
-func (p Params) forge() forgeRef {
-	return forgeRef{Forge: p.Forge, APIBase: p.APIBase, Repo: p.Repo, TokenRef: p.TokenRef}
+func (p Params) forge() forge.Ref {
+	return forge.Ref{Forge: p.Forge, APIBase: p.APIBase, Repo: p.Repo, TokenRef: p.TokenRef}
 }
 
 const schema = `{
@@ -62,7 +63,7 @@ var Plugin = sdk.Plugin[Params]{
 	DefaultEvery: time.Minute,
 	Schema:       schema,
 	Capabilities: []string{abi.CapabilityFetch},
-	Example:      Params{Forge: forgeGitHub, APIBase: gitHubAPI, Repo: "vigilhq/vigil", Number: 42},
+	Example:      Params{Forge: forge.GitHub, APIBase: forge.GitHubAPI, Repo: "vigilhq/vigil", Number: 42},
 	Admit:        admit,
 	Observe:      observe,
 }
@@ -72,7 +73,7 @@ func admit(p Params, g sdk.Grants) error {
 	if p.Number < 1 || p.Number > 1<<31-1 {
 		return sdk.InvalidParams("number", "%d: want an issue number from 1", p.Number)
 	}
-	return p.forge().admit(Kind, g)
+	return p.forge().Admit(Kind, g)
 }
 
 // Snapshot is what a person changes about a ticket, and nothing else: it
@@ -102,8 +103,8 @@ func observe(p Params, in sdk.Input) (sdk.Result, error) {
 		Body     *string `json:"body"`
 		Comments int     `json:"comments"`
 	}
-	u := f.base() + "/repos/" + p.Repo + "/issues/" + strconv.Itoa(p.Number)
-	if note := f.get(in, u, "issue", &issue); note != "" {
+	u := f.Base() + "/repos/" + p.Repo + "/issues/" + strconv.Itoa(p.Number)
+	if note := f.Get(in, u, "issue", &issue); note != "" {
 		return sdk.Pending(note), nil
 	}
 	var title, state, body string

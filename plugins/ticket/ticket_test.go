@@ -14,6 +14,7 @@ import (
 
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/internal/fakeforge"
+	"github.com/vigilhq/vigil/plugins/internal/forge"
 	"github.com/vigilhq/vigil/sdk"
 )
 
@@ -57,7 +58,7 @@ func firstLook(t *testing.T, p Params) json.RawMessage {
 func TestFirstLookIsSilent(t *testing.T) {
 	ff := fakeforge.New(t)
 	ff.SetIssue(repo, 7, issue)
-	base := firstLook(t, Params{Forge: forgeGitHub, APIBase: ff.URL(), Repo: repo, Number: 7})
+	base := firstLook(t, Params{Forge: forge.GitHub, APIBase: ff.URL(), Repo: repo, Number: 7})
 	var s Snapshot
 	if err := json.Unmarshal(base, &s); err != nil {
 		t.Fatal(err)
@@ -77,23 +78,23 @@ func TestChanges(t *testing.T) {
 		changed []string // nil: no change
 		summary string
 	}{
-		{"identical is no change", forgeGitHub, func(*fakeforge.Issue) {}, nil, ""},
-		{"title", forgeGitHub, func(is *fakeforge.Issue) { is.Title = "Crash on start (macOS)" }, []string{"title"},
+		{"identical is no change", forge.GitHub, func(*fakeforge.Issue) {}, nil, ""},
+		{"title", forge.GitHub, func(is *fakeforge.Issue) { is.Title = "Crash on start (macOS)" }, []string{"title"},
 			`octo/app#7: title changed to "Crash on start (macOS)"`},
-		{"state", forgeGitHub, func(is *fakeforge.Issue) { is.State = "closed" }, []string{"state"},
+		{"state", forge.GitHub, func(is *fakeforge.Issue) { is.State = "closed" }, []string{"state"},
 			"octo/app#7: state open → closed"},
-		{"body", forgeGitHub, func(is *fakeforge.Issue) { is.Body = "steps: run it twice" }, []string{"body"},
+		{"body", forge.GitHub, func(is *fakeforge.Issue) { is.Body = "steps: run it twice" }, []string{"body"},
 			"octo/app#7: body edited"},
-		{"body removed", forgeGitHub, func(is *fakeforge.Issue) { is.Body = "" }, []string{"body"},
+		{"body removed", forge.GitHub, func(is *fakeforge.Issue) { is.Body = "" }, []string{"body"},
 			"octo/app#7: body edited"},
-		{"comments", forgeGitHub, func(is *fakeforge.Issue) { is.Comments = 3 }, []string{"comments"},
+		{"comments", forge.GitHub, func(is *fakeforge.Issue) { is.Comments = 3 }, []string{"comments"},
 			"octo/app#7: comments 2 → 3"},
-		{"draft", forgeGitHub, func(is *fakeforge.Issue) { is.Draft = true }, []string{"draft"},
+		{"draft", forge.GitHub, func(is *fakeforge.Issue) { is.Draft = true }, []string{"draft"},
 			"octo/app#7: marked draft"},
-		{"several at once", forgeGitHub, func(is *fakeforge.Issue) { is.Title, is.State = "Fixed", "closed" }, []string{"title", "state"},
+		{"several at once", forge.GitHub, func(is *fakeforge.Issue) { is.Title, is.State = "Fixed", "closed" }, []string{"title", "state"},
 			`octo/app#7: title changed to "Fixed", state open → closed`},
-		{"gitea: identical", forgeGitea, func(*fakeforge.Issue) {}, nil, ""},
-		{"gitea: state and comments", forgeGitea, func(is *fakeforge.Issue) { is.State, is.Comments = "closed", 5 },
+		{"gitea: identical", forge.Gitea, func(*fakeforge.Issue) {}, nil, ""},
+		{"gitea: state and comments", forge.Gitea, func(is *fakeforge.Issue) { is.State, is.Comments = "closed", 5 },
 			[]string{"state", "comments"}, "octo/app#7: state open → closed, comments 2 → 5"},
 	}
 	for _, tt := range tests {
@@ -101,7 +102,7 @@ func TestChanges(t *testing.T) {
 			ff := fakeforge.New(t)
 			ff.SetIssue(repo, 7, issue)
 			base := ff.URL()
-			if tt.forge == forgeGitea {
+			if tt.forge == forge.Gitea {
 				base = ff.GiteaURL()
 			}
 			p := Params{Forge: tt.forge, APIBase: base, Repo: repo, Number: 7}
@@ -162,7 +163,7 @@ func TestCouldNotTell(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ff := fakeforge.New(t)
 			ff.SetIssue(repo, 7, issue)
-			p := Params{Forge: forgeGitHub, APIBase: ff.URL(), Repo: repo, Number: 7}
+			p := Params{Forge: forge.GitHub, APIBase: ff.URL(), Repo: repo, Number: 7}
 			base := firstLook(t, p)
 			tt.setup(ff)
 			for _, b := range []json.RawMessage{nil, base} {
@@ -182,7 +183,7 @@ func TestCouldNotTell(t *testing.T) {
 func TestNotATicket(t *testing.T) {
 	path := "/repos/" + repo + "/issues/7"
 	ff := fakeforge.New(t)
-	p := Params{Forge: forgeGitHub, APIBase: ff.URL(), Repo: repo, Number: 7}
+	p := Params{Forge: forge.GitHub, APIBase: ff.URL(), Repo: repo, Number: 7}
 
 	ff.SetIssue(repo, 7, issue)
 	real := firstLook(t, p)
@@ -207,7 +208,7 @@ func TestNotATicket(t *testing.T) {
 func TestRequest(t *testing.T) {
 	ff := fakeforge.New(t)
 	ff.SetIssue(repo, 7, issue)
-	firstLook(t, Params{Forge: forgeGitHub, APIBase: ff.URL(), Repo: repo, Number: 7, TokenRef: "gh"})
+	firstLook(t, Params{Forge: forge.GitHub, APIBase: ff.URL(), Repo: repo, Number: 7, TokenRef: "gh"})
 	path := "/repos/" + repo + "/issues/7"
 	h := ff.Headers(path)
 	if !reflect.DeepEqual(ff.Paths(), []string{path}) || len(h) != 1 ||
@@ -218,7 +219,7 @@ func TestRequest(t *testing.T) {
 
 func TestAdmit(t *testing.T) {
 	gh := grants("api.github.com")
-	ok := Params{Forge: forgeGitHub, Repo: repo, Number: 7}
+	ok := Params{Forge: forge.GitHub, Repo: repo, Number: 7}
 	with := func(f func(*Params)) Params { p := ok; f(&p); return p }
 	tests := []struct {
 		name    string
@@ -231,10 +232,10 @@ func TestAdmit(t *testing.T) {
 		{name: "ok, a granted secret", params: with(func(p *Params) { p.TokenRef = "gh" }), grants: gh},
 		{name: "number 0", params: with(func(p *Params) { p.Number = 0 }), grants: gh, field: "number"},
 		{name: "bad forge", params: with(func(p *Params) { p.Forge = "jira" }), grants: gh, field: "forge"},
-		{name: "gitea needs api_base", params: with(func(p *Params) { p.Forge = forgeGitea }), grants: gh, field: "api_base"},
+		{name: "gitea needs api_base", params: with(func(p *Params) { p.Forge = forge.Gitea }), grants: gh, field: "api_base"},
 		{name: "bad repo", params: with(func(p *Params) { p.Repo = "a/b/c" }), grants: gh, field: "repo"},
 		{name: "host not granted", params: with(func(p *Params) {
-			p.Forge, p.APIBase = forgeGitea, "https://gitea.example.com/api/v1"
+			p.Forge, p.APIBase = forge.Gitea, "https://gitea.example.com/api/v1"
 		}), grants: gh, setting: "kinds.ticket.fetch_hosts"},
 		{name: "secret not granted", params: with(func(p *Params) { p.TokenRef = "gitea" }), grants: gh, setting: "kinds.ticket.secrets"},
 	}

@@ -1,9 +1,4 @@
-package main
-
-// What the ci and ticket plugins share about a forge: where its API is,
-// which repository, which secret, and how one GET of it is judged. The
-// ticket plugin holds the same code: each plugin is its own main package,
-// built into its own .wasm.
+package forge
 
 import (
 	"encoding/json"
@@ -18,42 +13,43 @@ import (
 	"github.com/vigilhq/vigil/sdk"
 )
 
+// The forges the bundled plugins speak to.
 const (
-	forgeGitHub = "github"
-	forgeGitea  = "gitea"
+	GitHub = "github"
+	Gitea  = "gitea"
 )
 
-// gitHubAPI is api_base when a github watch names none.
-const gitHubAPI = "https://api.github.com"
+// GitHubAPI is api_base when a github watch names none.
+const GitHubAPI = "https://api.github.com"
 
 var repoRe = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
 
-// forgeRef is the part of the params that says where the subject lives.
-type forgeRef struct {
+// Ref is the part of the params that says where the subject lives.
+type Ref struct {
 	Forge    string
 	APIBase  string
 	Repo     string
 	TokenRef string
 }
 
-// base is the API base without a trailing slash.
-func (f forgeRef) base() string {
-	if f.APIBase == "" && f.Forge == forgeGitHub {
-		return gitHubAPI
+// Base is the API base without a trailing slash.
+func (f Ref) Base() string {
+	if f.APIBase == "" && f.Forge == GitHub {
+		return GitHubAPI
 	}
 	return strings.TrimRight(f.APIBase, "/")
 }
 
-// admit checks the forge's configuration: the names, the API base's host
+// Admit checks the forge's configuration: the names, the API base's host
 // against the grants, and the token's secret against the grants.
-func (f forgeRef) admit(kind string, g sdk.Grants) error {
-	if f.Forge != forgeGitHub && f.Forge != forgeGitea {
+func (f Ref) Admit(kind string, g sdk.Grants) error {
+	if f.Forge != GitHub && f.Forge != Gitea {
 		return sdk.InvalidParams("forge", "%q: want github or gitea", f.Forge)
 	}
-	if f.APIBase == "" && f.Forge == forgeGitea {
+	if f.APIBase == "" && f.Forge == Gitea {
 		return sdk.InvalidParams("api_base", "required for gitea: the API root, as https://gitea.example.com/api/v1")
 	}
-	u, err := url.Parse(f.base())
+	u, err := url.Parse(f.Base())
 	if err != nil || !u.IsAbs() || u.Hostname() == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return sdk.InvalidParams("api_base", "want an absolute http or https URL")
 	}
@@ -77,21 +73,21 @@ func (f forgeRef) admit(kind string, g sdk.Grants) error {
 	return nil
 }
 
-// fetchTimeout bounds one GET. The ci kind makes two or more per
+// FetchTimeout bounds one GET. The ci kind makes two or more per
 // observation, all under the host's 5 s observe timeout; the ticket kind
 // keeps the same bound for one.
-const fetchTimeout = 2 // seconds
+const FetchTimeout = 2 // seconds
 
-// get fetches one API document into v. A non-empty note is the pending
+// Get fetches one API document into v. A non-empty note is the pending
 // answer: the fetch failed, the forge did not answer 200 (a 404 is a
 // repository the token cannot see as much as one that is not there), or
 // the answer did not decode. what names the document in the note.
-func (f forgeRef) get(in sdk.Input, u, what string, v any) (note string) {
+func (f Ref) Get(in sdk.Input, u, what string, v any) (note string) {
 	headers := map[string]string{"accept": "application/json"}
-	if f.Forge == forgeGitHub {
+	if f.Forge == GitHub {
 		headers = map[string]string{"accept": "application/vnd.github+json", "x-github-api-version": "2022-11-28"}
 	}
-	resp, err := in.Fetch(sdk.FetchRequest{Method: "GET", URL: u, Headers: headers, TimeoutSeconds: fetchTimeout, Secret: f.TokenRef})
+	resp, err := in.Fetch(sdk.FetchRequest{Method: "GET", URL: u, Headers: headers, TimeoutSeconds: FetchTimeout, Secret: f.TokenRef})
 	if err != nil {
 		var fe *sdk.FetchError
 		if errors.As(err, &fe) {
