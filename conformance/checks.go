@@ -1,0 +1,147 @@
+package conformance
+
+// SuiteVersion is the version of the check list. It moves when a check is
+// added, removed or made stricter, so a plugin's "passes suite 1" keeps a
+// meaning; docs/conformance.md is its spec page.
+const SuiteVersion = 1
+
+// Level says whether a check gates: a plugin conforms when no required
+// check fails. An advisory failure is reported and does not gate.
+type Level string
+
+// Levels.
+const (
+	Required Level = "required"
+	Advisory Level = "advisory"
+)
+
+// Spec is one check of the suite: its stable id, level, why it exists and
+// how to fix a failure. The same words are in docs/conformance.md.
+type Spec struct {
+	ID    string `json:"id"`
+	Level Level  `json:"level"`
+	Why   string `json:"why"`
+	Fix   string `json:"fix"`
+}
+
+// Check ids.
+const (
+	DescribeExports       = "describe.exports"
+	DescribeABI           = "describe.abi"
+	DescribeKindGrammar   = "describe.kind-grammar"
+	DescribeSemver        = "describe.semver"
+	DescribeSchema        = "describe.schema"
+	DescribeCapabilities  = "describe.capabilities"
+	DescribeDefaultEvery  = "describe.default-every"
+	DescribeDeterministic = "describe.deterministic"
+	AdmitExample          = "admit.example"
+	AdmitRefusesInvalid   = "admit.refuses-invalid"
+	AdmitNoFetch          = "admit.no-fetch"
+	AdmitDeterministic    = "admit.deterministic"
+	ObserveValidResult    = "observe.valid-result"
+	ObserveWrongKind      = "observe.wrong-kind-is-error"
+	ObserveFetchFailure   = "observe.fetch-failure-is-pending"
+	ObserveDeterministic  = "observe.deterministic"
+	ObserveNoWallClock    = "observe.no-wall-clock"
+	ObserveBudget         = "observe.budget"
+	StandingFirstSilent   = "standing.first-baseline-silent"
+	StandingUnchanged     = "standing.unchanged"
+	StandingChanged       = "standing.changed"
+	RobustnessGenerated   = "robustness.generated-params"
+	// CasesPrefix starts the id of each case file's check: cases.<file>,
+	// the file's name without .json.
+	CasesPrefix = "cases."
+)
+
+// casesSpec is the template of every cases.<file> check.
+var casesSpec = Spec{ID: CasesPrefix + "<file>", Level: Required,
+	Why: "the author's recorded cases are how a plugin is tested against real payloads offline",
+	Fix: "the case names the request, response and answer it expected; fix the plugin, or the case if the payload was recorded wrong"}
+
+// specs is the suite, in the order it reports.
+var specs = []Spec{
+	{DescribeExports, Required,
+		"the host calls describe, admit and observe; a module missing one cannot serve a watch",
+		"export all three functions (the Go SDK does; another PDK must name them exactly)"},
+	{DescribeABI, Required,
+		"describe must answer JSON naming ABI vigil.predicate/v1, or the host cannot tell what contract the plugin speaks",
+		`answer describe with JSON whose "abi" is "vigil.predicate/v1"`},
+	{DescribeKindGrammar, Required,
+		"the kind names the predicate in every watch and registry entry: 1-64 bytes of a-z 0-9 . _ -",
+		"rename the kind to lower-case letters, digits, '.', '_' and '-'"},
+	{DescribeSemver, Required,
+		"the version tells an operator which build serves a kind, and orders upgrades",
+		`give a semantic version without a leading "v": "1.0.0"`},
+	{DescribeSchema, Required,
+		"the host validates every watch's params against the schema before admit, and names the failing field",
+		"give params_schema as a JSON Schema that compiles (draft 2020-12 unless $schema says otherwise) with no $ref outside itself"},
+	{DescribeCapabilities, Required,
+		"the operator grants capabilities by name; an unknown one can never be granted",
+		`list only capabilities this ABI defines ("fetch", "exec"), each once`},
+	{DescribeDefaultEvery, Required,
+		"the host re-checks a watch at its interval; one under 1s hammers the subject, one over 24h never wakes",
+		`give default_every as a Go duration between "1s" and "24h", or "" for the host's default`},
+	{DescribeDeterministic, Required,
+		"the host runs describe on every instance it starts and reload compares it; two answers make the kind ambiguous",
+		"build describe from constants only: no clock, counter or random value"},
+	{AdmitExample, Required,
+		"the example is the author's known-good params; the suite and readers of the plugin start from it",
+		"set describe's example (sdk.Plugin.Example) to params your admit accepts with the operator's grants"},
+	{AdmitRefusesInvalid, Required,
+		"a watch with bad params must be refused at registration (422 naming the field), not fail at every check",
+		`say it in the schema (required, types, enum, "additionalProperties": false), or refuse in admit with invalid_params naming the field`},
+	{AdmitNoFetch, Required,
+		"admit is configuration only: a forge that is down at registration may be up at the next check",
+		"check params and grants in admit; fetch only in observe"},
+	{AdmitDeterministic, Required,
+		"registration must not depend on when or how often it is tried",
+		"decide admit from the params and grants alone: no clock, counter or random value"},
+	{ObserveValidResult, Required,
+		"the host holds observe's answer to the contract; an answer off it is a fault, and the watch learns nothing",
+		"answer pending, settled (with outcome.result) or, for a standing kind, changed (with a baseline); no other fields"},
+	{ObserveWrongKind, Required,
+		"a call for another kind is a routing bug; answering pending would hide it for the life of the watch",
+		"raise an error (Extism error_set, non-zero return) when the input's kind is not yours; the Go SDK does"},
+	{ObserveFetchFailure, Required,
+		`"I could not tell" (a timeout, a 503, a rate limit) is pending; settling it reads a network blip as a red build`,
+		"answer pending with a note on every fetch failure, 429 and 5xx; settle only on what the subject itself says"},
+	{ObserveDeterministic, Required,
+		"the host may ask any warm instance, any number of times; the same input and the same fetch answers must give the same answer",
+		"keep no state between calls in package variables; derive the answer from the input and the fetched responses"},
+	{ObserveNoWallClock, Required,
+		"time comes from the input's now, the host's clock; a plugin that reads the guest's clock is wrong under a fake one",
+		"use the input's now (sdk.Input.Now), never time.Now"},
+	{ObserveBudget, Required,
+		"every call is bounded: 5s, 64 MiB and 256 KiB of output; a call past one is killed and the watch learns nothing",
+		"make one bounded observation per call: no loops waiting for the subject, no unbounded buffers, small outputs"},
+	{StandingFirstSilent, Required,
+		`a standing kind's first check records the baseline silently: "it exists" is not news`,
+		"answer the first check (no baseline in the input) with pending and a baseline (sdk.Baseline)"},
+	{StandingUnchanged, Required,
+		"a standing watch lives as long as its recipient; mailing on no change would mail every interval",
+		"compare the snapshot with the input's baseline and answer pending when nothing changed"},
+	{StandingChanged, Advisory,
+		"a change is what a standing kind exists to mail; advisory because the suite's generic body may not be a payload the plugin reads (cases files prove it for real)",
+		"answer changed with the new baseline when the subject differs from the input's baseline"},
+	{RobustnessGenerated, Required,
+		"params come from agents and people; a crash or a hang on odd params costs a fresh instance and tells nobody anything",
+		"refuse what you cannot serve in the schema or admit; never panic past the SDK, loop or grow without bound on input"},
+}
+
+// Specs returns the suite's checks in report order, with the template of
+// the cases.<file> check last.
+func Specs() []Spec {
+	out := append([]Spec(nil), specs...)
+	return append(out, casesSpec)
+}
+
+func specOf(id string) Spec {
+	for _, s := range specs {
+		if s.ID == id {
+			return s
+		}
+	}
+	s := casesSpec
+	s.ID = id
+	return s
+}

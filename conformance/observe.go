@@ -1,0 +1,339 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/plugin"
+)
+
+// budgetFault reports whether a fault is one of the call's bounds biting:
+// time, memory or output size. Those belong to observe.budget alone.
+func budgetFault(ce *plugin.CallError) bool {
+	if ce == nil {
+		return false
+	}
+	switch ce.Reason {
+	case plugin.FaultTimeout, plugin.FaultMemory, plugin.FaultTooLarge, plugin.FaultInstance:
+		return true
+	case plugin.FaultTrap:
+		return outOfMemory(ce.Err.Error())
+	}
+	return false
+}
+
+// outOfMemory reads a trap as the memory cap biting: the runtime's note of
+// it, or a Go guest's throw from inside an allocation, which is how Go
+// reports a heap that cannot grow (its "fatal error: out of memory" line
+// leads a goroutine dump, so the runtime's stderr tail may have lost it).
+func outOfMemory(trap string) bool {
+	return strings.Contains(trap, "out of memory") ||
+		strings.Contains(trap, "runtime.throw") && strings.Contains(trap, "runtime.mallocgc")
+}
+
+// answered reports whether the call came back with an answer of the
+// plugin's own: no error, no fault.
+func (c *obsCall) answered() bool { return c.err == nil && c.obs.Fault == nil }
+
+// describe says in a few words what the call came back with.
+func (c *obsCall) describe() string {
+	switch {
+	case c.err != nil:
+		return "an error: " + c.err.Error()
+	case c.obs.Fault != nil:
+		return "a fault: " + c.obs.Fault.Reason + ": " + firstLine(c.obs.Fault.Err.Error())
+	}
+	return string(obsKey(c.obs))
+}
+
+// obsKey is an observation's answer as JSON, to compare two.
+func obsKey(o plugin.Observation) []byte {
+	resp := abi.ObserveResponse{Status: o.Status, Note: o.Note, Outcome: o.Outcome, Baseline: o.Baseline}
+	if !o.NextCheck.IsZero() {
+		t := o.NextCheck
+		resp.NextCheck = &t
+	}
+	b, _ := json.Marshal(resp)
+	return b
+}
+
+func (s *suite) observeChecks(ctx context.Context) {
+	if s.example == nil {
+		return // skipped by admitChecks
+	}
+	if !s.anySelected(needsExample...) {
+		return
+	}
+	t := time.Now()
+	s.first = s.observeExample(ctx, s.rt, "the first time", nil, answerOK)
+	took := time.Since(t)
+	first := s.first
+	switch {
+	case first.obs.Fault != nil && budgetFault(first.obs.Fault):
+		s.skipAll("the example's observation ran past a bound (observe.budget)", ObserveValidResult)
+	case !first.answered():
+		s.record(ObserveValidResult, Fail, took, "observing the example came back with %s", first.describe())
+	default:
+		msg := "answered " + first.obs.Status
+		if o := first.obs.Outcome; o != nil {
+			msg += " (" + o.Result + ")"
+		}
+		if first.obs.Note != "" {
+			msg += ": " + first.obs.Note
+		}
+		if n := len(first.reqs); n > 0 {
+			msg += fmt.Sprintf("; %d fetch(es)", n)
+		}
+		s.record(ObserveValidResult, Pass, took, "%s", msg)
+	}
+	if first.answered() {
+		s.timed(ObserveDeterministic, func() (Status, string) { return s.deterministic(ctx) })
+		if s.selected(ObserveNoWallClock) {
+			s.timed(ObserveNoWallClock, func() (Status, string) { return s.noWallClock(ctx) })
+		}
+		s.timed(ObserveFetchFailure, func() (Status, string) { return s.fetchFailure(ctx) })
+		s.standing(ctx)
+	} else {
+		why := "needs an answer to the example (observe.valid-result)"
+		if budgetFault(first.obs.Fault) {
+			why = "the example's observation ran past a bound (observe.budget)"
+		}
+		s.skipAll(why, ObserveDeterministic, ObserveNoWallClock, ObserveFetchFailure, RobustnessGenerated)
+		s.skipAll(why, standingIDs...)
+	}
+	s.timed(ObserveBudget, s.budget)
+}
+
+// deterministic observes the example four more times, two after another
+// and two side by side (so on two warm instances), and compares.
+func (s *suite) deterministic(ctx context.Context) (Status, string) {
+	calls := []*obsCall{
+		s.observeExample(ctx, s.rt, "a second time", nil, answerOK),
+		s.observeExample(ctx, s.rt, "a third time", nil, answerOK),
+	}
+	side := make([]*obsCall, 2)
+	var wg sync.WaitGroup
+	for i := range side {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			side[i] = s.observe(ctx, s.rt, "on a second instance, side by side", s.exampleReq(nil), answerOK)
+		}()
+	}
+	wg.Wait()
+	s.exampleCalls = append(s.exampleCalls, side...)
+	calls = append(calls, side...)
+	want := obsKey(s.first.obs)
+	for _, c := range calls {
+		if c.obs.Fault != nil && budgetFault(c.obs.Fault) {
+			continue // observe.budget's to report
+		}
+		if !c.answered() || !bytes.Equal(obsKey(c.obs), want) {
+			s.nondet = true
+			return Fail, fmt.Sprintf("the same input and fetch answers, observed %s, came back with %s; the first time with %s",
+				c.label, clip([]byte(c.describe())), clip(want))
+		}
+	}
+	return Pass, "the same answer five times, two of them on other instances"
+}
+
+// noWallClock observes the example on a runtime whose guest clock is a
+// year on from wazero's fake one, and compares.
+func (s *suite) noWallClock(ctx context.Context) (Status, string) {
+	if s.nondet {
+		return Skip, "observe is not deterministic (observe.deterministic), so a clock's effect cannot be told apart"
+	}
+	if !s.selected(ObserveDeterministic) {
+		// Two runs under the default clock first, as the check promises.
+		if c := s.observeExample(ctx, s.rt, "a second time", nil, answerOK); !c.answered() || !bytes.Equal(obsKey(c.obs), obsKey(s.first.obs)) {
+			return Skip, "observe is not deterministic under the default clock (observe.deterministic)"
+		}
+	}
+	rt, err := s.newRuntime(ctx, skewedClock())
+	if err != nil {
+		return Fail, err.Error()
+	}
+	defer func() { _ = rt.Close(context.WithoutCancel(ctx)) }()
+	c := s.observeExample(ctx, rt, "with the guest's clock a year on", nil, answerOK)
+	if c.obs.Fault != nil && budgetFault(c.obs.Fault) {
+		return Skip, "the observation with the clock moved ran past a bound (observe.budget)"
+	}
+	if want := obsKey(s.first.obs); !c.answered() || !bytes.Equal(obsKey(c.obs), want) {
+		return Fail, fmt.Sprintf("with the guest's wall clock a year on, the same input answered %s; under the default clock %s",
+			clip([]byte(c.describe())), clip(want))
+	}
+	return Pass, "the same answer with the guest's wall clock a year on"
+}
+
+// fetchFailure observes the example with every fetch failing each way;
+// each answer must be pending. A standing kind is asked with and without
+// its baseline.
+func (s *suite) fetchFailure(ctx context.Context) (Status, string) {
+	if !slices.Contains(s.info.Capabilities, abi.CapabilityFetch) {
+		return Skip, "the kind declares no fetch capability"
+	}
+	if len(s.first.reqs) == 0 {
+		return Skip, "observing the example made no fetch, so there is nothing to fail"
+	}
+	bases := []json.RawMessage{nil}
+	if s.info.Standing && len(s.first.obs.Baseline) > 0 {
+		bases = append(bases, s.first.obs.Baseline)
+	}
+	var bad, budget []string
+	n := 0
+	for _, sc := range failureScenarios {
+		for _, b := range bases {
+			label := sc.name
+			if b != nil {
+				label += " (with a baseline)"
+			}
+			c := s.observeExample(ctx, s.rt, "with every fetch answered "+label, b, sc.answer)
+			n++
+			switch {
+			case c.obs.Fault != nil && budgetFault(c.obs.Fault):
+				budget = append(budget, label)
+			case !c.answered():
+				bad = append(bad, label+": "+c.describe())
+			case c.obs.Status != abi.StatusPending:
+				bad = append(bad, fmt.Sprintf("%s: answered %s", label, clip(obsKey(c.obs))))
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return Fail, "a fetch that could not tell was not pending: " + strings.Join(bad, "; ")
+	}
+	msg := fmt.Sprintf("pending on each of %d failures (%s)", n, scenarioNames())
+	if len(budget) > 0 {
+		msg += "; past a bound on " + strings.Join(budget, ", ") + " (observe.budget)"
+	}
+	return Pass, msg
+}
+
+func scenarioNames() string {
+	var names []string
+	for _, sc := range failureScenarios {
+		names = append(names, sc.name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// standing runs the standing checks on the first observation and two more
+// with its baseline fed back: the same fetch answers, then a changed body.
+func (s *suite) standing(ctx context.Context) {
+	if !s.info.Standing {
+		s.skipAll("the kind is not standing", standingIDs...)
+		return
+	}
+	first := s.first
+	base := first.obs.Baseline
+	s.timed(StandingFirstSilent, func() (Status, string) {
+		switch {
+		case first.obs.Status == abi.StatusChanged:
+			return Fail, fmt.Sprintf("the first check mailed a change: %s", clip(obsKey(first.obs)))
+		case first.obs.Status != abi.StatusPending || first.obs.Outcome != nil:
+			return Fail, fmt.Sprintf("the first check answered %s, want pending with a baseline", clip(obsKey(first.obs)))
+		case len(base) == 0 || string(base) == "null":
+			return Fail, "the first check answered pending with no baseline, so the next check has nothing to compare with" +
+				" (with every fetch answered 200 " + genericBody + ")"
+		}
+		return Pass, "pending, baseline " + clip(base)
+	})
+	if len(base) == 0 || string(base) == "null" {
+		s.skipAll("the first check gave no baseline to feed back (standing.first-baseline-silent)", StandingUnchanged, StandingChanged)
+		return
+	}
+	s.timed(StandingUnchanged, func() (Status, string) {
+		c := s.observeExample(ctx, s.rt, "with its own baseline", base, answerOK)
+		switch {
+		case c.obs.Fault != nil && budgetFault(c.obs.Fault):
+			return Skip, "the observation ran past a bound (observe.budget)"
+		case !c.answered():
+			return Fail, "fed its own baseline back, it came back with " + c.describe()
+		case c.obs.Status != abi.StatusPending || c.obs.Outcome != nil:
+			return Fail, fmt.Sprintf("fed its own baseline and the same fetch answers, it answered %s", clip(obsKey(c.obs)))
+		case len(c.obs.Baseline) > 0 && !jsonEqual(c.obs.Baseline, base):
+			return Fail, fmt.Sprintf("nothing changed, yet it recorded a new baseline %s over %s", clip(c.obs.Baseline), clip(base))
+		}
+		return Pass, "pending, no change"
+	})
+	s.timed(StandingChanged, func() (Status, string) {
+		c := s.observeExample(ctx, s.rt, "with a changed body", base, answerChanged)
+		switch {
+		case c.obs.Fault != nil && budgetFault(c.obs.Fault):
+			return Skip, "the observation ran past a bound (observe.budget)"
+		case !c.answered():
+			return Fail, "with a changed body, it came back with " + c.describe()
+		case c.obs.Status != abi.StatusChanged:
+			return Fail, fmt.Sprintf("every fetch answered a different body (%s), and it answered %s; if the plugin reads fields this body lacks, prove a change with a cases file",
+				changedBody, clip(obsKey(c.obs)))
+		case jsonEqual(c.obs.Baseline, base):
+			return Fail, "it answered changed with the old baseline"
+		}
+		return Pass, fmt.Sprintf("changed (%s), new baseline %s", c.obs.Outcome.Result, clip(c.obs.Baseline))
+	})
+}
+
+// budget looks at every observation of the example the suite made.
+func (s *suite) budget() (Status, string) {
+	var slowest time.Duration
+	for _, c := range s.exampleCalls {
+		if f := c.obs.Fault; budgetFault(f) {
+			reason := f.Reason
+			if reason == plugin.FaultTrap {
+				reason = "out of memory (the guest trapped inside an allocation)"
+			}
+			return Fail, fmt.Sprintf("observing the example %s: %s: %s", c.label, reason, firstLine(f.Err.Error()))
+		}
+		slowest = max(slowest, c.took)
+	}
+	if len(s.exampleCalls) == 0 {
+		return Skip, "the example was not observed"
+	}
+	return Pass, fmt.Sprintf("%d observations inside the bounds, the slowest %s", len(s.exampleCalls), slowest.Round(time.Microsecond))
+}
+
+// wrongKind calls observe directly with another kind in the input: the
+// plugin must raise an error.
+func (s *suite) wrongKind(ctx context.Context, pr *probe) (Status, string) {
+	other := "conformance.wrong-kind"
+	if other == s.info.Kind {
+		other = "conformance.other-kind"
+	}
+	params := s.example
+	if params == nil {
+		params = s.info.Example
+	}
+	req := abi.ObserveRequest{Kind: other, WatchID: suiteWatchID, Params: params, Now: suiteNow, Attempt: 1}
+	sctx, _ := withScope(ctx, answerOK)
+	c := pr.observeAs(sctx, req)
+	switch {
+	case c.raised != "":
+		return Pass, "raised: " + c.raised
+	case c.fault != nil:
+		return Fail, fmt.Sprintf("a call for kind %q faulted (%s): the host reads a fault as pending, so the routing bug would still hide", other, firstLine(c.fault.Error()))
+	}
+	return Fail, fmt.Sprintf("a call for kind %q answered %s", other, clip(c.out))
+}
+
+// jsonEqual compares two JSON values by value.
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	return jsonString(x) == jsonString(y)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
