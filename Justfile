@@ -28,14 +28,10 @@ plugins:
 run *ARGS:
     go run ./cmd/vigil serve {{ARGS}}
 
-# Check that a plugin .wasm loads and describes itself correctly.
-conformance FILE:
-    #!/usr/bin/env bash
-    set -euo pipefail
-    dir=$(mktemp -d)
-    trap 'rm -rf "$dir"' EXIT
-    cp "{{FILE}}" "$dir/"
-    go run ./cmd/vigil plugins --data "$dir/data" --plugins "$dir"
+# Run the conformance suite (docs/conformance.md) against a plugin .wasm;
+# ARGS are vigil conformance's flags (--cases DIR, --junit FILE, --run RE, ...).
+conformance FILE *ARGS:
+    go run ./cmd/vigil conformance "{{FILE}}" {{ARGS}}
 
 # Run the benchmarks reported in docs/BENCHMARKS.md.
 bench:
