@@ -133,3 +133,29 @@ func TestSchemaNamesTheField(t *testing.T) {
 		t.Error("valid params refused")
 	}
 }
+
+// A guest that says it ran out of memory and then dumps far more than the
+// tail keeps is still known to have run out of memory; so is one whose
+// line is split across two writes.
+func TestTailBufferNotesOutOfMemory(t *testing.T) {
+	tb := &tailBuffer{max: 64}
+	_, _ = tb.Write([]byte("fatal error: out of memory\n"))
+	_, _ = tb.Write([]byte(strings.Repeat("goroutine 1 [running]:\n", 100)))
+	if !tb.oom || strings.Contains(tb.String(), "out of memory") || len(tb.String()) > 64 {
+		t.Fatalf("oom %v, tail %q", tb.oom, tb.String())
+	}
+	tb.reset()
+	if tb.oom {
+		t.Fatal("reset kept the note")
+	}
+	_, _ = tb.Write([]byte("fatal error: out of me"))
+	_, _ = tb.Write([]byte("mory\n"))
+	if !tb.oom {
+		t.Fatal("a split line was missed")
+	}
+	other := &tailBuffer{max: 64}
+	_, _ = other.Write([]byte("panic: index out of range"))
+	if other.oom {
+		t.Fatal("another fatal error read as out of memory")
+	}
+}

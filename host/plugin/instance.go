@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -272,10 +273,10 @@ func (m *module) call(ctx context.Context, kind, export string, input []byte, ti
 	default:
 		m.put(ctx, in, true)
 		reason := FaultTrap
+		if in.stderr.oom {
+			reason = FaultMemory
+		}
 		if tail := in.stderr.String(); tail != "" {
-			if strings.Contains(tail, "out of memory") {
-				reason = FaultMemory
-			}
 			err = fmt.Errorf("%w; stderr: %s", err, tail)
 		}
 		return nil, &CallError{Kind: kind, Export: export, Reason: reason, Err: err}
@@ -392,12 +393,23 @@ func fetchFailure(reason, msg string) abi.FetchResponse {
 
 // tailBuffer keeps the last max bytes written: a plugin's stderr, for the
 // diagnostics of a trap, without letting a chatty plugin grow host memory.
+// It also notes whether the guest said it ran out of memory at any point:
+// a Go guest says so first and then dumps its goroutines, which push the
+// line out of the tail.
 type tailBuffer struct {
 	max int
 	b   []byte
+	oom bool
 }
 
+var outOfMemory = []byte("out of memory")
+
 func (t *tailBuffer) Write(p []byte) (int, error) {
+	if !t.oom {
+		// Look across the boundary with what came before, too.
+		k := min(len(t.b), len(outOfMemory)-1)
+		t.oom = bytes.Contains(append(t.b[len(t.b)-k:len(t.b):len(t.b)], p...), outOfMemory)
+	}
 	t.b = append(t.b, p...)
 	if over := len(t.b) - t.max; over > 0 {
 		t.b = append(t.b[:0], t.b[over:]...)
@@ -405,7 +417,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (t *tailBuffer) reset()         { t.b = t.b[:0] }
+func (t *tailBuffer) reset()         { t.b, t.oom = t.b[:0], false }
 func (t *tailBuffer) String() string { return strings.TrimSpace(string(t.b)) }
 
 type discard struct{}
