@@ -21,7 +21,7 @@ list each kind, or print why a file was refused. Exits non-zero when any
 plugin failed to load, so it can gate a deployment.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rt, err := openRuntime(cmd.Context(), data, dir, nil, nil, nil)
+			rt, err := openRuntime(cmd.Context(), data, dir, nil, hostCalls{}, nil)
 			if err != nil {
 				return err
 			}

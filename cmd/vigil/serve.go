@@ -26,6 +26,7 @@ import (
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/recipients"
+	"github.com/vigilhq/vigil/host/runner"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/plugins"
 	"github.com/vigilhq/vigil/store"
@@ -116,7 +117,14 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 	}
 	defer issuer.CloseIdleConnections()
 	pruneEvents(ctx, st, log, time.Now().Add(-eventRetention))
-	rt, err := openRuntime(ctx, f.Data, f.Plugins, m, issuer, slices.Sorted(maps.Keys(secrets)))
+	execer := runner.PluginExecer{
+		Runner: runner.New(runner.Config{Logger: log}),
+		Workspaces: runner.WorkspaceFunc(func(ctx context.Context, id string) (string, error) {
+			rec, err := st.GetRecipient(ctx, id)
+			return rec.Workspace, err
+		}),
+	}
+	rt, err := openRuntime(ctx, f.Data, f.Plugins, m, hostCalls{issuer, execer}, slices.Sorted(maps.Keys(secrets)))
 	if err != nil {
 		return err
 	}
@@ -241,7 +249,13 @@ func (wallClock) Now() time.Time { return time.Now() }
 
 // openRuntime loads the bundled plugins and dir, with the compilation cache
 // under the data directory.
-func openRuntime(ctx context.Context, data, dir string, m plugin.Metrics, f plugin.Fetcher, secretNames []string) (*plugin.Runtime, error) {
+// hostCalls are the host functions' sides: vigil_fetch and vigil_exec.
+type hostCalls struct {
+	fetch plugin.Fetcher
+	exec  plugin.Execer
+}
+
+func openRuntime(ctx context.Context, data, dir string, m plugin.Metrics, hc hostCalls, secretNames []string) (*plugin.Runtime, error) {
 	if data == "" {
 		return nil, errors.New("--data: must not be empty")
 	}
@@ -250,12 +264,14 @@ func openRuntime(ctx context.Context, data, dir string, m plugin.Metrics, f plug
 		return nil, fmt.Errorf("--data: %w", err)
 	}
 	rt, err := plugin.New(ctx, plugin.Config{
-		Bundled:     plugins.Bundled(),
-		Dir:         dir,
-		CacheDir:    cache,
-		Metrics:     m,
-		Fetcher:     f,
-		SecretNames: secretNames,
+		Bundled:         plugins.Bundled(),
+		Dir:             dir,
+		CacheDir:        cache,
+		Metrics:         m,
+		Fetcher:         hc.fetch,
+		Execer:          hc.exec,
+		ResolvePrograms: runner.ResolvePrograms,
+		SecretNames:     secretNames,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("loading plugins: %w", err)

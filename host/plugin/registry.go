@@ -83,8 +83,8 @@ type ExecGrant struct {
 // DefaultExecTimeout is an exec grant's MaxTimeout when it names none.
 const DefaultExecTimeout = 30 * time.Second
 
-// maxTimeoutOrDefault is g's MaxTimeout, or the default.
-func (g *ExecGrant) maxTimeoutOrDefault() time.Duration {
+// Max is g's MaxTimeout, or the default.
+func (g *ExecGrant) Max() time.Duration {
 	if g == nil || g.MaxTimeout == 0 {
 		return DefaultExecTimeout
 	}
@@ -176,6 +176,9 @@ func (e Entry) validate(kind string) error {
 		if err := e.Exec.validate(); err != nil {
 			return fmt.Errorf("exec: %w", err)
 		}
+		if t := time.Duration(e.Timeout); t > 0 && e.Exec.Max() >= t {
+			return fmt.Errorf("exec: max_timeout %s is not under the kind's timeout %s: the observe call would end before the command's own timeout", e.Exec.Max(), t)
+		}
 	}
 	if t := time.Duration(e.Timeout); t < 0 || t > maxTimeout {
 		return fmt.Errorf("timeout %s: want between 0 (the default) and %s", t, maxTimeout)
@@ -234,7 +237,7 @@ func (e Entry) grants() abi.Grants {
 	g := abi.Grants{Capabilities: caps, FetchHosts: e.FetchHosts, Secrets: e.Secrets}
 	if e.Exec != nil {
 		g.Programs = e.Exec.Programs
-		g.ExecMaxTimeout = e.Exec.maxTimeoutOrDefault().String()
+		g.ExecMaxTimeout = e.Exec.Max().String()
 	}
 	return g
 }

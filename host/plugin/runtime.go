@@ -134,6 +134,10 @@ type Config struct {
 	Execer   Execer
 	Metrics  Metrics
 	Logger   *slog.Logger
+	// ResolvePrograms turns an exec grant's programs (absolute paths, or
+	// names on PATH) into absolute paths, once, when the kind loads; an
+	// error is that kind's load problem. Nil keeps the programs as written.
+	ResolvePrograms func(list []string) ([]string, error)
 	// SecretNames are the secrets the host holds. A registry entry's grant
 	// of a secret the host does not hold grants nothing (it is logged at
 	// load), so admit refuses a watch that names it instead of the watch
@@ -453,6 +457,18 @@ func (r *Runtime) load(ctx context.Context, c candidate, reg Registry, prev *mod
 		r.log.Warn("the registry grants secrets the host does not hold; they grant nothing", "kind", d.Kind, "secrets", missing, "setting", "secrets")
 		entry.Secrets = slices.DeleteFunc(slices.Clone(entry.Secrets), func(n string) bool { return !slices.Contains(r.cfg.SecretNames, n) })
 	}
+	if entry.Exec != nil && r.cfg.ResolvePrograms != nil {
+		progs, err := r.cfg.ResolvePrograms(entry.Exec.Programs)
+		if err != nil {
+			if mod != prev {
+				mod.retire(ctx)
+			}
+			return nil, &LoadError{File: c.file, Kind: d.Kind, Rule: "registry.exec", Err: fmt.Errorf("kinds.%s.exec.programs: %w", d.Kind, err)}
+		}
+		g := *entry.Exec
+		g.Programs = progs
+		entry.Exec = &g
+	}
 	mod.hostCtx.set(d.Kind, entry)
 	info := Info{
 		Kind: d.Kind, File: c.file, SHA256: c.sum, Version: d.Version, Summary: d.Summary,
@@ -528,6 +544,20 @@ func (r *Runtime) Lookup(kind string) (Info, bool) {
 		return Info{}, false
 	}
 	return l.info, true
+}
+
+// observeTimeout is the kind's observe timeout: its registry timeout, or
+// the default; with an exec grant and no registry timeout, long enough
+// for the longest command the grant allows and a little over, so the
+// command's own timeout (which ends its process group) fires first.
+func observeTimeout(l Limits, e Entry) time.Duration {
+	if t := time.Duration(e.Timeout); t > 0 {
+		return t
+	}
+	if e.Exec != nil {
+		return e.Exec.Max() + l.ObserveTimeout
+	}
+	return l.ObserveTimeout
 }
 
 // Admission is admit's "yes", with what the plugin said of the subject.
@@ -658,10 +688,7 @@ func (r *Runtime) Observe(ctx context.Context, req abi.ObserveRequest) (Observat
 	if err != nil {
 		return Observation{}, err
 	}
-	timeout := r.rc.limits.ObserveTimeout
-	if t := time.Duration(l.entry.Timeout); t > 0 {
-		timeout = t
-	}
+	timeout := observeTimeout(r.rc.limits, l.entry)
 	var obs Observation
 	_, err = r.invoke(ctx, l, abi.ExportObserve, in, timeout, func(out []byte) error {
 		var err error

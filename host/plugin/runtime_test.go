@@ -416,6 +416,12 @@ func TestRegistryErrorsRefuseToStart(t *testing.T) {
 		"bad private range":    `{"kinds":{"timer":{"private_ranges":["10.0.0.0"]}}}`,
 		"inner wildcard host":  `{"kinds":{"timer":{"fetch_hosts":["api.*.com"]}}}`,
 		"bad secret name":      `{"kinds":{"timer":{"secrets":["GitHub Token"]}}}`,
+		"exec without grant":   `{"kinds":{"timer":{"capabilities":["exec"]}}}`,
+		"grant without exec":   `{"kinds":{"timer":{"exec":{"programs":["true"]}}}}`,
+		"exec no programs":     `{"kinds":{"timer":{"capabilities":["exec"],"exec":{"programs":[]}}}}`,
+		"exec relative path":   `{"kinds":{"timer":{"capabilities":["exec"],"exec":{"programs":["bin/true"]}}}}`,
+		"exec bad env":         `{"kinds":{"timer":{"capabilities":["exec"],"exec":{"programs":["true"],"env":["A-B"]}}}}`,
+		"exec timeout":         `{"kinds":{"timer":{"capabilities":["exec"],"exec":{"programs":["true"],"max_timeout":"1h"}}}}`,
 		"wasm not .wasm":       `{"kinds":{"timer":{"wasm":"timer.so"}}}`,
 		"not json":             `{"kinds":`,
 	}
@@ -431,6 +437,22 @@ func TestRegistryErrorsRefuseToStart(t *testing.T) {
 				t.Fatalf("err = %v", err)
 			}
 		})
+	}
+}
+
+// An exec grant's programs are resolved when the kind loads; one that
+// cannot be is that kind's load problem, naming the setting, and the
+// kind is not served.
+func TestExecProgramsResolveAtLoad(t *testing.T) {
+	reg := `{"kinds":{"timer":{"capabilities":["exec"],"exec":{"programs":["nope"]}}}}`
+	r := newRuntime(t, Config{Dir: pluginDir(t, reg),
+		ResolvePrograms: func(list []string) ([]string, error) { return nil, errors.New(list[0] + " is not on PATH") }})
+	if _, ok := r.Lookup("timer"); ok {
+		t.Fatal("a kind whose programs do not resolve is served")
+	}
+	ps := r.Problems()
+	if len(ps) != 1 || ps[0].Rule != "registry.exec" || !strings.Contains(ps[0].Error(), "kinds.timer.exec.programs") {
+		t.Fatalf("problems %v", ps)
 	}
 }
 
