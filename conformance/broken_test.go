@@ -20,6 +20,7 @@ var brokenTargets = map[string]string{
 	"baddescribe":      DescribeSemver,
 	"admitfetch":       AdmitNoFetch,
 	"standingmail":     StandingFirstSilent,
+	"execfailure":      ObserveExecFailure,
 }
 
 // TestBrokenPluginsFailExactlyTheirCheck proves each check bites: every

@@ -41,6 +41,7 @@ const (
 	ObserveValidResult    = "observe.valid-result"
 	ObserveWrongKind      = "observe.wrong-kind-is-error"
 	ObserveFetchFailure   = "observe.fetch-failure-is-pending"
+	ObserveExecFailure    = "observe.exec-failure-is-pending"
 	ObserveDeterministic  = "observe.deterministic"
 	ObserveNoWallClock    = "observe.no-wall-clock"
 	ObserveBudget         = "observe.budget"
@@ -105,6 +106,9 @@ var specs = []Spec{
 	{ObserveFetchFailure, Required,
 		`"I could not tell" (a timeout, a 503, a rate limit) is pending; settling it reads a network blip as a red build`,
 		"answer pending with a note on every fetch failure, 429 and 5xx; settle only on what the subject itself says"},
+	{ObserveExecFailure, Required,
+		`a command that timed out or could not run (not granted, no workspace) says nothing about the subject; settling on it reads a missing grant as a failed deploy`,
+		"answer pending with a note when vigil_exec fails or times out; settle only on the exit and output of a command that ran"},
 	{ObserveDeterministic, Required,
 		"the host may ask any warm instance, any number of times; the same input and the same fetch answers must give the same answer",
 		"keep no state between calls in package variables; derive the answer from the input and the fetched responses"},

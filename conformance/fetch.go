@@ -135,3 +135,49 @@ var failureScenarios = []failureScenario{
 		return response(429, `{"message":"API rate limit exceeded"}`, map[string]string{"retry-after": "60", "x-ratelimit-remaining": "0"})
 	}},
 }
+
+// execAnswerer says what the fake exec answers a command.
+type execAnswerer func(req abi.ExecRequest) abi.ExecResponse
+
+// execScope carries the fake exec's answer for one plugin call.
+type execScopeKey struct{}
+
+// withExec returns ctx whose commands the fake exec answers with a.
+func withExec(ctx context.Context, a execAnswerer) context.Context {
+	return context.WithValue(ctx, execScopeKey{}, a)
+}
+
+// fakeExec is the suite's plugin.Execer: it runs nothing. A command meets
+// the answer its call's context carries, or a clean exit with "ok".
+type fakeExec struct{}
+
+func (fakeExec) Exec(ctx context.Context, call plugin.ExecCall) abi.ExecResponse {
+	if a, ok := ctx.Value(execScopeKey{}).(execAnswerer); ok {
+		return a(call.Request)
+	}
+	return execOK(call.Request)
+}
+
+var _ plugin.Execer = fakeExec{}
+
+func execOK(abi.ExecRequest) abi.ExecResponse { return abi.ExecResponse{ExitCode: 0, Stdout: "ok\n"} }
+
+func execFailure(reason, msg string) execAnswerer {
+	return func(abi.ExecRequest) abi.ExecResponse {
+		return abi.ExecResponse{ExitCode: -1, Failure: &abi.FetchFailure{Reason: reason, Message: msg}}
+	}
+}
+
+// execFailureScenarios are the answers observe.exec-failure-is-pending
+// plays: a command that timed out, and commands that could not run.
+var execFailureScenarios = []struct {
+	name   string
+	answer execAnswerer
+}{
+	{"timed_out", func(abi.ExecRequest) abi.ExecResponse {
+		return abi.ExecResponse{ExitCode: -1, TimedOut: true, Stderr: "partial output\n"}
+	}},
+	{"not_granted", execFailure(abi.ExecNotGranted, "the program is not on the grant's list")},
+	{"no_workspace", execFailure(abi.ExecNoWorkspace, "the recipient declares no workspace")},
+	{"start_failed", execFailure(abi.ExecStartFailed, "exec format error")},
+}

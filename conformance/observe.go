@@ -99,13 +99,14 @@ func (s *suite) observeChecks(ctx context.Context) {
 			s.timed(ObserveNoWallClock, func() (Status, string) { return s.noWallClock(ctx) })
 		}
 		s.timed(ObserveFetchFailure, func() (Status, string) { return s.fetchFailure(ctx) })
+		s.timed(ObserveExecFailure, func() (Status, string) { return s.execFailure(ctx) })
 		s.standing(ctx)
 	} else {
 		why := "needs an answer to the example (observe.valid-result)"
 		if budgetFault(first.obs.Fault) {
 			why = "the example's observation ran past a bound (observe.budget)"
 		}
-		s.skipAll(why, ObserveDeterministic, ObserveNoWallClock, ObserveFetchFailure, RobustnessGenerated)
+		s.skipAll(why, ObserveDeterministic, ObserveNoWallClock, ObserveFetchFailure, ObserveExecFailure, RobustnessGenerated)
 		s.skipAll(why, standingIDs...)
 	}
 	s.timed(ObserveBudget, s.budget)
@@ -210,6 +211,36 @@ func (s *suite) fetchFailure(ctx context.Context) (Status, string) {
 		return Fail, "a fetch that could not tell was not pending: " + strings.Join(bad, "; ")
 	}
 	msg := fmt.Sprintf("pending on each of %d failures (%s)", n, scenarioNames())
+	if len(budget) > 0 {
+		msg += "; past a bound on " + strings.Join(budget, ", ") + " (observe.budget)"
+	}
+	return Pass, msg
+}
+
+// execFailure observes the example with every command failing each way
+// (timed out, not granted, no workspace, not started); each answer must be
+// pending.
+func (s *suite) execFailure(ctx context.Context) (Status, string) {
+	if !slices.Contains(s.info.Capabilities, abi.CapabilityExec) {
+		return Skip, "the kind declares no exec capability"
+	}
+	var bad, budget, names []string
+	for _, sc := range execFailureScenarios {
+		names = append(names, sc.name)
+		c := s.observeExample(withExec(ctx, sc.answer), s.rt, "with every command answered "+sc.name, nil, answerOK)
+		switch {
+		case c.obs.Fault != nil && budgetFault(c.obs.Fault):
+			budget = append(budget, sc.name)
+		case !c.answered():
+			bad = append(bad, sc.name+": "+c.describe())
+		case c.obs.Status != abi.StatusPending:
+			bad = append(bad, fmt.Sprintf("%s: answered %s", sc.name, clip(obsKey(c.obs))))
+		}
+	}
+	if len(bad) > 0 {
+		return Fail, "a command that could not tell was not pending: " + strings.Join(bad, "; ")
+	}
+	msg := fmt.Sprintf("pending on each of %d failures (%s)", len(names), strings.Join(names, ", "))
 	if len(budget) > 0 {
 		msg += "; past a bound on " + strings.Join(budget, ", ") + " (observe.budget)"
 	}

@@ -42,6 +42,10 @@ type Options struct {
 	// Generated is how many params robustness.generated-params tries
 	// (default 300).
 	Generated int
+	// ExecPrograms are the programs the suite grants a kind that declares
+	// the exec capability (the fake exec runs none of them). Default: the
+	// example's argv[0] when its params have an "argv" list, else "true".
+	ExecPrograms []string
 }
 
 // defaultSeed is the generator's fixed seed.
@@ -226,7 +230,7 @@ var (
 	describeIDs = []string{DescribeABI, DescribeKindGrammar, DescribeSemver, DescribeSchema,
 		DescribeCapabilities, DescribeDefaultEvery, DescribeDeterministic}
 	admitIDs   = []string{AdmitExample, AdmitRefusesInvalid, AdmitDeterministic, AdmitNoFetch}
-	observeIDs = []string{ObserveValidResult, ObserveFetchFailure, ObserveDeterministic,
+	observeIDs = []string{ObserveValidResult, ObserveFetchFailure, ObserveExecFailure, ObserveDeterministic,
 		ObserveNoWallClock, ObserveBudget}
 	standingIDs = []string{StandingFirstSilent, StandingUnchanged, StandingChanged}
 )
@@ -456,8 +460,9 @@ func clip(b []byte) string {
 // load starts the runtime over a plugin directory holding a copy of the
 // file and a registry entry granting the kind what it declares of what the
 // suite can fake: fetch, with fetch_hosts ["*"], since the suite's fake
-// fetch answers and nothing reaches a network. The limits are
-// production's defaults.
+// fetch answers and nothing reaches a network; exec, with the programs
+// execPrograms names, since the suite's fake exec runs nothing. The
+// limits are production's defaults.
 func (s *suite) load(ctx context.Context) error {
 	dir, err := os.MkdirTemp("", "vigil-conformance-")
 	if err != nil {
@@ -474,7 +479,11 @@ func (s *suite) load(ctx context.Context) error {
 	if abi.ValidKind(s.d.Kind) {
 		entry := plugin.Entry{Wasm: name}
 		if slices.Contains(s.d.Capabilities, abi.CapabilityFetch) {
-			entry.Capabilities, entry.FetchHosts = []string{abi.CapabilityFetch}, []string{"*"}
+			entry.Capabilities, entry.FetchHosts = append(entry.Capabilities, abi.CapabilityFetch), []string{"*"}
+		}
+		if slices.Contains(s.d.Capabilities, abi.CapabilityExec) {
+			entry.Capabilities = append(entry.Capabilities, abi.CapabilityExec)
+			entry.Exec = &plugin.ExecGrant{Programs: s.execPrograms()}
 		}
 		reg, err := json.Marshal(plugin.Registry{Kinds: map[string]plugin.Entry{s.d.Kind: entry}})
 		if err != nil {
@@ -503,17 +512,32 @@ func (s *suite) load(ctx context.Context) error {
 	}
 	s.rt, s.info = rt, info
 	if !info.Observable {
-		s.noServe = fmt.Sprintf("the kind declares capabilities %s, and suite %d fakes only %s; it cannot grant the rest (%s)",
-			strings.Join(info.Capabilities, ", "), SuiteVersion, abi.CapabilityFetch, info.Setting)
+		s.noServe = fmt.Sprintf("the kind declares capabilities %s, and suite %d fakes only %s and %s; it cannot grant the rest (%s)",
+			strings.Join(info.Capabilities, ", "), SuiteVersion, abi.CapabilityFetch, abi.CapabilityExec, info.Setting)
 	}
 	return nil
+}
+
+// execPrograms is the exec grant's program list: Options.ExecPrograms, or
+// the example's argv[0], or "true".
+func (s *suite) execPrograms() []string {
+	if len(s.opts.ExecPrograms) > 0 {
+		return s.opts.ExecPrograms
+	}
+	var ex struct {
+		Argv []string `json:"argv"`
+	}
+	if json.Unmarshal(s.d.Example, &ex) == nil && len(ex.Argv) > 0 && ex.Argv[0] != "" {
+		return []string{ex.Argv[0]}
+	}
+	return []string{"true"}
 }
 
 // newRuntime starts a runtime over the suite's plugin directory; clock,
 // when not nil, is the guest's wall clock.
 func (s *suite) newRuntime(ctx context.Context, clock func() time.Time) (*plugin.Runtime, error) {
 	rt, err := plugin.New(ctx, plugin.Config{
-		Dir: s.dir, CacheDir: s.opts.CacheDir, Fetcher: s.fetch, Metrics: s.meter, WallClock: clock,
+		Dir: s.dir, CacheDir: s.opts.CacheDir, Fetcher: s.fetch, Execer: fakeExec{}, Metrics: s.meter, WallClock: clock,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the plugin runtime: %w", err)

@@ -70,6 +70,7 @@ replayed offline; see docs/conformance.md for the format).`,
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON instead of a table")
 	f.StringVar(&opts.Run, "run", "", "run only the checks whose id matches this regular expression")
 	f.StringVar(&opts.Skip, "skip", "", "leave out the checks whose id matches this regular expression")
+	f.StringArrayVar(&opts.ExecPrograms, "exec-program", nil, "a program to grant a kind that declares exec (repeatable; default: the example's argv[0], else true)")
 	f.StringVar(&opts.CacheDir, "cache", defaultConformanceCache(), `compilation cache directory, so a second run does not recompile ("" for none)`)
 	cmd.SetErr(stderr)
 	return cmd

@@ -1,12 +1,29 @@
-// Command standing is a well-behaved standing plugin, the base unchanged:
-// the suite must pass it on every check.
+// Command standing is a well-behaved standing plugin: the base, which also
+// runs a command before it looks (so the exec checks run too), pending
+// when the command could not run or timed out. The suite must pass it on
+// every check.
 package main
 
 import (
+	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/conformance/testdata/base"
 	"github.com/vigilhq/vigil/sdk"
 )
 
-func init() { sdk.Register(base.Plugin("good.standing", true)) }
+func init() {
+	p := base.Plugin("good.standing", true)
+	p.Capabilities = []string{abi.CapabilityFetch, abi.CapabilityExec}
+	p.Observe = func(p base.Params, in sdk.Input) (sdk.Result, error) {
+		r, err := in.Exec(sdk.ExecRequest{Argv: []string{"true"}, TimeoutSeconds: 1})
+		switch {
+		case err != nil:
+			return sdk.Pending("could not run the check: " + err.Error()), nil
+		case r.TimedOut:
+			return sdk.Pending("the check timed out: could not tell"), nil
+		}
+		return base.Observe(true, p, in)
+	}
+	sdk.Register(p)
+}
 
 func main() {}
