@@ -18,21 +18,9 @@ const Kind = "ci"
 
 // Params name one commit of one repository.
 type Params struct {
-	// Forge is github or gitea.
-	Forge string `json:"forge"`
-	// APIBase is the forge's API root: https://api.github.com (the
-	// default for github), https://gitea.example.com/api/v1.
-	APIBase string `json:"api_base,omitempty"`
-	// Repo is owner/name.
-	Repo string `json:"repo"`
+	forge.Ref
 	// SHA is the commit's full SHA: 40 hex digits, never a branch.
 	SHA string `json:"sha"`
-	// TokenRef names the host-held secret to authenticate with.
-	TokenRef string `json:"token_ref,omitempty"`
-}
-
-func (p Params) forge() forge.Ref {
-	return forge.Ref{Forge: p.Forge, APIBase: p.APIBase, Repo: p.Repo, TokenRef: p.TokenRef}
 }
 
 // The sha has no pattern here on purpose: admit's refusal says why a
@@ -63,7 +51,7 @@ var Plugin = sdk.Plugin[Params]{
 	DefaultEvery: 30 * time.Second,
 	Schema:       schema,
 	Capabilities: []string{abi.CapabilityFetch},
-	Example: Params{Forge: forge.GitHub, APIBase: forge.GitHubAPI, Repo: "vigilhq/vigil",
+	Example: Params{Ref: forge.Ref{Forge: forge.GitHub, APIBase: forge.GitHubAPI, Repo: "vigilhq/vigil"},
 		SHA: "0123456789abcdef0123456789abcdef01234567"},
 	Admit:   admit,
 	Observe: observe,
@@ -75,7 +63,7 @@ func admit(p Params, g sdk.Grants) error {
 	if !isSHA(p.SHA) {
 		return sdk.InvalidParams("sha", "%q is not a commit SHA: want the full 40 hex digits (a branch name is not a commit: it moves, and the answer would be about another commit)", clip(p.SHA))
 	}
-	return p.forge().Admit(Kind, g)
+	return p.Ref.Admit(Kind, g)
 }
 
 func isSHA(s string) bool {
@@ -120,7 +108,7 @@ const maxPages = 10
 // observe reads every check on the commit and answers.
 func observe(p Params, in sdk.Input) (sdk.Result, error) {
 	sha := strings.ToLower(p.SHA)
-	f := p.forge()
+	f := p.Ref
 	commit := f.Base() + "/repos/" + p.Repo + "/commits/" + sha
 	var checks []check
 	var note string

@@ -15,6 +15,7 @@ import (
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/internal/fakeforge"
 	"github.com/vigilhq/vigil/plugins/internal/forge"
+	"github.com/vigilhq/vigil/plugins/internal/plugintest"
 	"github.com/vigilhq/vigil/sdk"
 )
 
@@ -209,7 +210,7 @@ func TestObserve(t *testing.T) {
 			if sha == "" {
 				sha = shaA
 			}
-			got := observeParams(t, Params{Forge: tt.forge, APIBase: base, Repo: repo, SHA: sha})
+			got := observeParams(t, Params{Ref: forge.Ref{Forge: tt.forge, APIBase: base, Repo: repo}, SHA: sha})
 			if got.Status != tt.status {
 				t.Fatalf("observe = %+v, want %s", got, tt.status)
 			}
@@ -244,7 +245,7 @@ func TestObserve(t *testing.T) {
 func TestOutcomeShape(t *testing.T) {
 	ff := fakeforge.New(t)
 	ff.SetCheckRuns(repo, shaA, done("lint", "failure"), done("build", "success"))
-	got := observeParams(t, Params{Forge: forge.GitHub, APIBase: ff.URL(), Repo: repo, SHA: shaA})
+	got := observeParams(t, Params{Ref: forge.Ref{Forge: forge.GitHub, APIBase: ff.URL(), Repo: repo}, SHA: shaA})
 	want := `{"sha":"` + shaA + `","checks":[{"name":"build","conclusion":"success"},{"name":"lint","conclusion":"failure"}],"failing":["lint"]}`
 	if got.Outcome == nil || string(got.Outcome.Detail) != want ||
 		got.Outcome.Summary != "1 of 2 checks failed on octo/app@a1b2c3d: lint" {
@@ -269,7 +270,7 @@ func TestRequests(t *testing.T) {
 		if tt.forge == forge.Gitea {
 			base, prefix = ff.GiteaURL(), fakeforge.GiteaPrefix
 		}
-		got := observeParams(t, Params{Forge: tt.forge, APIBase: base + "/", Repo: repo, SHA: shaA, TokenRef: tt.tokenRef})
+		got := observeParams(t, Params{Ref: forge.Ref{Forge: tt.forge, APIBase: base + "/", Repo: repo, TokenRef: tt.tokenRef}, SHA: shaA})
 		if got.Status != abi.StatusSettled {
 			t.Fatalf("%s: %+v", tt.forge, got)
 		}
@@ -295,7 +296,7 @@ func TestRequests(t *testing.T) {
 
 func TestAdmit(t *testing.T) {
 	gh := grants("api.github.com", "*.example.org")
-	ok := Params{Forge: forge.GitHub, APIBase: "https://api.github.com", Repo: repo, SHA: shaA}
+	ok := Params{Ref: forge.Ref{Forge: forge.GitHub, APIBase: "https://api.github.com", Repo: repo}, SHA: shaA}
 	with := func(f func(*Params)) Params { p := ok; f(&p); return p }
 	tests := []struct {
 		name    string
@@ -360,20 +361,7 @@ func TestAdmit(t *testing.T) {
 }
 
 func TestSchema(t *testing.T) {
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	if err := c.AddResource("params.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("params.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := plugintest.CompileSchema(t, schema)
 	example, _ := json.Marshal(Plugin.Example)
 	for params, ok := range map[string]bool{
 		string(example): true,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/internal/fakeforge"
+	"github.com/vigilhq/vigil/plugins/internal/plugintest"
 	"github.com/vigilhq/vigil/sdk"
 )
 
@@ -295,20 +296,7 @@ func TestJSONEqual(t *testing.T) {
 // The schema is what the host checks before admit; the harness does not
 // run it, so compile it here as the host does.
 func TestSchema(t *testing.T) {
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	if err := c.AddResource("params.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("params.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := plugintest.CompileSchema(t, schema)
 	example, err := json.Marshal(Plugin.Example)
 	if err != nil {
 		t.Fatal(err)

@@ -19,21 +19,9 @@ const Kind = "ticket"
 
 // Params name one issue (or pull request) of one repository.
 type Params struct {
-	// Forge is github or gitea.
-	Forge string `json:"forge"`
-	// APIBase is the forge's API root: https://api.github.com (the
-	// default for github), https://gitea.example.com/api/v1.
-	APIBase string `json:"api_base,omitempty"`
-	// Repo is owner/name.
-	Repo string `json:"repo"`
+	forge.Ref
 	// Number is the issue's or pull request's number.
 	Number int `json:"number"`
-	// TokenRef names the host-held secret to authenticate with.
-	TokenRef string `json:"token_ref,omitempty"`
-}
-
-func (p Params) forge() forge.Ref {
-	return forge.Ref{Forge: p.Forge, APIBase: p.APIBase, Repo: p.Repo, TokenRef: p.TokenRef}
 }
 
 const schema = `{
@@ -63,7 +51,7 @@ var Plugin = sdk.Plugin[Params]{
 	DefaultEvery: time.Minute,
 	Schema:       schema,
 	Capabilities: []string{abi.CapabilityFetch},
-	Example:      Params{Forge: forge.GitHub, APIBase: forge.GitHubAPI, Repo: "vigilhq/vigil", Number: 42},
+	Example:      Params{Ref: forge.Ref{Forge: forge.GitHub, APIBase: forge.GitHubAPI, Repo: "vigilhq/vigil"}, Number: 42},
 	Admit:        admit,
 	Observe:      observe,
 }
@@ -73,7 +61,7 @@ func admit(p Params, g sdk.Grants) error {
 	if p.Number < 1 || p.Number > 1<<31-1 {
 		return sdk.InvalidParams("number", "%d: want an issue number from 1", p.Number)
 	}
-	return p.forge().Admit(Kind, g)
+	return p.Ref.Admit(Kind, g)
 }
 
 // Snapshot is what a person changes about a ticket, and nothing else: it
@@ -95,7 +83,7 @@ type Change struct {
 
 // observe reads the ticket once and compares it with the baseline.
 func observe(p Params, in sdk.Input) (sdk.Result, error) {
-	f := p.forge()
+	f := p.Ref
 	var issue struct {
 		Title    *string `json:"title"`
 		State    *string `json:"state"`

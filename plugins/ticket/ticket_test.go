@@ -15,6 +15,7 @@ import (
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/internal/fakeforge"
 	"github.com/vigilhq/vigil/plugins/internal/forge"
+	"github.com/vigilhq/vigil/plugins/internal/plugintest"
 	"github.com/vigilhq/vigil/sdk"
 )
 
@@ -58,7 +59,7 @@ func firstLook(t *testing.T, p Params) json.RawMessage {
 func TestFirstLookIsSilent(t *testing.T) {
 	ff := fakeforge.New(t)
 	ff.SetIssue(repo, 7, issue)
-	base := firstLook(t, Params{Forge: forge.GitHub, APIBase: ff.URL(), Repo: repo, Number: 7})
+	base := firstLook(t, Params{Ref: forge.Ref{Forge: forge.GitHub, APIBase: ff.URL(), Repo: repo}, Number: 7})
 	var s Snapshot
 	if err := json.Unmarshal(base, &s); err != nil {
 		t.Fatal(err)
@@ -105,7 +106,7 @@ func TestChanges(t *testing.T) {
 			if tt.forge == forge.Gitea {
 				base = ff.GiteaURL()
 			}
-			p := Params{Forge: tt.forge, APIBase: base, Repo: repo, Number: 7}
+			p := Params{Ref: forge.Ref{Forge: tt.forge, APIBase: base, Repo: repo}, Number: 7}
 			before := firstLook(t, p)
 
 			edited := issue
@@ -163,7 +164,7 @@ func TestCouldNotTell(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ff := fakeforge.New(t)
 			ff.SetIssue(repo, 7, issue)
-			p := Params{Forge: forge.GitHub, APIBase: ff.URL(), Repo: repo, Number: 7}
+			p := Params{Ref: forge.Ref{Forge: forge.GitHub, APIBase: ff.URL(), Repo: repo}, Number: 7}
 			base := firstLook(t, p)
 			tt.setup(ff)
 			for _, b := range []json.RawMessage{nil, base} {
@@ -183,7 +184,7 @@ func TestCouldNotTell(t *testing.T) {
 func TestNotATicket(t *testing.T) {
 	path := "/repos/" + repo + "/issues/7"
 	ff := fakeforge.New(t)
-	p := Params{Forge: forge.GitHub, APIBase: ff.URL(), Repo: repo, Number: 7}
+	p := Params{Ref: forge.Ref{Forge: forge.GitHub, APIBase: ff.URL(), Repo: repo}, Number: 7}
 
 	ff.SetIssue(repo, 7, issue)
 	real := firstLook(t, p)
@@ -208,7 +209,7 @@ func TestNotATicket(t *testing.T) {
 func TestRequest(t *testing.T) {
 	ff := fakeforge.New(t)
 	ff.SetIssue(repo, 7, issue)
-	firstLook(t, Params{Forge: forge.GitHub, APIBase: ff.URL(), Repo: repo, Number: 7, TokenRef: "gh"})
+	firstLook(t, Params{Ref: forge.Ref{Forge: forge.GitHub, APIBase: ff.URL(), Repo: repo, TokenRef: "gh"}, Number: 7})
 	path := "/repos/" + repo + "/issues/7"
 	h := ff.Headers(path)
 	if !reflect.DeepEqual(ff.Paths(), []string{path}) || len(h) != 1 ||
@@ -219,7 +220,7 @@ func TestRequest(t *testing.T) {
 
 func TestAdmit(t *testing.T) {
 	gh := grants("api.github.com")
-	ok := Params{Forge: forge.GitHub, Repo: repo, Number: 7}
+	ok := Params{Ref: forge.Ref{Forge: forge.GitHub, Repo: repo}, Number: 7}
 	with := func(f func(*Params)) Params { p := ok; f(&p); return p }
 	tests := []struct {
 		name    string
@@ -266,20 +267,7 @@ func TestAdmit(t *testing.T) {
 }
 
 func TestSchema(t *testing.T) {
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	if err := c.AddResource("params.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("params.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := plugintest.CompileSchema(t, schema)
 	example, _ := json.Marshal(Plugin.Example)
 	for params, ok := range map[string]bool{
 		string(example): true,

@@ -25,11 +25,18 @@ const GitHubAPI = "https://api.github.com"
 var repoRe = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
 
 // Ref is the part of the params that says where the subject lives.
+//
+// A plugin's params embed it, so its fields are the params' own.
 type Ref struct {
-	Forge    string
-	APIBase  string
-	Repo     string
-	TokenRef string
+	// Forge is github or gitea.
+	Forge string `json:"forge"`
+	// APIBase is the forge's API root: https://api.github.com (the
+	// default for github), https://gitea.example.com/api/v1.
+	APIBase string `json:"api_base,omitempty"`
+	// Repo is owner/name.
+	Repo string `json:"repo"`
+	// TokenRef names the host-held secret to authenticate with.
+	TokenRef string `json:"token_ref,omitempty"`
 }
 
 // Base is the API base without a trailing slash.
