@@ -42,14 +42,17 @@ func newServe(stderr io.Writer) *cobra.Command {
 Each setting comes from, in order of precedence: a flag, the environment
 (VIGIL_LISTEN, VIGIL_DATA, VIGIL_PLUGINS, VIGIL_WORKERS, VIGIL_FSYNC,
 VIGIL_WEBHOOK_ALLOW as a comma-separated list, VIGIL_CONFIG), the config
-file (YAML: listen, data, plugins, workers, fsync, webhook_allow, tokens),
-the default. An invalid value refuses to start, naming the key and where
-it came from. Bearer tokens are set in the config file only; with none, the
-API is unauthenticated and binds to loopback only.
+file (YAML: listen, data, plugins, workers, fsync, webhook_allow, tokens;
+and, in the file only, fetch, secrets, observe and scopes: see docs/fetch.md
+and docs/observe.md), the default. An invalid value refuses to start,
+naming the key and where it came from. Bearer tokens are set in the config
+file only; with none, the API is unauthenticated and binds to loopback
+only.
 
 Plugins load from the bundled set and, with --plugins, from a directory of
-.wasm files and its registry.json. SIGHUP reloads the plugins and the config file's observe scopes; SIGINT and
-SIGTERM stop the host after in-flight requests and probes finish.`,
+.wasm files and its registry.json. SIGHUP reloads the plugins and the
+config file's observe scopes; SIGINT and SIGTERM stop the host after
+in-flight requests and probes finish.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := loadSettings(cmd.Flags(), os.Getenv)
