@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,18 +21,44 @@ import (
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 )
 
+// built is the binary the end-to-end tests share, built by the first of
+// them; TestMain removes it.
+var built struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
 // buildVigil builds the binary once for the end-to-end tests.
 func buildVigil(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "vigil")
-	cmd := exec.Command(wasmbuild.Go(), "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	built.once.Do(func() {
+		built.dir, built.err = os.MkdirTemp("", "vigil-e2e-")
+		if built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "vigil")
+		out, err := exec.Command(wasmbuild.Go(), "build", "-o", built.bin, ".").CombinedOutput()
+		if err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.bin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 func freePort(t *testing.T) string {
@@ -323,4 +350,48 @@ func fencedBlockAfter(t *testing.T, doc, heading, lang string) string {
 		t.Fatalf("unterminated %s block after %q", lang, heading)
 	}
 	return rest[:end]
+}
+
+// SIGHUP puts a changed config file's scopes in force without a restart:
+// a principal dropped from a source's reporters is refused afterwards.
+func TestObserveScopesReloadOnSIGHUP(t *testing.T) {
+	bin := buildVigil(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "vigil.yaml")
+	write := func(reporter string) {
+		y := "scopes:\n  support:\n    observe:\n      - sources:\n          - name: slack-help\n            reporters: [" + reporter + "]\n"
+		if err := os.WriteFile(cfg, []byte(y), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("local")
+	addr := freePort(t)
+	s := &server{logs: &bytes.Buffer{}, exited: make(chan struct{})}
+	s.cmd = exec.Command(bin, "serve", "--listen", addr, "--data", filepath.Join(dir, "data"), "--config", cfg)
+	s.cmd.Stderr = s.logs
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.err = s.cmd.Wait(); close(s.exited) }()
+	t.Cleanup(func() { _ = s.stop(os.Kill) })
+	base := "http://" + addr
+	waitHealthy(t, s, base)
+	record := func(item string) int {
+		code, _ := postJSON(t, base+"/api/v1/scopes/support/observe", `{"item":"`+item+`","thread":"T"}`)
+		return code
+	}
+	if code := record("m1"); code != 201 {
+		t.Fatalf("before the reload: %d\n%s", code, s.logs)
+	}
+	write("someone-else")
+	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 2; record(fmt.Sprint("m", i)) != 403; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("the reload did not take\n%s", s.logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
