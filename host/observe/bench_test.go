@@ -1,0 +1,367 @@
+package observe
+
+// Benchmarks of the observer in process, over a real badger store in a
+// temporary directory with the default options (SyncWrites off). Run with
+//
+//	go test -run XXX -bench . -benchmem ./host/observe/
+//
+// BenchmarkRecord is Observer.Record with no rate limit (Rate -1), from g
+// goroutines: items=new records distinct items (an event appended each
+// time), items=duplicate records exact repeats of items recorded before the
+// clock starts (the answer "duplicate": the de-duplication check alone,
+// nothing written). One op is one record; items/s is the throughput, p50-us
+// and p99-us the latency of one call. The router does not run.
+//
+// BenchmarkThreadWake is the time from recording a follow-up to the
+// parked observe.thread watch's message being readable in its recipient's
+// mailbox, with the scheduler's loop (Scheduler.Start) and the observer's
+// router (Observer.Start) running on the wall clock, as vigil serve runs
+// them. Each op: (untimed) register the next wait on a claimed Work and
+// wait until its registration probe has parked it; (timed) Record a new
+// item of the Work's thread, then Delivery.Read(after the cursor, 1, wait)
+// until the wake lands. turns=N: each Work serves N waits, then the next
+// op moves to a new Work (all opened and claimed before the clock starts).
+// The number matters: settling a wait deletes its entry in the store's
+// subject index, badger keeps the deletion as a tombstone until a
+// compaction drops it, and Poke's prefix scan of the index steps over
+// every one, so the later turns of a long thread poke more slowly.
+//
+// p50-us and p99-us are the time from Record to the message; the HTTP
+// version is BenchmarkObserveWakeHTTP in host/httpapi. The stages are
+// stamped on the way by thin wrappers (a time.Now each), from the start of
+// the Record: p50-routed-us when the router's Route step that appended the
+// item returned, p50-poked-us when its Poke of the scheduler returned,
+// p50-sent-us when the scheduler, having probed and settled the watch,
+// called Delivery.Send (p99 likewise).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vigilhq/vigil/host/delivery"
+	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/store"
+)
+
+type benchWallClock struct{}
+
+func (benchWallClock) Now() time.Time { return time.Now() }
+
+// benchText is an item's text: a short chat message, as a source reports.
+const benchText = "printer on fire in room 4\nsince 9am; the queue is stuck and jobs pile up"
+
+// benchReport reports the given latencies' p50 and p99 in µs.
+func benchReport(b *testing.B, ds []time.Duration, name string) {
+	b.Helper()
+	if len(ds) == 0 {
+		return
+	}
+	slices.Sort(ds)
+	at := func(p float64) float64 {
+		return float64(ds[min(int(p*float64(len(ds))), len(ds)-1)]) / float64(time.Microsecond)
+	}
+	b.ReportMetric(at(0.50), "p50-"+name)
+	b.ReportMetric(at(0.99), "p99-"+name)
+}
+
+// benchDrive runs do(i) for i in 0 … b.N-1 on g goroutines, timed, and
+// returns each call's latency.
+func benchDrive(b *testing.B, g int, do func(i int) error) []time.Duration {
+	b.Helper()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	per := make([][]time.Duration, g)
+	errs := make(chan error, g)
+	b.ResetTimer()
+	for w := range g {
+		wg.Go(func() {
+			ds := make([]time.Duration, 0, b.N/g+1)
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= b.N {
+					break
+				}
+				t := time.Now()
+				if err := do(i); err != nil {
+					errs <- err
+					break
+				}
+				ds = append(ds, time.Since(t))
+			}
+			per[w] = ds
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+	return slices.Concat(per...)
+}
+
+// benchRecord is item i of thread T<i/4> (four items a thread).
+func benchRecord(prefix string, i int) Record {
+	return Record{Item: fmt.Sprintf("%s%d", prefix, i), Thread: fmt.Sprintf("T%d", i/4), Text: benchText}
+}
+
+// BenchmarkRecord is Observer.Record of new items and of exact repeats;
+// see the top of this file.
+func BenchmarkRecord(b *testing.B) {
+	const repeats = 1024 // distinct items the duplicate cases repeat
+	for _, items := range []string{"new", "duplicate"} {
+		for _, g := range []int{1, 8} {
+			b.Run(fmt.Sprintf("items=%s/g=%d", items, g), func(b *testing.B) {
+				st, err := store.Open(b.TempDir(), store.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = st.Close() })
+				ob, err := New(Options{Store: st, Clock: benchWallClock{}, Rate: -1, Principal: scheduler.ValidRecipientID}, helpConfig("watcher"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx := context.Background()
+				if items == "duplicate" {
+					for i := range repeats {
+						if _, err := ob.Record(ctx, "watcher", "support", benchRecord("m", i)); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				b.ReportAllocs()
+				ds := benchDrive(b, g, func(i int) error {
+					if items == "duplicate" {
+						i %= repeats
+					}
+					got, err := ob.Record(ctx, "watcher", "support", benchRecord("m", i))
+					if err == nil && got.Duplicate != (items == "duplicate") {
+						err = fmt.Errorf("item %d: duplicate %v", i, got.Duplicate)
+					}
+					return err
+				})
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
+				benchReport(b, ds, "us")
+			})
+		}
+	}
+}
+
+// wakeRig is the host an observe.thread wake goes through: the store,
+// delivery and scheduler of apitest.NewStack on the wall clock, the
+// observer over them, the loop and the router running; stamps says when
+// each stage of the last wake happened.
+type wakeRig struct {
+	stack  *apitest.Stack
+	ob     *Observer
+	stamps *wakeStamps
+}
+
+// wakeStamps are the times (Unix ns) of the last appending Route step, the
+// last Poke and the last Send.
+type wakeStamps struct{ routed, poked, sent atomic.Int64 }
+
+// stampStore stamps each Route step that appends to a Work.
+type stampStore struct {
+	*store.Badger
+	s *wakeStamps
+}
+
+func (st stampStore) Route(ctx context.Context, step store.RouteStep) (store.RouteAction, store.Work, error) {
+	a, w, err := st.Badger.Route(ctx, step)
+	if a == store.RouteAppended {
+		st.s.routed.Store(time.Now().UnixNano())
+	}
+	return a, w, err
+}
+
+// stampWaker stamps each Poke once it returns.
+type stampWaker struct {
+	*scheduler.Scheduler
+	s *wakeStamps
+}
+
+func (w stampWaker) Poke(ctx context.Context, subject string) (int, error) {
+	n, err := w.Scheduler.Poke(ctx, subject)
+	w.s.poked.Store(time.Now().UnixNano())
+	return n, err
+}
+
+// stampDeliver stamps each Send as it starts.
+type stampDeliver struct {
+	*delivery.Delivery
+	s *wakeStamps
+}
+
+func (d stampDeliver) Send(ctx context.Context, to store.Recipient, m store.Message) store.Receipt {
+	d.s.sent.Store(time.Now().UnixNano())
+	return d.Delivery.Send(ctx, to, m)
+}
+
+func newWakeRig(b *testing.B) *wakeRig {
+	b.Helper()
+	var kinds *Kinds
+	stamps := &wakeStamps{}
+	stack := apitest.NewStack(b, apitest.Config{Plugins: lazyKinds{&kinds}, Clock: benchWallClock{},
+		Deliver: func(d *delivery.Delivery) scheduler.Deliverer { return stampDeliver{d, stamps} }})
+	ob, err := New(Options{Store: stampStore{stack.Store, stamps}, Clock: benchWallClock{}, Rate: -1, Principal: scheduler.ValidRecipientID}, helpConfig("watcher"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	kinds = ob.Kinds(noPlugins{})
+	ob.SetWaker(stampWaker{stack.Scheduler, stamps})
+	ctx, stop := context.WithCancel(context.Background())
+	// As vigil serve: prime, then the loop, then the router.
+	if _, err := stack.Scheduler.Prime(ctx); err != nil {
+		b.Fatal(err)
+	}
+	loop := stack.Scheduler.Start(ctx)
+	routed := ob.Start(ctx)
+	// Registered after the stack's store cleanup, so it runs first.
+	b.Cleanup(func() {
+		stop()
+		<-loop
+		<-routed
+	})
+	return &wakeRig{stack: stack, ob: ob, stamps: stamps}
+}
+
+// openThreads opens n threads W0 … W<n-1>: records each one's opener,
+// routes them, and claims each Work for recipient (which gives it the
+// opener, so a wait registered next parks). It returns the Works in order.
+func openThreads(b *testing.B, ob *Observer, record func(Record) error, n int, recipient string) []store.Work {
+	b.Helper()
+	ctx := context.Background()
+	for k := range n {
+		if err := record(Record{Item: fmt.Sprint("opener-", k), Thread: fmt.Sprint("W", k), Text: benchText}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// The router may be routing them too; RouteAll returns once they are.
+	if _, err := ob.RouteAll(ctx); err != nil {
+		b.Fatal(err)
+	}
+	ws, err := ob.ListWork(ctx, "support", store.WorkOpen)
+	if err != nil {
+		b.Fatal(err)
+	}
+	byThread := map[string]store.Work{}
+	for _, w := range ws {
+		byThread[w.ThreadKey] = w
+	}
+	out := make([]store.Work, n)
+	for k := range out {
+		w, ok := byThread[threadKey("support", "slack-help", fmt.Sprint("W", k))]
+		if !ok {
+			b.Fatalf("thread W%d has no work", k)
+		}
+		if _, _, err := ob.ClaimWork(ctx, w.ID, recipient); err != nil {
+			b.Fatal(err)
+		}
+		out[k] = w
+	}
+	return out
+}
+
+// parkThreadWatch registers the next observe.thread wait on w for recipient and
+// returns once its registration probe has found nothing new and put it
+// back in the schedule, due at its deadline.
+func parkThreadWatch(sched *scheduler.Scheduler, w store.Work, recipient string) error {
+	ctx := context.Background()
+	if _, err := sched.Register(ctx, scheduler.Registration{
+		Kind: WorkKind, Params: json.RawMessage(`{"work_id":"` + w.ID.String() + `"}`), Recipient: store.Recipient{ID: recipient},
+	}); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if next, ok := sched.NextWake(); ok && next.After(time.Now().Add(time.Minute)) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the watch on %s was not parked within 10 s", w.ID)
+		}
+		time.Sleep(20 * time.Microsecond)
+	}
+}
+
+// checkWake says whether msgs is exactly one new_items wake carrying the
+// one item want.
+func checkWake(msgs []store.Message, want string) error {
+	if len(msgs) != 1 || msgs[0].Type != store.MessageFired || msgs[0].Outcome.Result != "new_items" {
+		return fmt.Errorf("waiting for %s: %d messages %+v", want, len(msgs), msgs)
+	}
+	var d ThreadDetail
+	if err := json.Unmarshal(msgs[0].Outcome.Detail, &d); err != nil || len(d.Items) != 1 || d.Items[0].Item != want {
+		return fmt.Errorf("waiting for %s: wake %s (%v)", want, msgs[0].Outcome.Detail, err)
+	}
+	return nil
+}
+
+// wakeTurns are the waits each Work of BenchmarkThreadWake serves before
+// the next op moves to a new Work.
+var wakeTurns = []int{10, 100, 1000}
+
+// BenchmarkThreadWake is the time from Record to the parked watch's
+// message in the mailbox; see the top of this file.
+func BenchmarkThreadWake(b *testing.B) {
+	for _, turns := range wakeTurns {
+		b.Run(fmt.Sprintf("turns=%d", turns), func(b *testing.B) { benchThreadWake(b, turns) })
+	}
+}
+
+func benchThreadWake(b *testing.B, turns int) {
+	const recipient = "responder"
+	r := newWakeRig(b)
+	ctx := context.Background()
+	record := func(rec Record) error {
+		_, err := r.ob.Record(ctx, "watcher", "support", rec)
+		return err
+	}
+	works := openThreads(b, r.ob, record, (b.N+turns-1)/turns, recipient)
+	var cur uint64
+	ds := make([]time.Duration, 0, b.N)
+	var routed, poked, sent []time.Duration
+	since := func(t time.Time, at int64) time.Duration { return time.Duration(at - t.UnixNano()) }
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		k := i / turns
+		if err := parkThreadWatch(r.stack.Scheduler, works[k], recipient); err != nil {
+			b.Fatal(err)
+		}
+		item := fmt.Sprint("f", i)
+		b.StartTimer()
+		t := time.Now()
+		err := record(Record{Item: item, Thread: fmt.Sprint("W", k), Text: "still burning"})
+		var msgs []store.Message
+		if err == nil {
+			msgs, err = r.stack.Delivery.Read(ctx, recipient, cur, 1, 10*time.Second)
+		}
+		d := time.Since(t)
+		b.StopTimer()
+		if err == nil {
+			err = checkWake(msgs, item)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, d)
+		routed = append(routed, since(t, r.stamps.routed.Load()))
+		poked = append(poked, since(t, r.stamps.poked.Load()))
+		sent = append(sent, since(t, r.stamps.sent.Load()))
+		cur = msgs[0].Seq
+		b.StartTimer()
+	}
+	b.StopTimer()
+	benchReport(b, ds, "us")
+	benchReport(b, routed, "routed-us")
+	benchReport(b, poked, "poked-us")
+	benchReport(b, sent, "sent-us")
+}
