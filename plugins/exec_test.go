@@ -75,7 +75,8 @@ func TestCommandThroughTheRunner(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("a 500ms timeout took %s", took)
 	}
-	if obs := observe("agent-2", `{"argv":["true"]}`); obs.Status != abi.StatusPending || !strings.Contains(obs.Note, abi.ExecNoWorkspace) {
+	if obs := observe("agent-2", `{"argv":["true"]}`); obs.Status != abi.StatusPending || !strings.Contains(obs.Note, abi.ExecNoWorkspace) ||
+		!strings.Contains(obs.Note, "agent-2 declares no workspace") {
 		t.Fatalf("no workspace: %+v", obs)
 	}
 	// Admission refuses what the grant does not cover.

@@ -335,6 +335,23 @@ func TestThreadWatchAdmission(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+	// A completed Work takes no new wait.
+	r.mustRecord("watcher", Record{Item: "m2", Thread: "T2", Text: "other"})
+	r.route()
+	var other store.Work
+	for _, ow := range r.open() {
+		if ow.ID != w.ID {
+			other = ow
+		}
+	}
+	if _, err := r.ob.CompleteWork(ctx, other.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.stack.Scheduler.Register(ctx, scheduler.Registration{Kind: WorkKind, Params: json.RawMessage(`{"work_id":"` + other.ID.String() + `"}`), Recipient: store.Recipient{ID: "a"}})
+	var ref *plugin.Refusal
+	if !errors.As(err, &ref) || ref.Field != "params.work_id" || !strings.Contains(ref.Message, "completed") {
+		t.Fatalf("a wait on a completed work: %v", err)
+	}
 	// An explicit after of 0 carries the opener at once.
 	watch, err := r.stack.Scheduler.Register(ctx, scheduler.Registration{Kind: WorkKind, Params: json.RawMessage(`{"work_id":"` + w.ID.String() + `","after":0}`), Recipient: store.Recipient{ID: "a"}})
 	if err != nil {

@@ -422,6 +422,7 @@ func TestRegistryErrorsRefuseToStart(t *testing.T) {
 		"exec relative path":   `{"kinds":{"timer":{"capabilities":["exec"],"exec":{"programs":["bin/true"]}}}}`,
 		"exec bad env":         `{"kinds":{"timer":{"capabilities":["exec"],"exec":{"programs":["true"],"env":["A-B"]}}}}`,
 		"exec timeout":         `{"kinds":{"timer":{"capabilities":["exec"],"exec":{"programs":["true"],"max_timeout":"1h"}}}}`,
+		"exec outlasts call":   `{"kinds":{"timer":{"capabilities":["exec"],"exec":{"programs":["true"],"max_timeout":"10s"},"timeout":"10s"}}}`,
 		"wasm not .wasm":       `{"kinds":{"timer":{"wasm":"timer.so"}}}`,
 		"not json":             `{"kinds":`,
 	}
@@ -453,6 +454,19 @@ func TestExecProgramsResolveAtLoad(t *testing.T) {
 	ps := r.Problems()
 	if len(ps) != 1 || ps[0].Rule != "registry.exec" || !strings.Contains(ps[0].Error(), "kinds.timer.exec.programs") {
 		t.Fatalf("problems %v", ps)
+	}
+}
+
+func TestObserveTimeoutCoversTheExecGrant(t *testing.T) {
+	l := Limits{}.withDefaults()
+	if got := observeTimeout(l, Entry{}); got != 5*time.Second {
+		t.Fatalf("default %s", got)
+	}
+	if got := observeTimeout(l, Entry{Timeout: Duration(time.Minute)}); got != time.Minute {
+		t.Fatalf("registry timeout %s", got)
+	}
+	if got := observeTimeout(l, Entry{Exec: &ExecGrant{Programs: []string{"true"}}}); got <= DefaultExecTimeout {
+		t.Fatalf("exec default %s does not cover the command's %s", got, DefaultExecTimeout)
 	}
 }
 
