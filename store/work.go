@@ -191,75 +191,117 @@ func (s *Badger) RouterCursor(ctx context.Context, name string) (uint64, error) 
 // stream after a crash routes nothing twice. It returns the Work the item
 // reached (zero for skipped, dropped and done).
 func (s *Badger) Route(ctx context.Context, st RouteStep) (RouteAction, Work, error) {
-	if st.Cursor == "" {
-		return "", Work{}, errors.New("store: route step without a cursor")
+	res, err := s.RouteBatch(ctx, []RouteStep{st})
+	if err != nil {
+		return "", Work{}, err
 	}
-	if !st.Drop && (st.ThreadKey == "" || len(st.ThreadKey) > maxThreadKey) {
-		return "", Work{}, fmt.Errorf("store: thread key: want 1-%d bytes", maxThreadKey)
+	return res[0].Action, res[0].Work, nil
+}
+
+// Routed is what one step of a batch did.
+type Routed struct {
+	Action RouteAction
+	Work   Work
+}
+
+// maxRouteBatch bounds the steps of one transaction. A step writes an input
+// of at most about 17 KiB (16 KiB of text and its fields) and a Work row,
+// so a batch stays near 600 KiB, well inside the 2.4 MiB badger allows a
+// transaction with Open's 16 MiB memtables.
+const maxRouteBatch = 32
+
+// RouteBatch applies steps in order, as Route would one by one, committing
+// up to maxRouteBatch of them (and the cursor) per transaction: the
+// router's throughput is then bounded by commits per batch, not per item.
+// A step sees the Work earlier steps of its batch created or fed. On an
+// error the results of the batches already committed are returned with it.
+func (s *Badger) RouteBatch(ctx context.Context, steps []RouteStep) ([]Routed, error) {
+	for _, st := range steps {
+		if st.Cursor == "" {
+			return nil, errors.New("store: route step without a cursor")
+		}
+		if !st.Drop && (st.ThreadKey == "" || len(st.ThreadKey) > maxThreadKey) {
+			return nil, fmt.Errorf("store: thread key: want 1-%d bytes", maxThreadKey)
+		}
 	}
-	var action RouteAction
-	var out Work
-	err := s.update(ctx, func(txn *badger.Txn) error {
-		action, out = "", Work{}
-		cur, _, err := getSeq(txn, routerKey(st.Cursor))
+	out := make([]Routed, 0, len(steps))
+	for len(steps) > 0 {
+		n := min(len(steps), maxRouteBatch)
+		var batch []Routed
+		err := s.update(ctx, func(txn *badger.Txn) error {
+			batch = batch[:0]
+			for _, st := range steps[:n] {
+				r, err := routeStep(txn, st)
+				if err != nil {
+					return err
+				}
+				batch = append(batch, r)
+			}
+			return nil
+		})
 		if err != nil {
-			return err
+			return out, err
 		}
-		if st.Seq <= cur {
-			action = RouteDone
-			return nil
-		}
-		if err := txn.Set(routerKey(st.Cursor), binary.BigEndian.AppendUint64(nil, st.Seq)); err != nil {
-			return err
-		}
-		if st.Drop {
-			action = RouteDropped
-			return nil
-		}
-		item, err := txn.Get(workOwnerKey(st.ThreadKey))
-		switch {
-		case errors.Is(err, badger.ErrKeyNotFound):
-			w := st.New
-			w.ThreadKey, w.State, w.Inputs = st.ThreadKey, WorkOpen, 1
-			in := st.Input
-			in.N = 1
-			if err := putWork(txn, w, nil); err != nil {
-				return err
-			}
-			if err := putInput(txn, w.ID, in); err != nil {
-				return err
-			}
-			action, out = RouteCreated, w
-			return txn.Set(workOwnerKey(st.ThreadKey), w.ID[:])
-		case err != nil:
-			return err
-		}
-		var owner ID
-		if err := item.Value(func(v []byte) error {
-			if len(v) != len(owner) {
-				return fmt.Errorf("%w: owner of %q", errWorkRecord, st.ThreadKey)
-			}
-			copy(owner[:], v)
-			return nil
-		}); err != nil {
-			return err
-		}
-		w, err := getWork(txn, owner)
-		if err != nil || w.Kind != st.OwnerKind || w.State != WorkOpen {
-			action = RouteSkipped
-			return nil
-		}
-		prev := w
-		w.Inputs++
+		out = append(out, batch...)
+		steps = steps[n:]
+	}
+	return out, nil
+}
+
+// routeStep is one step inside a transaction.
+func routeStep(txn *badger.Txn, st RouteStep) (Routed, error) {
+	cur, _, err := getSeq(txn, routerKey(st.Cursor))
+	if err != nil {
+		return Routed{}, err
+	}
+	if st.Seq <= cur {
+		return Routed{Action: RouteDone}, nil
+	}
+	if err := txn.Set(routerKey(st.Cursor), binary.BigEndian.AppendUint64(nil, st.Seq)); err != nil {
+		return Routed{}, err
+	}
+	if st.Drop {
+		return Routed{Action: RouteDropped}, nil
+	}
+	item, err := txn.Get(workOwnerKey(st.ThreadKey))
+	switch {
+	case errors.Is(err, badger.ErrKeyNotFound):
+		w := st.New
+		w.ThreadKey, w.State, w.Inputs = st.ThreadKey, WorkOpen, 1
 		in := st.Input
-		in.N = w.Inputs
-		if err := putInput(txn, w.ID, in); err != nil {
-			return err
+		in.N = 1
+		if err := putWork(txn, w, nil); err != nil {
+			return Routed{}, err
 		}
-		action, out = RouteAppended, w
-		return putWork(txn, w, &prev)
-	})
-	return action, out, err
+		if err := putInput(txn, w.ID, in); err != nil {
+			return Routed{}, err
+		}
+		return Routed{Action: RouteCreated, Work: w}, txn.Set(workOwnerKey(st.ThreadKey), w.ID[:])
+	case err != nil:
+		return Routed{}, err
+	}
+	var owner ID
+	if err := item.Value(func(v []byte) error {
+		if len(v) != len(owner) {
+			return fmt.Errorf("%w: owner of %q", errWorkRecord, st.ThreadKey)
+		}
+		copy(owner[:], v)
+		return nil
+	}); err != nil {
+		return Routed{}, err
+	}
+	w, err := getWork(txn, owner)
+	if err != nil || w.Kind != st.OwnerKind || w.State != WorkOpen {
+		return Routed{Action: RouteSkipped}, nil
+	}
+	prev := w
+	w.Inputs++
+	in := st.Input
+	in.N = w.Inputs
+	if err := putInput(txn, w.ID, in); err != nil {
+		return Routed{}, err
+	}
+	return Routed{Action: RouteAppended, Work: w}, putWork(txn, w, &prev)
 }
 
 // GetWork reads a Work item.

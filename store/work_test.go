@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -109,5 +110,43 @@ func TestClaimAndCompleteWork(t *testing.T) {
 	}
 	if _, err := s.GetWork(ctx, ID{}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("missing work: %v", err)
+	}
+}
+
+// A batch routes in order: a later step feeds the Work an earlier step of
+// the same transaction created, and the cursor ends at the last step.
+func TestRouteBatch(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	ctx := context.Background()
+	var steps []RouteStep
+	for i := range 70 { // more than one transaction's worth
+		thread := "T" + string(rune('a'+i%3))
+		st := newWorkStep(t, uint64(i+1), thread, "m")
+		st.Input.Text = strings.Repeat("x", 16<<10)
+		steps = append(steps, st)
+	}
+	res, err := s.RouteBatch(ctx, steps)
+	if err != nil || len(res) != 70 {
+		t.Fatalf("%d results, %v", len(res), err)
+	}
+	created := 0
+	for _, r := range res {
+		if r.Action == RouteCreated {
+			created++
+		}
+	}
+	if created != 3 || res[3].Action != RouteAppended || res[3].Work.ID != res[0].Work.ID {
+		t.Fatalf("created %d; step 4: %+v", created, res[3])
+	}
+	if cur, _ := s.RouterCursor(ctx, "observe"); cur != 70 {
+		t.Fatalf("cursor %d", cur)
+	}
+	if ins, _ := s.WorkInputs(ctx, res[0].Work.ID, 0); len(ins) != 24 || ins[23].N != 24 {
+		t.Fatalf("thread a has %d inputs", len(ins))
+	}
+	// Replayed, the whole batch is done.
+	again, err := s.RouteBatch(ctx, steps[:5])
+	if err != nil || again[4].Action != RouteDone {
+		t.Fatalf("replay %+v %v", again, err)
 	}
 }

@@ -24,7 +24,7 @@ type Store interface {
 	AppendEvent(ctx context.Context, e store.Event) (store.Event, bool, error)
 	ReadEvents(ctx context.Context, stream string, after uint64, limit int) ([]store.Event, error)
 	RouterCursor(ctx context.Context, name string) (uint64, error)
-	Route(ctx context.Context, st store.RouteStep) (store.RouteAction, store.Work, error)
+	RouteBatch(ctx context.Context, steps []store.RouteStep) ([]store.Routed, error)
 	GetWork(ctx context.Context, id store.ID) (store.Work, error)
 	WorkInputs(ctx context.Context, id store.ID, after int) ([]store.WorkInput, error)
 	ListWork(ctx context.Context, scope string, st store.WorkState) ([]store.Work, error)
@@ -244,8 +244,10 @@ func (ob *Observer) recoverWakes(ctx context.Context) {
 }
 
 // RouteAll routes every recorded item after the router's cursor, in
-// order, and returns how many it routed. Each step and the cursor commit
-// together, so a crash routes nothing twice and skips nothing.
+// order, and returns how many it routed. Steps and the cursor commit
+// together, a batch of items per transaction, so a crash routes nothing
+// twice and skips nothing. The configuration is read once per batch: a
+// source removed before a batch is read routes none of it.
 func (ob *Observer) RouteAll(ctx context.Context) (int, error) {
 	ob.routeMu.Lock()
 	defer ob.routeMu.Unlock()
@@ -262,48 +264,61 @@ func (ob *Observer) RouteAll(ctx context.Context) (int, error) {
 		if len(events) == 0 {
 			return n, nil
 		}
+		v := ob.cfg.Load()
+		steps := make([]store.RouteStep, 0, len(events))
 		for _, e := range events {
-			if err := ob.route(ctx, e); err != nil {
+			st, err := ob.step(v, e)
+			if err != nil {
 				return n, err
 			}
-			n++
+			steps = append(steps, st)
+		}
+		routed, err := ob.o.Store.RouteBatch(ctx, steps)
+		woken := map[store.ID]bool{}
+		for i, r := range routed {
+			if r.Action == store.RouteAppended && !woken[r.Work.ID] {
+				woken[r.Work.ID] = true
+				ob.poke(ctx, r.Work.ID)
+			}
+			ob.recordSkip(ctx, events[i], r)
+		}
+		n += len(routed)
+		if err != nil {
+			return n, err
 		}
 	}
 }
 
-// route routes one event under the configuration in force now.
-func (ob *Observer) route(ctx context.Context, e store.Event) error {
+// step is the routing step of one event under the configuration v.
+func (ob *Observer) step(v *view, e store.Event) (store.RouteStep, error) {
 	scope, source, _, ok := splitThreadKey(e.Address)
 	var item ItemV1
 	if ok {
 		ok = json.Unmarshal(e.Payload, &item) == nil && item.Source == source
 	}
-	v := ob.cfg.Load()
 	if !ok || !v.routes(scope, source) {
 		// A source removed (or never routed) after the item was
 		// accepted: it starts nothing.
-		_, _, err := ob.o.Store.Route(ctx, store.RouteStep{Cursor: routerCursor, Seq: e.Seq, Drop: true})
-		return err
+		return store.RouteStep{Cursor: routerCursor, Seq: e.Seq, Drop: true}, nil
 	}
 	id, err := store.NewID(e.OccurredAt, ob.ids())
 	if err != nil {
-		return err
+		return store.RouteStep{}, err
 	}
-	action, w, err := ob.o.Store.Route(ctx, store.RouteStep{
+	return store.RouteStep{
 		Cursor: routerCursor, Seq: e.Seq, ThreadKey: e.Address, OwnerKind: WorkKind,
 		New: store.Work{ID: id, Scope: scope, Kind: WorkKind, Title: Title(item.Text), CreatedAt: e.OccurredAt},
 		Input: store.WorkInput{
 			EventSeq: e.Seq, EventKey: e.Key, Source: item.Source, Item: item.Item, Revision: item.Revision,
 			Thread: item.Thread, Text: item.Text, Reporter: e.Actor, RecordedAt: e.OccurredAt,
 		},
-	})
-	if err != nil {
-		return err
-	}
-	switch action {
-	case store.RouteAppended:
-		ob.poke(ctx, w.ID)
-	case store.RouteSkipped:
+	}, nil
+}
+
+// recordSkip records, once routing e is committed, that it was skipped:
+// its thread's owner takes no input.
+func (ob *Observer) recordSkip(ctx context.Context, e store.Event, r store.Routed) {
+	if r.Action == store.RouteSkipped {
 		b, _ := json.Marshal(struct {
 			EventSeq  uint64 `json:"event_seq"`
 			ThreadKey string `json:"thread_key"`
@@ -314,7 +329,6 @@ func (ob *Observer) route(ctx context.Context, e store.Event) error {
 			ob.log.Error("recording a skipped item", "seq", e.Seq, "err", err)
 		}
 	}
-	return nil
 }
 
 func (ob *Observer) poke(ctx context.Context, id store.ID) {
