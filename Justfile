@@ -33,9 +33,12 @@ run *ARGS:
 conformance FILE *ARGS:
     go run ./cmd/vigil conformance "{{FILE}}" {{ARGS}}
 
-# Run the benchmarks reported in docs/BENCHMARKS.md.
+# Run the benchmarks reported in docs/BENCHMARKS.md (about 10 min).
 bench:
     go test -run XXX -bench . -benchmem ./host/plugin/ ./plugins/timer/ ./store/ ./host/scheduler/
+    go test -run XXX -bench . -benchmem ./host/delivery/ ./host/httpapi/ ./host/observe/
+    go test -run XXX -bench . -benchmem -benchtime 2s ./host/fetch/ ./host/runner/
+    go test -run XXX -bench CheckTimer -benchtime 10x ./conformance/
 
 # Fuzz every parser of outside input for a while each.
 fuzz SECONDS="30":
@@ -48,6 +51,10 @@ fuzz SECONDS="30":
     go test ./host/netguard/ -run XXX -fuzz FuzzCheckAddr -fuzztime {{SECONDS}}s
     go test ./api/webhooks/ -run XXX -fuzz FuzzVerify -fuzztime {{SECONDS}}s
     go test ./api/webhooks/ -run XXX -fuzz FuzzParseSecret -fuzztime {{SECONDS}}s
+    go test ./host/fetch/ -run XXX -fuzz FuzzScreen -fuzztime {{SECONDS}}s
+    go test ./host/fetch/ -run XXX -fuzz FuzzDestination -fuzztime {{SECONDS}}s
+    go test ./host/observe/ -run XXX -fuzz FuzzDecodeRecord -fuzztime {{SECONDS}}s
+    go test ./host/runner/ -run XXX -fuzz FuzzValidate -fuzztime {{SECONDS}}s
 
 # What CI runs.
 ci:
