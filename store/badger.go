@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -199,7 +200,7 @@ func (s *Badger) Create(ctx context.Context, w Watch) error {
 			return err
 		}
 		if w.Subject != "" && w.State == Pending {
-			if err := txn.Set(subjectKey(w.Subject, w.ID), nil); err != nil {
+			if err := editSubject(txn, w.Subject, w.ID, true); err != nil {
 				return err
 			}
 		}
@@ -242,7 +243,7 @@ func (s *Badger) transition(ctx context.Context, id ID, f func(w *Watch) error) 
 				return err
 			}
 			if from == Pending && w.Subject != "" {
-				if err := txn.Delete(subjectKey(w.Subject, id)); err != nil {
+				if err := editSubject(txn, w.Subject, id, false); err != nil {
 					return err
 				}
 			}
@@ -258,31 +259,69 @@ func (s *Badger) transition(ctx context.Context, id ID, f func(w *Watch) error) 
 	return out, err
 }
 
-// subjectKey indexes a pending watch by its subject:
-// sj/<subject>\x00<id>.
-func subjectKey(subject string, id ID) []byte {
-	k := append(append(append([]byte{}, subjectPfx...), subject...), 0)
-	return append(k, id[:]...)
+// subjectKey holds the pending watches of a subject: sj/<subject> ->
+// their ids, 16 bytes each. One key per subject rather than one per watch:
+// a Work's thread may be waited on thousands of times in turn, and a
+// prefix scan would step over every settled wait's deleted key until
+// badger compacts it, where one key is one read.
+func subjectKey(subject string) []byte {
+	return append(append([]byte{}, subjectPfx...), subject...)
 }
 
 var subjectPfx = []byte("sj/")
+
+// subjectIDs reads a subject's pending ids.
+func subjectIDs(txn *badger.Txn, subject string) ([]ID, error) {
+	item, err := txn.Get(subjectKey(subject))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []ID
+	err = item.Value(func(v []byte) error {
+		if len(v)%len(ID{}) != 0 {
+			return fmt.Errorf("%w: subject index of %q", ErrCorrupt, subject)
+		}
+		for ; len(v) > 0; v = v[len(ID{}):] {
+			out = append(out, ID(v[:len(ID{})]))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// editSubject adds id to, or removes it from, subject's pending ids.
+func editSubject(txn *badger.Txn, subject string, id ID, add bool) error {
+	ids, err := subjectIDs(txn, subject)
+	if err != nil {
+		return err
+	}
+	ids = slices.DeleteFunc(ids, func(x ID) bool { return x == id })
+	if add {
+		ids = append(ids, id)
+	}
+	if len(ids) == 0 {
+		return txn.Delete(subjectKey(subject))
+	}
+	v := make([]byte, 0, len(ids)*len(ID{}))
+	for _, x := range ids {
+		v = append(v, x[:]...)
+	}
+	return txn.Set(subjectKey(subject), v)
+}
 
 // PendingBySubject implements Store.
 func (s *Badger) PendingBySubject(ctx context.Context, subject string) ([]ID, error) {
 	var out []ID
 	err := s.db.View(func(txn *badger.Txn) error {
-		prefix := append(append(append([]byte{}, subjectPfx...), subject...), 0)
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			var id ID
-			copy(id[:], it.Item().Key()[len(prefix):])
-			out = append(out, id)
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		return nil
+		var err error
+		out, err = subjectIDs(txn, subject)
+		return err
 	})
 	return out, err
 }

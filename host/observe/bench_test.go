@@ -29,7 +29,7 @@ package observe
 // p50-us and p99-us are the time from Record to the message; the HTTP
 // version is BenchmarkObserveWakeHTTP in host/httpapi. The stages are
 // stamped on the way by thin wrappers (a time.Now each), from the start of
-// the Record: p50-routed-us when the router's Route step that appended the
+// the Record: p50-routed-us when the router's batch that appended the
 // item returned, p50-poked-us when its Poke of the scheduler returned,
 // p50-sent-us when the scheduler, having probed and settled the watch,
 // called Delivery.Send (p99 likewise).
@@ -164,22 +164,25 @@ type wakeRig struct {
 	stamps *wakeStamps
 }
 
-// wakeStamps are the times (Unix ns) of the last appending Route step, the
-// last Poke and the last Send.
+// wakeStamps are the times (Unix ns) of the last batch of route steps that
+// appended to a Work, the last Poke and the last Send.
 type wakeStamps struct{ routed, poked, sent atomic.Int64 }
 
-// stampStore stamps each Route step that appends to a Work.
+// stampStore stamps each batch of route steps that appends to a Work.
 type stampStore struct {
 	*store.Badger
 	s *wakeStamps
 }
 
-func (st stampStore) Route(ctx context.Context, step store.RouteStep) (store.RouteAction, store.Work, error) {
-	a, w, err := st.Badger.Route(ctx, step)
-	if a == store.RouteAppended {
-		st.s.routed.Store(time.Now().UnixNano())
+func (st stampStore) RouteBatch(ctx context.Context, steps []store.RouteStep) ([]store.Routed, error) {
+	res, err := st.Badger.RouteBatch(ctx, steps)
+	for _, r := range res {
+		if r.Action == store.RouteAppended {
+			st.s.routed.Store(time.Now().UnixNano())
+			break
+		}
 	}
-	return a, w, err
+	return res, err
 }
 
 // stampWaker stamps each Poke once it returns.
