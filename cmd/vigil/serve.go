@@ -133,7 +133,7 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 	}
 	defer func() { _ = rt.Close(context.Background()) }()
 	ob, err := observe.New(observe.Options{
-		Store: st, Clock: wallClock{}, Logger: log, Rate: f.Observe.Rate, Burst: f.Observe.Burst, Principal: scheduler.ValidRecipientID,
+		Store: st, Clock: wallClock{}, Logger: log, Rate: f.Observe.Rate, Burst: f.Observe.Burst, Principal: scheduler.ValidRecipientID, Metrics: m,
 	}, observe.Config{Scopes: f.Scopes})
 	if err != nil {
 		return fmt.Errorf("scopes: %w", err)

@@ -25,6 +25,8 @@ type Metrics struct {
 	probes      *prometheus.CounterVec
 	deliveries  *prometheus.CounterVec
 	fetches     *prometheus.CounterVec
+	observed    *prometheus.CounterVec
+	routed      *prometheus.CounterVec
 }
 
 // New builds the registry. states, when set, backs vigil_watches.
@@ -52,8 +54,16 @@ func New(states StateCounter) *Metrics {
 			Name: "vigil_fetches_total",
 			Help: "Fetches plugins asked for, by kind and outcome (ok or the failure reason).",
 		}, []string{"kind", "outcome"}),
+		observed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_observed_records_total",
+			Help: "Records of observed items, by outcome (recorded, duplicate, once_conflict, not_a_reporter, rate_limited, invalid_field, unknown_scope).",
+		}, []string{"outcome"}),
+		routed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_observed_routed_total",
+			Help: "Observed items routed, by action (created, appended, skipped, dropped).",
+		}, []string{"action"}),
 	}
-	m.reg.MustRegister(m.pluginCalls, m.faults, m.probes, m.deliveries, m.fetches,
+	m.reg.MustRegister(m.pluginCalls, m.faults, m.probes, m.deliveries, m.fetches, m.observed, m.routed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if states != nil {
 		m.reg.MustRegister(&watchCollector{states: states, desc: prometheus.NewDesc(
@@ -80,6 +90,12 @@ func (m *Metrics) PluginCall(kind, export, outcome string, d time.Duration) {
 
 // Fetch implements plugin.Metrics.
 func (m *Metrics) Fetch(kind, outcome string) { m.fetches.WithLabelValues(kind, outcome).Inc() }
+
+// Record implements observe.Metrics.
+func (m *Metrics) Record(outcome string) { m.observed.WithLabelValues(outcome).Inc() }
+
+// Route implements observe.Metrics.
+func (m *Metrics) Route(action string) { m.routed.WithLabelValues(action).Inc() }
 
 // Probe implements scheduler.Metrics.
 func (m *Metrics) Probe(kind, result string) { m.probes.WithLabelValues(kind, result).Inc() }

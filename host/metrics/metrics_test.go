@@ -22,6 +22,8 @@ func TestMetricsAreExposed(t *testing.T) {
 	m.Probe("timer", "pending")
 	m.Delivery(store.ReceiptDelivered, "mailbox")
 	m.Fetch("ci", "rate_limited")
+	m.Record("duplicate")
+	m.Route("appended")
 
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -35,6 +37,8 @@ func TestMetricsAreExposed(t *testing.T) {
 		`vigil_probes_total{kind="timer",result="pending"} 1`,
 		`vigil_deliveries_total{channel="mailbox",receipt="delivered"} 1`,
 		`vigil_fetches_total{kind="ci",outcome="rate_limited"} 1`,
+		`vigil_observed_records_total{outcome="duplicate"} 1`,
+		`vigil_observed_routed_total{action="appended"} 1`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(string(body), want) {

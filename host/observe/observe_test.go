@@ -363,6 +363,38 @@ func TestThreadWatchAdmission(t *testing.T) {
 	}
 }
 
+// countingMetrics counts the observer's reports.
+type countingMetrics struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *countingMetrics) add(k string) {
+	c.mu.Lock()
+	c.n[k]++
+	c.mu.Unlock()
+}
+func (c *countingMetrics) Record(outcome string) { c.add("record:" + outcome) }
+func (c *countingMetrics) Route(action string)   { c.add("route:" + action) }
+
+func TestMetricsCountRecordsAndRoutes(t *testing.T) {
+	m := &countingMetrics{n: map[string]int{}}
+	r := newRig(t, helpConfig("watcher"), func(o *Options) { o.Metrics = m })
+	r.mustRecord("watcher", Record{Item: "m1", Thread: "T", Text: "a"})
+	r.mustRecord("watcher", Record{Item: "m1", Thread: "T", Text: "a"})
+	_, _ = r.record("watcher", Record{Item: "m1", Thread: "T", Text: "b"})
+	_, _ = r.record("mallory", Record{Item: "m2", Thread: "T"})
+	r.mustRecord("watcher", Record{Item: "m3", Thread: "T", Text: "c"})
+	r.route()
+	want := map[string]int{"record:recorded": 2, "record:duplicate": 1, "record:once_conflict": 1, "record:not_a_reporter": 1,
+		"route:created": 1, "route:appended": 1}
+	for k, v := range want {
+		if m.n[k] != v {
+			t.Errorf("%s = %d, want %d (all: %v)", k, m.n[k], v, m.n)
+		}
+	}
+}
+
 func TestRecordingIsRateLimitedPerPrincipal(t *testing.T) {
 	r := newRig(t, helpConfig("watcher", "script"), func(o *Options) { o.Rate, o.Burst = 2, 2 })
 	for i := range 2 {

@@ -55,7 +55,22 @@ type Options struct {
 	IDs io.Reader
 	// Principal validates reporter names in the configuration.
 	Principal ValidPrincipal
+	// Metrics, when set, counts records by outcome and routed items by
+	// action.
+	Metrics Metrics
 }
+
+// Metrics counts what the observer does. Outcomes are "recorded",
+// "duplicate" or a refusal's code; actions are a store.RouteAction.
+type Metrics interface {
+	Record(outcome string)
+	Route(action string)
+}
+
+type nopMetrics struct{}
+
+func (nopMetrics) Record(string) {}
+func (nopMetrics) Route(string)  {}
 
 // WorkKind is the kind of Work an observed thread becomes, and the
 // built-in watch kind its agent parks on between turns.
@@ -90,6 +105,9 @@ func New(o Options, cfg Config) (*Observer, error) {
 	}
 	if o.Burst <= 0 {
 		o.Burst = 200
+	}
+	if o.Metrics == nil {
+		o.Metrics = nopMetrics{}
 	}
 	ob := &Observer{o: o, log: o.Logger.With("component", "observe"), limiters: map[string]*rate.Limiter{}, wake: make(chan struct{}, 1)}
 	if err := ob.SetConfig(cfg); err != nil {
@@ -127,6 +145,24 @@ type Recorded struct {
 // invalid_field (source), once_conflict, rate_limited; or ErrUnknownScope.
 // The text is stored on the event and never logged.
 func (ob *Observer) Record(ctx context.Context, principal, scope string, r Record) (Recorded, error) {
+	got, err := ob.record(ctx, principal, scope, r)
+	var e *Error
+	switch {
+	case err == nil && got.Duplicate:
+		ob.o.Metrics.Record("duplicate")
+	case err == nil:
+		ob.o.Metrics.Record("recorded")
+	case errors.As(err, &e):
+		ob.o.Metrics.Record(e.Code)
+	case errors.Is(err, ErrUnknownScope):
+		ob.o.Metrics.Record("unknown_scope")
+	default:
+		ob.o.Metrics.Record("error")
+	}
+	return got, err
+}
+
+func (ob *Observer) record(ctx context.Context, principal, scope string, r Record) (Recorded, error) {
 	if err := r.Validate(); err != nil {
 		return Recorded{}, err
 	}
@@ -276,6 +312,7 @@ func (ob *Observer) RouteAll(ctx context.Context) (int, error) {
 		routed, err := ob.o.Store.RouteBatch(ctx, steps)
 		woken := map[store.ID]bool{}
 		for i, r := range routed {
+			ob.o.Metrics.Route(string(r.Action))
 			if r.Action == store.RouteAppended && !woken[r.Work.ID] {
 				woken[r.Work.ID] = true
 				ob.poke(ctx, r.Work.ID)
