@@ -6,10 +6,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/plugins/internal/forge"
+	"github.com/vigilhq/vigil/plugins/internal/note"
 	"github.com/vigilhq/vigil/sdk"
 )
 
@@ -61,7 +61,7 @@ var Plugin = sdk.Plugin[Params]{
 // commit exists (a push may still be on its way).
 func admit(p Params, g sdk.Grants) error {
 	if !isSHA(p.SHA) {
-		return sdk.InvalidParams("sha", "%q is not a commit SHA: want the full 40 hex digits (a branch name is not a commit: it moves, and the answer would be about another commit)", clip(p.SHA))
+		return sdk.InvalidParams("sha", "%q is not a commit SHA: want the full 40 hex digits (a branch name is not a commit: it moves, and the answer would be about another commit)", note.Clip(p.SHA))
 	}
 	return p.Ref.Admit(Kind, g)
 }
@@ -239,7 +239,7 @@ func statuses(in sdk.Input, f forge.Ref, commit, sha, size string, classify func
 			return nil, note
 		}
 		if c.SHA != "" && !strings.EqualFold(c.SHA, sha) {
-			return nil, "could not tell: the forge answered for commit " + clip(c.SHA)
+			return nil, "could not tell: the forge answered for commit " + note.Clip(c.SHA)
 		}
 		for _, s := range c.Statuses {
 			st := s.State
@@ -297,18 +297,4 @@ func giteaState(s string) state {
 		return failed
 	}
 	return unknown
-}
-
-// clip keeps what the caller or the forge wrote short in a note, cut on
-// a character boundary.
-func clip(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return s
-	}
-	i := max
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
 }

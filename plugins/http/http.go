@@ -10,9 +10,9 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/plugins/internal/note"
 	"github.com/vigilhq/vigil/sdk"
 )
 
@@ -228,7 +228,7 @@ func (e *Expect) unmet(resp sdk.FetchResponse) []string {
 		out = append(out, fmt.Sprintf("answered %d, waiting for %d", resp.Status, x.Status))
 	}
 	if x.BodyContains != "" && !bytes.Contains(resp.Body, []byte(x.BodyContains)) {
-		out = append(out, "body does not contain "+clip(x.BodyContains))
+		out = append(out, "body does not contain "+note.Clip(x.BodyContains))
 	}
 	if jp := x.JSONPath; jp != nil {
 		if note := jp.unmet(resp.Body); note != "" {
@@ -259,21 +259,7 @@ func (jp *JSONPath) unmet(body []byte) string {
 	}
 	if !equal(got, want) {
 		g, _ := json.Marshal(got)
-		return fmt.Sprintf("%s is %s, waiting for %s", jp.Path, clip(string(g)), clip(string(jp.Equals)))
+		return fmt.Sprintf("%s is %s, waiting for %s", jp.Path, note.Clip(string(g)), note.Clip(string(jp.Equals)))
 	}
 	return ""
-}
-
-// clip keeps a note short (bodies and values are the page's, not ours), cut on
-// a character boundary.
-func clip(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return s
-	}
-	i := max
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
 }

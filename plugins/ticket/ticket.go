@@ -7,10 +7,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/plugins/internal/forge"
+	"github.com/vigilhq/vigil/plugins/internal/note"
 	"github.com/vigilhq/vigil/sdk"
 )
 
@@ -139,7 +139,7 @@ func observe(p Params, in sdk.Input) (sdk.Result, error) {
 func diff(a, b Snapshot) (changed, said []string) {
 	if a.Title != b.Title {
 		changed = append(changed, "title")
-		said = append(said, "title changed to "+strconv.Quote(clip(b.Title)))
+		said = append(said, "title changed to "+strconv.Quote(note.Clip(b.Title)))
 	}
 	if a.State != b.State {
 		changed = append(changed, "state")
@@ -162,18 +162,4 @@ func diff(a, b Snapshot) (changed, said []string) {
 		said = append(said, fmt.Sprintf("comments %d → %d", a.Comments, b.Comments))
 	}
 	return changed, said
-}
-
-// clip keeps what a person wrote short in a summary, cut on
-// a character boundary.
-func clip(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return s
-	}
-	i := max
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
 }

@@ -1,0 +1,22 @@
+// Package note is what the bundled plugins share about writing a pending
+// note or a summary: what the caller or an origin wrote is kept short, so
+// a note stays a line. It is compiled into each plugin's .wasm.
+package note
+
+import "unicode/utf8"
+
+// Max is how many bytes of someone else's text a note keeps.
+const Max = 64
+
+// Clip keeps s to Max bytes, cut on a character boundary, with "…" when
+// it cut.
+func Clip(s string) string {
+	if len(s) <= Max {
+		return s
+	}
+	i := Max
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
