@@ -71,6 +71,9 @@ func TestInvalidSettingsNameTheKey(t *testing.T) {
 		{"fetch unknown key", nil, nil, "fetch: {max_timeot: 1s}\n", "max_timeot", "vigil.yaml"},
 		{"fetch body", nil, nil, "fetch: {max_body_bytes: -1}\n", "fetch", "vigil.yaml"},
 		{"fetch user agent", nil, nil, "fetch: {user_agent: \"a\\nb\"}\n", "fetch", "vigil.yaml"},
+		{"observe rate", nil, nil, "observe: {rate: -5}\n", "observe", "vigil.yaml"},
+		{"scope without reporters", nil, nil, "scopes: {support: {observe: [{sources: [{name: slack-help, reporters: []}]}]}}\n", "scopes", "vigil.yaml"},
+		{"scope source unknown key", nil, nil, "scopes: {support: {observe: [{sources: [{name: a, reporters: [x], token: y}]}]}}\n", "token", "vigil.yaml"},
 		{"secret name", nil, nil, "secrets: {'GitHub Token': x}\n", "secrets", "vigil.yaml"},
 		{"missing config file", nil, map[string]string{"VIGIL_CONFIG": "/nonexistent/vigil.yaml"}, "", "config", "VIGIL_CONFIG"},
 	}
