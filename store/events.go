@@ -88,24 +88,32 @@ func (s *Badger) AppendEvent(ctx context.Context, e Event) (out Event, duplicate
 	if err := checkEvent(e); err != nil {
 		return Event{}, false, err
 	}
+	// A repeat is answered from a read alone, without the append lock or a
+	// write transaction; an event not yet there is looked for again under
+	// the lock, where the append decides.
+	err = s.db.View(func(txn *badger.Txn) error {
+		var found bool
+		out, found, duplicate, err = sameEvent(txn, e)
+		if err == nil && !found {
+			return errNotThere
+		}
+		return err
+	})
+	switch {
+	case err == nil:
+		return out, duplicate, nil
+	case errors.Is(err, ErrEventConflict):
+		return out, false, err
+	case !errors.Is(err, errNotThere):
+		return Event{}, false, err
+	}
 	s.eventMu.Lock()
 	defer s.eventMu.Unlock()
 	err = s.update(ctx, func(txn *badger.Txn) error {
-		seq, found, err := getSeq(txn, eventIndexKey(e.Stream, e.Key))
-		if err != nil {
+		prev, found, dup, err := sameEvent(txn, e)
+		if found || err != nil {
+			out, duplicate = prev, dup
 			return err
-		}
-		if found {
-			prev, err := getEvent(txn, e.Stream, seq)
-			if err != nil {
-				return err
-			}
-			out = prev
-			if prev.Type == e.Type && bytes.Equal(prev.Payload, e.Payload) {
-				duplicate = true
-				return nil
-			}
-			return fmt.Errorf("%w: stream %s, key %s", ErrEventConflict, e.Stream, e.Key)
 		}
 		last, _, err := getSeq(txn, eventSeqKey(e.Stream))
 		if err != nil {
@@ -133,6 +141,27 @@ func (s *Badger) AppendEvent(ctx context.Context, e Event) (out Event, duplicate
 		return Event{}, false, err
 	}
 	return out, duplicate, err
+}
+
+// errNotThere is sameEvent's "no event has this key yet".
+var errNotThere = errors.New("store: no event under this key")
+
+// sameEvent looks up the event under e's key: found is false when there is
+// none; otherwise duplicate says it has e's type and payload, and a
+// different one is an error wrapping ErrEventConflict.
+func sameEvent(txn *badger.Txn, e Event) (prev Event, found, duplicate bool, err error) {
+	seq, found, err := getSeq(txn, eventIndexKey(e.Stream, e.Key))
+	if err != nil || !found {
+		return Event{}, found, false, err
+	}
+	prev, err = getEvent(txn, e.Stream, seq)
+	if err != nil {
+		return Event{}, true, false, err
+	}
+	if prev.Type == e.Type && bytes.Equal(prev.Payload, e.Payload) {
+		return prev, true, true, nil
+	}
+	return prev, true, false, fmt.Errorf("%w: stream %s, key %s", ErrEventConflict, e.Stream, e.Key)
 }
 
 // getSeq reads a big-endian sequence number; found is false when k is
