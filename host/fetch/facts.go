@@ -28,44 +28,23 @@ type DeadLetter = api.DeadLetter
 
 // succeededFact is the payload of a fetch.succeeded fact, keyed by command_id.
 type succeededFact struct {
-	CommandID   string    `json:"command_id"`
-	Kind        string    `json:"kind"`
-	Method      string    `json:"method"`
-	URL         string    `json:"url"`
+	occasion
 	Status      int       `json:"status"`
 	Fingerprint string    `json:"fingerprint"`
 	Bytes       int       `json:"bytes"`
 	NotModified bool      `json:"not_modified"`
-	HeaderNames []string  `json:"header_names"`
-	Secret      string    `json:"secret,omitempty"`
 	OccurredAt  time.Time `json:"occurred_at"`
 }
 
 // failedFact is the payload of a fetch.failed fact, keyed by
-// command_id:occurred_at. Status is set for http_status only.
+// command_id:occurred_at, and of a dead letter, keyed by command_id.
+// Status is set for http_status only.
 type failedFact struct {
-	CommandID   string    `json:"command_id"`
-	Kind        string    `json:"kind"`
-	Method      string    `json:"method"`
-	URL         string    `json:"url"`
-	Reason      string    `json:"reason"`
-	Message     string    `json:"message"`
-	Status      int       `json:"status,omitempty"`
-	HeaderNames []string  `json:"header_names"`
-	Secret      string    `json:"secret,omitempty"`
-	OccurredAt  time.Time `json:"occurred_at"`
-}
-
-// deadLetter is the payload of a dead letter, keyed by command_id.
-type deadLetter struct {
-	CommandID   string    `json:"command_id"`
-	Kind        string    `json:"kind"`
-	Method      string    `json:"method"`
-	URL         string    `json:"url"`
-	Reason      string    `json:"reason"`
-	Message     string    `json:"message"`
-	HeaderNames []string  `json:"header_names"`
-	OccurredAt  time.Time `json:"occurred_at"`
+	occasion
+	Reason     string    `json:"reason"`
+	Message    string    `json:"message"`
+	Status     int       `json:"status,omitempty"`
+	OccurredAt time.Time `json:"occurred_at"`
 }
 
 // deadLettered reports whether a failure of this reason goes to the dead
@@ -79,19 +58,25 @@ func deadLettered(reason string) bool {
 	return false
 }
 
-// occasion is what every fact of one command shares.
+// occasion is what every fact of one command shares, and what its log
+// lines name: header names, never values; the secret by name.
 type occasion struct {
-	id          string
-	kind        string
-	method      string
-	url         string
-	headerNames []string
-	secret      string
+	ID          string   `json:"command_id"`
+	Kind        string   `json:"kind"`
+	Method      string   `json:"method"`
+	URL         string   `json:"url"`
+	HeaderNames []string `json:"header_names"`
+	Secret      string   `json:"secret,omitempty"`
+}
+
+// attrs are the occasion as slog attributes.
+func (o occasion) attrs(more ...any) []any {
+	return append([]any{"command_id", o.ID, "kind", o.Kind, "method", o.Method, "url", o.URL, "header_names", o.HeaderNames}, more...)
 }
 
 // occasionOf describes a command that passed Screen.
 func occasionOf(id, kind string, cmd Command) occasion {
-	return occasion{id: id, kind: kind, method: cmd.Method, url: cmd.URL.String(), headerNames: cmd.HeaderNames(), secret: cmd.Secret}
+	return withNames(occasion{ID: id, Kind: kind, Method: cmd.Method, URL: cmd.URL.String(), HeaderNames: cmd.HeaderNames(), Secret: cmd.Secret})
 }
 
 // rawOccasion describes a refused request from what the plugin sent: the
@@ -106,7 +91,7 @@ func rawOccasion(id, kind string, req abi.FetchRequest) occasion {
 	if len(names) > MaxHeaders+1 {
 		names = names[:MaxHeaders+1]
 	}
-	return occasion{id: id, kind: kind, method: clip(req.Method), url: displayURL(req.URL), headerNames: names, secret: clip(req.Secret)}
+	return withNames(occasion{ID: id, Kind: kind, Method: clip(req.Method), URL: displayURL(req.URL), HeaderNames: names, Secret: clip(req.Secret)})
 }
 
 // displayURL is raw as a fact may carry it: userinfo replaced, bounded.
@@ -131,31 +116,28 @@ func clipN(s string, n int) string {
 	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
-func (o occasion) names() []string {
-	if o.headerNames == nil {
-		return []string{}
+// withNames makes no header names an empty list, never JSON null.
+func withNames(o occasion) occasion {
+	if o.HeaderNames == nil {
+		o.HeaderNames = []string{}
 	}
-	return o.headerNames
+	return o
 }
 
 // recordSuccess writes a fetch.succeeded fact.
 func (i *Issuer) recordSuccess(ctx context.Context, o occasion, at time.Time, r abi.FetchResponse) {
-	i.appendEvent(ctx, store.Event{Stream: StreamFacts, Key: o.id, Type: TypeSucceeded, OccurredAt: at, Actor: o.kind},
-		succeededFact{CommandID: o.id, Kind: o.kind, Method: o.method, URL: o.url, Status: r.Status, Fingerprint: r.Fingerprint,
-			Bytes: len(r.Body), NotModified: r.NotModified, HeaderNames: o.names(), Secret: o.secret, OccurredAt: at.UTC()})
+	i.appendEvent(ctx, store.Event{Stream: StreamFacts, Key: o.ID, Type: TypeSucceeded, OccurredAt: at, Actor: o.Kind},
+		succeededFact{occasion: o, Status: r.Status, Fingerprint: r.Fingerprint, Bytes: len(r.Body), NotModified: r.NotModified, OccurredAt: at.UTC()})
 }
 
 // recordFailure writes a fetch.failed fact and, for a refusal, a dead
 // letter.
 func (i *Issuer) recordFailure(ctx context.Context, o occasion, at time.Time, e *Error, status int) {
 	at = at.UTC()
-	i.appendEvent(ctx, store.Event{Stream: StreamFacts, Key: o.id + ":" + at.Format(time.RFC3339Nano), Type: TypeFailed, OccurredAt: at, Actor: o.kind},
-		failedFact{CommandID: o.id, Kind: o.kind, Method: o.method, URL: o.url, Reason: e.Reason, Message: e.Message, Status: status,
-			HeaderNames: o.names(), Secret: o.secret, OccurredAt: at})
+	fact := failedFact{occasion: o, Reason: e.Reason, Message: e.Message, Status: status, OccurredAt: at}
+	i.appendEvent(ctx, store.Event{Stream: StreamFacts, Key: o.ID + ":" + at.Format(time.RFC3339Nano), Type: TypeFailed, OccurredAt: at, Actor: o.Kind}, fact)
 	if deadLettered(e.Reason) {
-		i.appendEvent(ctx, store.Event{Stream: StreamDeadLetters, Key: o.id, Type: TypeDeadLetter, OccurredAt: at, Actor: o.kind},
-			deadLetter{CommandID: o.id, Kind: o.kind, Method: o.method, URL: o.url, Reason: e.Reason, Message: e.Message,
-				HeaderNames: o.names(), OccurredAt: at})
+		i.appendEvent(ctx, store.Event{Stream: StreamDeadLetters, Key: o.ID, Type: TypeDeadLetter, OccurredAt: at, Actor: o.Kind}, fact)
 	}
 }
 
@@ -197,11 +179,11 @@ func (i *Issuer) DeadLetters(ctx context.Context, after uint64, limit int) ([]De
 	}
 	out := make([]DeadLetter, 0, len(evs))
 	for _, e := range evs {
-		var p deadLetter
+		var p failedFact
 		if e.Type != TypeDeadLetter || json.Unmarshal(e.Payload, &p) != nil {
 			continue
 		}
-		out = append(out, DeadLetter{Seq: e.Seq, CommandID: p.CommandID, Kind: p.Kind, Method: p.Method, URL: p.URL,
+		out = append(out, DeadLetter{Seq: e.Seq, CommandID: p.ID, Kind: p.Kind, Method: p.Method, URL: p.URL,
 			Reason: p.Reason, Message: p.Message, HeaderNames: p.HeaderNames, OccurredAt: p.OccurredAt})
 	}
 	return out, nil

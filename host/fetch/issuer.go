@@ -150,8 +150,7 @@ func (i *Issuer) Fetch(ctx context.Context, call plugin.FetchCall) abi.FetchResp
 // refuse answers a command refused before anything was sent, with a
 // fetch.failed fact and a dead letter.
 func (i *Issuer) refuse(ctx context.Context, o occasion, now time.Time, fe *Error) abi.FetchResponse {
-	i.log.Info("fetch refused", "command_id", o.id, "kind", o.kind, "method", o.method, "url", o.url,
-		"header_names", o.headerNames, "reason", fe.Reason, "message", fe.Message)
+	i.log.Info("fetch refused", o.attrs("reason", fe.Reason, "message", fe.Message)...)
 	i.recordFailure(ctx, o, now, fe, 0)
 	return failure(fe)
 }
@@ -205,7 +204,7 @@ func (i *Issuer) issue(ctx context.Context, o occasion, call plugin.FetchCall, c
 	if ok {
 		// A flight for this resource ended between the caller's look and
 		// this one.
-		return outcome{leader: o.id, held: true, resp: held}
+		return outcome{leader: o.ID, held: true, resp: held}
 	}
 
 	// The request outlives a caller that gives up: the callers sharing it
@@ -217,25 +216,22 @@ func (i *Issuer) issue(ctx context.Context, o occasion, call plugin.FetchCall, c
 	now := i.cfg.Clock.Now()
 	if res.fail == nil || res.fail.Reason != abi.FetchRateLimited {
 		i.mu.Lock()
-		i.cache.put(key, o.url, now, res.update)
+		i.cache.put(key, o.URL, now, res.update)
 		i.mu.Unlock()
 	}
 	switch {
 	case res.fail != nil:
-		i.log.Info("fetch failed", "command_id", o.id, "kind", o.kind, "method", o.method, "url", o.url,
-			"header_names", o.headerNames, "reason", res.fail.Reason, "message", res.fail.Message)
+		i.log.Info("fetch failed", o.attrs("reason", res.fail.Reason, "message", res.fail.Message)...)
 		i.recordFailure(ctx, o, now, res.fail, 0)
 	case res.resp.Status >= 400:
 		e := &Error{Reason: abi.FetchHTTPStatus, Message: fmt.Sprintf("the origin answered %d %s", res.resp.Status, http.StatusText(res.resp.Status))}
-		i.log.Info("fetch answered an error status", "command_id", o.id, "kind", o.kind, "method", o.method, "url", o.url,
-			"header_names", o.headerNames, "status", res.resp.Status)
+		i.log.Info("fetch answered an error status", o.attrs("status", res.resp.Status)...)
 		i.recordFailure(ctx, o, now, e, res.resp.Status)
 	default:
-		i.log.Debug("fetched", "command_id", o.id, "kind", o.kind, "method", o.method, "url", o.url,
-			"header_names", o.headerNames, "status", res.resp.Status, "bytes", len(res.resp.Body), "not_modified", res.resp.NotModified)
+		i.log.Debug("fetched", o.attrs("status", res.resp.Status, "bytes", len(res.resp.Body), "not_modified", res.resp.NotModified)...)
 		i.recordSuccess(ctx, o, now, res.resp)
 	}
-	return outcome{leader: o.id, resp: res.resp}
+	return outcome{leader: o.ID, resp: res.resp}
 }
 
 // result is what one origin request produced.
