@@ -20,11 +20,13 @@ import (
 // from the same machine in development.
 const LocalPrincipal = "local"
 
-func (s *server) observer() (Observe, error) {
+// observing is the observe routes' middleware: a server built without an
+// observer has none of them.
+func (s *server) observing(c *fiber.Ctx) error {
 	if s.d.Observe == nil {
-		return nil, &api.Error{Code: api.CodeNotFound, Message: "this server observes no sources"}
+		return &api.Error{Code: api.CodeNotFound, Message: "this server observes no sources"}
 	}
-	return s.d.Observe, nil
+	return c.Next()
 }
 
 // principal is the authenticated principal, or LocalPrincipal without
@@ -45,10 +47,6 @@ func scopeParam(c *fiber.Ctx) (string, error) {
 }
 
 func (s *server) recordObserved(c *fiber.Ctx) error {
-	ob, err := s.observer()
-	if err != nil {
-		return err
-	}
 	scope, err := scopeParam(c)
 	if err != nil {
 		return err
@@ -57,7 +55,7 @@ func (s *server) recordObserved(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	got, err := ob.Record(c.UserContext(), s.principal(c), scope, rec)
+	got, err := s.d.Observe.Record(c.UserContext(), s.principal(c), scope, rec)
 	var oe *observe.Error
 	if errors.As(err, &oe) && oe.Code == observe.CodeRateLimited {
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Ceil(oe.RetryAfter.Seconds()))))
@@ -78,10 +76,6 @@ func (s *server) recordObserved(c *fiber.Ctx) error {
 }
 
 func (s *server) listWork(c *fiber.Ctx) error {
-	ob, err := s.observer()
-	if err != nil {
-		return err
-	}
 	scope, err := scopeParam(c)
 	if err != nil {
 		return err
@@ -90,7 +84,7 @@ func (s *server) listWork(c *fiber.Ctx) error {
 	if st != "" && !st.Valid() {
 		return &api.Error{Code: api.CodeInvalidField, Field: "state", Message: "want open or completed"}
 	}
-	ws, err := ob.ListWork(c.UserContext(), scope, st)
+	ws, err := s.d.Observe.ListWork(c.UserContext(), scope, st)
 	if err != nil {
 		return err
 	}
@@ -101,24 +95,12 @@ func (s *server) listWork(c *fiber.Ctx) error {
 	return c.JSON(out)
 }
 
-func workID(c *fiber.Ctx) (store.ID, error) {
-	id, err := store.ParseID(c.Params("id"))
-	if err != nil {
-		return id, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no work item %q", c.Params("id"))}
-	}
-	return id, nil
-}
-
 func (s *server) getWork(c *fiber.Ctx) error {
-	ob, err := s.observer()
+	id, err := parseID(c, "work item")
 	if err != nil {
 		return err
 	}
-	id, err := workID(c)
-	if err != nil {
-		return err
-	}
-	w, in, err := ob.GetWork(c.UserContext(), id)
+	w, in, err := s.d.Observe.GetWork(c.UserContext(), id)
 	if err != nil {
 		return err
 	}
@@ -126,11 +108,7 @@ func (s *server) getWork(c *fiber.Ctx) error {
 }
 
 func (s *server) claimWork(c *fiber.Ctx) error {
-	ob, err := s.observer()
-	if err != nil {
-		return err
-	}
-	id, err := workID(c)
+	id, err := parseID(c, "work item")
 	if err != nil {
 		return err
 	}
@@ -141,7 +119,7 @@ func (s *server) claimWork(c *fiber.Ctx) error {
 	if !scheduler.ValidRecipientID(req.Recipient.ID) {
 		return &api.Error{Code: api.CodeInvalidRecipient, Field: "recipient.id", Message: scheduler.RecipientIDGrammar}
 	}
-	w, in, err := ob.ClaimWork(c.UserContext(), id, req.Recipient.ID)
+	w, in, err := s.d.Observe.ClaimWork(c.UserContext(), id, req.Recipient.ID)
 	if err != nil {
 		return err
 	}
@@ -149,15 +127,11 @@ func (s *server) claimWork(c *fiber.Ctx) error {
 }
 
 func (s *server) completeWork(c *fiber.Ctx) error {
-	ob, err := s.observer()
+	id, err := parseID(c, "work item")
 	if err != nil {
 		return err
 	}
-	id, err := workID(c)
-	if err != nil {
-		return err
-	}
-	w, err := ob.CompleteWork(c.UserContext(), id)
+	w, err := s.d.Observe.CompleteWork(c.UserContext(), id)
 	if err != nil {
 		return err
 	}

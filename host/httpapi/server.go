@@ -157,11 +157,11 @@ func New(d Deps, o Options) *fiber.App {
 	v1.Get("/recipients/:id/mailbox", s.readMailbox)
 	v1.Get("/recipients/:id/mailbox/stream", s.streamMailbox)
 	v1.Get("/fetch/dead-letters", s.readDeadLetters)
-	v1.Post("/scopes/:scope/observe", s.recordObserved)
-	v1.Get("/scopes/:scope/work", s.listWork)
-	v1.Get("/work/:id", s.getWork)
-	v1.Post("/work/:id/claim", s.claimWork)
-	v1.Post("/work/:id/complete", s.completeWork)
+	v1.Post("/scopes/:scope/observe", s.observing, s.recordObserved)
+	v1.Get("/scopes/:scope/work", s.observing, s.listWork)
+	v1.Get("/work/:id", s.observing, s.getWork)
+	v1.Post("/work/:id/claim", s.observing, s.claimWork)
+	v1.Post("/work/:id/complete", s.observing, s.completeWork)
 	routes := app.GetRoutes(true)
 	app.Use(func(c *fiber.Ctx) error {
 		var allowed []string
@@ -306,10 +306,12 @@ func toAPIError(err error) *api.Error {
 	return &api.Error{Code: api.CodeInternal, Message: "internal error"}
 }
 
-func parseID(c *fiber.Ctx) (store.ID, error) {
+// parseID reads the :id of a route about a what ("watch", "work item"); a
+// malformed id is not found, as an unknown one is.
+func parseID(c *fiber.Ctx, what string) (store.ID, error) {
 	id, err := store.ParseID(c.Params("id"))
 	if err != nil {
-		return id, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no watch %q", c.Params("id"))}
+		return id, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no %s %q", what, c.Params("id"))}
 	}
 	return id, nil
 }
@@ -366,7 +368,7 @@ func (s *server) listWatches(c *fiber.Ctx) error {
 }
 
 func (s *server) getWatch(c *fiber.Ctx) error {
-	id, err := parseID(c)
+	id, err := parseID(c, "watch")
 	if err != nil {
 		return err
 	}
@@ -378,7 +380,7 @@ func (s *server) getWatch(c *fiber.Ctx) error {
 }
 
 func (s *server) cancelWatch(c *fiber.Ctx) error {
-	id, err := parseID(c)
+	id, err := parseID(c, "watch")
 	if err != nil {
 		return err
 	}

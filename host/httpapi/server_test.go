@@ -473,3 +473,14 @@ func TestObserveRecordOverHTTP(t *testing.T) {
 		t.Fatalf("an item's text reached the log: %s", logs.String())
 	}
 }
+
+// A server built without an observer answers its observe routes not found.
+func TestObserveRoutesWithoutAnObserver(t *testing.T) {
+	f := newFixture(t)
+	for _, r := range [][2]string{{"POST", "/api/v1/scopes/s/observe"}, {"GET", "/api/v1/scopes/s/work"}, {"GET", "/api/v1/work/01m8nhtng4ra8tgz0tmrscbt6g"}} {
+		code, b := f.do(t, r[0], r[1], `{"item":"m","thread":"t"}`)
+		if code != 404 || !strings.Contains(string(b), "observes no sources") {
+			t.Errorf("%s %s: %d %s", r[0], r[1], code, b)
+		}
+	}
+}
