@@ -1,6 +1,3 @@
-// Package note is what the bundled plugins share about writing a pending
-// note or a summary: what the caller or an origin wrote is kept short, so
-// a note stays a line. It is compiled into each plugin's .wasm.
 package note
 
 import "unicode/utf8"

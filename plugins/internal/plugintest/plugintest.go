@@ -1,5 +1,3 @@
-// Package plugintest is test support for the bundled plugins: what their
-// tests share. It must never be imported by a plugin's own code.
 package plugintest
 
 import (
@@ -9,9 +7,9 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// CompileSchema compiles a plugin's params schema the way the host does
+// compileSchema compiles a plugin's params schema the way the host does
 // (draft 2020-12, formats asserted), failing the test if it does not.
-func CompileSchema(tb testing.TB, schema string) *jsonschema.Schema {
+func compileSchema(tb testing.TB, schema string) *jsonschema.Schema {
 	tb.Helper()
 	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
 	if err != nil {
@@ -28,4 +26,20 @@ func CompileSchema(tb testing.TB, schema string) *jsonschema.Schema {
 		tb.Fatal(err)
 	}
 	return s
+}
+
+// CheckSchema compiles schema as compileSchema does and checks each params
+// document against it: valid when want[doc] is true, refused otherwise.
+func CheckSchema(tb testing.TB, schema string, want map[string]bool) {
+	tb.Helper()
+	s := compileSchema(tb, schema)
+	for doc, ok := range want {
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(doc))
+		if err != nil {
+			tb.Fatalf("%s: %v", doc, err)
+		}
+		if err := s.Validate(v); (err == nil) != ok {
+			tb.Errorf("%s: valid = %v, want %v (%v)", doc, err == nil, ok, err)
+		}
+	}
 }

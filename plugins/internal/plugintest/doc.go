@@ -1,0 +1,5 @@
+// Package plugintest is test support for the bundled plugins: what their
+// tests share, such as compiling a params schema the way the host does. It
+// must never be imported by a plugin's own code, which is built to wasm
+// and has no use for a schema compiler.
+package plugintest
