@@ -45,7 +45,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,6 +60,7 @@ import (
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/benchtest"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 	"github.com/vigilhq/vigil/plugins"
 	"github.com/vigilhq/vigil/store"
@@ -217,56 +217,6 @@ func keepAlive(conns int) *http.Client {
 	}}
 }
 
-// latencies sorts ds and reports the given percentiles in unit (µs or ms).
-func latencies(b *testing.B, ds []time.Duration, unit time.Duration, name string) {
-	b.Helper()
-	if len(ds) == 0 {
-		return
-	}
-	slices.Sort(ds)
-	at := func(p float64) float64 {
-		return float64(ds[min(int(p*float64(len(ds))), len(ds)-1)]) / float64(unit)
-	}
-	b.ReportMetric(at(0.50), "p50-"+name)
-	b.ReportMetric(at(0.99), "p99-"+name)
-}
-
-// drive runs do(i) for i in 0 … b.N-1 on c goroutines, timed, and returns
-// each call's latency.
-func drive(b *testing.B, c int, do func(i int) error) []time.Duration {
-	b.Helper()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	per := make([][]time.Duration, c)
-	errs := make(chan error, c)
-	b.ResetTimer()
-	for g := range c {
-		wg.Go(func() {
-			ds := make([]time.Duration, 0, b.N/c+1)
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= b.N {
-					break
-				}
-				t := time.Now()
-				if err := do(i); err != nil {
-					errs <- err
-					break
-				}
-				ds = append(ds, time.Since(t))
-			}
-			per[g] = ds
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
-	close(errs)
-	if err := <-errs; err != nil {
-		b.Fatal(err)
-	}
-	return slices.Concat(per...)
-}
-
 // ---- Registration ----
 
 // registrations are timer watches an hour ahead over 64 recipients.
@@ -355,12 +305,12 @@ func BenchmarkRegisterHTTP(b *testing.B) {
 		wg.Wait()
 		probes0 := srv.probes.n.Load()
 		b.ReportAllocs()
-		ds := drive(b, c, func(i int) error { return regs.post(client, srv.url, i) })
+		ds := benchtest.Drive(b, c, func(i int) error { return regs.post(client, srv.url, i) })
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "regs/s")
 		if loop {
 			b.ReportMetric(float64(srv.probes.n.Load()-probes0)/b.Elapsed().Seconds(), "probes/s")
 		}
-		latencies(b, ds, time.Microsecond, "us")
+		benchtest.Percentiles(b, ds, time.Microsecond, "us")
 		if got := srv.sched.Pending(); got != b.N+c {
 			b.Fatalf("%d pending after %d registrations", got, b.N+c)
 		}
@@ -472,12 +422,12 @@ func BenchmarkAdmit(b *testing.B) {
 			b.Run(fmt.Sprintf("plugins=%s/g=%d", c.name, g), func(b *testing.B) {
 				ctx := context.Background()
 				b.ReportAllocs()
-				ds := drive(b, g, func(int) error {
+				ds := benchtest.Drive(b, g, func(int) error {
 					_, err := c.pl.Admit(ctx, "timer", params)
 					return err
 				})
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "admits/s")
-				latencies(b, ds, time.Microsecond, "us")
+				benchtest.Percentiles(b, ds, time.Microsecond, "us")
 			})
 		}
 	}
@@ -573,7 +523,7 @@ func BenchmarkListByRecipient(b *testing.B) {
 		b.Run(when+"/store", func(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
-			ds := drive(b, 1, func(int) error {
+			ds := benchtest.Drive(b, 1, func(int) error {
 				rid := "r" + strconv.Itoa(r.IntN(recips))
 				ws, _, err := st.List(ctx, store.Filter{Recipient: rid})
 				if err == nil && len(ws) < want {
@@ -582,7 +532,7 @@ func BenchmarkListByRecipient(b *testing.B) {
 				return err
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lists/s")
-			latencies(b, ds, time.Microsecond, "us")
+			benchtest.Percentiles(b, ds, time.Microsecond, "us")
 			b.ReportMetric(float64(n), "rows")
 			b.ReportMetric(float64(n)/fill.Seconds(), "fill-rows/s")
 		})
@@ -598,7 +548,7 @@ func BenchmarkListByRecipient(b *testing.B) {
 					return "r" + strconv.Itoa(r.IntN(recips))
 				}
 				b.ReportAllocs()
-				ds := drive(b, c, func(int) error {
+				ds := benchtest.Drive(b, c, func(int) error {
 					rid := pick()
 					resp, err := client.Get(srv.url + "/api/v1/watches?recipient=" + rid)
 					if err != nil {
@@ -613,7 +563,7 @@ func BenchmarkListByRecipient(b *testing.B) {
 					return err
 				})
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lists/s")
-				latencies(b, ds, time.Microsecond, "us")
+				benchtest.Percentiles(b, ds, time.Microsecond, "us")
 			})
 		}
 	}

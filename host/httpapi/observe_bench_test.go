@@ -46,7 +46,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -59,6 +58,8 @@ import (
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/benchtest"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -247,14 +248,14 @@ func BenchmarkObserveRecordHTTP(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
-			ds := drive(b, c.conns, func(i int) error {
+			ds := benchtest.Drive(b, c.conns, func(i int) error {
 				if c.items == "duplicate" {
 					i %= repeats
 				}
 				return srv.record(client, i, observeBody("m", i), want)
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
-			latencies(b, ds, time.Microsecond, "us")
+			benchtest.Percentiles(b, ds, time.Microsecond, "us")
 			if c.router && c.items == "new" {
 				cur, err := srv.st.RouterCursor(ctx, observeRouterCursor)
 				if err != nil {
@@ -341,7 +342,7 @@ func benchWake(b *testing.B, load int) {
 	for i := range b.N {
 		b.StopTimer()
 		k := i / wakeTurns
-		if err := parkWatch(srv.sched, works[k], recipient); err != nil {
+		if err := apitest.ParkThreadWatch(srv.sched, works[k], recipient); err != nil {
 			b.Fatal(err)
 		}
 		item := fmt.Sprint("f", i)
@@ -357,7 +358,7 @@ func benchWake(b *testing.B, load int) {
 		d := time.Since(t)
 		b.StopTimer()
 		if err == nil {
-			err = checkWake(msgs, item)
+			err = apitest.CheckWake(msgs, item)
 		}
 		if err != nil {
 			b.Fatal(err)
@@ -368,8 +369,8 @@ func benchWake(b *testing.B, load int) {
 		b.StartTimer()
 	}
 	b.StopTimer()
-	latencies(b, total, time.Microsecond, "us")
-	latencies(b, posts, time.Microsecond, "post-us")
+	benchtest.Percentiles(b, total, time.Microsecond, "us")
+	benchtest.Percentiles(b, posts, time.Microsecond, "post-us")
 	if load > 0 {
 		n, secs := loaded()
 		b.ReportMetric(float64(n)/secs, "load-items/s")
@@ -438,38 +439,4 @@ func startWakeLoad(b *testing.B, srv *observeServer, rate int) func() (int, floa
 	}
 	b.Cleanup(func() { halt() })
 	return halt
-}
-
-// parkWatch registers the next observe.thread wait on w for recipient and
-// returns once its registration probe has found nothing new and put it
-// back in the schedule, due at its deadline.
-func parkWatch(sched *scheduler.Scheduler, w store.Work, recipient string) error {
-	ctx := context.Background()
-	if _, err := sched.Register(ctx, scheduler.Registration{
-		Kind: observe.WorkKind, Params: json.RawMessage(`{"work_id":"` + w.ID.String() + `"}`), Recipient: store.Recipient{ID: recipient},
-	}); err != nil {
-		return err
-	}
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if next, ok := sched.NextWake(); ok && next.After(time.Now().Add(time.Minute)) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the watch on %s was not parked within 10 s", w.ID)
-		}
-		time.Sleep(20 * time.Microsecond)
-	}
-}
-
-// checkWake says whether msgs is exactly one new_items wake carrying the
-// one item want.
-func checkWake(msgs []store.Message, want string) error {
-	if len(msgs) != 1 || msgs[0].Type != store.MessageFired || msgs[0].Outcome.Result != "new_items" {
-		return fmt.Errorf("waiting for %s: %d messages %+v", want, len(msgs), msgs)
-	}
-	var d observe.ThreadDetail
-	if err := json.Unmarshal(msgs[0].Outcome.Detail, &d); err != nil || len(d.Items) != 1 || d.Items[0].Item != want {
-		return fmt.Errorf("waiting for %s: wake %s (%v)", want, msgs[0].Outcome.Detail, err)
-	}
-	return nil
 }

@@ -36,10 +36,7 @@ package observe
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -47,6 +44,7 @@ import (
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/benchtest"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -56,56 +54,6 @@ func (benchWallClock) Now() time.Time { return time.Now() }
 
 // benchText is an item's text: a short chat message, as a source reports.
 const benchText = "printer on fire in room 4\nsince 9am; the queue is stuck and jobs pile up"
-
-// benchReport reports the given latencies' p50 and p99 in µs.
-func benchReport(b *testing.B, ds []time.Duration, name string) {
-	b.Helper()
-	if len(ds) == 0 {
-		return
-	}
-	slices.Sort(ds)
-	at := func(p float64) float64 {
-		return float64(ds[min(int(p*float64(len(ds))), len(ds)-1)]) / float64(time.Microsecond)
-	}
-	b.ReportMetric(at(0.50), "p50-"+name)
-	b.ReportMetric(at(0.99), "p99-"+name)
-}
-
-// benchDrive runs do(i) for i in 0 … b.N-1 on g goroutines, timed, and
-// returns each call's latency.
-func benchDrive(b *testing.B, g int, do func(i int) error) []time.Duration {
-	b.Helper()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	per := make([][]time.Duration, g)
-	errs := make(chan error, g)
-	b.ResetTimer()
-	for w := range g {
-		wg.Go(func() {
-			ds := make([]time.Duration, 0, b.N/g+1)
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= b.N {
-					break
-				}
-				t := time.Now()
-				if err := do(i); err != nil {
-					errs <- err
-					break
-				}
-				ds = append(ds, time.Since(t))
-			}
-			per[w] = ds
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
-	close(errs)
-	if err := <-errs; err != nil {
-		b.Fatal(err)
-	}
-	return slices.Concat(per...)
-}
 
 // benchRecord is item i of thread T<i/4> (four items a thread).
 func benchRecord(prefix string, i int) Record {
@@ -137,7 +85,7 @@ func BenchmarkRecord(b *testing.B) {
 					}
 				}
 				b.ReportAllocs()
-				ds := benchDrive(b, g, func(i int) error {
+				ds := benchtest.Drive(b, g, func(i int) error {
 					if items == "duplicate" {
 						i %= repeats
 					}
@@ -148,7 +96,7 @@ func BenchmarkRecord(b *testing.B) {
 					return err
 				})
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
-				benchReport(b, ds, "us")
+				benchtest.Percentiles(b, ds, time.Microsecond, "us")
 			})
 		}
 	}
@@ -273,40 +221,6 @@ func openThreads(b *testing.B, ob *Observer, record func(Record) error, n int, r
 	return out
 }
 
-// parkThreadWatch registers the next observe.thread wait on w for recipient and
-// returns once its registration probe has found nothing new and put it
-// back in the schedule, due at its deadline.
-func parkThreadWatch(sched *scheduler.Scheduler, w store.Work, recipient string) error {
-	ctx := context.Background()
-	if _, err := sched.Register(ctx, scheduler.Registration{
-		Kind: WorkKind, Params: json.RawMessage(`{"work_id":"` + w.ID.String() + `"}`), Recipient: store.Recipient{ID: recipient},
-	}); err != nil {
-		return err
-	}
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if next, ok := sched.NextWake(); ok && next.After(time.Now().Add(time.Minute)) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the watch on %s was not parked within 10 s", w.ID)
-		}
-		time.Sleep(20 * time.Microsecond)
-	}
-}
-
-// checkWake says whether msgs is exactly one new_items wake carrying the
-// one item want.
-func checkWake(msgs []store.Message, want string) error {
-	if len(msgs) != 1 || msgs[0].Type != store.MessageFired || msgs[0].Outcome.Result != "new_items" {
-		return fmt.Errorf("waiting for %s: %d messages %+v", want, len(msgs), msgs)
-	}
-	var d ThreadDetail
-	if err := json.Unmarshal(msgs[0].Outcome.Detail, &d); err != nil || len(d.Items) != 1 || d.Items[0].Item != want {
-		return fmt.Errorf("waiting for %s: wake %s (%v)", want, msgs[0].Outcome.Detail, err)
-	}
-	return nil
-}
-
 // wakeTurns are the waits each Work of BenchmarkThreadWake serves before
 // the next op moves to a new Work.
 var wakeTurns = []int{10, 100, 1000}
@@ -336,7 +250,7 @@ func benchThreadWake(b *testing.B, turns int) {
 	for i := range b.N {
 		b.StopTimer()
 		k := i / turns
-		if err := parkThreadWatch(r.stack.Scheduler, works[k], recipient); err != nil {
+		if err := apitest.ParkThreadWatch(r.stack.Scheduler, works[k], recipient); err != nil {
 			b.Fatal(err)
 		}
 		item := fmt.Sprint("f", i)
@@ -350,7 +264,7 @@ func benchThreadWake(b *testing.B, turns int) {
 		d := time.Since(t)
 		b.StopTimer()
 		if err == nil {
-			err = checkWake(msgs, item)
+			err = apitest.CheckWake(msgs, item)
 		}
 		if err != nil {
 			b.Fatal(err)
@@ -363,8 +277,8 @@ func benchThreadWake(b *testing.B, turns int) {
 		b.StartTimer()
 	}
 	b.StopTimer()
-	benchReport(b, ds, "us")
-	benchReport(b, routed, "routed-us")
-	benchReport(b, poked, "poked-us")
-	benchReport(b, sent, "sent-us")
+	benchtest.Percentiles(b, ds, time.Microsecond, "us")
+	benchtest.Percentiles(b, routed, time.Microsecond, "routed-us")
+	benchtest.Percentiles(b, poked, time.Microsecond, "poked-us")
+	benchtest.Percentiles(b, sent, time.Microsecond, "sent-us")
 }

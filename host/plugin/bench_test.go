@@ -27,7 +27,6 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,6 +39,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/internal/benchtest"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 	"github.com/vigilhq/vigil/plugins"
 )
@@ -112,41 +112,6 @@ func benchRuntime(b *testing.B, cfg Config) *Runtime {
 	return r
 }
 
-// timed runs call b.N times, timing each, and reports p50 and p99 next to
-// the mean. The first call runs untimed: it is where a guest initializes.
-func timed(b *testing.B, call func() error) {
-	b.Helper()
-	if err := call(); err != nil {
-		b.Fatal(err)
-	}
-	durs := make([]time.Duration, b.N)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range durs {
-		start := time.Now()
-		err := call()
-		durs[i] = time.Since(start)
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	reportPercentiles(b, durs)
-}
-
-func reportPercentiles(b *testing.B, durs []time.Duration) {
-	slices.Sort(durs)
-	at := func(q float64) float64 {
-		i := int(q * float64(len(durs)))
-		if i >= len(durs) {
-			i = len(durs) - 1
-		}
-		return float64(durs[i].Nanoseconds())
-	}
-	b.ReportMetric(at(0.50), "p50-ns")
-	b.ReportMetric(at(0.99), "p99-ns")
-}
-
 // BenchmarkObserve is one warm observe of the bundled timer (pending), down
 // the layers listed at the top of this file.
 func BenchmarkObserve(b *testing.B) {
@@ -155,7 +120,7 @@ func BenchmarkObserve(b *testing.B) {
 	b.Run("runtime", func(b *testing.B) {
 		r := benchRuntime(b, Config{})
 		req := pendingReq()
-		timed(b, func() error {
+		benchtest.Timed(b, func() error {
 			obs, err := r.Observe(ctx, req)
 			if err != nil {
 				return err
@@ -191,7 +156,7 @@ func BenchmarkObserve(b *testing.B) {
 				b.Fatal(err)
 			}
 			checkPending(b, out)
-			timed(b, func() error { _, err := call(); return err })
+			benchtest.Timed(b, func() error { _, err := call(); return err })
 		})
 
 		b.Run("wazero-"+name, func(b *testing.B) {
@@ -203,7 +168,7 @@ func BenchmarkObserve(b *testing.B) {
 			}
 			checkPending(b, out)
 			calls0 := g.k.calls
-			timed(b, func() error { _, err := g.call(ctx, abi.ExportObserve, in); return err })
+			benchtest.Timed(b, func() error { _, err := g.call(ctx, abi.ExportObserve, in); return err })
 			b.ReportMetric(float64(g.k.calls-calls0)/float64(b.N+1), "kernel-calls/op")
 			b.ReportMetric(float64(g.mod.Memory().Size()), "guest-mem-B")
 		})

@@ -6,11 +6,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/internal/benchtest"
 	"github.com/vigilhq/vigil/sdk"
 )
 
@@ -51,23 +51,6 @@ func BenchmarkObserveNative(b *testing.B) {
 			}
 			return nil
 		}
-		if err := call(); err != nil {
-			b.Fatal(err)
-		}
-		durs := make([]time.Duration, b.N)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := range durs {
-			start := time.Now()
-			err := call()
-			durs[i] = time.Since(start)
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.StopTimer()
-		slices.Sort(durs)
-		b.ReportMetric(float64(durs[len(durs)/2].Nanoseconds()), "p50-ns")
-		b.ReportMetric(float64(durs[min(len(durs)-1, len(durs)*99/100)].Nanoseconds()), "p99-ns")
+		benchtest.Timed(b, call)
 	})
 }

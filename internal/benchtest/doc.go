@@ -1,0 +1,8 @@
+// Package benchtest is what vigil's benchmarks share: timing each call of
+// a benchmark, on one goroutine or several, and reporting the latencies'
+// p50 and p99 beside Go's mean.
+//
+// It is test support and must never be imported by the product. It
+// imports the standard library alone, so any package's own benchmarks can
+// use it without an import cycle.
+package benchtest
