@@ -77,7 +77,11 @@ const (
 )
 
 // RouteStep routes one event to the Work owning its thread, and advances
-// the router's cursor, in one transaction.
+// the router's cursor. With nobody owning the thread key it creates New
+// with Input as its first input; with an open Work of OwnerKind owning it,
+// it appends Input; otherwise it skips the item. A step at or before the
+// cursor does nothing (RouteDone), so replaying the stream after a crash
+// routes nothing twice.
 type RouteStep struct {
 	Cursor string // the router's name
 	Seq    uint64 // the event's sequence in its stream
@@ -183,21 +187,6 @@ func (s *Badger) RouterCursor(ctx context.Context, name string) (uint64, error) 
 	return seq, err
 }
 
-// Route applies one routing step: with nobody owning the thread key it
-// creates st.New with st.Input as its first input; with an open Work of
-// st.OwnerKind owning it, it appends st.Input; otherwise it skips the
-// item. In the same transaction it advances the cursor to st.Seq, and a
-// step at or before the cursor does nothing (RouteDone), so replaying the
-// stream after a crash routes nothing twice. It returns the Work the item
-// reached (zero for skipped, dropped and done).
-func (s *Badger) Route(ctx context.Context, st RouteStep) (RouteAction, Work, error) {
-	res, err := s.RouteBatch(ctx, []RouteStep{st})
-	if err != nil {
-		return "", Work{}, err
-	}
-	return res[0].Action, res[0].Work, nil
-}
-
 // Routed is what one step of a batch did.
 type Routed struct {
 	Action RouteAction
@@ -210,9 +199,11 @@ type Routed struct {
 // transaction with Open's 16 MiB memtables.
 const maxRouteBatch = 32
 
-// RouteBatch applies steps in order, as Route would one by one, committing
-// up to maxRouteBatch of them (and the cursor) per transaction: the
-// router's throughput is then bounded by commits per batch, not per item.
+// RouteBatch applies steps in order (see RouteStep), committing up to
+// maxRouteBatch of them and the cursor per transaction: the router's
+// throughput is then bounded by commits per batch, not per item. It
+// returns what each step did and the Work it reached (zero for skipped,
+// dropped and done).
 // A step sees the Work earlier steps of its batch created or fed. On an
 // error the results of the batches already committed are returned with it.
 func (s *Badger) RouteBatch(ctx context.Context, steps []RouteStep) ([]Routed, error) {

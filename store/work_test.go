@@ -23,23 +23,33 @@ func newWorkStep(t *testing.T, seq uint64, thread, item string) RouteStep {
 	}
 }
 
+// routeOne applies one step in a batch of its own.
+func routeOne(t *testing.T, s *Badger, st RouteStep) (RouteAction, Work, error) {
+	t.Helper()
+	res, err := s.RouteBatch(context.Background(), []RouteStep{st})
+	if err != nil {
+		return "", Work{}, err
+	}
+	return res[0].Action, res[0].Work, nil
+}
+
 func TestRouteCreatesAppendsAndSkips(t *testing.T) {
 	s := openTest(t, t.TempDir())
 	ctx := context.Background()
-	act, w, err := s.Route(ctx, newWorkStep(t, 1, "T1", "a"))
+	act, w, err := routeOne(t, s, newWorkStep(t, 1, "T1", "a"))
 	if err != nil || act != RouteCreated || w.Inputs != 1 || w.State != WorkOpen {
 		t.Fatalf("first: %s %+v %v", act, w, err)
 	}
-	act, w2, err := s.Route(ctx, newWorkStep(t, 2, "T1", "b"))
+	act, w2, err := routeOne(t, s, newWorkStep(t, 2, "T1", "b"))
 	if err != nil || act != RouteAppended || w2.ID != w.ID || w2.Inputs != 2 {
 		t.Fatalf("second: %s %+v %v", act, w2, err)
 	}
 	// A replay at or before the cursor routes nothing.
-	if act, _, err := s.Route(ctx, newWorkStep(t, 2, "T1", "b")); err != nil || act != RouteDone {
+	if act, _, err := routeOne(t, s, newWorkStep(t, 2, "T1", "b")); err != nil || act != RouteDone {
 		t.Fatalf("replay: %s %v", act, err)
 	}
 	// A dropped step moves the cursor and no Work.
-	if act, _, err := s.Route(ctx, RouteStep{Cursor: "observe", Seq: 3, Drop: true}); err != nil || act != RouteDropped {
+	if act, _, err := routeOne(t, s, RouteStep{Cursor: "observe", Seq: 3, Drop: true}); err != nil || act != RouteDropped {
 		t.Fatalf("drop: %s %v", act, err)
 	}
 	if cur, _ := s.RouterCursor(ctx, "observe"); cur != 3 {
@@ -56,18 +66,18 @@ func TestRouteCreatesAppendsAndSkips(t *testing.T) {
 	if _, err := s.CompleteWork(ctx, w.ID, t0); err != nil {
 		t.Fatal(err)
 	}
-	if act, _, err := s.Route(ctx, newWorkStep(t, 4, "T1", "c")); err != nil || act != RouteSkipped {
+	if act, _, err := routeOne(t, s, newWorkStep(t, 4, "T1", "c")); err != nil || act != RouteSkipped {
 		t.Fatalf("after completion: %s %v", act, err)
 	}
 	// Another kind of owner takes no input.
 	step := newWorkStep(t, 5, "T2", "x")
 	step.OwnerKind = "other.kind"
-	if act, _, _ := s.Route(ctx, step); act != RouteCreated {
+	if act, _, _ := routeOne(t, s, step); act != RouteCreated {
 		t.Fatalf("T2 opener: %s", act)
 	}
 	step = newWorkStep(t, 6, "T2", "y")
 	step.OwnerKind = "other.kind"
-	if act, _, _ := s.Route(ctx, step); act != RouteSkipped {
+	if act, _, _ := routeOne(t, s, step); act != RouteSkipped {
 		t.Fatalf("T2 follow-up to an observe.thread owner under another kind: %s", act)
 	}
 	open, _ := s.ListWork(ctx, "s", WorkOpen)
@@ -81,8 +91,8 @@ func TestRouteCreatesAppendsAndSkips(t *testing.T) {
 func TestClaimAndCompleteWork(t *testing.T) {
 	s := openTest(t, t.TempDir())
 	ctx := context.Background()
-	_, w, _ := s.Route(ctx, newWorkStep(t, 1, "T", "a"))
-	_, _, _ = s.Route(ctx, newWorkStep(t, 2, "T", "b"))
+	_, w, _ := routeOne(t, s, newWorkStep(t, 1, "T", "a"))
+	_, _, _ = routeOne(t, s, newWorkStep(t, 2, "T", "b"))
 	c, err := s.ClaimWork(ctx, w.ID, "agent-1", t0.Add(time.Minute))
 	if err != nil || c.ClaimedBy != "agent-1" || c.Consumed != 2 || c.ClaimedAt == nil {
 		t.Fatalf("claim: %+v %v", c, err)
