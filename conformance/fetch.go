@@ -139,7 +139,8 @@ var failureScenarios = []failureScenario{
 // execAnswerer says what the fake exec answers a command.
 type execAnswerer func(req abi.ExecRequest) abi.ExecResponse
 
-// execScope carries the fake exec's answer for one plugin call.
+// execScopeKey keys the fake exec's answer for one plugin call in its
+// context.
 type execScopeKey struct{}
 
 // withExec returns ctx whose commands the fake exec answers with a.

@@ -123,6 +123,22 @@ func TestClaimAndCompleteWork(t *testing.T) {
 	}
 }
 
+func TestRouteBatchRefusesBadSteps(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	for name, st := range map[string]RouteStep{
+		"no cursor":       {Seq: 1, ThreadKey: "k"},
+		"no thread key":   {Cursor: "c", Seq: 1},
+		"long thread key": {Cursor: "c", Seq: 1, ThreadKey: strings.Repeat("k", 1025)},
+	} {
+		if _, err := s.RouteBatch(context.Background(), []RouteStep{st}); err == nil {
+			t.Errorf("%s: routed", name)
+		}
+	}
+	if cur, _ := s.RouterCursor(context.Background(), "c"); cur != 0 {
+		t.Fatalf("a refused step moved the cursor to %d", cur)
+	}
+}
+
 // A batch routes in order: a later step feeds the Work an earlier step of
 // the same transaction created, and the cursor ends at the last step.
 func TestRouteBatch(t *testing.T) {

@@ -162,11 +162,6 @@ func (k *Kinds) Observe(ctx context.Context, req abi.ObserveRequest) (plugin.Obs
 // this leaves them unconsumed, so the next wait carries them again: a
 // repeat is cheaper than a loss.
 func (k *Kinds) Settled(ctx context.Context, w store.Watch) {
-	if h, ok := k.Plugins.(interface {
-		Settled(context.Context, store.Watch)
-	}); ok {
-		h.Settled(ctx, w)
-	}
 	if w.Kind != WorkKind || w.State != store.Fired || w.Outcome == nil || w.Outcome.Result != "new_items" {
 		return
 	}

@@ -483,9 +483,14 @@ func TestDecodeRecord(t *testing.T) {
 	if _, err := DecodeRecord([]byte("{\"item\":\"m\",\"thread\":\"T\",\"text\":\"\xff\"}")); err == nil {
 		t.Error("invalid UTF-8 accepted")
 	}
-	for _, body := range []string{``, `nope`, `{"item":"m","thread":"T"} {}`, `[]`} {
-		if _, err := DecodeRecord([]byte(body)); err == nil {
+	for _, body := range []string{``, `nope`, `{"item":"m","thread":"T"} {}`, `[]`, `null`} {
+		_, err := DecodeRecord([]byte(body))
+		if err == nil {
 			t.Errorf("%q accepted", body)
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.Code != CodeMalformed {
+			t.Errorf("%q: %v, want %s", body, err, CodeMalformed)
 		}
 	}
 }
