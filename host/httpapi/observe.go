@@ -15,11 +15,6 @@ import (
 	"github.com/vigilhq/vigil/store"
 )
 
-// LocalPrincipal is the principal of every request to a server with no
-// tokens (which binds to loopback only): list it as a reporter to record
-// from the same machine in development.
-const LocalPrincipal = "local"
-
 // observing is the observe routes' middleware: a server built without an
 // observer has none of them.
 func (s *server) observing(c *fiber.Ctx) error {
@@ -27,15 +22,6 @@ func (s *server) observing(c *fiber.Ctx) error {
 		return &api.Error{Code: api.CodeNotFound, Message: "this server observes no sources"}
 	}
 	return c.Next()
-}
-
-// principal is the authenticated principal, or LocalPrincipal without
-// tokens.
-func (s *server) principal(c *fiber.Ctx) string {
-	if p := Principal(c); p != "" {
-		return p
-	}
-	return LocalPrincipal
 }
 
 func scopeParam(c *fiber.Ctx) (string, error) {
@@ -55,7 +41,7 @@ func (s *server) recordObserved(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	got, err := s.d.Observe.Record(c.UserContext(), s.principal(c), scope, rec)
+	got, err := s.d.Observe.Record(c.UserContext(), Principal(c), scope, rec)
 	var oe *observe.Error
 	if errors.As(err, &oe) && oe.Code == observe.CodeRateLimited {
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Ceil(oe.RetryAfter.Seconds()))))

@@ -181,8 +181,13 @@ func New(d Deps, o Options) *fiber.App {
 
 type principalKey struct{}
 
-// Principal is the authenticated principal of a request, or "" when the
-// server has no tokens.
+// LocalPrincipal is the principal of every request to a server with no
+// tokens (which binds to loopback only): configuration names it, as a
+// reporter for example, to act from the same machine in development.
+const LocalPrincipal = "local"
+
+// Principal is the authenticated principal of a request: the token's, or
+// LocalPrincipal when the server has no tokens.
 func Principal(c *fiber.Ctx) string {
 	p, _ := c.Locals(principalKey{}).(string)
 	return p
@@ -193,6 +198,7 @@ func Principal(c *fiber.Ctx) string {
 // how close a guess was.
 func (s *server) authenticate(c *fiber.Ctx) error {
 	if len(s.o.Tokens) == 0 {
+		c.Locals(principalKey{}, LocalPrincipal)
 		return c.Next()
 	}
 	got, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")

@@ -359,6 +359,13 @@ func TestBearerTokens(t *testing.T) {
 	if _, err := probe.Test(req); err != nil || seen != "ci-bot" {
 		t.Fatalf("principal %q %v", seen, err)
 	}
+	// Without tokens every request is the local principal.
+	open := &server{}
+	probe = fiber.New()
+	probe.Get("/whoami", open.authenticate, func(c *fiber.Ctx) error { seen = Principal(c); return nil })
+	if _, err := probe.Test(httptest.NewRequest("GET", "/whoami", nil)); err != nil || seen != LocalPrincipal {
+		t.Fatalf("principal without tokens %q %v", seen, err)
+	}
 	// Health stays open for probes.
 	if resp, _ := app.Test(httptest.NewRequest("GET", "/healthz", nil)); resp.StatusCode != 200 {
 		t.Fatalf("healthz %d", resp.StatusCode)
