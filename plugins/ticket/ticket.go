@@ -28,15 +28,9 @@ const schema = `{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "type": "object",
   "properties": {
-    "forge": {"enum": ["github", "gitea"], "description": "which forge's API api_base speaks"},
-    "api_base": {"type": "string", "format": "uri", "pattern": "^https?://", "maxLength": 512,
-                 "description": "the API root: https://api.github.com (default for github), https://gitea.example.com/api/v1"},
-    "repo": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", "maxLength": 256,
-             "description": "owner/name"},
+    ` + forge.SchemaProperties + `,
     "number": {"type": "integer", "minimum": 1, "maximum": 2147483647,
-               "description": "the issue's or pull request's number"},
-    "token_ref": {"type": "string", "pattern": "^[a-z0-9._-]{1,64}$",
-                  "description": "the name of a host-held secret granted to this kind, sent as a bearer token"}
+               "description": "the issue's or pull request's number"}
   },
   "required": ["forge", "repo", "number"],
   "additionalProperties": false

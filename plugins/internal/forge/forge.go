@@ -39,6 +39,16 @@ type Ref struct {
 	TokenRef string `json:"token_ref,omitempty"`
 }
 
+// SchemaProperties are the JSON Schema properties of Ref's fields, for a
+// plugin's params schema to list beside its own.
+const SchemaProperties = `"forge": {"enum": ["github", "gitea"], "description": "which forge's API api_base speaks"},
+    "api_base": {"type": "string", "format": "uri", "pattern": "^https?://", "maxLength": 512,
+                 "description": "the API root: https://api.github.com (default for github), https://gitea.example.com/api/v1"},
+    "repo": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", "maxLength": 256,
+             "description": "owner/name"},
+    "token_ref": {"type": "string", "pattern": "^[a-z0-9._-]{1,64}$",
+                  "description": "the name of a host-held secret granted to this kind, sent as a bearer token"}`
+
 // Base is the API base without a trailing slash.
 func (f Ref) Base() string {
 	if f.APIBase == "" && f.Forge == GitHub {
