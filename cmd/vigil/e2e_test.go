@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -88,31 +87,20 @@ func (s *server) stop(sig os.Signal) error {
 	return s.err
 }
 
-func startServer(t *testing.T, bin, addr, data string) *server {
+// startServer runs `vigil serve` on addr with data and any more args, and
+// returns once it answers /healthz; the test's end kills it.
+func startServer(t *testing.T, bin, addr, data string, args ...string) *server {
 	t.Helper()
 	s := &server{logs: &bytes.Buffer{}, exited: make(chan struct{})}
-	s.cmd = exec.Command(bin, "serve", "--listen", addr, "--data", data)
+	s.cmd = exec.Command(bin, append([]string{"serve", "--listen", addr, "--data", data}, args...)...)
 	s.cmd.Stderr = s.logs
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go func() { s.err = s.cmd.Wait(); close(s.exited) }()
 	t.Cleanup(func() { _ = s.stop(os.Kill) })
-	// Ready when /healthz answers; the process exiting first is a failure.
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-			resp.Body.Close()
-			return s
-		}
-		select {
-		case <-s.exited:
-			t.Fatalf("serve exited: %v\n%s", s.err, s.logs)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	t.Fatalf("serve did not answer within a minute\n%s", s.logs)
-	return nil
+	waitHealthy(t, s, "http://"+addr)
+	return s
 }
 
 func postJSON(t *testing.T, url, body string) (int, []byte) {
@@ -202,7 +190,7 @@ func TestReadmeQuickStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	script := shellBlockAfter(t, string(readme), "## Try it")
+	script := fencedBlockAfter(t, string(readme), "## Try it", "sh")
 	dir := t.TempDir()
 	srv := exec.Command(bin, "serve") // the README's command, in a fresh directory
 	srv.Dir = dir
@@ -231,31 +219,6 @@ func TestReadmeQuickStart(t *testing.T) {
 	}
 }
 
-// shellBlockAfter returns the first ```sh block after heading.
-func shellBlockAfter(t *testing.T, doc, heading string) string {
-	t.Helper()
-	i := strings.Index(doc, heading)
-	if i < 0 {
-		t.Fatalf("README has no %q", heading)
-	}
-	sc := bufio.NewScanner(strings.NewReader(doc[i:]))
-	var lines []string
-	in := false
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case !in && line == "```sh":
-			in = true
-		case in && line == "```":
-			return strings.Join(lines, "\n")
-		case in:
-			lines = append(lines, line)
-		}
-	}
-	t.Fatalf("no sh block after %q", heading)
-	return ""
-}
-
 // docs/observe.md's recipe runs as written (with curl and with the built
 // vigil on PATH) against a server configured with the doc's YAML: the
 // repeat is a duplicate and the thread gets one Work with both items.
@@ -274,16 +237,8 @@ func TestObserveRecipe(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := freePort(t)
-	s := &server{logs: &bytes.Buffer{}, exited: make(chan struct{})}
-	s.cmd = exec.Command(bin, "serve", "--listen", addr, "--data", filepath.Join(dir, "data"), "--config", cfg)
-	s.cmd.Stderr = s.logs
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { s.err = s.cmd.Wait(); close(s.exited) }()
-	t.Cleanup(func() { _ = s.stop(os.Kill) })
+	s := startServer(t, bin, addr, filepath.Join(dir, "data"), "--config", cfg)
 	base := "http://" + addr
-	waitHealthy(t, s, base)
 
 	script := fencedBlockAfter(t, string(doc), "## Record from a script", "sh")
 	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
@@ -315,6 +270,8 @@ func TestObserveRecipe(t *testing.T) {
 	}
 }
 
+// waitHealthy returns once the server at base answers /healthz; the
+// process exiting first is a failure.
 func waitHealthy(t *testing.T, s *server, base string) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
@@ -366,16 +323,8 @@ func TestObserveScopesReloadOnSIGHUP(t *testing.T) {
 	}
 	write("local")
 	addr := freePort(t)
-	s := &server{logs: &bytes.Buffer{}, exited: make(chan struct{})}
-	s.cmd = exec.Command(bin, "serve", "--listen", addr, "--data", filepath.Join(dir, "data"), "--config", cfg)
-	s.cmd.Stderr = s.logs
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { s.err = s.cmd.Wait(); close(s.exited) }()
-	t.Cleanup(func() { _ = s.stop(os.Kill) })
+	s := startServer(t, bin, addr, filepath.Join(dir, "data"), "--config", cfg)
 	base := "http://" + addr
-	waitHealthy(t, s, base)
 	record := func(item string) int {
 		code, _ := postJSON(t, base+"/api/v1/scopes/support/observe", `{"item":"`+item+`","thread":"T"}`)
 		return code
