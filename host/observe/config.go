@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/vigilhq/vigil/api/abi"
@@ -116,56 +115,57 @@ func (c Config) Validate(principal ValidPrincipal) error {
 	return errors.Join(errs...)
 }
 
-// view is a Config compiled for lookups. It is immutable.
+// view is a Config compiled for the lookups a record and a routing step
+// make. It is immutable.
 type view struct {
-	// sources[scope][source] is the set of reporters.
-	sources map[string]map[string]map[string]bool
+	// reporting[scope][principal] is the sources of scope the principal
+	// reports, sorted; every configured scope has an entry.
+	reporting map[string]map[string][]string
+	// declared[scope][source] is whether an entry declares the source.
+	declared map[string]map[string]bool
 	// routed[scope][source] is whether a route takes the source.
 	routed map[string]map[string]bool
 }
 
 func compile(c Config) *view {
-	v := &view{sources: map[string]map[string]map[string]bool{}, routed: map[string]map[string]bool{}}
+	v := &view{reporting: map[string]map[string][]string{}, declared: map[string]map[string]bool{}, routed: map[string]map[string]bool{}}
 	for scope, sc := range c.Scopes {
-		srcs := map[string]map[string]bool{}
+		reporting, declared, routed := map[string][]string{}, map[string]bool{}, map[string]bool{}
 		for _, e := range sc.Observe {
 			for _, s := range e.Sources {
-				if srcs[s.Name] == nil {
-					srcs[s.Name] = map[string]bool{}
-				}
+				declared[s.Name] = true
 				for _, r := range s.Reporters {
-					srcs[s.Name][r] = true
+					if !slices.Contains(reporting[r], s.Name) {
+						reporting[r] = append(reporting[r], s.Name)
+					}
 				}
 			}
 		}
-		v.sources[scope] = srcs
-		routes := map[string]bool{}
-		for _, r := range sc.Routes {
-			routes[r.Source] = true
+		for _, names := range reporting {
+			slices.Sort(names)
 		}
-		v.routed[scope] = routes
+		for _, r := range sc.Routes {
+			routed[r.Source] = true
+		}
+		v.reporting[scope], v.declared[scope], v.routed[scope] = reporting, declared, routed
 	}
 	return v
 }
 
+// scope reports whether the configuration names scope.
+func (v *view) scope(scope string) bool {
+	_, ok := v.reporting[scope]
+	return ok
+}
+
 // reported is the sources of scope that principal is a reporter of,
 // sorted.
-func (v *view) reported(scope, principal string) []string {
-	var out []string
-	for name, reporters := range v.sources[scope] {
-		if reporters[principal] {
-			out = append(out, name)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
+func (v *view) reported(scope, principal string) []string { return v.reporting[scope][principal] }
 
 // routes reports whether an item of scope/source is routed now: a route
 // takes the source and an entry still declares it.
 func (v *view) routes(scope, source string) bool {
-	_, declared := v.sources[scope][source]
-	return declared && v.routed[scope][source]
+	return v.declared[scope][source] && v.routed[scope][source]
 }
 
 // threadKey is the key a thread's items are addressed to and its Work

@@ -167,7 +167,7 @@ func (ob *Observer) record(ctx context.Context, principal, scope string, r Recor
 		return Recorded{}, err
 	}
 	v := ob.cfg.Load()
-	if _, ok := v.sources[scope]; !ok {
+	if !v.scope(scope) {
 		return Recorded{}, fmt.Errorf("%w %q", ErrUnknownScope, scope)
 	}
 	mine := v.reported(scope, principal)
@@ -265,7 +265,7 @@ func (ob *Observer) Start(ctx context.Context) <-chan struct{} {
 
 func (ob *Observer) recoverWakes(ctx context.Context) {
 	v := ob.cfg.Load()
-	for scope := range v.sources {
+	for scope := range v.reporting {
 		works, err := ob.o.Store.ListWork(ctx, scope, store.WorkOpen)
 		if err != nil {
 			ob.log.Error("listing open work", "scope", scope, "err", err)

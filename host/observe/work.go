@@ -10,7 +10,7 @@ import (
 
 // ListWork lists a configured scope's Work, by state ("" for every state).
 func (ob *Observer) ListWork(ctx context.Context, scope string, st store.WorkState) ([]store.Work, error) {
-	if _, ok := ob.cfg.Load().sources[scope]; !ok {
+	if !ob.cfg.Load().scope(scope) {
 		return nil, fmt.Errorf("%w %q", ErrUnknownScope, scope)
 	}
 	if st != "" && !st.Valid() {
