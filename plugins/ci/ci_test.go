@@ -337,22 +337,9 @@ func TestAdmit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			switch {
-			case tt.field != "":
-				if got.Code != abi.CodeInvalidParams || got.Field != tt.field {
-					t.Fatalf("admit = %+v, want invalid_params on %s", got, tt.field)
-				}
-				if tt.field == "sha" && !strings.Contains(got.Message, "a branch name is not a commit") {
-					t.Fatalf("message %q does not say a branch is not a commit", got.Message)
-				}
-			case tt.setting != "":
-				if got.Code != abi.CodeUnobservable || got.Setting != tt.setting || !strings.Contains(got.Message, "not granted to kind ci") {
-					t.Fatalf("admit = %+v, want unobservable naming %s", got, tt.setting)
-				}
-			default:
-				if !got.OK {
-					t.Fatalf("admit = %+v, want ok", got)
-				}
+			plugintest.CheckAdmit(t, got, tt.field, tt.setting, "not granted to kind ci")
+			if tt.field == "sha" && !strings.Contains(got.Message, "a branch name is not a commit") {
+				t.Fatalf("message %q does not say a branch is not a commit", got.Message)
 			}
 		})
 	}

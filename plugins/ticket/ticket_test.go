@@ -245,20 +245,7 @@ func TestAdmit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			switch {
-			case tt.field != "":
-				if got.Code != abi.CodeInvalidParams || got.Field != tt.field {
-					t.Fatalf("admit = %+v, want invalid_params on %s", got, tt.field)
-				}
-			case tt.setting != "":
-				if got.Code != abi.CodeUnobservable || got.Setting != tt.setting {
-					t.Fatalf("admit = %+v, want unobservable naming %s", got, tt.setting)
-				}
-			default:
-				if !got.OK {
-					t.Fatalf("admit = %+v, want ok", got)
-				}
-			}
+			plugintest.CheckAdmit(t, got, tt.field, tt.setting, "")
 		})
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/vigilhq/vigil/api/abi"
 )
 
 // compileSchema compiles a plugin's params schema the way the host does
@@ -40,6 +42,27 @@ func CheckSchema(tb testing.TB, schema string, want map[string]bool) {
 		}
 		if err := s.Validate(v); (err == nil) != ok {
 			tb.Errorf("%s: valid = %v, want %v (%v)", doc, err == nil, ok, err)
+		}
+	}
+}
+
+// CheckAdmit checks one admit answer: invalid_params naming field when
+// field is set; else unobservable naming setting, its message holding
+// says, when setting is set; else admitted.
+func CheckAdmit(tb testing.TB, got abi.AdmitResponse, field, setting, says string) {
+	tb.Helper()
+	switch {
+	case field != "":
+		if got.Code != abi.CodeInvalidParams || got.Field != field {
+			tb.Fatalf("admit = %+v, want invalid_params on %s", got, field)
+		}
+	case setting != "":
+		if got.Code != abi.CodeUnobservable || got.Setting != setting || !strings.Contains(got.Message, says) {
+			tb.Fatalf("admit = %+v, want unobservable naming %s and saying %q", got, setting, says)
+		}
+	default:
+		if !got.OK {
+			tb.Fatalf("admit = %+v, want ok", got)
 		}
 	}
 }
