@@ -38,6 +38,8 @@ func (c fixedClock) Now() time.Time { return c.t }
 // result its params name (default "success") and refuses {"bad":…}.
 type fakePlugins struct{}
 
+func (fakePlugins) Settled(context.Context, store.Watch) {}
+
 func (fakePlugins) Lookup(kind string) (plugin.Info, bool) {
 	if kind == "ci" {
 		return plugin.Info{Kind: "ci", Version: "1.0.0", DefaultEvery: 30 * time.Second, Observable: true}, true

@@ -35,6 +35,8 @@ func (s cliIDs) Read(p []byte) (int, error) { return s.r.Read(p) }
 // (its plugin has been removed by the time it is probed).
 type cliPlugins struct{}
 
+func (cliPlugins) Settled(context.Context, store.Watch) {}
+
 func (cliPlugins) Lookup(kind string) (plugin.Info, bool) {
 	switch kind {
 	case "ci", "slow", "gone":

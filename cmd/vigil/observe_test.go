@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/fetch"
 	"github.com/vigilhq/vigil/host/httpapi"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/internal/apitest"
@@ -31,8 +31,8 @@ type observeFixture struct {
 func newObserveFixture(t *testing.T) *observeFixture {
 	t.Helper()
 	now := time.Now().UTC().Truncate(time.Second)
-	var kinds *observe.Kinds
-	st := apitest.NewStack(t, apitest.Config{Plugins: lazyPlugins{&kinds}, Clock: cliClock{now}, IDs: cliIDs{rand.NewChaCha8([32]byte{5})}})
+	reg := kind.NewRegistry()
+	st := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: cliClock{now}, IDs: cliIDs{rand.NewChaCha8([32]byte{5})}})
 	cfg := observe.Config{Scopes: map[string]observe.Scope{"support": {
 		Observe: []observe.Entry{{Sources: []observe.Source{{Name: "slack-help", Reporters: []string{httpapi.LocalPrincipal}}}}},
 		Routes:  []observe.Route{{Source: "slack-help"}},
@@ -41,7 +41,12 @@ func newObserveFixture(t *testing.T) *observeFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kinds = ob.Kinds(cliPlugins{})
+	if err := registerAll(reg, cliPlugins{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ob.Register(reg); err != nil {
+		t.Fatal(err)
+	}
 	ob.SetWaker(st.Scheduler)
 	is, err := fetch.New(fetch.Config{Log: st.Store})
 	if err != nil {
@@ -52,16 +57,19 @@ func newObserveFixture(t *testing.T) *observeFixture {
 	return &observeFixture{url: apitest.Serve(t, app), ob: ob, is: is}
 }
 
-// lazyPlugins lets the stack be built before the observer whose kinds it
-// serves.
-type lazyPlugins struct{ k **observe.Kinds }
-
-func (l lazyPlugins) Lookup(kind string) (plugin.Info, bool) { return (*l.k).Lookup(kind) }
-func (l lazyPlugins) Admit(ctx context.Context, kind string, p json.RawMessage) (plugin.Admission, error) {
-	return (*l.k).Admit(ctx, kind, p)
-}
-func (l lazyPlugins) Observe(ctx context.Context, req abi.ObserveRequest) (plugin.Observation, error) {
-	return (*l.k).Observe(ctx, req)
+// registerAll registers every kind fake lists in reg, as the plugin
+// runtime registers the plugins'.
+func registerAll(reg *kind.Registry, fake interface {
+	kind.Multi
+	Plugins() []plugin.Info
+}) error {
+	var ks []kind.Kind
+	for _, in := range fake.Plugins() {
+		if k, ok := kind.Of(fake, in.Kind); ok {
+			ks = append(ks, k)
+		}
+	}
+	return reg.Replace(plugin.Source, ks)
 }
 
 func (f *observeFixture) vigil(t *testing.T, args ...string) string {

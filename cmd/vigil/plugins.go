@@ -25,7 +25,7 @@ plugin failed to load, so it can gate a deployment.`,
 			if cache == "" {
 				cache = settings{Data: data, PluginCache: os.Getenv("VIGIL_PLUGIN_CACHE")}.pluginCache()
 			}
-			rt, err := openRuntime(cmd.Context(), cache, dir, nil, hostCalls{}, nil)
+			rt, err := openRuntime(cmd.Context(), cache, dir, nil, hostCalls{}, nil, nil, nil)
 			if err != nil {
 				return err
 			}

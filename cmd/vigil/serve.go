@@ -21,6 +21,7 @@ import (
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/fetch"
 	"github.com/vigilhq/vigil/host/httpapi"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/metrics"
 	"github.com/vigilhq/vigil/host/netguard"
 	"github.com/vigilhq/vigil/host/observe"
@@ -129,7 +130,10 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 			return rec.Workspace, err
 		}),
 	}
-	rt, err := openRuntime(ctx, f.pluginCache(), f.Plugins, m, hostCalls{issuer, execer}, slices.Sorted(maps.Keys(secrets)))
+	// One registry of kinds: the plugins register theirs as they load and
+	// reload, the observer its built-in observe.thread.
+	kinds := kind.NewRegistry()
+	rt, err := openRuntime(ctx, f.pluginCache(), f.Plugins, m, hostCalls{issuer, execer}, slices.Sorted(maps.Keys(secrets)), kinds, log)
 	if err != nil {
 		return err
 	}
@@ -140,7 +144,9 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 	if err != nil {
 		return fmt.Errorf("scopes: %w", err)
 	}
-	kinds := ob.Kinds(rt)
+	if err := ob.Register(kinds); err != nil {
+		return fmt.Errorf("registering observe.thread: %w", err)
+	}
 
 	deliver, err := delivery.New(delivery.Config{Store: st, Guard: netguard.New(allow), Logger: log, Metrics: m})
 	if err != nil {
@@ -176,12 +182,7 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 	go func() { served <- app.Listener(ln) }()
 
 	log.Info("vigil serving", "listen", ln.Addr().String(), "data", f.Data, "plugins", pluginDirLabel(f.Plugins), "kinds", len(rt.Plugins()), "pending", pending, "fsync", f.Fsync, "auth", authLabel(f.Tokens))
-	for _, p := range rt.Plugins() {
-		log.Info("plugin loaded", "kind", p.Kind, "version", p.Version, "file", p.File, "observable", p.Observable)
-	}
-	for _, p := range rt.Problems() {
-		log.Warn("plugin not loaded", "file", p.File, "kind", p.Kind, "rule", p.Rule, "err", p.Err)
-	}
+	// The runtime logged each plugin it loaded, and each it did not.
 	loop := sched.Start(ctx)
 	router := ob.Start(ctx)
 
@@ -260,7 +261,7 @@ type hostCalls struct {
 
 // openRuntime loads the bundled plugins and dir, with the compilation cache
 // in cache (created if missing).
-func openRuntime(ctx context.Context, cache, dir string, m plugin.Metrics, hc hostCalls, secretNames []string) (*plugin.Runtime, error) {
+func openRuntime(ctx context.Context, cache, dir string, m plugin.Metrics, hc hostCalls, secretNames []string, kinds plugin.Registrar, log *slog.Logger) (*plugin.Runtime, error) {
 	if cache == "" {
 		return nil, errors.New("the plugin compilation cache directory must not be empty")
 	}
@@ -276,6 +277,8 @@ func openRuntime(ctx context.Context, cache, dir string, m plugin.Metrics, hc ho
 		Execer:          hc.exec,
 		ResolvePrograms: runner.ResolvePrograms,
 		SecretNames:     secretNames,
+		Kinds:           kinds,
+		Logger:          log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("loading plugins: %w", err)

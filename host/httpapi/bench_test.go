@@ -57,6 +57,7 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/delivery"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
@@ -68,9 +69,22 @@ import (
 
 // benchPlugins is the plugin runtime as the whole host uses it.
 type benchPlugins interface {
-	scheduler.Plugins
+	scheduler.Kinds
 	Plugins
 }
+
+// wasmHost is the real runtime with its kinds in a registry, as serve
+// wires them: the scheduler's calls go through the registry, the plugin
+// routes' to the runtime.
+type wasmHost struct {
+	*kind.Registry
+	rt *plugin.Runtime
+}
+
+func (h wasmHost) Plugins() []plugin.Info                            { return h.rt.Plugins() }
+func (h wasmHost) Problems() []*plugin.LoadError                     { return h.rt.Problems() }
+func (h wasmHost) Reload(ctx context.Context) (plugin.Report, error) { return h.rt.Reload(ctx) }
+func (h wasmHost) Close(ctx context.Context) error                   { return h.rt.Close(ctx) }
 
 // timerFake answers like the bundled timer without wasm: admitted at once
 // with the deadline at + 1 min, pending with the next check at at.
@@ -99,8 +113,9 @@ func (timerFake) Observe(_ context.Context, req abi.ObserveRequest) (plugin.Obse
 	return plugin.Observation{Status: abi.StatusPending, Note: "not yet", NextCheck: req.Now.Add(time.Hour)}, nil
 }
 
-func (timerFake) Plugins() []plugin.Info        { return []plugin.Info{timerFakeInfo} }
-func (timerFake) Problems() []*plugin.LoadError { return nil }
+func (timerFake) Plugins() []plugin.Info               { return []plugin.Info{timerFakeInfo} }
+func (timerFake) Problems() []*plugin.LoadError        { return nil }
+func (timerFake) Settled(context.Context, store.Watch) {}
 func (f timerFake) Reload(context.Context) (plugin.Report, error) {
 	return plugin.Report{Loaded: f.Plugins()}, nil
 }
@@ -108,8 +123,10 @@ func (f timerFake) Reload(context.Context) (plugin.Report, error) {
 // wasmRuntime starts the real plugin runtime over the bundled set, on the
 // tests' compilation cache (as host/plugin's tests do). The caller closes
 // it.
-func wasmRuntime() (*plugin.Runtime, error) {
-	return plugin.New(context.Background(), plugin.Config{Bundled: plugins.Bundled(), CacheDir: wasmbuild.CacheDir()})
+func wasmRuntime() (wasmHost, error) {
+	reg := kind.NewRegistry()
+	rt, err := plugin.New(context.Background(), plugin.Config{Bundled: plugins.Bundled(), CacheDir: wasmbuild.CacheDir(), Kinds: reg})
+	return wasmHost{reg, rt}, err
 }
 
 // probeCount counts the scheduler's probes.
@@ -257,7 +274,7 @@ func (r *registrations) post(client *http.Client, url string, i int) error {
 // registerCases calls run for every plugin set × loop × connections case,
 // with the real runtime started once for all of them.
 func registerCases(b *testing.B, conns []int, run func(b *testing.B, pl benchPlugins, loop bool, c int)) {
-	var rt *plugin.Runtime
+	var rt *wasmHost
 	for _, pls := range []string{"fake", "wasm"} {
 		for _, loop := range []bool{false, true} {
 			for _, c := range conns {
@@ -266,12 +283,13 @@ func registerCases(b *testing.B, conns []int, run func(b *testing.B, pl benchPlu
 					var pl benchPlugins = timerFake{}
 					if pls == "wasm" {
 						if rt == nil {
-							var err error
-							if rt, err = wasmRuntime(); err != nil {
+							h, err := wasmRuntime()
+							if err != nil {
 								b.Fatal(err)
 							}
+							rt = &h
 						}
-						pl = rt
+						pl = *rt
 					}
 					run(b, pl, loop, c)
 				})

@@ -46,6 +46,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -55,6 +56,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/host/delivery"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
@@ -112,7 +114,11 @@ func startObserveServer(b *testing.B, o observeServerOpts) *observeServer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	kinds := ob.Kinds(timerFake{})
+	kinds := kind.NewRegistry()
+	timer, _ := kind.Of(timerFake{}, "timer")
+	if err := errors.Join(kinds.Register("plugins", timer), ob.Register(kinds)); err != nil {
+		b.Fatal(err)
+	}
 	sched, err := scheduler.New(scheduler.Config{Store: st, Plugins: kinds, Deliver: del, Recipients: st})
 	if err != nil {
 		b.Fatal(err)

@@ -37,6 +37,8 @@ func (c fixedClock) Now() time.Time { return c.t }
 // {"bad":true}) and the standing "ticket".
 type fakePlugins struct{}
 
+func (fakePlugins) Settled(context.Context, store.Watch) {}
+
 func (fakePlugins) Lookup(kind string) (plugin.Info, bool) {
 	switch kind {
 	case "ci":

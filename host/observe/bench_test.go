@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/host/delivery"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/benchtest"
@@ -158,15 +159,17 @@ func (d stampDeliver) Send(ctx context.Context, to store.Recipient, m store.Mess
 
 func newWakeRig(b *testing.B) *wakeRig {
 	b.Helper()
-	var kinds *Kinds
+	reg := kind.NewRegistry()
 	stamps := &wakeStamps{}
-	stack := apitest.NewStack(b, apitest.Config{Plugins: lazyKinds{&kinds}, Clock: benchWallClock{},
+	stack := apitest.NewStack(b, apitest.Config{Plugins: reg, Clock: benchWallClock{},
 		Deliver: func(d *delivery.Delivery) scheduler.Deliverer { return stampDeliver{d, stamps} }})
 	ob, err := New(Options{Store: stampStore{stack.Store, stamps}, Clock: benchWallClock{}, Rate: -1, Principal: scheduler.ValidRecipientID}, helpConfig("watcher"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	kinds = ob.Kinds(noPlugins{})
+	if err := ob.Register(reg); err != nil {
+		b.Fatal(err)
+	}
 	ob.SetWaker(stampWaker{stack.Scheduler, stamps})
 	ctx, stop := context.WithCancel(context.Background())
 	// As vigil serve: prime, then the loop, then the router.

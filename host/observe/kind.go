@@ -8,26 +8,30 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api/abi"
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/store"
 )
 
-// Plugins is the plugin runtime as the scheduler sees it.
-type Plugins interface {
-	Lookup(kind string) (plugin.Info, bool)
-	Admit(ctx context.Context, kind string, params json.RawMessage) (plugin.Admission, error)
-	Observe(ctx context.Context, req abi.ObserveRequest) (plugin.Observation, error)
-}
-
-// Kinds serves the built-in kind observe.thread and hands every other
-// kind to the plugin runtime. The scheduler takes it as its Plugins.
-type Kinds struct {
-	Plugins
+// Thread is the built-in kind observe.thread: a wait for the next new item
+// of an observed thread's Work. It registers in the host's kind registry
+// beside the plugins (Register), and is woken by Poke rather than probed.
+type Thread struct {
 	ob *Observer
 }
 
-// Kinds wraps p with the built-in observe.thread kind.
-func (ob *Observer) Kinds(p Plugins) *Kinds { return &Kinds{Plugins: p, ob: ob} }
+var (
+	_ kind.Kind    = (*Thread)(nil)
+	_ kind.Settler = (*Thread)(nil)
+)
+
+// KindSource is the registry source of the host's built-in kinds.
+const KindSource = "host"
+
+// Thread is the observer's observe.thread kind.
+func (ob *Observer) Thread() *Thread { return &Thread{ob: ob} }
+
+// Register adds the observer's kind to reg.
+func (ob *Observer) Register(reg *kind.Registry) error { return reg.Register(KindSource, ob.Thread()) }
 
 // ThreadParams are an observe.thread watch's params. After is the last
 // input the agent has been given; left out, it is the Work's Consumed at
@@ -60,47 +64,41 @@ const threadSchema = `{"type":"object","additionalProperties":false,"required":[
 	`"work_id":{"type":"string","description":"the Work to wait on"},` +
 	`"after":{"type":"integer","minimum":0,"description":"the last input already seen (default: the Work's consumed input)"}}}`
 
-// Lookup implements the scheduler's Plugins.
-func (k *Kinds) Lookup(kind string) (plugin.Info, bool) {
-	if kind != WorkKind {
-		return k.Plugins.Lookup(kind)
-	}
-	return plugin.Info{
+// Info implements kind.Kind.
+func (k *Thread) Info() kind.Info {
+	return kind.Info{
 		Kind: WorkKind, File: "(built in)", Version: "1.0.0", Pushed: true, Observable: true,
 		Summary:      "Wait for the next new item of an observed thread's Work",
 		Capabilities: []string{}, Schema: json.RawMessage(threadSchema),
-	}, true
+	}
 }
 
-// Admit implements the scheduler's Plugins: the Work must exist and be
-// open; the params are completed with After.
-func (k *Kinds) Admit(ctx context.Context, kind string, params json.RawMessage) (plugin.Admission, error) {
-	if kind != WorkKind {
-		return k.Plugins.Admit(ctx, kind, params)
-	}
+// Admit implements kind.Kind: the Work must exist and be open; the params
+// are completed with After.
+func (k *Thread) Admit(ctx context.Context, params json.RawMessage) (kind.Admission, error) {
 	var p ThreadParams
 	if err := abi.StrictUnmarshal(params, &p); err != nil {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeInvalidParams, Field: "params", Message: err.Error()}
+		return kind.Admission{}, &kind.Refusal{Code: kind.CodeInvalidParams, Field: "params", Message: err.Error()}
 	}
 	id, err := store.ParseID(p.WorkID)
 	if err != nil {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeInvalidParams, Field: "params.work_id", Message: "want a work id"}
+		return kind.Admission{}, &kind.Refusal{Code: kind.CodeInvalidParams, Field: "params.work_id", Message: "want a work id"}
 	}
 	w, err := k.ob.o.Store.GetWork(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeInvalidParams, Field: "params.work_id", Message: "no work item " + p.WorkID}
+		return kind.Admission{}, &kind.Refusal{Code: kind.CodeInvalidParams, Field: "params.work_id", Message: "no work item " + p.WorkID}
 	case err != nil:
-		return plugin.Admission{}, err
+		return kind.Admission{}, err
 	case w.Kind != WorkKind:
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeInvalidParams, Field: "params.work_id", Message: fmt.Sprintf("work %s is a %s, not an %s", p.WorkID, w.Kind, WorkKind)}
+		return kind.Admission{}, &kind.Refusal{Code: kind.CodeInvalidParams, Field: "params.work_id", Message: fmt.Sprintf("work %s is a %s, not an %s", p.WorkID, w.Kind, WorkKind)}
 	case w.State != store.WorkOpen:
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeInvalidParams, Field: "params.work_id", Message: fmt.Sprintf("work %s is %s: its thread starts nothing more", p.WorkID, w.State)}
+		return kind.Admission{}, &kind.Refusal{Code: kind.CodeInvalidParams, Field: "params.work_id", Message: fmt.Sprintf("work %s is %s: its thread starts nothing more", p.WorkID, w.State)}
 	}
 	after := w.Consumed
 	if p.After != nil {
 		if *p.After < 0 || *p.After > w.Inputs {
-			return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeInvalidParams, Field: "params.after", Message: fmt.Sprintf("want 0 to %d, the work's inputs", w.Inputs)}
+			return kind.Admission{}, &kind.Refusal{Code: kind.CodeInvalidParams, Field: "params.after", Message: fmt.Sprintf("want 0 to %d, the work's inputs", w.Inputs)}
 		}
 		after = *p.After
 	}
@@ -108,40 +106,36 @@ func (k *Kinds) Admit(ctx context.Context, kind string, params json.RawMessage) 
 	p.After = &after
 	completed, err := json.Marshal(p)
 	if err != nil {
-		return plugin.Admission{}, err
+		return kind.Admission{}, err
 	}
-	return plugin.Admission{Subject: Subject(w.ID), Params: completed}, nil
+	return kind.Admission{Subject: Subject(w.ID), Params: completed}, nil
 }
 
-// Observe implements the scheduler's Plugins. It is called at
-// registration and when the Work's subject is poked: settled with the
-// inputs after After, settled "completed" when the Work completed with
-// none, pending otherwise.
-func (k *Kinds) Observe(ctx context.Context, req abi.ObserveRequest) (plugin.Observation, error) {
-	if req.Kind != WorkKind {
-		return k.Plugins.Observe(ctx, req)
-	}
+// Observe implements kind.Kind. It is called at registration and when the
+// Work's subject is poked: settled with the inputs after After, settled
+// "completed" when the Work completed with none, pending otherwise.
+func (k *Thread) Observe(ctx context.Context, req abi.ObserveRequest) (kind.Observation, error) {
 	var p ThreadParams
 	if err := json.Unmarshal(req.Params, &p); err != nil || p.After == nil {
-		return plugin.Observation{}, fmt.Errorf("observe.thread: stored params %s: not as admitted", req.Params)
+		return kind.Observation{}, fmt.Errorf("observe.thread: stored params %s: not as admitted", req.Params)
 	}
 	id, err := store.ParseID(p.WorkID)
 	if err != nil {
-		return plugin.Observation{}, fmt.Errorf("observe.thread: work id: %w", err)
+		return kind.Observation{}, fmt.Errorf("observe.thread: work id: %w", err)
 	}
 	w, err := k.ob.o.Store.GetWork(ctx, id)
 	if err != nil {
-		return plugin.Observation{Status: abi.StatusPending, Note: "reading the work: " + err.Error()}, nil
+		return kind.Observation{Status: abi.StatusPending, Note: "reading the work: " + err.Error()}, nil
 	}
 	inputs, err := k.ob.o.Store.WorkInputs(ctx, id, *p.After)
 	if err != nil {
-		return plugin.Observation{Status: abi.StatusPending, Note: "reading the work's inputs: " + err.Error()}, nil
+		return kind.Observation{Status: abi.StatusPending, Note: "reading the work's inputs: " + err.Error()}, nil
 	}
 	if len(inputs) == 0 {
 		if w.State == store.WorkCompleted {
-			return plugin.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: "completed", Summary: "the work was completed; its thread starts nothing more"}}, nil
+			return kind.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: "completed", Summary: "the work was completed; its thread starts nothing more"}}, nil
 		}
-		return plugin.Observation{Status: abi.StatusPending, Note: "no new item"}, nil
+		return kind.Observation{Status: abi.StatusPending, Note: "no new item"}, nil
 	}
 	d := ThreadDetail{WorkID: w.ID.String(), Title: w.Title, Items: make([]ThreadItem, 0, len(inputs))}
 	for _, in := range inputs {
@@ -150,18 +144,18 @@ func (k *Kinds) Observe(ctx context.Context, req abi.ObserveRequest) (plugin.Obs
 	}
 	detail, err := json.Marshal(d)
 	if err != nil {
-		return plugin.Observation{}, err
+		return kind.Observation{}, err
 	}
-	return plugin.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{
+	return kind.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{
 		Result: "new_items", Summary: fmt.Sprintf("%d new item(s) in %q", len(d.Items), w.Title), Detail: detail,
 	}}, nil
 }
 
-// Settled implements the scheduler's SettledHook: once a wake is
-// persisted, the Work's agent has been given its items. A crash before
+// Settled implements kind.Settler: once a wake is persisted, the Work's
+// agent has been given its items. A crash before
 // this leaves them unconsumed, so the next wait carries them again: a
 // repeat is cheaper than a loss.
-func (k *Kinds) Settled(ctx context.Context, w store.Watch) {
+func (k *Thread) Settled(ctx context.Context, w store.Watch) {
 	if w.Kind != WorkKind || w.State != store.Fired || w.Outcome == nil || w.Outcome.Result != "new_items" {
 		return
 	}

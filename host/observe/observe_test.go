@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
@@ -74,34 +75,21 @@ func newRig(t *testing.T, cfg Config, opts ...func(*Options)) *rig {
 	for _, f := range opts {
 		f(&o)
 	}
-	var ob *Observer
-	var kinds *Kinds
-	// The stack's scheduler serves the observer's kind, and the observer
-	// wakes the scheduler: the observer is built first.
-	o.Store = nil
-	stack := apitest.NewStack(t, apitest.Config{Plugins: lazyKinds{&kinds}, Clock: clock})
+	// The stack's scheduler serves the kinds of the registry, where the
+	// observer registers its own; the observer wakes the scheduler.
+	reg := kind.NewRegistry()
+	stack := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: clock})
 	o.Store = stack.Store
 	ob, err := New(o, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kinds = ob.Kinds(noPlugins{})
+	if err := ob.Register(reg); err != nil {
+		t.Fatal(err)
+	}
 	ob.SetWaker(stack.Scheduler)
 	return &rig{t: t, clock: clock, stack: stack, ob: ob}
 }
-
-// lazyKinds lets the stack be built before the observer whose Kinds it
-// serves.
-type lazyKinds struct{ k **Kinds }
-
-func (l lazyKinds) Lookup(kind string) (plugin.Info, bool) { return (*l.k).Lookup(kind) }
-func (l lazyKinds) Admit(ctx context.Context, kind string, p json.RawMessage) (plugin.Admission, error) {
-	return (*l.k).Admit(ctx, kind, p)
-}
-func (l lazyKinds) Observe(ctx context.Context, req abi.ObserveRequest) (plugin.Observation, error) {
-	return (*l.k).Observe(ctx, req)
-}
-func (l lazyKinds) Settled(ctx context.Context, w store.Watch) { (*l.k).Settled(ctx, w) }
 
 func (r *rig) record(principal string, rec Record) (Recorded, error) {
 	r.t.Helper()

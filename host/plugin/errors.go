@@ -3,18 +3,20 @@ package plugin
 import (
 	"errors"
 	"fmt"
+
+	"github.com/vigilhq/vigil/host/kind"
 )
 
 // Sentinel errors; the structured errors below answer errors.Is with them.
 var (
-	// ErrUnknownKind: no loaded plugin serves the kind.
-	ErrUnknownKind = errors.New("no plugin for kind")
+	// ErrUnknownKind: no loaded plugin serves the kind (kind.ErrUnknownKind).
+	ErrUnknownKind = kind.ErrUnknownKind
 	// ErrRaised: the plugin answered an error (error_set), such as a call
-	// for a kind it does not serve.
-	ErrRaised = errors.New("plugin raised an error")
+	// for a kind it does not serve (kind.ErrRaised).
+	ErrRaised = kind.ErrRaised
 	// ErrFault: the plugin timed out, trapped, ran out of memory or broke
-	// the output contract.
-	ErrFault = errors.New("plugin fault")
+	// the output contract (kind.ErrFault).
+	ErrFault = kind.ErrFault
 	// ErrClosed: the runtime is closed.
 	ErrClosed = errors.New("plugin runtime closed")
 )
@@ -53,58 +55,29 @@ func (e *LoadError) Error() string {
 
 func (e *LoadError) Unwrap() error { return e.Err }
 
-// Refusal codes, as the API reports them.
-const (
-	CodeWatchUnobservable = "watch_unobservable"
-	CodeInvalidParams     = "invalid_params"
+// The answers' errors live with the kind seam (host/kind); these names
+// are the same types, for the runtime's own code and its callers.
+type (
+	// Refusal is admit's "no": see kind.Refusal.
+	Refusal = kind.Refusal
+	// CallError is a plugin call that produced no usable answer: see
+	// kind.CallError.
+	CallError = kind.CallError
 )
 
-// Refusal is admit's "no": the watch must not be written. Setting names what
-// an operator changes to make the kind observable; Field names the param at
-// fault.
-type Refusal struct {
-	Code    string
-	Message string
-	Field   string
-	Setting string
-}
-
-func (e *Refusal) Error() string {
-	switch {
-	case e.Setting != "":
-		return fmt.Sprintf("%s: %s (setting: %s)", e.Code, e.Message, e.Setting)
-	case e.Field != "":
-		return fmt.Sprintf("%s: %s: %s", e.Code, e.Field, e.Message)
-	}
-	return fmt.Sprintf("%s: %s", e.Code, e.Message)
-}
+// Refusal codes, as the API reports them.
+const (
+	CodeWatchUnobservable = kind.CodeWatchUnobservable
+	CodeInvalidParams     = kind.CodeInvalidParams
+)
 
 // Fault reasons.
 const (
-	FaultTimeout  = "timeout"
-	FaultTrap     = "trap"
-	FaultMemory   = "memory"
-	FaultTooLarge = "output_too_large"
-	FaultContract = "bad_output"
-	FaultRaised   = "raised"
-	FaultInstance = "instantiate"
+	FaultTimeout  = kind.FaultTimeout
+	FaultTrap     = kind.FaultTrap
+	FaultMemory   = kind.FaultMemory
+	FaultTooLarge = kind.FaultTooLarge
+	FaultContract = kind.FaultContract
+	FaultRaised   = kind.FaultRaised
+	FaultInstance = kind.FaultInstance
 )
-
-// CallError is a plugin call that produced no usable answer.
-type CallError struct {
-	Kind   string
-	Export string
-	Reason string // one of the Fault* constants
-	Err    error
-}
-
-func (e *CallError) Error() string {
-	return fmt.Sprintf("plugin %s: %s: %s: %v", e.Kind, e.Export, e.Reason, e.Err)
-}
-
-func (e *CallError) Unwrap() []error {
-	if e.Reason == FaultRaised {
-		return []error{ErrRaised, e.Err}
-	}
-	return []error{ErrFault, e.Err}
-}

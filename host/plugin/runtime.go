@@ -23,6 +23,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/kind"
 )
 
 // Limits bound every plugin call. Zero fields take the defaults.
@@ -84,19 +85,14 @@ type ExecCall struct {
 	Request   abi.ExecRequest
 }
 
-type recipientKey struct{}
-
 // WithRecipient tells the plugin call made with ctx whose watch it
 // observes; vigil_exec runs commands in that recipient's workspace.
 func WithRecipient(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, recipientKey{}, id)
+	return kind.WithRecipient(ctx, id)
 }
 
 // RecipientFrom is the recipient WithRecipient put in ctx, or "".
-func RecipientFrom(ctx context.Context) string {
-	id, _ := ctx.Value(recipientKey{}).(string)
-	return id
-}
+func RecipientFrom(ctx context.Context) string { return kind.RecipientFrom(ctx) }
 
 // FetchCall is one fetch a plugin asked for, with the grants of its kind.
 type FetchCall struct {
@@ -143,6 +139,10 @@ type Config struct {
 	// load), so admit refuses a watch that names it instead of the watch
 	// failing every fetch.
 	SecretNames []string
+	// Kinds, when set, is where the runtime registers one kind.Kind per
+	// loaded plugin, as source "plugins", replaced on every reload and
+	// emptied on Close. The scheduler serves watches from there.
+	Kinds Registrar
 	// WallClock, when set, is what a guest reads as its WASI wall clock.
 	// Nil keeps wazero's fake clock (2022-01-01T00:00:00Z, a millisecond
 	// on per reading), which is what the host runs: a plugin takes time
@@ -186,27 +186,8 @@ type loaded struct {
 	mod    *module
 }
 
-// Info describes a loaded plugin.
-type Info struct {
-	Kind         string        `json:"kind"`
-	File         string        `json:"file"`
-	SHA256       string        `json:"sha256"`
-	Version      string        `json:"version"`
-	Summary      string        `json:"summary"`
-	Standing     bool          `json:"standing"`
-	DefaultEvery time.Duration `json:"default_every"`
-	Capabilities []string      `json:"capabilities"`
-	Grants       abi.Grants    `json:"grants"`
-	// Observable is false when the plugin needs a capability its entry
-	// does not grant; Setting then names what to change.
-	Observable bool            `json:"observable"`
-	Setting    string          `json:"setting,omitempty"`
-	Example    json.RawMessage `json:"example,omitempty"`
-	Schema     json.RawMessage `json:"params_schema"`
-	// Pushed kinds are built into the host, not plugins: their watches are
-	// woken when their subject changes, never probed on a cadence.
-	Pushed bool `json:"pushed,omitempty"`
-}
+// Info describes a loaded plugin (kind.Info).
+type Info = kind.Info
 
 // New builds a runtime and loads the plugins. Problems with single plugins
 // are in Problems(), never an error here; the error is for what makes the
@@ -237,6 +218,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		_ = cache.Close(ctx)
 		return nil, err
 	}
+	if cfg.Kinds != nil {
+		cfg.Kinds.Explain(Source, func(name string) error { return r.unknownKind(r.set.Load(), name) })
+	}
 	return r, nil
 }
 
@@ -245,10 +229,75 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.reload.Lock()
 	defer r.reload.Unlock()
 	old := r.set.Swap(&pluginSet{kinds: map[string]*loaded{}})
+	r.register(nil)
+	if r.cfg.Kinds != nil {
+		r.cfg.Kinds.Explain(Source, nil)
+	}
 	for _, m := range old.modules {
 		m.retire(ctx)
 	}
 	return r.rc.cache.Close(ctx)
+}
+
+// Source is the name under which the runtime registers its kinds.
+const Source = "plugins"
+
+// Registrar is where the runtime registers its kinds: a *kind.Registry.
+// Explain lets the runtime say why a kind is not served (its plugin did
+// not load).
+type Registrar interface {
+	Replace(source string, kinds []kind.Kind) error
+	Explain(source string, f func(name string) error)
+}
+
+// kindOf is the loaded kind info as a kind.Kind served by r.
+func kindOf(r *Runtime, info Info) kind.Kind { return runtimeKind{r, info} }
+
+type runtimeKind struct {
+	r    *Runtime
+	info Info
+}
+
+var _ kind.Kind = runtimeKind{}
+
+func (k runtimeKind) Info() Info { return k.info }
+
+func (k runtimeKind) Admit(ctx context.Context, params json.RawMessage) (Admission, error) {
+	return k.r.Admit(ctx, k.info.Kind, params)
+}
+
+func (k runtimeKind) Observe(ctx context.Context, req abi.ObserveRequest) (Observation, error) {
+	return k.r.Observe(ctx, req)
+}
+
+// register makes set's kinds what the runtime serves in cfg.Kinds. A kind
+// the host already serves itself (a built-in) stays the host's, and the
+// plugin claiming it is logged and left out.
+func (r *Runtime) register(set *pluginSet) {
+	if r.cfg.Kinds == nil {
+		return
+	}
+	var ks []kind.Kind
+	if set != nil {
+		for _, l := range set.kinds {
+			// Each call goes through the runtime, so it reaches the
+			// generation in force when it is made.
+			ks = append(ks, kindOf(r, l.info))
+		}
+		sort.Slice(ks, func(i, j int) bool { return ks[i].Info().Kind < ks[j].Info().Kind })
+	}
+	for {
+		err := r.cfg.Kinds.Replace(Source, ks)
+		var ce *kind.ConflictError
+		if !errors.As(err, &ce) {
+			if err != nil {
+				r.log.Error("registering the plugins' kinds", "err", err)
+			}
+			return
+		}
+		r.log.Warn("plugin not served: the host serves its kind itself", "kind", ce.Kind, "served_by", ce.Holder)
+		ks = slices.DeleteFunc(ks, func(k kind.Kind) bool { return k.Info().Kind == ce.Kind })
+	}
 }
 
 // Report is the result of a load: what serves, and what could not.
@@ -311,6 +360,7 @@ func (r *Runtime) Reload(ctx context.Context) (Report, error) {
 		}
 	}
 	r.set.Store(next)
+	r.register(next)
 	for _, m := range old.modules {
 		if !kept[m] {
 			m.retire(ctx)
@@ -560,16 +610,8 @@ func observeTimeout(l Limits, e Entry) time.Duration {
 	return l.ObserveTimeout
 }
 
-// Admission is admit's "yes", with what the plugin said of the subject.
-type Admission struct {
-	// Deadline is the subject's natural deadline, or zero.
-	Deadline time.Time
-	// Subject and Params come from a pushed kind's admission only: what
-	// the watch waits on, and its params as the host completed them (nil:
-	// as registered).
-	Subject string
-	Params  json.RawMessage
-}
+// Admission is admit's "yes" (kind.Admission).
+type Admission = kind.Admission
 
 // Admit decides whether a watch of kind with params may be written. It
 // returns an Admission, a *Refusal (the watch must not be written), or an
@@ -659,18 +701,8 @@ func (r *Runtime) unknownKind(set *pluginSet, kind string) error {
 		Setting: fmt.Sprintf("kinds.%s.wasm", kind)}
 }
 
-// Observation is the answer of one observe call.
-type Observation struct {
-	Status    string // abi.StatusPending, StatusSettled or StatusChanged
-	Note      string
-	NextCheck time.Time // zero: no hint
-	Outcome   *abi.Outcome
-	Baseline  json.RawMessage
-	// Fault is set when the plugin could not answer (timeout, trap, memory,
-	// output over the cap or off contract). The observation is then
-	// pending: "I could not tell" is never a failed outcome.
-	Fault *CallError
-}
+// Observation is the answer of one observe call (kind.Observation).
+type Observation = kind.Observation
 
 // Observe makes one bounded observe call for a watch. Faults come back as a
 // pending Observation with Fault set, and are counted. The error is for

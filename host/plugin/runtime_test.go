@@ -122,9 +122,12 @@ func TestFaultsAreBounded(t *testing.T) {
 		// Room for the memory cap to be the bound that stops it, even on a
 		// loaded machine: growing to 32 MiB is not instant.
 		{"alloc", "test.alloc", []string{FaultMemory, FaultTrap}, 5 * time.Second},
-		{"trap", "test.trap", []string{FaultTrap}, 300 * time.Millisecond},
-		{"bigout", "test.bigout", []string{FaultTooLarge}, 300 * time.Millisecond},
-		{"offcontract", "test.offcontract", []string{FaultContract}, 300 * time.Millisecond},
+		// Where the timeout is not the bound under test, it is long enough
+		// that a loaded machine's first call (which initializes the
+		// instance) cannot run into it first.
+		{"trap", "test.trap", []string{FaultTrap}, 5 * time.Second},
+		{"bigout", "test.bigout", []string{FaultTooLarge}, 5 * time.Second},
+		{"offcontract", "test.offcontract", []string{FaultContract}, 5 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.plugin, func(t *testing.T) {

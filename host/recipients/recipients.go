@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api/webhooks"
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/store"
 )
@@ -34,8 +34,8 @@ type Scheduler interface {
 // Kinds tells which kinds are standing, and admits a ref's params before
 // the recipient is stored, so a refused ref changes nothing.
 type Kinds interface {
-	Lookup(kind string) (plugin.Info, bool)
-	Admit(ctx context.Context, kind string, params json.RawMessage) (plugin.Admission, error)
+	Lookup(kind string) (kind.Info, bool)
+	Admit(ctx context.Context, kind string, params json.RawMessage) (kind.Admission, error)
 }
 
 // Clock tells the time.
@@ -109,7 +109,7 @@ func (s *Service) Put(ctx context.Context, u Update) (store.RecipientRecord, err
 			return store.RecipientRecord{}, &Error{Code: CodeInvalidField, Field: fmt.Sprintf("refs[%d].params", i), Message: err.Error()}
 		}
 		if _, err := s.kinds.Admit(ctx, ref.Kind, ref.Params); err != nil {
-			var ref *plugin.Refusal
+			var ref *kind.Refusal
 			if errors.As(err, &ref) {
 				field := fmt.Sprintf("refs[%d]", i)
 				if ref.Field != "" {

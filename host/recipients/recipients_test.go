@@ -45,6 +45,8 @@ func (f *fakePlugins) Admit(_ context.Context, _ string, params json.RawMessage)
 	return plugin.Admission{}, nil
 }
 
+func (f *fakePlugins) Settled(context.Context, store.Watch) {}
+
 func (f *fakePlugins) Observe(context.Context, abi.ObserveRequest) (plugin.Observation, error) {
 	f.mu.Lock()
 	f.probes++

@@ -51,6 +51,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 	"github.com/vigilhq/vigil/plugins"
@@ -192,7 +193,7 @@ func (c *countingClock) Now() time.Time {
 	return time.Now()
 }
 
-func benchScheduler(tb testing.TB, st store.Store, pl Plugins, clock Clock, workers int) *Scheduler {
+func benchScheduler(tb testing.TB, st store.Store, pl Kinds, clock Clock, workers int) *Scheduler {
 	tb.Helper()
 	s, err := New(Config{Store: st, Plugins: pl, Deliver: &recordingDeliverer{}, Clock: clock, Workers: workers})
 	if err != nil {
@@ -816,9 +817,10 @@ func benchTick(b *testing.B, real bool, workers int) {
 	ctx := context.Background()
 	n := benchProbes(b)
 	pop := newTimers(time.Now())
-	var pl Plugins = timerFakes(pop.at)
+	var pl Kinds = timerFakes(pop.at)
 	if real {
-		rt, err := plugin.New(ctx, plugin.Config{Bundled: plugins.Bundled(), CacheDir: wasmbuild.CacheDir()})
+		reg := kind.NewRegistry()
+		rt, err := plugin.New(ctx, plugin.Config{Bundled: plugins.Bundled(), CacheDir: wasmbuild.CacheDir(), Kinds: reg})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -826,7 +828,7 @@ func benchTick(b *testing.B, real bool, workers int) {
 		if p := rt.Problems(); len(p) != 0 {
 			b.Fatalf("plugin problems: %v", p)
 		}
-		pl = rt
+		pl = reg
 	}
 	st, err := store.Open(b.TempDir(), store.Options{})
 	if err != nil {

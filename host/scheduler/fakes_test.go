@@ -63,6 +63,8 @@ func (f *fakePlugins) Admit(_ context.Context, kind string, params json.RawMessa
 	return plugin.Admission{}, nil
 }
 
+func (f *fakePlugins) Settled(context.Context, store.Watch) {}
+
 func (f *fakePlugins) Observe(ctx context.Context, req abi.ObserveRequest) (plugin.Observation, error) {
 	if f.observeCtx != nil {
 		f.observeCtx(ctx)

@@ -13,7 +13,7 @@ import (
 	"github.com/vigilhq/vigil/store"
 )
 
-// settledRecorder is fakePlugins with a SettledHook.
+// settledRecorder is fakePlugins that records each settlement it hears of.
 type settledRecorder struct {
 	*fakePlugins
 	mu      sync.Mutex

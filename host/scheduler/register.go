@@ -73,7 +73,7 @@ func ValidRecipientID(s string) bool {
 
 // Register admits, resolves and stores a new watch, then arms it to be
 // probed at once. The row is committed before Register returns. A refusal
-// is a *plugin.Refusal (the kind or params) or an *Error (the deadline,
+// is a *kind.Refusal (the kind or params) or an *Error (the deadline,
 // cadence or recipient).
 func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, error) {
 	now := s.cfg.Clock.Now().UTC()

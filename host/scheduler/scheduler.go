@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api/abi"
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -28,19 +28,18 @@ type wallClock struct{}
 
 func (wallClock) Now() time.Time { return time.Now() }
 
-// Plugins is what the scheduler needs of the plugin runtime.
-type Plugins interface {
-	Lookup(kind string) (plugin.Info, bool)
-	Admit(ctx context.Context, kind string, params json.RawMessage) (plugin.Admission, error)
-	Observe(ctx context.Context, req abi.ObserveRequest) (plugin.Observation, error)
-}
-
-// SettledHook is implemented by a Plugins that wants to hear of each
-// settlement once its outcome is persisted and before it is delivered (a
-// pushed kind records what its wake carried). It must not block for long.
-type SettledHook interface {
+// Kinds is what the scheduler needs of the kinds it serves: the host's
+// kind.Registry, where the plugin runtime and the built-in kinds register.
+// Settled tells a watch's kind of its settlement once the outcome is
+// persisted and before it is delivered; it must not block for long.
+type Kinds interface {
+	Lookup(name string) (kind.Info, bool)
+	Admit(ctx context.Context, name string, params json.RawMessage) (kind.Admission, error)
+	Observe(ctx context.Context, req abi.ObserveRequest) (kind.Observation, error)
 	Settled(ctx context.Context, w store.Watch)
 }
+
+var _ Kinds = (*kind.Registry)(nil)
 
 // Deliverer hands a message to its recipient and says what became of it:
 // delivered, rejected (the recipient is not live), or unknown (it may have
@@ -75,7 +74,8 @@ func (nopMetrics) Probe(string, string) {}
 type Config struct {
 	Metrics Metrics
 	Store   store.Store
-	Plugins Plugins
+	// Plugins are the kinds the scheduler serves (a *kind.Registry).
+	Plugins Kinds
 	Deliver Deliverer
 	// Recipients, when set, makes Register create an unknown recipient and
 	// refuse one that is not running.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api/abi"
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -91,12 +91,12 @@ func (s *Scheduler) probe(ctx context.Context, e *entry, now time.Time) {
 	}
 	// The recipient rides on the context, for a host function that acts on
 	// its behalf (vigil_exec runs in the recipient's workspace).
-	obs, err := s.cfg.Plugins.Observe(plugin.WithRecipient(ctx, w.Recipient.ID), abi.ObserveRequest{
+	obs, err := s.cfg.Plugins.Observe(kind.WithRecipient(ctx, w.Recipient.ID), abi.ObserveRequest{
 		Kind: w.Kind, WatchID: w.ID.String(), Params: w.Params, Now: now.UTC(), Attempt: attempts, Baseline: w.Baseline,
 	})
 	s.cfg.Metrics.Probe(w.Kind, probeResult(obs, err))
 	switch {
-	case errors.Is(err, plugin.ErrUnknownKind):
+	case errors.Is(err, kind.ErrUnknownKind):
 		s.settle(ctx, e, w, store.Unwatchable, store.MessageUnwatchable, store.Outcome{
 			Result: "unwatchable", Summary: fmt.Sprintf("no plugin serves kind %q any more", w.Kind),
 		}, now, attempts, "unwatchable")
@@ -202,9 +202,7 @@ func (s *Scheduler) settle(ctx context.Context, e *entry, w store.Watch, state s
 	}
 	delete(s.byID, e.id)
 	s.mu.Unlock()
-	if h, ok := s.cfg.Plugins.(SettledHook); ok {
-		h.Settled(ctx, settled)
-	}
+	s.cfg.Plugins.Settled(ctx, settled)
 
 	receipt := s.cfg.Deliver.Send(ctx, w.Recipient, store.Message{WatchID: e.id, Kind: w.Kind, Type: typ, Outcome: out, At: now})
 	if _, err := s.cfg.Store.SetReceipt(ctx, e.id, receipt); err != nil {
@@ -215,7 +213,7 @@ func (s *Scheduler) settle(ctx context.Context, e *entry, w store.Watch, state s
 // carry persists a standing watch's new baseline, then (for a change)
 // mails it. The watch stays pending whatever the delivery's fate: only its
 // recipient's lifecycle ends it.
-func (s *Scheduler) carry(ctx context.Context, e *entry, w store.Watch, obs plugin.Observation, now time.Time, attempts int, mail bool) {
+func (s *Scheduler) carry(ctx context.Context, e *entry, w store.Watch, obs kind.Observation, now time.Time, attempts int, mail bool) {
 	s.mu.Lock()
 	if s.byID[e.id] != e {
 		s.mu.Unlock()
@@ -286,9 +284,9 @@ func (s *Scheduler) Start(ctx context.Context) <-chan struct{} {
 }
 
 // probeResult names a probe's result for the metrics.
-func probeResult(obs plugin.Observation, err error) string {
+func probeResult(obs kind.Observation, err error) string {
 	switch {
-	case errors.Is(err, plugin.ErrUnknownKind):
+	case errors.Is(err, kind.ErrUnknownKind):
 		return "unwatchable"
 	case err != nil:
 		return "error"

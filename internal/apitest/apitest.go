@@ -20,7 +20,7 @@ type Clock interface{ Now() time.Time }
 
 // Config shapes a Stack. Plugins and Clock are required.
 type Config struct {
-	Plugins scheduler.Plugins
+	Plugins scheduler.Kinds
 	Clock   Clock
 	// IDs is the randomness of watch ids (default: a fixed seed).
 	IDs io.Reader

@@ -1,0 +1,23 @@
+// Package kind is the one seam between the host and the predicates it
+// serves: what a kind of watch is (Kind: describe, admit, observe, and the
+// optional Settled hook), the answers those calls give (Info, Admission,
+// Observation) and their errors (Refusal, CallError), and the Registry
+// that the scheduler and the recipients look kinds up in.
+//
+// Two sources register kinds: the wasm runtime (host/plugin), one Kind per
+// loaded plugin, replaced as a whole on every reload; and the host's own
+// built-in kinds (observe.thread), each registering itself. The scheduler
+// and the recipients depend on this package only, never on host/plugin, so
+// a built-in kind and a plugin are served through the same calls, and a
+// new source of kinds is one more Replace.
+//
+// What it must never do: run a predicate or know how one runs (that is its
+// source's), or decide anything about a watch (that is the scheduler's).
+// A lookup is one atomic load of an immutable map, because every probe
+// makes one.
+//
+// Rejected: the scheduler asserting optional interfaces on whatever
+// Plugins value it was handed (the built-in kind wrapped the runtime, and
+// the settled hook was found by type assertion at each settlement). That
+// hid which kinds have hooks and made every wrapper forward every method.
+package kind

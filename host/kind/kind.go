@@ -1,0 +1,195 @@
+package kind
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/store"
+)
+
+// Kind is one kind of watch. Every method must honour ctx and be safe for
+// concurrent use.
+type Kind interface {
+	// Info describes the kind; its Kind field is the name it serves.
+	Info() Info
+	// Admit decides whether a watch with params may be written: an
+	// Admission, a *Refusal (the watch must not be written), or an error
+	// when the kind could not answer.
+	Admit(ctx context.Context, params json.RawMessage) (Admission, error)
+	// Observe makes one bounded observation of a watch. A fault is a
+	// pending Observation with Fault set; the error is for what is not "I
+	// could not tell" (ErrUnknownKind, ErrRaised, ctx ending).
+	Observe(ctx context.Context, req abi.ObserveRequest) (Observation, error)
+}
+
+// Settler is a Kind that hears of each of its watches' settlements once
+// the outcome is persisted and before it is delivered (a pushed kind
+// records what its wake carried). It must not block for long.
+type Settler interface {
+	Settled(ctx context.Context, w store.Watch)
+}
+
+// Info describes a kind.
+type Info struct {
+	Kind         string        `json:"kind"`
+	File         string        `json:"file"`
+	SHA256       string        `json:"sha256"`
+	Version      string        `json:"version"`
+	Summary      string        `json:"summary"`
+	Standing     bool          `json:"standing"`
+	DefaultEvery time.Duration `json:"default_every"`
+	Capabilities []string      `json:"capabilities"`
+	Grants       abi.Grants    `json:"grants"`
+	// Observable is false when the kind needs a capability its entry does
+	// not grant; Setting then names what to change.
+	Observable bool            `json:"observable"`
+	Setting    string          `json:"setting,omitempty"`
+	Example    json.RawMessage `json:"example,omitempty"`
+	Schema     json.RawMessage `json:"params_schema"`
+	// Pushed kinds are built into the host, not plugins: their watches are
+	// woken when their subject changes, never probed on a cadence.
+	Pushed bool `json:"pushed,omitempty"`
+}
+
+// Admission is admit's "yes", with what the kind said of the subject.
+type Admission struct {
+	// Deadline is the subject's natural deadline, or zero.
+	Deadline time.Time
+	// Subject and Params come from a pushed kind's admission only: what
+	// the watch waits on, and its params as the host completed them (nil:
+	// as registered).
+	Subject string
+	Params  json.RawMessage
+}
+
+// Observation is the answer of one observe call.
+type Observation struct {
+	Status    string // abi.StatusPending, StatusSettled or StatusChanged
+	Note      string
+	NextCheck time.Time // zero: no hint
+	Outcome   *abi.Outcome
+	Baseline  json.RawMessage
+	// Fault is set when the kind could not answer (timeout, trap, memory,
+	// output over the cap or off contract). The observation is then
+	// pending: "I could not tell" is never a failed outcome.
+	Fault *CallError
+}
+
+// Sentinel errors; the structured errors below answer errors.Is with them.
+var (
+	// ErrUnknownKind: no registered kind has the name.
+	ErrUnknownKind = errors.New("no plugin for kind")
+	// ErrRaised: the kind answered an error (a plugin's error_set), such
+	// as a call for a kind it does not serve.
+	ErrRaised = errors.New("plugin raised an error")
+	// ErrFault: the kind timed out, trapped, ran out of memory or broke
+	// the output contract.
+	ErrFault = errors.New("plugin fault")
+)
+
+// Refusal codes, as the API reports them.
+const (
+	CodeWatchUnobservable = "watch_unobservable"
+	CodeInvalidParams     = "invalid_params"
+)
+
+// Refusal is admit's "no": the watch must not be written. Setting names
+// what an operator changes to make the kind observable; Field names the
+// param at fault.
+type Refusal struct {
+	Code    string
+	Message string
+	Field   string
+	Setting string
+}
+
+func (e *Refusal) Error() string {
+	switch {
+	case e.Setting != "":
+		return fmt.Sprintf("%s: %s (setting: %s)", e.Code, e.Message, e.Setting)
+	case e.Field != "":
+		return fmt.Sprintf("%s: %s: %s", e.Code, e.Field, e.Message)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Fault reasons.
+const (
+	FaultTimeout  = "timeout"
+	FaultTrap     = "trap"
+	FaultMemory   = "memory"
+	FaultTooLarge = "output_too_large"
+	FaultContract = "bad_output"
+	FaultRaised   = "raised"
+	FaultInstance = "instantiate"
+)
+
+// CallError is a call that produced no usable answer.
+type CallError struct {
+	Kind   string
+	Export string
+	Reason string // one of the Fault* constants
+	Err    error
+}
+
+func (e *CallError) Error() string {
+	return fmt.Sprintf("plugin %s: %s: %s: %v", e.Kind, e.Export, e.Reason, e.Err)
+}
+
+func (e *CallError) Unwrap() []error {
+	if e.Reason == FaultRaised {
+		return []error{ErrRaised, e.Err}
+	}
+	return []error{ErrFault, e.Err}
+}
+
+type recipientKey struct{}
+
+// WithRecipient tells the call made with ctx whose watch it observes; a
+// plugin's vigil_exec runs commands in that recipient's workspace.
+func WithRecipient(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, recipientKey{}, id)
+}
+
+// RecipientFrom is the recipient WithRecipient put in ctx, or "".
+func RecipientFrom(ctx context.Context) string {
+	id, _ := ctx.Value(recipientKey{}).(string)
+	return id
+}
+
+// Multi serves several kinds by name, as the plugin runtime does.
+type Multi interface {
+	Lookup(name string) (Info, bool)
+	Admit(ctx context.Context, name string, params json.RawMessage) (Admission, error)
+	Observe(ctx context.Context, req abi.ObserveRequest) (Observation, error)
+}
+
+// Of is the kind m serves as name, as a Kind, or false when m serves no
+// such kind. Its Info is what m said when Of was called; its calls go to m
+// as they are made.
+func Of(m Multi, name string) (Kind, bool) {
+	info, ok := m.Lookup(name)
+	if !ok {
+		return nil, false
+	}
+	return multiKind{m: m, info: info}, true
+}
+
+type multiKind struct {
+	m    Multi
+	info Info
+}
+
+func (k multiKind) Info() Info { return k.info }
+
+func (k multiKind) Admit(ctx context.Context, params json.RawMessage) (Admission, error) {
+	return k.m.Admit(ctx, k.info.Kind, params)
+}
+
+func (k multiKind) Observe(ctx context.Context, req abi.ObserveRequest) (Observation, error) {
+	return k.m.Observe(ctx, req)
+}

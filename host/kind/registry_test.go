@@ -1,0 +1,145 @@
+package kind
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/store"
+)
+
+// fakeKind answers with its name; settled counts Settled calls when it is
+// a settler.
+type fakeKind struct {
+	name    string
+	settled *int
+}
+
+func (k fakeKind) Info() Info { return Info{Kind: k.name} }
+func (k fakeKind) Admit(context.Context, json.RawMessage) (Admission, error) {
+	return Admission{Subject: k.name}, nil
+}
+func (k fakeKind) Observe(context.Context, abi.ObserveRequest) (Observation, error) {
+	return Observation{Status: abi.StatusPending, Note: k.name}, nil
+}
+
+type settlingKind struct{ fakeKind }
+
+func (k settlingKind) Settled(context.Context, store.Watch) { *k.settled++ }
+
+func TestRegistryServesEachSourcesKinds(t *testing.T) {
+	ctx := context.Background()
+	r := NewRegistry()
+	if err := r.Replace("plugins", []Kind{fakeKind{name: "timer"}, fakeKind{name: "http"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Register("host", fakeKind{name: "observe.thread"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"timer", "http", "observe.thread"} {
+		if adm, err := r.Admit(ctx, name, nil); err != nil || adm.Subject != name {
+			t.Errorf("admit %s: %+v, %v", name, adm, err)
+		}
+		if obs, err := r.Observe(ctx, abi.ObserveRequest{Kind: name}); err != nil || obs.Note != name {
+			t.Errorf("observe %s: %+v, %v", name, obs, err)
+		}
+	}
+	// A reload replaces only its own source's kinds.
+	if err := r.Replace("plugins", []Kind{fakeKind{name: "timer"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Lookup("http"); ok {
+		t.Error("a kind its source no longer serves is still served")
+	}
+	if _, ok := r.Lookup("observe.thread"); !ok {
+		t.Error("another source's kind went with the reload")
+	}
+	if got := r.Infos(); len(got) != 2 || got[0].Kind != "observe.thread" || got[1].Kind != "timer" {
+		t.Errorf("infos: %+v", got)
+	}
+}
+
+// A name another source serves is refused whole: nothing changes.
+func TestRegistryRefusesAKindTwoSourcesClaim(t *testing.T) {
+	r := NewRegistry()
+	if err := r.Register("host", fakeKind{name: "observe.thread"}); err != nil {
+		t.Fatal(err)
+	}
+	err := r.Replace("plugins", []Kind{fakeKind{name: "timer"}, fakeKind{name: "observe.thread"}})
+	var ce *ConflictError
+	if !errors.As(err, &ce) || ce.Kind != "observe.thread" || ce.Holder != "host" || ce.Source != "plugins" {
+		t.Fatalf("err = %v", err)
+	}
+	if _, ok := r.Lookup("timer"); ok {
+		t.Error("a refused Replace changed the registry")
+	}
+	if err := r.Replace("plugins", []Kind{fakeKind{name: "a"}, fakeKind{name: "a"}}); !errors.As(err, &ce) {
+		t.Errorf("one source serving a name twice: %v", err)
+	}
+}
+
+// An unknown kind: admit is a refusal (a source's explanation when it has
+// one), observe is ErrUnknownKind.
+func TestRegistryUnknownKinds(t *testing.T) {
+	ctx := context.Background()
+	r := NewRegistry()
+	_, err := r.Admit(ctx, "nope", nil)
+	var ref *Refusal
+	if !errors.As(err, &ref) || ref.Code != CodeWatchUnobservable || ref.Setting != "kinds.nope.wasm" {
+		t.Fatalf("admit of an unknown kind: %v", err)
+	}
+	r.Explain("plugins", func(name string) error {
+		if name == "broken" {
+			return &Refusal{Code: CodeWatchUnobservable, Message: "the plugin for kind \"broken\" did not load"}
+		}
+		return nil
+	})
+	if _, err := r.Admit(ctx, "broken", nil); !errors.As(err, &ref) || ref.Message != `the plugin for kind "broken" did not load` {
+		t.Fatalf("explained: %v", err)
+	}
+	if _, err := r.Admit(ctx, "nope", nil); !errors.As(err, &ref) || ref.Setting != "kinds.nope.wasm" {
+		t.Fatalf("a name no source explains: %v", err)
+	}
+	r.Explain("plugins", nil)
+	if _, err := r.Admit(ctx, "broken", nil); !errors.As(err, &ref) || ref.Setting != "kinds.broken.wasm" {
+		t.Fatalf("after the explanation was removed: %v", err)
+	}
+	if _, err := r.Observe(ctx, abi.ObserveRequest{Kind: "nope"}); !errors.Is(err, ErrUnknownKind) {
+		t.Fatalf("observe of an unknown kind: %v", err)
+	}
+}
+
+// Settled reaches a kind that is a Settler, and only that kind.
+func TestRegistrySettledReachesOnlySettlers(t *testing.T) {
+	n := 0
+	r := NewRegistry()
+	if err := r.Replace("host", []Kind{settlingKind{fakeKind{name: "a", settled: &n}}, fakeKind{name: "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	r.Settled(context.Background(), store.Watch{Kind: "a"})
+	r.Settled(context.Background(), store.Watch{Kind: "b"})
+	r.Settled(context.Background(), store.Watch{Kind: "gone"})
+	if n != 1 {
+		t.Fatalf("settled %d times, want 1", n)
+	}
+}
+
+// Of serves one kind of a multi-kind value under its name.
+func TestOf(t *testing.T) {
+	r := NewRegistry()
+	if err := r.Replace("a", []Kind{fakeKind{name: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	k, ok := Of(r, "x")
+	if !ok || k.Info().Kind != "x" {
+		t.Fatalf("Of: %v %v", k, ok)
+	}
+	if adm, err := k.Admit(context.Background(), nil); err != nil || adm.Subject != "x" {
+		t.Fatalf("admit through Of: %+v %v", adm, err)
+	}
+	if _, ok := Of(r, "y"); ok {
+		t.Fatal("Of an unknown name")
+	}
+}

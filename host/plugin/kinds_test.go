@@ -1,0 +1,72 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/kind"
+)
+
+// hostKind is a built-in kind, as the observer registers observe.thread.
+type hostKind struct{ name string }
+
+func (k hostKind) Info() kind.Info { return kind.Info{Kind: k.name, Pushed: true} }
+func (hostKind) Admit(context.Context, json.RawMessage) (kind.Admission, error) {
+	return kind.Admission{}, nil
+}
+func (hostKind) Observe(context.Context, abi.ObserveRequest) (kind.Observation, error) {
+	return kind.Observation{Status: abi.StatusPending}, nil
+}
+
+// The runtime registers one kind per loaded plugin in its registry, serves
+// the calls made through it, leaves a kind the host serves itself to the
+// host, explains a kind whose plugin did not load, and takes its kinds
+// away on Close.
+func TestRuntimeRegistersItsKinds(t *testing.T) {
+	ctx := context.Background()
+	reg := kind.NewRegistry()
+	if err := reg.Register("host", hostKind{"timer"}); err != nil {
+		t.Fatal(err)
+	}
+	dir := pluginDir(t, "", "trap", "badschema")
+	r := newRuntime(t, Config{Dir: dir, Kinds: reg})
+
+	if info, ok := reg.Lookup("timer"); !ok || !info.Pushed {
+		t.Fatalf("the host's own timer kind was displaced: %+v %v", info, ok)
+	}
+	for _, p := range r.Plugins() {
+		if p.Kind == "timer" {
+			continue
+		}
+		got, ok := reg.Lookup(p.Kind)
+		if !ok || got.SHA256 != p.SHA256 {
+			t.Errorf("%s: registered %+v, %v", p.Kind, got, ok)
+		}
+	}
+	if _, ok := reg.Lookup("test.trap"); !ok {
+		t.Fatal("test.trap is not registered")
+	}
+	obs, err := reg.Observe(ctx, abi.ObserveRequest{Kind: "test.trap", WatchID: "w", Now: t0, Params: json.RawMessage(`{}`)})
+	if err != nil || obs.Fault == nil || obs.Fault.Reason != FaultTrap {
+		t.Fatalf("an observe through the registry: %+v, %v", obs, err)
+	}
+	// A plugin that did not load is explained, as the runtime explains it.
+	var ref *kind.Refusal
+	if _, err := reg.Admit(ctx, "test.badschema", json.RawMessage(`{}`)); !errors.As(err, &ref) || ref.Code != CodeWatchUnobservable {
+		t.Fatalf("admit of a kind that did not load: %v", err)
+	}
+	want := r.unknownKind(r.set.Load(), "test.badschema").Error()
+	if ref.Error() != want {
+		t.Fatalf("refusal %q, want the runtime's %q", ref.Error(), want)
+	}
+
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := reg.Infos(); len(got) != 1 || got[0].Kind != "timer" {
+		t.Fatalf("after Close the registry serves %+v, want only the host's kind", got)
+	}
+}
