@@ -26,12 +26,31 @@ const (
 	CodeOnceConflict        = "once_conflict"
 	CodeWorkConflict        = "work_conflict"
 	CodeRateLimited         = "rate_limited"
+	// CodeMalformedRequest: the request is not HTTP the server can read.
+	CodeMalformedRequest = "malformed_request"
+	// CodeRequestTimeout: the request (its headers or its body) did not
+	// arrive within the server's read timeout.
+	CodeRequestTimeout = "request_timeout"
+	// CodeURITooLong: the request target is over the server's limit.
+	CodeURITooLong = "uri_too_long"
+	// CodeHeadersTooLarge: the request line and headers together are over
+	// the server's read buffer.
+	CodeHeadersTooLarge = "headers_too_large"
+	// CodeDestinationRefused: a destination the host's guard always
+	// refuses (loopback, private, link-local, …); setting names what would
+	// allow it.
+	CodeDestinationRefused = "destination_refused"
+	// CodeTooManyRefs: a recipient's refs are over the host's bound.
+	CodeTooManyRefs = "too_many_refs"
+	// CodeTooManyPending: the recipient already holds the host's bound of
+	// pending watches.
+	CodeTooManyPending = "too_many_pending"
 )
 
 // Status is the HTTP status of an error code.
 func Status(code string) int {
 	switch code {
-	case CodeMalformedJSON:
+	case CodeMalformedJSON, CodeMalformedRequest:
 		return 400
 	case CodeUnauthorized:
 		return 401
@@ -41,13 +60,20 @@ func Status(code string) int {
 		return 404
 	case CodeMethodNotAllowed:
 		return 405
+	case CodeRequestTimeout:
+		return 408
 	case CodeAlreadySettled, CodeRecipientNotRunning, CodeOnceConflict, CodeWorkConflict:
 		return 409
 	case CodeBodyTooLarge:
 		return 413
+	case CodeURITooLong:
+		return 414
 	case CodeRateLimited:
 		return 429
-	case CodeInvalidParams, CodeInvalidField, CodeInvalidRecipient, CodeWatchUnobservable, CodeDeadlineTooFar:
+	case CodeHeadersTooLarge:
+		return 431
+	case CodeInvalidParams, CodeInvalidField, CodeInvalidRecipient, CodeWatchUnobservable, CodeDeadlineTooFar,
+		CodeDestinationRefused, CodeTooManyRefs, CodeTooManyPending:
 		return 422
 	case CodePluginFault:
 		return 503

@@ -9,7 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +20,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/valyala/fasthttp"
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/delivery"
@@ -98,7 +102,21 @@ type Options struct {
 	// StreamWait is how long an SSE stream waits for a message before it
 	// writes a keep-alive comment (default 15 s).
 	StreamWait time.Duration
+	// ReadTimeout bounds reading one request, headers and body: a client
+	// that stalls past it is answered 408 request_timeout (default 75 s,
+	// above the longest long poll).
+	ReadTimeout time.Duration
 }
+
+// Transport limits. A request line and headers that do not fit in
+// HeaderLimit bytes answer 431 headers_too_large; a request target over
+// MaxURI bytes that does fit answers 414 uri_too_long. fasthttp reads the
+// request line and the headers into one buffer and reports only that it
+// overflowed, so a target longer than the whole buffer is 431 too.
+const (
+	HeaderLimit = 8 << 10
+	MaxURI      = 4 << 10
+)
 
 type server struct {
 	d   Deps
@@ -114,6 +132,9 @@ func New(d Deps, o Options) *fiber.App {
 	if o.StreamWait <= 0 {
 		o.StreamWait = 15 * time.Second
 	}
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = 75 * time.Second
+	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -127,15 +148,26 @@ func New(d Deps, o Options) *fiber.App {
 		// Strings from the request (path params, query values) are copies,
 		// not views of fasthttp's reused buffers: a recipient id outlives
 		// its request as a long-poll hub key and inside an SSE stream.
-		Immutable:    true,
-		BodyLimit:    o.BodyLimit,
-		ErrorHandler: s.errorHandler,
-		ReadTimeout:  75 * time.Second, // above the longest long poll
-		IdleTimeout:  120 * time.Second,
+		Immutable:      true,
+		BodyLimit:      o.BodyLimit,
+		ErrorHandler:   s.errorHandler,
+		ReadTimeout:    o.ReadTimeout,
+		IdleTimeout:    120 * time.Second,
+		ReadBufferSize: HeaderLimit,
 	})
+	// What fasthttp fails to read never reaches a handler: answer it here,
+	// in the envelope, by the error's type (fiber's own translation reads
+	// error text and answers a broken connection 502).
+	app.Server().ErrorHandler = transportError
 	// A handler that panics answers 500 internal; it never takes the
 	// daemon down.
 	app.Use(recover.New())
+	app.Use(func(c *fiber.Ctx) error {
+		if n := len(c.Request().RequestURI()); n > MaxURI {
+			return &api.Error{Code: api.CodeURITooLong, Message: fmt.Sprintf("the request target is %d bytes; the limit is %d", n, MaxURI)}
+		}
+		return c.Next()
+	})
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	if o.Metrics != nil {
 		app.Get("/metrics", s.authenticate, adaptor.HTTPHandler(o.Metrics))
@@ -257,6 +289,35 @@ func decode(c *fiber.Ctx, v any) error {
 	return nil
 }
 
+// transportError answers a request fasthttp could not read. The
+// connection is closed after it.
+func transportError(ctx *fasthttp.RequestCtx, err error) {
+	e := transportAPIError(err)
+	b, _ := json.Marshal(api.ErrorEnvelope{Error: *e})
+	ctx.Response.Reset()
+	ctx.SetStatusCode(api.Status(e.Code))
+	ctx.SetContentType(fiber.MIMEApplicationJSON)
+	ctx.SetBody(b)
+}
+
+// transportAPIError classifies what fasthttp reports by type, never by
+// its text.
+func transportAPIError(err error) *api.Error {
+	var (
+		small *fasthttp.ErrSmallBuffer
+		ne    net.Error
+	)
+	switch {
+	case errors.As(err, &small):
+		return &api.Error{Code: api.CodeHeadersTooLarge, Message: fmt.Sprintf("the request line and headers are over %d bytes", HeaderLimit)}
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		return &api.Error{Code: api.CodeBodyTooLarge, Message: "the request body is over the limit"}
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, fasthttp.ErrTimeout), errors.As(err, &ne) && ne.Timeout():
+		return &api.Error{Code: api.CodeRequestTimeout, Message: "the request did not arrive within the read timeout"}
+	}
+	return &api.Error{Code: api.CodeMalformedRequest, Message: "the request is not HTTP/1.x this server can read"}
+}
+
 func (s *server) errorHandler(c *fiber.Ctx, err error) error {
 	e := toAPIError(err)
 	if e.Code == api.CodeInternal {
@@ -312,19 +373,32 @@ func toAPIError(err error) *api.Error {
 	return &api.Error{Code: api.CodeInternal, Message: "internal error"}
 }
 
+// param is a path parameter percent-decoded (fiber's Params is the raw
+// path segment); ok is false when the segment is not valid
+// percent-encoding.
+func param(c *fiber.Ctx, name string) (v string, ok bool) {
+	raw := c.Params(name)
+	v, err := url.PathUnescape(raw)
+	if err != nil {
+		return raw, false
+	}
+	return v, true
+}
+
 // parseID reads the :id of a route about a what ("watch", "work item"); a
 // malformed id is not found, as an unknown one is.
 func parseID(c *fiber.Ctx, what string) (store.ID, error) {
-	id, err := store.ParseID(c.Params("id"))
+	v, _ := param(c, "id")
+	id, err := store.ParseID(v)
 	if err != nil {
-		return id, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no %s %q", what, c.Params("id"))}
+		return id, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no %s %q", what, v)}
 	}
 	return id, nil
 }
 
 func recipientParam(c *fiber.Ctx) (string, error) {
-	id := c.Params("id")
-	if !scheduler.ValidRecipientID(id) {
+	id, ok := param(c, "id")
+	if !ok || !scheduler.ValidRecipientID(id) {
 		return "", &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: fmt.Sprintf("recipient id %q: %s", id, scheduler.RecipientIDGrammar)}
 	}
 	return id, nil

@@ -1,0 +1,118 @@
+package httpapi
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/internal/apitest"
+)
+
+// rawServer serves the API on a real 127.0.0.1 listener with a short read
+// timeout, and returns its address.
+func rawServer(t *testing.T) string {
+	t.Helper()
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}},
+		Options{BodyLimit: 4096, ReadTimeout: 300 * time.Millisecond})
+	return strings.TrimPrefix(apitest.Serve(t, app), "http://")
+}
+
+// rawExchange writes parts to a fresh connection, pausing stall after
+// the last one, and reads the one response.
+func rawExchange(t *testing.T, addr string, parts ...string) (*http.Response, api.ErrorEnvelope) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	for _, p := range parts {
+		if _, err := io.WriteString(conn, p); err != nil {
+			// The server may answer and close before it has read all.
+			break
+		}
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("reading the response: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var env api.ErrorEnvelope
+	if err := json.Unmarshal(b, &env); err != nil {
+		t.Fatalf("%d: not the error envelope: %q", resp.StatusCode, b)
+	}
+	return resp, env
+}
+
+func TestTransportLimitsAnswerInTheEnvelope(t *testing.T) {
+	addr := rawServer(t)
+	tests := []struct {
+		name   string
+		parts  []string
+		status int
+		code   string
+	}{
+		{"headers over the buffer", []string{"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", HeaderLimit) + "\r\n\r\n"},
+			431, api.CodeHeadersTooLarge},
+		{"many headers over the buffer", []string{"GET /healthz HTTP/1.1\r\nHost: x\r\n" + strings.Repeat("X-A: bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\r\n", 400) + "\r\n"},
+			431, api.CodeHeadersTooLarge},
+		{"target over the URI limit", []string{"GET /api/v1/watches?x=" + strings.Repeat("a", MaxURI) + " HTTP/1.1\r\nHost: x\r\n\r\n"},
+			414, api.CodeURITooLong},
+		{"target over the whole buffer", []string{"GET /api/v1/watches?x=" + strings.Repeat("a", 3*HeaderLimit) + " HTTP/1.1\r\nHost: x\r\n\r\n"},
+			431, api.CodeHeadersTooLarge},
+		{"stalled body", []string{"POST /api/v1/watches HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"kind\":"},
+			408, api.CodeRequestTimeout},
+		{"stalled headers", []string{"GET /healthz HTTP/1.1\r\nHost: x\r\n"},
+			408, api.CodeRequestTimeout},
+		{"declared body over the limit", []string{"POST /api/v1/watches HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{}"},
+			413, api.CodeBodyTooLarge},
+		{"not HTTP", []string{"HELLO\r\n\r\n"},
+			400, api.CodeMalformedRequest},
+		{"bad content length", []string{"POST /api/v1/watches HTTP/1.1\r\nHost: x\r\nContent-Length: lots\r\n\r\n"},
+			400, api.CodeMalformedRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, env := rawExchange(t, addr, tt.parts...)
+			if resp.StatusCode != tt.status || env.Error.Code != tt.code || env.Error.Message == "" {
+				t.Fatalf("%d %+v, want %d %s", resp.StatusCode, env.Error, tt.status, tt.code)
+			}
+			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+				t.Errorf("Content-Type %q", ct)
+			}
+		})
+	}
+}
+
+// A request within every limit is served on the same listener: the limits
+// refuse only what is over them.
+func TestTransportWithinLimitsIsServed(t *testing.T) {
+	addr := rawServer(t)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	req := "GET /api/v1/watches?x=" + strings.Repeat("a", MaxURI-64) + " HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("b", 2048) + "\r\n\r\n"
+	if _, err := io.WriteString(conn, req); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+}
