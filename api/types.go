@@ -144,10 +144,14 @@ type Watch struct {
 	LastNote  string          `json:"last_note,omitempty"`
 }
 
-// WatchList is a listing. HeldAside counts rows this build cannot read.
+// WatchList is one page of a listing. HeldAside counts the rows this page
+// stepped over because this build cannot read them. Next, when set, is the
+// opaque cursor of the following page (pass it as after); a page may be
+// short, even empty, and still have a Next.
 type WatchList struct {
 	Watches   []Watch `json:"watches"`
 	HeldAside int     `json:"held_aside,omitempty"`
+	Next      string  `json:"next,omitempty"`
 }
 
 // Message is one mailbox message; ID is its stable id (the webhook-id of

@@ -23,6 +23,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/plugin"
@@ -40,7 +41,7 @@ type Scheduler interface {
 // Watches reads watch rows.
 type Watches interface {
 	Get(ctx context.Context, id store.ID) (store.Watch, error)
-	List(ctx context.Context, f store.Filter) ([]store.Watch, int, error)
+	ListPage(ctx context.Context, q store.Query) (store.Page, error)
 }
 
 // Mailboxes reads mailboxes.
@@ -428,21 +429,37 @@ func (s *server) createWatch(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusCreated).JSON(toWatch(w))
 }
 
+// listWatches answers one page of watches, oldest first, and the cursor
+// of the next page when there may be more.
 func (s *server) listWatches(c *fiber.Ctx) error {
-	f := store.Filter{Recipient: c.Query("recipient"), State: store.State(c.Query("state"))}
+	f := store.Filter{Recipient: c.Query("recipient"), State: store.State(c.Query("state")), Kind: c.Query("kind")}
 	if f.Recipient != "" && !scheduler.ValidRecipientID(f.Recipient) {
 		return &api.Error{Code: api.CodeInvalidRecipient, Field: "recipient", Message: fmt.Sprintf("recipient id %q: %s", f.Recipient, scheduler.RecipientIDGrammar)}
 	}
 	if f.State != "" && !f.State.Valid() {
 		return &api.Error{Code: api.CodeInvalidField, Field: "state", Message: "want pending, fired, expired, cancelled, undeliverable or unwatchable"}
 	}
-	ws, held, err := s.d.Watches.List(c.UserContext(), f)
+	if f.Kind != "" && !abi.ValidKind(f.Kind) {
+		return &api.Error{Code: api.CodeInvalidField, Field: "kind", Message: fmt.Sprintf("want 1-%d of a-z 0-9 . _ -", abi.MaxKindLen)}
+	}
+	limit, err := parseLimit(c.Query("limit"))
 	if err != nil {
 		return err
 	}
-	out := api.WatchList{Watches: make([]api.Watch, 0, len(ws)), HeldAside: held}
-	for _, w := range ws {
+	after, err := decodeCursor(c.Query("after"))
+	if err != nil {
+		return err
+	}
+	p, err := s.d.Watches.ListPage(c.UserContext(), store.Query{Filter: f, After: after, Limit: limit})
+	if err != nil {
+		return err
+	}
+	out := api.WatchList{Watches: make([]api.Watch, 0, len(p.Watches)), HeldAside: p.HeldAside}
+	for _, w := range p.Watches {
 		out.Watches = append(out.Watches, toWatch(w))
+	}
+	if p.Next != (store.ID{}) {
+		out.Next = encodeCursor(p.Next)
 	}
 	return c.JSON(out)
 }
@@ -585,17 +602,7 @@ func (s *server) readMailbox(c *fiber.Ctx) error {
 }
 
 // limitParam reads ?limit=, 1 to 1000, default 100.
-func limitParam(c *fiber.Ctx) (int, error) {
-	v := c.Query("limit")
-	if v == "" {
-		return 100, nil
-	}
-	limit, err := strconv.Atoi(v)
-	if err != nil || limit < 1 || limit > 1000 {
-		return 0, &api.Error{Code: api.CodeInvalidField, Field: "limit", Message: "want 1 to 1000"}
-	}
-	return limit, nil
-}
+func limitParam(c *fiber.Ctx) (int, error) { return parseLimit(c.Query("limit")) }
 
 // readDeadLetters answers the fetch commands refused before any request
 // went out, oldest first, from ?after=.
