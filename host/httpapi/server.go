@@ -54,6 +54,9 @@ type Recipients interface {
 	Put(ctx context.Context, u recipients.Update) (store.RecipientRecord, error)
 	Get(ctx context.Context, id string) (store.RecipientRecord, error)
 	Delete(ctx context.Context, id string) error
+	// CheckPending refuses a new watch for a recipient at its bound of
+	// pending watches.
+	CheckPending(ctx context.Context, recipient string) error
 }
 
 // Plugins is the plugin runtime as the API sees it.
@@ -347,7 +350,7 @@ func toAPIError(err error) *api.Error {
 	case errors.As(err, &se):
 		return &api.Error{Code: se.Code, Message: se.Message, Field: se.Field}
 	case errors.As(err, &re):
-		return &api.Error{Code: re.Code, Message: re.Message, Field: re.Field}
+		return &api.Error{Code: re.Code, Message: re.Message, Field: re.Field, Setting: re.Setting}
 	case errors.As(err, &ce):
 		return &api.Error{Code: api.CodePluginFault, Message: ce.Error()}
 	case errors.As(err, &oe):
@@ -420,6 +423,9 @@ func (s *server) createWatch(c *fiber.Ctx) error {
 			return &api.Error{Code: api.CodeInvalidField, Field: "every", Message: "want a duration such as 30s"}
 		}
 		reg.Every = &d
+	}
+	if err := s.d.Recipients.CheckPending(c.UserContext(), reg.Recipient.ID); err != nil {
+		return err
 	}
 	w, err := s.d.Scheduler.Register(c.UserContext(), reg)
 	if err != nil {
