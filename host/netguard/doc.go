@@ -29,24 +29,15 @@
 //   - Resolve checks every address a name answers with, and refuses the
 //     name if any one of them is refused, so a caller can report
 //     destination_refused before any request goes out.
-//   - CheckLiteral refuses, before anything is dialled, a host that no
-//     lookup can make acceptable: a literal address in any spelling a
-//     resolver reads without DNS (dotted, integer, hex, octal, short,
-//     bracketed, zoned, IPv4-mapped; ParseLiteral) that CheckAddr
-//     refuses, and "localhost" when both 127.0.0.1 and ::1 are refused.
-//     Its verdicts are CheckAddr's; a name gets none and is checked when
-//     it is dialled.
 //   - A Guard is immutable after New and safe for concurrent use; the
 //     package has no mutable state of its own. A nil *Guard is a guard with
 //     no allow prefixes.
 //
 // What it must never do:
-//   - Decide by name. "metadata.google.internal" and "foo.internal" are
-//     not refused as names; whatever address they reach is. A name list
-//     would be a second, drifting copy of what the address check already
-//     decides. "localhost" is the one name CheckLiteral reads, as the
-//     loopback addresses RFC 6761 reserves it for, and it judges those
-//     addresses, not the name.
+//   - Decide by name. "localhost", "metadata.google.internal" and
+//     "foo.internal" are not refused as names; whatever address they reach
+//     is. A name list would be a second, drifting copy of what the address
+//     check already decides.
 //   - Widen an allow prefix. A prefix lets through exactly the addresses it
 //     contains (an IPv4 prefix also matches the IPv4-mapped form of its
 //     addresses, which is the same address). It does not let through the
