@@ -21,9 +21,11 @@
 //     recipient's index, never every row). Both refusals name the setting
 //     that raises them.
 //   - With WithDestinations, a webhook URL whose host the delivery guard
-//     refuses whatever DNS answers (a literal refused address in any
-//     spelling, localhost) is refused at PUT, naming webhook_allow; the
-//     guard decides, this package holds no rules of its own.
+//     refuses whatever DNS answers is refused at PUT, naming
+//     webhook_allow: a literal address in any spelling, or a name whose
+//     addresses are fixed (localhost), as netguard.LiteralResolver reads
+//     them, when the guard's CheckAddr refuses every one of them. The
+//     guard decides; this package holds no rules of its own.
 //
 // What it must never do: decide a watch's outcome, or deliver anything.
 // Cancelling is the scheduler's transition; this package only says which.

@@ -85,6 +85,7 @@ func TestWebhookDestinationIsCheckedAtPut(t *testing.T) {
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	strict := f.svc.WithDestinations(netguard.New(nil))
 	loop := f.svc.WithDestinations(netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}))
+	loop6 := f.svc.WithDestinations(netguard.New([]netip.Prefix{netip.MustParsePrefix("::1/128")}))
 	for _, tt := range []struct {
 		svc     *Service
 		url     string
@@ -92,6 +93,8 @@ func TestWebhookDestinationIsCheckedAtPut(t *testing.T) {
 	}{
 		{strict, "http://127.0.0.1:8080/hook", true},
 		{strict, "http://localhost:8080/hook", true},
+		{strict, "http://LocalHost.:8080/hook", true},
+		{strict, "http://app.localhost/hook", true},
 		{strict, "http://2130706433/hook", true},
 		{strict, "http://0x7f.1/hook", true},
 		{strict, "http://[::1]:9/hook", true},
@@ -103,7 +106,9 @@ func TestWebhookDestinationIsCheckedAtPut(t *testing.T) {
 		{strict, "https://hooks.example.com/vigil", false},
 		{strict, "https://8.8.8.8/hook", false},
 		{loop, "http://127.0.0.1:8080/hook", false},
-		{loop, "http://localhost:8080/hook", false},
+		{loop, "http://localhost:8080/hook", false},  // 127.0.0.1 is let through: delivery can dial it
+		{loop6, "http://localhost:8080/hook", false}, // and so is ::1
+		{loop6, "http://127.0.0.1:8080/hook", true},
 		{loop, "http://10.0.0.1/hook", true},
 		{f.svc, "http://127.0.0.1:8080/hook", false}, // no guard configured: nothing to check against
 	} {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -45,10 +46,10 @@ type Kinds interface {
 // Clock tells the time.
 type Clock interface{ Now() time.Time }
 
-// Destinations refuses a webhook host the delivery guard would always
-// refuse; *netguard.Guard is one.
+// Destinations judges the addresses a webhook may be delivered to: the
+// delivery guard, *netguard.Guard.
 type Destinations interface {
-	CheckLiteral(host string) error
+	CheckAddr(ip netip.Addr) error
 }
 
 var _ Destinations = (*netguard.Guard)(nil)
@@ -219,16 +220,40 @@ func (s *Service) checkWebhook(w store.Webhook) error {
 		return &Error{Code: CodeInvalidField, Field: "webhook.secret", Message: "want whsec_ and base64 of at least 16 bytes"}
 	}
 	if s.dests != nil {
-		var re *netguard.RefusedError
-		if err := s.dests.CheckLiteral(u.Hostname()); errors.As(err, &re) {
-			return &Error{Code: CodeDestinationRefused, Field: "webhook.url", Setting: SettingWebhookAllow,
-				Message: fmt.Sprintf("%s is %s: the host never delivers there unless an allow prefix contains %s (serve --webhook-allow, VIGIL_WEBHOOK_ALLOW, config webhook_allow)",
-					u.Hostname(), re.Reason, re.Addr)}
-		} else if err != nil {
-			return fmt.Errorf("recipients: checking the webhook destination: %w", err)
+		if err := s.checkDestination(u.Hostname()); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// checkDestination refuses a webhook host whose every address the guard
+// refuses whatever DNS answers: a literal address, in any spelling a
+// resolver reads without DNS, or a name such as localhost whose addresses
+// are fixed (netguard.LiteralResolver). Delivery dials each address in
+// turn through the guard, so one address let through is a delivery that
+// can succeed, and passes. Any other name is left to the dial, as before.
+func (s *Service) checkDestination(host string) error {
+	addrs, err := netguard.LiteralResolver{}.LookupNetIP(context.Background(), "ip", host)
+	if err != nil {
+		return nil // a name only DNS can answer: checked when dialled
+	}
+	var first *netguard.RefusedError
+	for _, ip := range addrs {
+		err := s.dests.CheckAddr(ip)
+		if err == nil {
+			return nil
+		}
+		if re := (*netguard.RefusedError)(nil); errors.As(err, &re) && first == nil {
+			first = re
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	return &Error{Code: CodeDestinationRefused, Field: "webhook.url", Setting: SettingWebhookAllow,
+		Message: fmt.Sprintf("%s reaches %s, %s: the host never delivers there unless an allow prefix contains it (serve --webhook-allow, VIGIL_WEBHOOK_ALLOW, config webhook_allow)",
+			host, first.Addr, first.Reason)}
 }
 
 // CheckPending refuses a new watch for a recipient that already holds
