@@ -40,6 +40,10 @@ bench:
     go test -run XXX -bench . -benchmem -benchtime 2s ./host/fetch/ ./host/runner/
     go test -run XXX -bench CheckTimer -benchtime 10x ./conformance/
 
+# Run every benchmark of every package once, at a small size (what CI runs).
+bench-smoke:
+    bash .ci/bench-smoke
+
 # Fuzz every parser of outside input for a while each.
 fuzz SECONDS="30":
     go test ./sdk/ -run XXX -fuzz FuzzDecodeObserveRequest -fuzztime {{SECONDS}}s

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,7 @@ import (
 //	# vigil.yaml
 //	listen: 127.0.0.1:7878
 //	data: ./vigil-data
+//	plugin_cache: ./vigil-data/plugin-cache
 //	plugins: ./plugins
 //	workers: 2
 //	fsync: false
@@ -58,6 +60,7 @@ import (
 type settings struct {
 	Listen       string   `yaml:"listen"`
 	Data         string   `yaml:"data"`
+	PluginCache  string   `yaml:"plugin_cache"`
 	Plugins      string   `yaml:"plugins"`
 	Workers      int      `yaml:"workers"`
 	Fsync        bool     `yaml:"fsync"`
@@ -143,7 +146,7 @@ func loadSettings(flags *pflag.FlagSet, getenv func(string) string) (settings, e
 	}
 	fileSource := path
 	sources := map[string]string{}
-	for _, k := range []string{"listen", "data", "plugins", "workers", "fsync", "webhook_allow", "recipient_max_refs", "recipient_max_pending", "tokens", "fetch", "secrets", "observe", "scopes"} {
+	for _, k := range []string{"listen", "data", "plugin_cache", "plugins", "workers", "fsync", "webhook_allow", "recipient_max_refs", "recipient_max_pending", "tokens", "fetch", "secrets", "observe", "scopes"} {
 		sources[k] = fileSource
 		if fileSource == "" {
 			sources[k] = "the default"
@@ -162,6 +165,7 @@ func loadSettings(flags *pflag.FlagSet, getenv func(string) string) (settings, e
 	if err := errors.Join(
 		env("listen", "VIGIL_LISTEN", func(v string) error { s.Listen = v; return nil }),
 		env("data", "VIGIL_DATA", func(v string) error { s.Data = v; return nil }),
+		env("plugin_cache", "VIGIL_PLUGIN_CACHE", func(v string) error { s.PluginCache = v; return nil }),
 		env("plugins", "VIGIL_PLUGINS", func(v string) error { s.Plugins = v; return nil }),
 		env("workers", "VIGIL_WORKERS", func(v string) (err error) { s.Workers, err = strconv.Atoi(v); return err }),
 		env("fsync", "VIGIL_FSYNC", func(v string) (err error) { s.Fsync, err = strconv.ParseBool(v); return err }),
@@ -178,6 +182,7 @@ func loadSettings(flags *pflag.FlagSet, getenv func(string) string) (settings, e
 	}{
 		{"listen", "listen", func() { s.Listen, _ = flags.GetString("listen") }},
 		{"data", "data", func() { s.Data, _ = flags.GetString("data") }},
+		{"plugin-cache", "plugin_cache", func() { s.PluginCache, _ = flags.GetString("plugin-cache") }},
 		{"plugins", "plugins", func() { s.Plugins, _ = flags.GetString("plugins") }},
 		{"workers", "workers", func() { s.Workers, _ = flags.GetInt("workers") }},
 		{"fsync", "fsync", func() { s.Fsync, _ = flags.GetBool("fsync") }},
@@ -204,6 +209,15 @@ func keyOf(err error) string {
 		return rest
 	}
 	return "config"
+}
+
+// pluginCache is the wazero compilation cache's directory: the setting, or
+// plugin-cache under the data directory.
+func (s settings) pluginCache() string {
+	if s.PluginCache != "" {
+		return s.PluginCache
+	}
+	return filepath.Join(s.Data, "plugin-cache")
 }
 
 func (s settings) validate(sources map[string]string) error {

@@ -141,3 +141,28 @@ func TestTokensOpenTheListenAddress(t *testing.T) {
 		t.Fatalf("%+v %v", s, err)
 	}
 }
+
+// The compilation cache sits under the data directory unless plugin_cache
+// names another, from the file, the environment or the flag, in that
+// order of precedence.
+func TestPluginCacheSetting(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		env  map[string]string
+		file string
+		want string
+	}{
+		{"default", nil, nil, "", filepath.Join("vigil-data", "plugin-cache")},
+		{"under data", []string{"--data", "/d"}, nil, "", "/d/plugin-cache"},
+		{"file", nil, nil, "plugin_cache: /c/file\n", "/c/file"},
+		{"env over file", nil, map[string]string{"VIGIL_PLUGIN_CACHE": "/c/env"}, "plugin_cache: /c/file\n", "/c/env"},
+		{"flag over env", []string{"--plugin-cache", "/c/flag"}, map[string]string{"VIGIL_PLUGIN_CACHE": "/c/env"}, "", "/c/flag"},
+	}
+	for _, c := range cases {
+		s, err := settingsFor(t, c.args, c.env, c.file)
+		if err != nil || s.pluginCache() != c.want {
+			t.Errorf("%s: %q, %v; want %q", c.name, s.pluginCache(), err, c.want)
+		}
+	}
+}

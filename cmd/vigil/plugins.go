@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -11,7 +12,7 @@ import (
 )
 
 func newPlugins(stdout, stderr io.Writer) *cobra.Command {
-	var data, dir string
+	var data, cache, dir string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "plugins",
@@ -21,7 +22,10 @@ list each kind, or print why a file was refused. Exits non-zero when any
 plugin failed to load, so it can gate a deployment.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rt, err := openRuntime(cmd.Context(), data, dir, nil, hostCalls{}, nil)
+			if cache == "" {
+				cache = settings{Data: data, PluginCache: os.Getenv("VIGIL_PLUGIN_CACHE")}.pluginCache()
+			}
+			rt, err := openRuntime(cmd.Context(), cache, dir, nil, hostCalls{}, nil)
 			if err != nil {
 				return err
 			}
@@ -71,6 +75,7 @@ plugin failed to load, so it can gate a deployment.`,
 	}
 	cmd.Flags().StringVar(&dir, "plugins", "", "plugin directory: *.wasm and an optional registry.json")
 	cmd.Flags().StringVar(&data, "data", "./vigil-data", "data directory (holds the plugin compilation cache)")
+	cmd.Flags().StringVar(&cache, "plugin-cache", "", "plugin compilation cache directory (default $VIGIL_PLUGIN_CACHE, else DATA/plugin-cache)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

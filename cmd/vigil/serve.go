@@ -40,12 +40,13 @@ func newServe(stderr io.Writer) *cobra.Command {
 		Long: `Run the vigil host on the embedded store and the bundled plugins.
 
 Each setting comes from, in order of precedence: a flag, the environment
-(VIGIL_LISTEN, VIGIL_DATA, VIGIL_PLUGINS, VIGIL_WORKERS, VIGIL_FSYNC,
-VIGIL_WEBHOOK_ALLOW as a comma-separated list, VIGIL_RECIPIENT_MAX_REFS,
-VIGIL_RECIPIENT_MAX_PENDING, VIGIL_CONFIG), the config file (YAML: listen,
-data, plugins, workers, fsync, webhook_allow, recipient_max_refs,
-recipient_max_pending, tokens; and, in the file only, fetch, secrets,
-observe and scopes: see docs/fetch.md and docs/observe.md), the default. An invalid value refuses to start,
+(VIGIL_LISTEN, VIGIL_DATA, VIGIL_PLUGIN_CACHE, VIGIL_PLUGINS, VIGIL_WORKERS,
+VIGIL_FSYNC, VIGIL_WEBHOOK_ALLOW as a comma-separated list,
+VIGIL_RECIPIENT_MAX_REFS, VIGIL_RECIPIENT_MAX_PENDING, VIGIL_CONFIG), the
+config file (YAML: listen, data, plugin_cache, plugins, workers, fsync,
+webhook_allow, recipient_max_refs, recipient_max_pending, tokens; and, in
+the file only, fetch, secrets, observe and scopes: see docs/fetch.md and
+docs/observe.md), the default. An invalid value refuses to start,
 naming the key and where it came from. Bearer tokens are set in the config
 file only; with none, the API is unauthenticated and binds to loopback
 only.
@@ -73,6 +74,7 @@ in-flight requests and probes finish.`,
 	cmd.Flags().String("config", "", "YAML config file (also VIGIL_CONFIG)")
 	cmd.Flags().String("listen", d.Listen, "address the API listens on")
 	cmd.Flags().String("data", d.Data, "data directory (store and plugin compilation cache)")
+	cmd.Flags().String("plugin-cache", "", "plugin compilation cache directory, shareable between hosts (default DATA/plugin-cache)")
 	cmd.Flags().String("plugins", "", "plugin directory: *.wasm and an optional registry.json")
 	cmd.Flags().Bool("fsync", false, "fsync every store commit (survives power loss; slower registration)")
 	cmd.Flags().Int("workers", d.Workers, "probes run at once (a small fixed number, at most 16)")
@@ -137,7 +139,7 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 			return rec.Workspace, err
 		}),
 	}
-	rt, err := openRuntime(ctx, f.Data, f.Plugins, m, hostCalls{issuer, execer}, slices.Sorted(maps.Keys(secrets)))
+	rt, err := openRuntime(ctx, f.pluginCache(), f.Plugins, m, hostCalls{issuer, execer}, slices.Sorted(maps.Keys(secrets)))
 	if err != nil {
 		return err
 	}
@@ -263,21 +265,20 @@ type wallClock struct{}
 
 func (wallClock) Now() time.Time { return time.Now() }
 
-// openRuntime loads the bundled plugins and dir, with the compilation cache
-// under the data directory.
 // hostCalls are the host functions' sides: vigil_fetch and vigil_exec.
 type hostCalls struct {
 	fetch plugin.Fetcher
 	exec  plugin.Execer
 }
 
-func openRuntime(ctx context.Context, data, dir string, m plugin.Metrics, hc hostCalls, secretNames []string) (*plugin.Runtime, error) {
-	if data == "" {
-		return nil, errors.New("--data: must not be empty")
+// openRuntime loads the bundled plugins and dir, with the compilation cache
+// in cache (created if missing).
+func openRuntime(ctx context.Context, cache, dir string, m plugin.Metrics, hc hostCalls, secretNames []string) (*plugin.Runtime, error) {
+	if cache == "" {
+		return nil, errors.New("the plugin compilation cache directory must not be empty")
 	}
-	cache := filepath.Join(data, "plugin-cache")
 	if err := os.MkdirAll(cache, 0o700); err != nil {
-		return nil, fmt.Errorf("--data: %w", err)
+		return nil, fmt.Errorf("the plugin compilation cache: %w", err)
 	}
 	rt, err := plugin.New(ctx, plugin.Config{
 		Bundled:         plugins.Bundled(),

@@ -343,10 +343,13 @@ func BenchmarkRegisterWrk(b *testing.B) {
 	}
 	dur := 3 * time.Second
 	if v := os.Getenv("VIGIL_BENCH_WRK"); v != "" {
-		if dur, err = time.ParseDuration(v); err != nil {
-			b.Fatalf("VIGIL_BENCH_WRK=%q: %v", v, err)
+		// wrk counts whole seconds, minutes or hours: "300ms" would be
+		// 300 minutes to it.
+		if dur, err = time.ParseDuration(v); err != nil || dur < time.Second || dur%time.Second != 0 {
+			b.Fatalf("VIGIL_BENCH_WRK=%q: want a whole number of seconds, such as 3s", v)
 		}
 	}
+	wrkDur := strconv.Itoa(int(dur/time.Second)) + "s"
 	regs := newRegistrations()
 	script := filepath.Join(b.TempDir(), "register.lua")
 	if err := os.WriteFile(script, []byte(fmt.Sprintf("at = %q\n", regs.at)+wrkScript), 0o644); err != nil {
@@ -358,7 +361,7 @@ func BenchmarkRegisterWrk(b *testing.B) {
 			st := openBenchStore(b, b.TempDir())
 			srv := startServer(b, st, pl, serverOpts{loop: loop})
 			probes0 := srv.probes.n.Load()
-			out, err := exec.Command(wrk, "-t1", "-c"+strconv.Itoa(c), "-d"+dur.String(), "-s", script, srv.url).CombinedOutput()
+			out, err := exec.Command(wrk, "-t1", "-c"+strconv.Itoa(c), "-d"+wrkDur, "-s", script, srv.url).CombinedOutput()
 			if err != nil {
 				b.Fatalf("wrk: %v\n%s", err, out)
 			}
