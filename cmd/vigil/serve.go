@@ -186,7 +186,7 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 		DeadLetters: issuer, Observe: ob,
 	}, httpapi.Options{Tokens: f.tokenMap(), Metrics: m.Handler()})
 	served := make(chan error, 1)
-	go func() { served <- app.Listener(ln) }()
+	go func() { served <- app.Listener(httpapi.Listener(ln)) }()
 
 	log.Info("vigil serving", "listen", ln.Addr().String(), "data", f.Data, "plugins", pluginDirLabel(f.Plugins), "kinds", len(rt.Plugins()), "pending", pending, "fsync", f.Fsync, "auth", authLabel(f.Tokens))
 	for _, p := range rt.Plugins() {

@@ -114,9 +114,10 @@ type Options struct {
 
 // Transport limits. A request line and headers that do not fit in
 // HeaderLimit bytes answer 431 headers_too_large; a request target over
-// MaxURI bytes that does fit answers 414 uri_too_long. fasthttp reads the
-// request line and the headers into one buffer and reports only that it
-// overflowed, so a target longer than the whole buffer is 431 too.
+// MaxURI bytes answers 414 uri_too_long, and so does a request line longer
+// than the whole buffer when the app is served on Listener (fasthttp
+// reports only that its buffer overflowed; Listener's connections can tell
+// whether the request line ended inside it).
 const (
 	HeaderLimit = 8 << 10
 	MaxURI      = 4 << 10
@@ -297,6 +298,9 @@ func decode(c *fiber.Ctx, v any) error {
 // connection is closed after it.
 func transportError(ctx *fasthttp.RequestCtx, err error) {
 	e := transportAPIError(err)
+	if e.Code == api.CodeHeadersTooLarge && requestLineOverflowed(ctx.Conn()) {
+		e = &api.Error{Code: api.CodeURITooLong, Message: fmt.Sprintf("the request line is over %d bytes", HeaderLimit)}
+	}
 	b, _ := json.Marshal(api.ErrorEnvelope{Error: *e})
 	ctx.Response.Reset()
 	ctx.SetStatusCode(api.Status(e.Code))

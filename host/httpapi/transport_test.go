@@ -21,7 +21,13 @@ func rawServer(t *testing.T) string {
 	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
 	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}},
 		Options{BodyLimit: 4096, ReadTimeout: 300 * time.Millisecond})
-	return strings.TrimPrefix(apitest.Serve(t, app), "http://")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = app.Listener(Listener(ln)) }()
+	t.Cleanup(func() { _ = app.Shutdown() })
+	return ln.Addr().String()
 }
 
 // rawExchange writes parts to a fresh connection, pausing stall after
@@ -68,6 +74,10 @@ func TestTransportLimitsAnswerInTheEnvelope(t *testing.T) {
 		{"target over the URI limit", []string{"GET /api/v1/watches?x=" + strings.Repeat("a", MaxURI) + " HTTP/1.1\r\nHost: x\r\n\r\n"},
 			414, api.CodeURITooLong},
 		{"target over the whole buffer", []string{"GET /api/v1/watches?x=" + strings.Repeat("a", 3*HeaderLimit) + " HTTP/1.1\r\nHost: x\r\n\r\n"},
+			414, api.CodeURITooLong},
+		{"target just over the buffer", []string{"GET /" + strings.Repeat("a", HeaderLimit) + " HTTP/1.1\r\nHost: x\r\n\r\n"},
+			414, api.CodeURITooLong},
+		{"short line, headers over the buffer, sent in pieces", []string{"GET /healthz HTTP/1.1\r\n", "Host: x\r\nX-Big: " + strings.Repeat("a", HeaderLimit/2), strings.Repeat("b", HeaderLimit) + "\r\n\r\n"},
 			431, api.CodeHeadersTooLarge},
 		{"stalled body", []string{"POST /api/v1/watches HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"kind\":"},
 			408, api.CodeRequestTimeout},
@@ -114,5 +124,56 @@ func TestTransportWithinLimitsIsServed(t *testing.T) {
 	_ = resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
+	}
+}
+
+// On a kept-alive connection the second request is judged on its own: a
+// request line over the buffer after a request with a body is 414, and
+// headers over it after a short request line are 431.
+func TestTransportLimitsOnAKeptAliveConnection(t *testing.T) {
+	addr := rawServer(t)
+	for _, tt := range []struct {
+		name   string
+		second string
+		status int
+		code   string
+	}{
+		{"long request line", "GET /" + strings.Repeat("a", 2*HeaderLimit) + " HTTP/1.1\r\nHost: x\r\n\r\n", 414, api.CodeURITooLong},
+		{"long headers", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 2*HeaderLimit) + "\r\n\r\n", 431, api.CodeHeadersTooLarge},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+			br := bufio.NewReader(conn)
+			// A first request whose body does not end in a line feed.
+			first := "PUT /api/v1/recipients/agent-1 HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n{\"status\":\"running\"}"
+			if _, err := io.WriteString(conn, first); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("first: %d", resp.StatusCode)
+			}
+			_, _ = io.WriteString(conn, tt.second)
+			resp, err = http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			var env api.ErrorEnvelope
+			if err := json.Unmarshal(b, &env); err != nil || resp.StatusCode != tt.status || env.Error.Code != tt.code {
+				t.Fatalf("%d %s, want %d %s", resp.StatusCode, b, tt.status, tt.code)
+			}
+		})
 	}
 }
