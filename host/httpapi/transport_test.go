@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"pgregory.net/rapid"
+
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/internal/apitest"
 )
@@ -176,4 +178,31 @@ func TestTransportLimitsOnAKeptAliveConnection(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Whatever bytes a client sends, the server answers below 500 or not at
+// all: a client's mistake is never a 5xx.
+func TestTransportGarbageIsNeverA5xx(t *testing.T) {
+	addr := rawServer(t)
+	rapid.Check(t, func(t *rapid.T) {
+		head := rapid.SampledFrom([]string{"", "GET / HTTP/1.1\r\n", "POST /api/v1/watches HTTP/1.1\r\nHost: x\r\n", "PUT /api/v1/recipients/a%zz HTTP/1.1\r\n",
+			"GET /api/v1/watches?limit=", "POST /api/v1/watches HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"}).Draw(t, "head")
+		tail := rapid.SliceOfN(rapid.Byte(), 0, 3*HeaderLimit).Draw(t, "tail")
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		_, _ = conn.Write(append([]byte(head), tail...))
+		_ = conn.(*net.TCPConn).CloseWrite()
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			return // closed without an answer: nothing was a request
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode >= 500 {
+			t.Fatalf("%q + %d bytes: %d", head, len(tail), resp.StatusCode)
+		}
+	})
 }
