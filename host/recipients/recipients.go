@@ -168,7 +168,7 @@ func (s *Service) Put(ctx context.Context, u Update) (store.RecipientRecord, err
 		return store.RecipientRecord{}, &Error{Code: CodeInvalidField, Field: "status", Message: "want running, paused or stopped"}
 	}
 	if u.Webhook != nil {
-		if err := s.checkWebhook(*u.Webhook); err != nil {
+		if err := s.checkWebhook(ctx, *u.Webhook); err != nil {
 			return store.RecipientRecord{}, err
 		}
 	}
@@ -211,7 +211,7 @@ func (s *Service) Put(ctx context.Context, u Update) (store.RecipientRecord, err
 	return s.store.GetRecipient(ctx, u.ID)
 }
 
-func (s *Service) checkWebhook(w store.Webhook) error {
+func (s *Service) checkWebhook(ctx context.Context, w store.Webhook) error {
 	u, err := url.Parse(w.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 		return &Error{Code: CodeInvalidField, Field: "webhook.url", Message: "want an absolute http or https URL without credentials"}
@@ -220,7 +220,7 @@ func (s *Service) checkWebhook(w store.Webhook) error {
 		return &Error{Code: CodeInvalidField, Field: "webhook.secret", Message: "want whsec_ and base64 of at least 16 bytes"}
 	}
 	if s.dests != nil {
-		if err := s.checkDestination(u.Hostname()); err != nil {
+		if err := s.checkDestination(ctx, u.Hostname()); err != nil {
 			return err
 		}
 	}
@@ -233,8 +233,8 @@ func (s *Service) checkWebhook(w store.Webhook) error {
 // are fixed (netguard.LiteralResolver). Delivery dials each address in
 // turn through the guard, so one address let through is a delivery that
 // can succeed, and passes. Any other name is left to the dial, as before.
-func (s *Service) checkDestination(host string) error {
-	addrs, err := netguard.LiteralResolver{}.LookupNetIP(context.Background(), "ip", host)
+func (s *Service) checkDestination(ctx context.Context, host string) error {
+	addrs, err := netguard.LiteralResolver{}.LookupNetIP(ctx, "ip", host)
 	if err != nil {
 		return nil // a name only DNS can answer: checked when dialled
 	}
