@@ -66,7 +66,8 @@ type settings struct {
 	Fsync        bool     `yaml:"fsync"`
 	WebhookAllow []string `yaml:"webhook_allow"`
 	// MaxRefs and MaxPending bound one recipient's refs and pending
-	// watches.
+	// watches; 0 takes the default (recipients.DefaultMaxRefs,
+	// DefaultMaxPending).
 	MaxRefs    int                      `yaml:"recipient_max_refs"`
 	MaxPending int                      `yaml:"recipient_max_pending"`
 	Tokens     []token                  `yaml:"tokens"`
@@ -100,8 +101,7 @@ type token struct {
 }
 
 func defaultSettings() settings {
-	return settings{Listen: "127.0.0.1:7878", Data: "./vigil-data", Workers: 1,
-		MaxRefs: recipients.DefaultMaxRefs, MaxPending: recipients.DefaultMaxPending}
+	return settings{Listen: "127.0.0.1:7878", Data: "./vigil-data", Workers: 1}
 }
 
 // The largest bounds an operator may set per recipient: far above any
@@ -236,11 +236,11 @@ func (s settings) validate(sources map[string]string) error {
 			bad("webhook_allow", err)
 		}
 	}
-	if s.MaxRefs < 1 || s.MaxRefs > maxRefsBound {
-		bad("recipient_max_refs", fmt.Errorf("%d: want 1 to %d", s.MaxRefs, maxRefsBound))
+	if s.MaxRefs < 0 || s.MaxRefs > maxRefsBound {
+		bad("recipient_max_refs", fmt.Errorf("%d: want 1 to %d (0 for the default, %d)", s.MaxRefs, maxRefsBound, recipients.DefaultMaxRefs))
 	}
-	if s.MaxPending < 1 || s.MaxPending > maxPendingBound {
-		bad("recipient_max_pending", fmt.Errorf("%d: want 1 to %d", s.MaxPending, maxPendingBound))
+	if s.MaxPending < 0 || s.MaxPending > maxPendingBound {
+		bad("recipient_max_pending", fmt.Errorf("%d: want 1 to %d (0 for the default, %d)", s.MaxPending, maxPendingBound, recipients.DefaultMaxPending))
 	}
 	seen := map[string]bool{}
 	for i, t := range s.Tokens {

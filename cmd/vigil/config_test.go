@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,7 +77,7 @@ func TestInvalidSettingsNameTheKey(t *testing.T) {
 		{"scope source unknown key", nil, nil, "scopes: {support: {observe: [{sources: [{name: a, reporters: [x], token: y}]}]}}\n", "token", "vigil.yaml"},
 		{"secret name", nil, nil, "secrets: {'GitHub Token': x}\n", "secrets", "vigil.yaml"},
 		{"missing config file", nil, map[string]string{"VIGIL_CONFIG": "/nonexistent/vigil.yaml"}, "", "config", "VIGIL_CONFIG"},
-		{"max refs flag", []string{"--recipient-max-refs", "0"}, nil, "", "recipient_max_refs", "--recipient-max-refs"},
+		{"max refs flag", []string{"--recipient-max-refs", "-1"}, nil, "", "recipient_max_refs", "--recipient-max-refs"},
 		{"max refs env", nil, map[string]string{"VIGIL_RECIPIENT_MAX_REFS": "many"}, "", "recipient_max_refs", "VIGIL_RECIPIENT_MAX_REFS"},
 		{"max pending file", nil, nil, "recipient_max_pending: -3\n", "recipient_max_pending", "vigil.yaml"},
 		{"max pending too big", []string{"--recipient-max-pending", "100000000"}, nil, "", "recipient_max_pending", "--recipient-max-pending"},
@@ -114,13 +115,16 @@ func TestSecretsResolve(t *testing.T) {
 	}
 }
 
-// The per-recipient bounds default to 1,000 refs and 10,000 pending
-// watches, and come from the file, the environment and the flags in the
-// usual order.
+// The per-recipient bounds are 0 (the recipients service's defaults:
+// 1,000 refs, 10,000 pending watches) unless set, and come from the file,
+// the environment and the flags in the usual order.
 func TestRecipientBoundsSettings(t *testing.T) {
 	s, err := settingsFor(t, nil, nil, "")
-	if err != nil || s.MaxRefs != 1000 || s.MaxPending != 10000 {
+	if err != nil || s.MaxRefs != 0 || s.MaxPending != 0 {
 		t.Fatalf("defaults: %d %d %v", s.MaxRefs, s.MaxPending, err)
+	}
+	if f := newServe(io.Discard).Flags(); f.Lookup("recipient-max-refs").DefValue != "1000" || f.Lookup("recipient-max-pending").DefValue != "10000" {
+		t.Fatal("serve --help does not show the default bounds")
 	}
 	file := "recipient_max_refs: 5\nrecipient_max_pending: 50\n"
 	if s, err = settingsFor(t, nil, nil, file); err != nil || s.MaxRefs != 5 || s.MaxPending != 50 {

@@ -79,8 +79,8 @@ in-flight requests and probes finish.`,
 	cmd.Flags().Bool("fsync", false, "fsync every store commit (survives power loss; slower registration)")
 	cmd.Flags().Int("workers", d.Workers, "probes run at once (a small fixed number, at most 16)")
 	cmd.Flags().StringArray("webhook-allow", nil, "a CIDR webhooks may reach although it is loopback or private (repeatable)")
-	cmd.Flags().Int("recipient-max-refs", d.MaxRefs, "refs one recipient may hold")
-	cmd.Flags().Int("recipient-max-pending", d.MaxPending, "pending watches one recipient may hold; a registration past it is refused")
+	cmd.Flags().Int("recipient-max-refs", recipients.DefaultMaxRefs, "refs one recipient may hold")
+	cmd.Flags().Int("recipient-max-pending", recipients.DefaultMaxPending, "pending watches one recipient may hold; a registration past it is refused")
 	return cmd
 }
 
@@ -152,8 +152,7 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 	}
 	kinds := ob.Kinds(rt)
 
-	guard := netguard.New(allow)
-	deliver, err := delivery.New(delivery.Config{Store: st, Guard: guard, Logger: log, Metrics: m})
+	deliver, err := delivery.New(delivery.Config{Store: st, Guard: netguard.New(allow), Logger: log, Metrics: m})
 	if err != nil {
 		return err
 	}
@@ -170,7 +169,7 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 	ob.SetWaker(sched)
 	recips := recipients.New(st, sched, kinds, wallClock{}, log).
 		WithLimits(recipients.Limits{MaxRefs: f.MaxRefs, MaxPending: f.MaxPending}).
-		WithDestinations(guard)
+		WithDestinations(netguard.New(allow)) // the rules delivery dials through: a guard is immutable, so equal allow lists are the same guard
 	if err := recips.ReconcileAll(ctx); err != nil {
 		return fmt.Errorf("reconciling recipients: %w", err)
 	}
