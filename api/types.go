@@ -26,20 +26,27 @@ const (
 	CodeOnceConflict        = "once_conflict"
 	CodeWorkConflict        = "work_conflict"
 	CodeRateLimited         = "rate_limited"
+	// CodeDestinationRefused: a destination the watch would fetch is an
+	// address the fetch guard always refuses (loopback, private,
+	// link-local, metadata); setting names the range grant that allows it.
+	CodeDestinationRefused = "destination_refused"
+)
+
+// Error codes of the transport and of the per-recipient bounds. A
+// recipient's webhook refused as CodeDestinationRefused names the setting
+// webhook_allow.
+const (
 	// CodeMalformedRequest: the request is not HTTP the server can read.
 	CodeMalformedRequest = "malformed_request"
 	// CodeRequestTimeout: the request (its headers or its body) did not
 	// arrive within the server's read timeout.
 	CodeRequestTimeout = "request_timeout"
-	// CodeURITooLong: the request target is over the server's limit.
+	// CodeURITooLong: the request target, or the request line, is over
+	// the server's limit.
 	CodeURITooLong = "uri_too_long"
 	// CodeHeadersTooLarge: the request line and headers together are over
 	// the server's read buffer.
 	CodeHeadersTooLarge = "headers_too_large"
-	// CodeDestinationRefused: a destination the host's guard always
-	// refuses (loopback, private, link-local, …); setting names what would
-	// allow it.
-	CodeDestinationRefused = "destination_refused"
 	// CodeTooManyRefs: a recipient's refs are over the host's bound.
 	CodeTooManyRefs = "too_many_refs"
 	// CodeTooManyPending: the recipient already holds the host's bound of
@@ -70,13 +77,15 @@ func Status(code string) int {
 		return 414
 	case CodeRateLimited:
 		return 429
-	case CodeHeadersTooLarge:
-		return 431
 	case CodeInvalidParams, CodeInvalidField, CodeInvalidRecipient, CodeWatchUnobservable, CodeDeadlineTooFar,
-		CodeDestinationRefused, CodeTooManyRefs, CodeTooManyPending:
+		CodeDestinationRefused:
 		return 422
 	case CodePluginFault:
 		return 503
+	case CodeTooManyRefs, CodeTooManyPending:
+		return 422
+	case CodeHeadersTooLarge:
+		return 431
 	}
 	return 500
 }
