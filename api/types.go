@@ -32,28 +32,6 @@ const (
 	CodeDestinationRefused = "destination_refused"
 )
 
-// Error codes of the transport and of the per-recipient bounds. A
-// recipient's webhook refused as CodeDestinationRefused names the setting
-// webhook_allow.
-const (
-	// CodeMalformedRequest: the request is not HTTP the server can read.
-	CodeMalformedRequest = "malformed_request"
-	// CodeRequestTimeout: the request (its headers or its body) did not
-	// arrive within the server's read timeout.
-	CodeRequestTimeout = "request_timeout"
-	// CodeURITooLong: the request target, or the request line, is over
-	// the server's limit.
-	CodeURITooLong = "uri_too_long"
-	// CodeHeadersTooLarge: the request line and headers together are over
-	// the server's read buffer.
-	CodeHeadersTooLarge = "headers_too_large"
-	// CodeTooManyRefs: a recipient's refs are over the host's bound.
-	CodeTooManyRefs = "too_many_refs"
-	// CodeTooManyPending: the recipient already holds the host's bound of
-	// pending watches.
-	CodeTooManyPending = "too_many_pending"
-)
-
 // Status is the HTTP status of an error code.
 func Status(code string) int {
 	switch code {
@@ -89,6 +67,28 @@ func Status(code string) int {
 	}
 	return 500
 }
+
+// Error codes of the transport and of the per-recipient bounds. A
+// recipient's webhook refused as CodeDestinationRefused names the setting
+// webhook_allow.
+const (
+	// CodeMalformedRequest: the request is not HTTP the server can read.
+	CodeMalformedRequest = "malformed_request"
+	// CodeRequestTimeout: the request (its headers or its body) did not
+	// arrive within the server's read timeout.
+	CodeRequestTimeout = "request_timeout"
+	// CodeURITooLong: the request target, or the request line, is over
+	// the server's limit.
+	CodeURITooLong = "uri_too_long"
+	// CodeHeadersTooLarge: the request line and headers together are over
+	// the server's read buffer.
+	CodeHeadersTooLarge = "headers_too_large"
+	// CodeTooManyRefs: a recipient's refs are over the host's bound.
+	CodeTooManyRefs = "too_many_refs"
+	// CodeTooManyPending: the recipient already holds the host's bound of
+	// pending watches.
+	CodeTooManyPending = "too_many_pending"
+)
 
 // Error is the one error envelope's content.
 type Error struct {
