@@ -501,6 +501,7 @@ func TestOpenAPISchemasAcceptGoValues(t *testing.T) {
 		{"Watch", settled},
 		{"WatchList", WatchList{Watches: []Watch{pending, standing, settled}, HeldAside: 2}},
 		{"WatchList", WatchList{Watches: []Watch{}}},
+		{"WatchList", WatchList{Watches: []Watch{pending}, Next: "AQGeGmz0AOtvT4lkvHpRgxw"}},
 		{"Message", msg},
 		{"Mailbox", Mailbox{Messages: []Message{msg}, Next: 1}},
 		{"Mailbox", Mailbox{Messages: []Message{}, Next: 0}},

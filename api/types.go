@@ -26,12 +26,16 @@ const (
 	CodeOnceConflict        = "once_conflict"
 	CodeWorkConflict        = "work_conflict"
 	CodeRateLimited         = "rate_limited"
+	// CodeDestinationRefused: a destination the watch would fetch is an
+	// address the fetch guard always refuses (loopback, private,
+	// link-local, metadata); setting names the range grant that allows it.
+	CodeDestinationRefused = "destination_refused"
 )
 
 // Status is the HTTP status of an error code.
 func Status(code string) int {
 	switch code {
-	case CodeMalformedJSON:
+	case CodeMalformedJSON, CodeMalformedRequest:
 		return 400
 	case CodeUnauthorized:
 		return 401
@@ -41,19 +45,50 @@ func Status(code string) int {
 		return 404
 	case CodeMethodNotAllowed:
 		return 405
+	case CodeRequestTimeout:
+		return 408
 	case CodeAlreadySettled, CodeRecipientNotRunning, CodeOnceConflict, CodeWorkConflict:
 		return 409
 	case CodeBodyTooLarge:
 		return 413
+	case CodeURITooLong:
+		return 414
 	case CodeRateLimited:
 		return 429
-	case CodeInvalidParams, CodeInvalidField, CodeInvalidRecipient, CodeWatchUnobservable, CodeDeadlineTooFar:
+	case CodeInvalidParams, CodeInvalidField, CodeInvalidRecipient, CodeWatchUnobservable, CodeDeadlineTooFar,
+		CodeDestinationRefused:
 		return 422
 	case CodePluginFault:
 		return 503
+	case CodeTooManyRefs, CodeTooManyPending:
+		return 422
+	case CodeHeadersTooLarge:
+		return 431
 	}
 	return 500
 }
+
+// Error codes of the transport and of the per-recipient bounds. A
+// recipient's webhook refused as CodeDestinationRefused names the setting
+// webhook_allow.
+const (
+	// CodeMalformedRequest: the request is not HTTP the server can read.
+	CodeMalformedRequest = "malformed_request"
+	// CodeRequestTimeout: the request (its headers or its body) did not
+	// arrive within the server's read timeout.
+	CodeRequestTimeout = "request_timeout"
+	// CodeURITooLong: the request target, or the request line, is over
+	// the server's limit.
+	CodeURITooLong = "uri_too_long"
+	// CodeHeadersTooLarge: the request line and headers together are over
+	// the server's read buffer.
+	CodeHeadersTooLarge = "headers_too_large"
+	// CodeTooManyRefs: a recipient's refs are over the host's bound.
+	CodeTooManyRefs = "too_many_refs"
+	// CodeTooManyPending: the recipient already holds the host's bound of
+	// pending watches.
+	CodeTooManyPending = "too_many_pending"
+)
 
 // Error is the one error envelope's content.
 type Error struct {
@@ -118,10 +153,14 @@ type Watch struct {
 	LastNote  string          `json:"last_note,omitempty"`
 }
 
-// WatchList is a listing. HeldAside counts rows this build cannot read.
+// WatchList is one page of a listing. HeldAside counts the rows this page
+// stepped over because this build cannot read them. Next, when set, is the
+// opaque cursor of the following page (pass it as after); a page may be
+// short, even empty, and still have a Next.
 type WatchList struct {
 	Watches   []Watch `json:"watches"`
 	HeldAside int     `json:"held_aside,omitempty"`
+	Next      string  `json:"next,omitempty"`
 }
 
 // Message is one mailbox message; ID is its stable id (the webhook-id of

@@ -415,7 +415,7 @@ func (s *Badger) ForEach(ctx context.Context, f Filter, fn func(Watch) error) (i
 			if err != nil {
 				return err
 			}
-			if f.State != "" && w.State != f.State {
+			if (f.State != "" && w.State != f.State) || (f.Kind != "" && w.Kind != f.Kind) {
 				continue
 			}
 			if err := fn(w); err != nil {

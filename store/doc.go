@@ -16,6 +16,13 @@
 //     whose files badger cannot open, is refused at Open with
 //     ErrStoreTooNew or ErrCorrupt; a store another process holds is
 //     ErrInUse, at once, not a hang.
+//   - A listing page (ListPage) walks one index from its cursor and
+//     examines a bounded number of entries, so no request walks the whole
+//     store: the recipient index when a recipient is named, else the
+//     state index, else the rows; a state on the recipient index is
+//     checked by key, and only candidate rows are decoded. Kind has no
+//     index and is checked on the decoded row. CountPending counts a
+//     recipient's pending watches from its index by key, decoding none.
 //
 // What survives what, with the options Open uses (SyncWrites off unless
 // Options.SyncWrites):

@@ -38,6 +38,7 @@ type Settlement struct {
 type Filter struct {
 	Recipient string
 	State     State
+	Kind      string
 }
 
 // Store is the persistence the scheduler needs. Every method commits before

@@ -92,18 +92,55 @@ func (c *Client) CreateWatch(ctx context.Context, req api.WatchRequest) (api.Wat
 	return out, err
 }
 
-// ListWatches lists watches; an empty recipient or state does not filter.
-func (c *Client) ListWatches(ctx context.Context, recipient, state string) (api.WatchList, error) {
-	q := url.Values{}
-	if recipient != "" {
-		q.Set("recipient", recipient)
+// WatchQuery selects the watches to list. An empty Recipient, State or
+// Kind does not filter; Limit 0 is the server's default page size (100,
+// at most 1000); After is the Next of the page before, "" for the first.
+type WatchQuery struct {
+	Recipient string
+	State     string
+	Kind      string
+	Limit     int
+	After     string
+}
+
+// ListWatches lists one page of watches, oldest first. Its Next, when set,
+// is the After of the following page; a page may be short, even empty,
+// and still have a Next.
+func (c *Client) ListWatches(ctx context.Context, q WatchQuery) (api.WatchList, error) {
+	v := url.Values{}
+	for k, x := range map[string]string{"recipient": q.Recipient, "state": q.State, "kind": q.Kind, "after": q.After} {
+		if x != "" {
+			v.Set(k, x)
+		}
 	}
-	if state != "" {
-		q.Set("state", state)
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
 	}
 	var out api.WatchList
-	err := c.do(ctx, http.MethodGet, "/api/v1/watches", q, nil, &out)
+	err := c.do(ctx, http.MethodGet, "/api/v1/watches", v, nil, &out)
 	return out, err
+}
+
+// AllWatches follows ListWatches from q.After page after page (q.Limit is
+// the page size) to the end, and returns every watch in one list with the
+// pages' HeldAside summed and no Next.
+func (c *Client) AllWatches(ctx context.Context, q WatchQuery) (api.WatchList, error) {
+	out := api.WatchList{Watches: []api.Watch{}}
+	for {
+		page, err := c.ListWatches(ctx, q)
+		if err != nil {
+			return out, err
+		}
+		out.Watches = append(out.Watches, page.Watches...)
+		out.HeldAside += page.HeldAside
+		if page.Next == "" {
+			return out, nil
+		}
+		if page.Next == q.After {
+			return out, fmt.Errorf("client: the server answered the cursor %q with itself", q.After)
+		}
+		q.After = page.Next
+	}
 }
 
 // GetWatch reads one watch.

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -167,22 +168,58 @@ func TestWatchLifecycle(t *testing.T) {
 	if err != nil || got.ID != w.ID || string(got.Params) != `{"sha":"abc"}` || got.Recipient.ID != "agent-1" {
 		t.Fatalf("%+v %v", got, err)
 	}
-	list, err := f.c.ListWatches(ctx, "agent-1", "pending")
+	list, err := f.c.ListWatches(ctx, client.WatchQuery{Recipient: "agent-1", State: "pending"})
 	if err != nil || len(list.Watches) != 1 || list.Watches[0].ID != w.ID {
 		t.Fatalf("%+v %v", list, err)
 	}
-	if list, err = f.c.ListWatches(ctx, "", ""); err != nil || len(list.Watches) != 1 {
+	if list, err = f.c.ListWatches(ctx, client.WatchQuery{}); err != nil || len(list.Watches) != 1 {
 		t.Fatalf("unfiltered: %+v %v", list, err)
 	}
 	cancelled, err := f.c.CancelWatch(ctx, w.ID)
 	if err != nil || cancelled.State != "cancelled" || cancelled.SettledAt == nil {
 		t.Fatalf("%+v %v", cancelled, err)
 	}
-	if list, err = f.c.ListWatches(ctx, "agent-1", "pending"); err != nil || len(list.Watches) != 0 || list.Watches == nil {
+	if list, err = f.c.ListWatches(ctx, client.WatchQuery{Recipient: "agent-1", State: "pending"}); err != nil || len(list.Watches) != 0 || list.Watches == nil {
 		t.Fatalf("after cancel: %+v %v", list, err)
 	}
 	_, err = f.c.CancelWatch(ctx, w.ID)
 	wantAPIError(t, err, api.CodeAlreadySettled, "", "")
+}
+
+// ListWatches is one page with its cursor; AllWatches follows the
+// cursors to the end, in order.
+func TestListWatchesPages(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	var want []string
+	for range 5 {
+		w, err := f.c.CreateWatch(ctx, api.WatchRequest{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: api.RecipientRef{ID: "agent-1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, w.ID)
+	}
+	slices.Sort(want)
+	page, err := f.c.ListWatches(ctx, client.WatchQuery{Kind: "ci", Limit: 2})
+	if err != nil || len(page.Watches) != 2 || page.Next == "" {
+		t.Fatalf("first page: %+v %v", page, err)
+	}
+	next, err := f.c.ListWatches(ctx, client.WatchQuery{Kind: "ci", Limit: 2, After: page.Next})
+	if err != nil || len(next.Watches) != 2 || next.Watches[0].ID != want[2] {
+		t.Fatalf("second page: %+v %v", next, err)
+	}
+	all, err := f.c.AllWatches(ctx, client.WatchQuery{Recipient: "agent-1", Limit: 2})
+	var got []string
+	for _, w := range all.Watches {
+		got = append(got, w.ID)
+	}
+	if err != nil || !slices.Equal(got, want) || all.Next != "" {
+		t.Fatalf("all: %v %v, want %v", got, err, want)
+	}
+	_, err = f.c.ListWatches(ctx, client.WatchQuery{After: "nonsense"})
+	wantAPIError(t, err, api.CodeInvalidField, "after", "")
+	_, err = f.c.ListWatches(ctx, client.WatchQuery{Kind: "Not A Kind"})
+	wantAPIError(t, err, api.CodeInvalidField, "kind", "")
 }
 
 // Every refusal comes back as the envelope's *api.Error, field and setting
@@ -203,7 +240,7 @@ func TestErrorEnvelope(t *testing.T) {
 	wantAPIError(t, err, api.CodeInvalidField, "every", "")
 	_, err = f.c.GetWatch(ctx, "01m8nhtng4ra8tgz0tmrscbt6g")
 	wantAPIError(t, err, api.CodeNotFound, "", "")
-	_, err = f.c.ListWatches(ctx, "", "done")
+	_, err = f.c.ListWatches(ctx, client.WatchQuery{State: "done"})
 	wantAPIError(t, err, api.CodeInvalidField, "state", "")
 	_, err = f.c.ReadMailbox(ctx, "nobody", 0, 0, 0)
 	wantAPIError(t, err, api.CodeNotFound, "", "")
@@ -285,10 +322,10 @@ func TestBearerTokenOnTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := newFixtureWith(t, o, client.WithToken("nope"))
-	_, err := bad.c.ListWatches(ctx, "", "")
+	_, err := bad.c.ListWatches(ctx, client.WatchQuery{})
 	wantAPIError(t, err, api.CodeUnauthorized, "", "")
 	none := newFixtureWith(t, o)
-	_, err = none.c.ListWatches(ctx, "", "")
+	_, err = none.c.ListWatches(ctx, client.WatchQuery{})
 	wantAPIError(t, err, api.CodeUnauthorized, "", "")
 }
 

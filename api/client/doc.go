@@ -16,7 +16,9 @@
 // own: a long poll is one request, a stream is one connection, and what
 // to do when either ends (read on from which cursor, how soon) is the
 // caller's decision, because only the caller knows which messages it has
-// acted on.
+// acted on. AllWatches is the one method that makes several requests: it
+// follows a listing's pages from cursor to cursor, each once, and stops at
+// the first error.
 //
 // A recipient that takes its messages by webhook verifies them with
 // package api/webhooks (Verify), the client side of the same signing the

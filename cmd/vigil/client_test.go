@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -266,6 +267,52 @@ func TestWatchAddListShowCancel(t *testing.T) {
 	_, _, err := f.vigil(t, "watch", "cancel", w.ID)
 	if err == nil || !strings.HasPrefix(err.Error(), "already_settled: ") || exitCodeOf(err) != 1 {
 		t.Fatalf("cancel twice: %v", err)
+	}
+}
+
+// ls lists everything by following the server's pages; --limit stops
+// there and prints the cursor, which --after continues from; --kind and
+// --state filter on the server, which names a bad value.
+func TestWatchLsPagesAndFilters(t *testing.T) {
+	f := newCLIFixture(t, httpapi.Options{})
+	var ids []string
+	for _, kind := range []string{"slow", "slow", "slow", "ci", "slow"} {
+		ids = append(ids, decodeJSON[api.Watch](t, f.mustVigil(t, "watch", "add", kind, "--for", "agent-1", "--json")).ID)
+	}
+	slices.Sort(ids) // one instant on the fixed clock: id order is the order
+	listed := func(l api.WatchList) []string {
+		var out []string
+		for _, w := range l.Watches {
+			out = append(out, w.ID)
+		}
+		return out
+	}
+	if l := decodeJSON[api.WatchList](t, f.mustVigil(t, "watch", "ls", "--json")); !slices.Equal(listed(l), ids) || l.Next != "" {
+		t.Fatalf("ls: %v next %q, want %v", listed(l), l.Next, ids)
+	}
+	first := decodeJSON[api.WatchList](t, f.mustVigil(t, "watch", "ls", "--json", "--limit", "3"))
+	if !slices.Equal(listed(first), ids[:3]) || first.Next == "" {
+		t.Fatalf("--limit 3: %v next %q", listed(first), first.Next)
+	}
+	rest := decodeJSON[api.WatchList](t, f.mustVigil(t, "watch", "ls", "--json", "--after", first.Next))
+	if !slices.Equal(listed(rest), ids[3:]) || rest.Next != "" {
+		t.Fatalf("--after: %v next %q", listed(rest), rest.Next)
+	}
+	out, errOut, err := f.vigil(t, "watch", "ls", "--limit", "2", "--kind", "slow")
+	if err != nil || strings.Count(out, "slow") != 2 || !strings.Contains(errOut, "--after ") {
+		t.Fatalf("--limit 2 --kind slow: %v\n%s\n%s", err, out, errOut)
+	}
+	if l := decodeJSON[api.WatchList](t, f.mustVigil(t, "watch", "ls", "--json", "--kind", "ci", "--state", "pending")); len(l.Watches) != 1 || l.Watches[0].Kind != "ci" {
+		t.Fatalf("--kind ci: %+v", l)
+	}
+	for _, args := range [][]string{{"--kind", "Not A Kind"}, {"--state", "done"}, {"--after", "nonsense"}} {
+		_, _, err := f.vigil(t, append([]string{"watch", "ls"}, args...)...)
+		if err == nil || !strings.HasPrefix(err.Error(), "invalid_field: ") || !strings.Contains(err.Error(), "field: "+strings.TrimPrefix(args[0], "--")) {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	if _, _, err := f.vigil(t, "watch", "ls", "--limit", "-1"); err == nil {
+		t.Error("--limit -1 accepted")
 	}
 }
 

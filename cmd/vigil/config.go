@@ -17,6 +17,7 @@ import (
 
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/observe"
+	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
 )
 
@@ -32,6 +33,8 @@ import (
 //	workers: 2
 //	fsync: false
 //	webhook_allow: [127.0.0.0/8]
+//	recipient_max_refs: 1000
+//	recipient_max_pending: 10000
 //	tokens:
 //	  - principal: ci-bot
 //	    token: "a long random string"
@@ -55,18 +58,23 @@ import (
 //	    routes:
 //	      - source: slack-help
 type settings struct {
-	Listen       string                   `yaml:"listen"`
-	Data         string                   `yaml:"data"`
-	PluginCache  string                   `yaml:"plugin_cache"`
-	Plugins      string                   `yaml:"plugins"`
-	Workers      int                      `yaml:"workers"`
-	Fsync        bool                     `yaml:"fsync"`
-	WebhookAllow []string                 `yaml:"webhook_allow"`
-	Tokens       []token                  `yaml:"tokens"`
-	Fetch        fetchSettings            `yaml:"fetch"`
-	Secrets      map[string]string        `yaml:"secrets"`
-	Observe      observeSettings          `yaml:"observe"`
-	Scopes       map[string]observe.Scope `yaml:"scopes"`
+	Listen       string   `yaml:"listen"`
+	Data         string   `yaml:"data"`
+	PluginCache  string   `yaml:"plugin_cache"`
+	Plugins      string   `yaml:"plugins"`
+	Workers      int      `yaml:"workers"`
+	Fsync        bool     `yaml:"fsync"`
+	WebhookAllow []string `yaml:"webhook_allow"`
+	// MaxRefs and MaxPending bound one recipient's refs and pending
+	// watches; 0 takes the default (recipients.DefaultMaxRefs,
+	// DefaultMaxPending).
+	MaxRefs    int                      `yaml:"recipient_max_refs"`
+	MaxPending int                      `yaml:"recipient_max_pending"`
+	Tokens     []token                  `yaml:"tokens"`
+	Fetch      fetchSettings            `yaml:"fetch"`
+	Secrets    map[string]string        `yaml:"secrets"`
+	Observe    observeSettings          `yaml:"observe"`
+	Scopes     map[string]observe.Scope `yaml:"scopes"`
 }
 
 // observeSettings bound recording per principal (config file only).
@@ -95,6 +103,13 @@ type token struct {
 func defaultSettings() settings {
 	return settings{Listen: "127.0.0.1:7878", Data: "./vigil-data", Workers: 1}
 }
+
+// The largest bounds an operator may set per recipient: far above any
+// real need, below what would let one recipient fill the host.
+const (
+	maxRefsBound    = 100_000
+	maxPendingBound = 10_000_000
+)
 
 // configError names the key at fault and where it came from.
 type configError struct {
@@ -131,7 +146,7 @@ func loadSettings(flags *pflag.FlagSet, getenv func(string) string) (settings, e
 	}
 	fileSource := path
 	sources := map[string]string{}
-	for _, k := range []string{"listen", "data", "plugin_cache", "plugins", "workers", "fsync", "webhook_allow", "tokens", "fetch", "secrets", "observe", "scopes"} {
+	for _, k := range []string{"listen", "data", "plugin_cache", "plugins", "workers", "fsync", "webhook_allow", "recipient_max_refs", "recipient_max_pending", "tokens", "fetch", "secrets", "observe", "scopes"} {
 		sources[k] = fileSource
 		if fileSource == "" {
 			sources[k] = "the default"
@@ -155,6 +170,8 @@ func loadSettings(flags *pflag.FlagSet, getenv func(string) string) (settings, e
 		env("workers", "VIGIL_WORKERS", func(v string) (err error) { s.Workers, err = strconv.Atoi(v); return err }),
 		env("fsync", "VIGIL_FSYNC", func(v string) (err error) { s.Fsync, err = strconv.ParseBool(v); return err }),
 		env("webhook_allow", "VIGIL_WEBHOOK_ALLOW", func(v string) error { s.WebhookAllow = strings.Split(v, ","); return nil }),
+		env("recipient_max_refs", "VIGIL_RECIPIENT_MAX_REFS", func(v string) (err error) { s.MaxRefs, err = strconv.Atoi(v); return err }),
+		env("recipient_max_pending", "VIGIL_RECIPIENT_MAX_PENDING", func(v string) (err error) { s.MaxPending, err = strconv.Atoi(v); return err }),
 	); err != nil {
 		return s, err
 	}
@@ -170,6 +187,8 @@ func loadSettings(flags *pflag.FlagSet, getenv func(string) string) (settings, e
 		{"workers", "workers", func() { s.Workers, _ = flags.GetInt("workers") }},
 		{"fsync", "fsync", func() { s.Fsync, _ = flags.GetBool("fsync") }},
 		{"webhook-allow", "webhook_allow", func() { s.WebhookAllow, _ = flags.GetStringArray("webhook-allow") }},
+		{"recipient-max-refs", "recipient_max_refs", func() { s.MaxRefs, _ = flags.GetInt("recipient-max-refs") }},
+		{"recipient-max-pending", "recipient_max_pending", func() { s.MaxPending, _ = flags.GetInt("recipient-max-pending") }},
 	} {
 		if flags.Changed(f.flag) {
 			f.apply()
@@ -216,6 +235,12 @@ func (s settings) validate(sources map[string]string) error {
 		if _, err := netip.ParsePrefix(strings.TrimSpace(c)); err != nil {
 			bad("webhook_allow", err)
 		}
+	}
+	if s.MaxRefs < 0 || s.MaxRefs > maxRefsBound {
+		bad("recipient_max_refs", fmt.Errorf("%d: want 1 to %d (0 for the default, %d)", s.MaxRefs, maxRefsBound, recipients.DefaultMaxRefs))
+	}
+	if s.MaxPending < 0 || s.MaxPending > maxPendingBound {
+		bad("recipient_max_pending", fmt.Errorf("%d: want 1 to %d (0 for the default, %d)", s.MaxPending, maxPendingBound, recipients.DefaultMaxPending))
 	}
 	seen := map[string]bool{}
 	for i, t := range s.Tokens {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,6 +77,10 @@ func TestInvalidSettingsNameTheKey(t *testing.T) {
 		{"scope source unknown key", nil, nil, "scopes: {support: {observe: [{sources: [{name: a, reporters: [x], token: y}]}]}}\n", "token", "vigil.yaml"},
 		{"secret name", nil, nil, "secrets: {'GitHub Token': x}\n", "secrets", "vigil.yaml"},
 		{"missing config file", nil, map[string]string{"VIGIL_CONFIG": "/nonexistent/vigil.yaml"}, "", "config", "VIGIL_CONFIG"},
+		{"max refs flag", []string{"--recipient-max-refs", "-1"}, nil, "", "recipient_max_refs", "--recipient-max-refs"},
+		{"max refs env", nil, map[string]string{"VIGIL_RECIPIENT_MAX_REFS": "many"}, "", "recipient_max_refs", "VIGIL_RECIPIENT_MAX_REFS"},
+		{"max pending file", nil, nil, "recipient_max_pending: -3\n", "recipient_max_pending", "vigil.yaml"},
+		{"max pending too big", []string{"--recipient-max-pending", "100000000"}, nil, "", "recipient_max_pending", "--recipient-max-pending"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,6 +112,30 @@ func TestSecretsResolve(t *testing.T) {
 		if ref == "a\x01b" && strings.Contains(err.Error(), ref) {
 			t.Errorf("the error repeats the secret: %v", err)
 		}
+	}
+}
+
+// The per-recipient bounds are 0 (the recipients service's defaults:
+// 1,000 refs, 10,000 pending watches) unless set, and come from the file,
+// the environment and the flags in the usual order.
+func TestRecipientBoundsSettings(t *testing.T) {
+	s, err := settingsFor(t, nil, nil, "")
+	if err != nil || s.MaxRefs != 0 || s.MaxPending != 0 {
+		t.Fatalf("defaults: %d %d %v", s.MaxRefs, s.MaxPending, err)
+	}
+	if f := newServe(io.Discard).Flags(); f.Lookup("recipient-max-refs").DefValue != "1000" || f.Lookup("recipient-max-pending").DefValue != "10000" {
+		t.Fatal("serve --help does not show the default bounds")
+	}
+	file := "recipient_max_refs: 5\nrecipient_max_pending: 50\n"
+	if s, err = settingsFor(t, nil, nil, file); err != nil || s.MaxRefs != 5 || s.MaxPending != 50 {
+		t.Fatalf("file: %d %d %v", s.MaxRefs, s.MaxPending, err)
+	}
+	env := map[string]string{"VIGIL_RECIPIENT_MAX_REFS": "6", "VIGIL_RECIPIENT_MAX_PENDING": "60"}
+	if s, err = settingsFor(t, nil, env, file); err != nil || s.MaxRefs != 6 || s.MaxPending != 60 {
+		t.Fatalf("env: %d %d %v", s.MaxRefs, s.MaxPending, err)
+	}
+	if s, err = settingsFor(t, []string{"--recipient-max-refs", "7", "--recipient-max-pending", "70"}, env, file); err != nil || s.MaxRefs != 7 || s.MaxPending != 70 {
+		t.Fatalf("flags: %d %d %v", s.MaxRefs, s.MaxPending, err)
 	}
 }
 

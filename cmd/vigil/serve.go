@@ -42,14 +42,22 @@ func newServe(stderr io.Writer) *cobra.Command {
 
 Each setting comes from, in order of precedence: a flag, the environment
 (VIGIL_LISTEN, VIGIL_DATA, VIGIL_PLUGIN_CACHE, VIGIL_PLUGINS, VIGIL_WORKERS,
-VIGIL_FSYNC, VIGIL_WEBHOOK_ALLOW as a comma-separated list, VIGIL_CONFIG),
-the config file (YAML: listen, data, plugin_cache, plugins, workers, fsync,
-webhook_allow, tokens;
-and, in the file only, fetch, secrets, observe and scopes: see docs/fetch.md
-and docs/observe.md), the default. An invalid value refuses to start,
+VIGIL_FSYNC, VIGIL_WEBHOOK_ALLOW as a comma-separated list,
+VIGIL_RECIPIENT_MAX_REFS, VIGIL_RECIPIENT_MAX_PENDING, VIGIL_CONFIG), the
+config file (YAML: listen, data, plugin_cache, plugins, workers, fsync,
+webhook_allow, recipient_max_refs, recipient_max_pending, tokens; and, in
+the file only, fetch, secrets, observe and scopes: see docs/fetch.md and
+docs/observe.md), the default. An invalid value refuses to start,
 naming the key and where it came from. Bearer tokens are set in the config
 file only; with none, the API is unauthenticated and binds to loopback
 only.
+
+A recipient's webhook whose URL names an address the guard refuses
+(loopback, private, link-local, the metadata address, in any spelling, or
+localhost) is refused when it is set, unless --webhook-allow lets it
+through. A recipient holds at most --recipient-max-refs refs and
+--recipient-max-pending pending watches; past them, a PUT or a
+registration is a 422 naming the setting.
 
 Plugins load from the bundled set and, with --plugins, from a directory of
 .wasm files and its registry.json. SIGHUP reloads the plugins and the
@@ -72,6 +80,8 @@ in-flight requests and probes finish.`,
 	cmd.Flags().Bool("fsync", false, "fsync every store commit (survives power loss; slower registration)")
 	cmd.Flags().Int("workers", d.Workers, "probes run at once (a small fixed number, at most 16)")
 	cmd.Flags().StringArray("webhook-allow", nil, "a CIDR webhooks may reach although it is loopback or private (repeatable)")
+	cmd.Flags().Int("recipient-max-refs", recipients.DefaultMaxRefs, "refs one recipient may hold")
+	cmd.Flags().Int("recipient-max-pending", recipients.DefaultMaxPending, "pending watches one recipient may hold; a registration past it is refused")
 	return cmd
 }
 
@@ -163,7 +173,9 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 		return err
 	}
 	ob.SetWaker(sched)
-	recips := recipients.New(st, sched, kinds, wallClock{}, log)
+	recips := recipients.New(st, sched, kinds, wallClock{}, log).
+		WithLimits(recipients.Limits{MaxRefs: f.MaxRefs, MaxPending: f.MaxPending}).
+		WithDestinations(netguard.New(allow)) // the rules delivery dials through: a guard is immutable, so equal allow lists are the same guard
 	if err := recips.ReconcileAll(ctx); err != nil {
 		return fmt.Errorf("reconciling recipients: %w", err)
 	}
@@ -179,7 +191,7 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 		DeadLetters: issuer, Observe: ob,
 	}, httpapi.Options{Tokens: f.tokenMap(), Metrics: m.Handler()})
 	served := make(chan error, 1)
-	go func() { served <- app.Listener(ln) }()
+	go func() { served <- app.Listener(httpapi.Listener(ln)) }()
 
 	log.Info("vigil serving", "listen", ln.Addr().String(), "data", f.Data, "plugins", pluginDirLabel(f.Plugins), "kinds", len(rt.Plugins()), "pending", pending, "fsync", f.Fsync, "auth", authLabel(f.Tokens))
 	// The runtime logged each plugin it loaded, and each it did not.

@@ -310,13 +310,23 @@ func printWatch(w io.Writer, x api.Watch) error {
 }
 
 func newWatchLs(cf *clientFlags, stdout, stderr io.Writer) *cobra.Command {
-	var recipient, state string
+	var q client.WatchQuery
+	var limit int
 	cmd := &cobra.Command{
-		Use:   "ls [--for RECIPIENT] [--state STATE]",
+		Use:   "ls [--for RECIPIENT] [--state STATE] [--kind KIND] [--limit N [--after CURSOR]]",
 		Short: "List watches",
-		Args:  cobra.NoArgs,
+		Long: `List watches, oldest first.
+
+Without --limit, every matching watch is listed (the command follows the
+server's pages). With --limit N, at most N are listed and, when there are
+more, the command prints the cursor to continue from: pass it as --after
+with the same filters.`,
+		Args: cobra.NoArgs,
 		RunE: cf.run(func(ctx context.Context, c *client.Client, _ []string) error {
-			list, err := c.ListWatches(ctx, recipient, state)
+			if limit < 0 {
+				return errors.New("--limit: want a positive number (0 lists every watch)")
+			}
+			list, err := listWatches(ctx, c, q, limit)
 			if err != nil {
 				return err
 			}
@@ -338,13 +348,47 @@ func newWatchLs(cf *clientFlags, stdout, stderr io.Writer) *cobra.Command {
 			if list.HeldAside > 0 {
 				fmt.Fprintf(stderr, "%d row(s) held aside: this server's build cannot read them\n", list.HeldAside)
 			}
+			if list.Next != "" {
+				fmt.Fprintf(stderr, "more watches: continue with --after %s\n", list.Next)
+			}
 			return nil
 		}),
 	}
-	cmd.Flags().StringVar(&recipient, "for", "", "only this recipient's watches")
-	cmd.Flags().StringVar(&state, "state", "", "only watches in this state: pending, fired, expired, cancelled, undeliverable or unwatchable")
+	cmd.Flags().StringVar(&q.Recipient, "for", "", "only this recipient's watches")
+	cmd.Flags().StringVar(&q.State, "state", "", "only watches in this state: pending, fired, expired, cancelled, undeliverable or unwatchable")
+	cmd.Flags().StringVar(&q.Kind, "kind", "", "only watches of this kind")
+	cmd.Flags().IntVar(&limit, "limit", 0, "list at most this many, and print the cursor to continue from (0: every watch)")
+	cmd.Flags().StringVar(&q.After, "after", "", "continue from this cursor, as a listing with --limit printed it")
 	return cmd
 }
+
+// listWatches lists every watch matching q from q.After (limit 0), or at
+// most limit of them with the cursor to continue from, following the
+// server's pages either way (a page may be short and still have more).
+func listWatches(ctx context.Context, c *client.Client, q client.WatchQuery, limit int) (api.WatchList, error) {
+	if limit == 0 {
+		q.Limit = maxWatchPage
+		return c.AllWatches(ctx, q)
+	}
+	out := api.WatchList{Watches: []api.Watch{}}
+	for {
+		q.Limit = min(limit-len(out.Watches), maxWatchPage)
+		page, err := c.ListWatches(ctx, q)
+		if err != nil {
+			return out, err
+		}
+		out.Watches = append(out.Watches, page.Watches...)
+		out.HeldAside += page.HeldAside
+		out.Next = page.Next
+		if page.Next == "" || len(out.Watches) >= limit || page.Next == q.After {
+			return out, nil
+		}
+		q.After = page.Next
+	}
+}
+
+// maxWatchPage is the server's largest page of watches.
+const maxWatchPage = 1000
 
 func newWatchShow(cf *clientFlags, stdout io.Writer) *cobra.Command {
 	return &cobra.Command{

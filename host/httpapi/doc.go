@@ -8,6 +8,16 @@
 // host service (scheduler, recipients, delivery, plugin runtime) and
 // translates.
 //
+// What it guarantees at the transport: a request fasthttp cannot read is
+// answered in the envelope too, classified by the error's type (never its
+// text): request line and headers over HeaderLimit 431 headers_too_large,
+// a target over MaxURI (or, on Listener, a request line over HeaderLimit)
+// 414 uri_too_long, a stalled request past the read
+// timeout 408 request_timeout, a body over the limit 413, anything else
+// 400 malformed_request. None of these is a 5xx: a client's mistake is a
+// 4xx with a named code. Path parameters are percent-decoded (param)
+// before any handler reads them.
+//
 // Rejected alternative: the server in api/. api/ is the wire contract and
 // the Go client, which clients import; a server there would make the
 // contract package depend on the whole host.

@@ -25,8 +25,8 @@ func (s *server) observing(c *fiber.Ctx) error {
 }
 
 func scopeParam(c *fiber.Ctx) (string, error) {
-	scope := c.Params("scope")
-	if len(scope) == 0 || len(scope) > 64 {
+	scope, ok := param(c, "scope")
+	if !ok || len(scope) == 0 || len(scope) > 64 {
 		return "", &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no scope %q", scope)}
 	}
 	return scope, nil

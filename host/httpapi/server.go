@@ -9,7 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -17,8 +20,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/valyala/fasthttp"
 
 	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/plugin"
@@ -36,7 +41,7 @@ type Scheduler interface {
 // Watches reads watch rows.
 type Watches interface {
 	Get(ctx context.Context, id store.ID) (store.Watch, error)
-	List(ctx context.Context, f store.Filter) ([]store.Watch, int, error)
+	ListPage(ctx context.Context, q store.Query) (store.Page, error)
 }
 
 // Mailboxes reads mailboxes.
@@ -49,6 +54,9 @@ type Recipients interface {
 	Put(ctx context.Context, u recipients.Update) (store.RecipientRecord, error)
 	Get(ctx context.Context, id string) (store.RecipientRecord, error)
 	Delete(ctx context.Context, id string) error
+	// CheckPending refuses a new watch for a recipient at its bound of
+	// pending watches.
+	CheckPending(ctx context.Context, recipient string) error
 }
 
 // Plugins is the plugin runtime as the API sees it.
@@ -98,7 +106,22 @@ type Options struct {
 	// StreamWait is how long an SSE stream waits for a message before it
 	// writes a keep-alive comment (default 15 s).
 	StreamWait time.Duration
+	// ReadTimeout bounds reading one request, headers and body: a client
+	// that stalls past it is answered 408 request_timeout (default 75 s,
+	// above the longest long poll).
+	ReadTimeout time.Duration
 }
+
+// Transport limits. A request line and headers that do not fit in
+// HeaderLimit bytes answer 431 headers_too_large; a request target over
+// MaxURI bytes answers 414 uri_too_long, and so does a request line longer
+// than the whole buffer when the app is served on Listener (fasthttp
+// reports only that its buffer overflowed; Listener's connections can tell
+// whether the request line ended inside it).
+const (
+	HeaderLimit = 8 << 10
+	MaxURI      = 4 << 10
+)
 
 type server struct {
 	d   Deps
@@ -114,6 +137,9 @@ func New(d Deps, o Options) *fiber.App {
 	if o.StreamWait <= 0 {
 		o.StreamWait = 15 * time.Second
 	}
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = 75 * time.Second
+	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -127,15 +153,26 @@ func New(d Deps, o Options) *fiber.App {
 		// Strings from the request (path params, query values) are copies,
 		// not views of fasthttp's reused buffers: a recipient id outlives
 		// its request as a long-poll hub key and inside an SSE stream.
-		Immutable:    true,
-		BodyLimit:    o.BodyLimit,
-		ErrorHandler: s.errorHandler,
-		ReadTimeout:  75 * time.Second, // above the longest long poll
-		IdleTimeout:  120 * time.Second,
+		Immutable:      true,
+		BodyLimit:      o.BodyLimit,
+		ErrorHandler:   s.errorHandler,
+		ReadTimeout:    o.ReadTimeout,
+		IdleTimeout:    120 * time.Second,
+		ReadBufferSize: HeaderLimit,
 	})
+	// What fasthttp fails to read never reaches a handler: answer it here,
+	// in the envelope, by the error's type (fiber's own translation reads
+	// error text and answers a broken connection 502).
+	app.Server().ErrorHandler = transportError
 	// A handler that panics answers 500 internal; it never takes the
 	// daemon down.
 	app.Use(recover.New())
+	app.Use(func(c *fiber.Ctx) error {
+		if n := len(c.Request().RequestURI()); n > MaxURI {
+			return &api.Error{Code: api.CodeURITooLong, Message: fmt.Sprintf("the request target is %d bytes; the limit is %d", n, MaxURI)}
+		}
+		return c.Next()
+	})
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	if o.Metrics != nil {
 		app.Get("/metrics", s.authenticate, adaptor.HTTPHandler(o.Metrics))
@@ -257,6 +294,38 @@ func decode(c *fiber.Ctx, v any) error {
 	return nil
 }
 
+// transportError answers a request fasthttp could not read. The
+// connection is closed after it.
+func transportError(ctx *fasthttp.RequestCtx, err error) {
+	e := transportAPIError(err)
+	if e.Code == api.CodeHeadersTooLarge && requestLineOverflowed(ctx.Conn()) {
+		e = &api.Error{Code: api.CodeURITooLong, Message: fmt.Sprintf("the request line is over %d bytes", HeaderLimit)}
+	}
+	b, _ := json.Marshal(api.ErrorEnvelope{Error: *e})
+	ctx.Response.Reset()
+	ctx.SetStatusCode(api.Status(e.Code))
+	ctx.SetContentType(fiber.MIMEApplicationJSON)
+	ctx.SetBody(b)
+}
+
+// transportAPIError classifies what fasthttp reports by type, never by
+// its text.
+func transportAPIError(err error) *api.Error {
+	var (
+		small *fasthttp.ErrSmallBuffer
+		ne    net.Error
+	)
+	switch {
+	case errors.As(err, &small):
+		return &api.Error{Code: api.CodeHeadersTooLarge, Message: fmt.Sprintf("the request line and headers are over %d bytes", HeaderLimit)}
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		return &api.Error{Code: api.CodeBodyTooLarge, Message: "the request body is over the limit"}
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, fasthttp.ErrTimeout), errors.As(err, &ne) && ne.Timeout():
+		return &api.Error{Code: api.CodeRequestTimeout, Message: "the request did not arrive within the read timeout"}
+	}
+	return &api.Error{Code: api.CodeMalformedRequest, Message: "the request is not HTTP/1.x this server can read"}
+}
+
 func (s *server) errorHandler(c *fiber.Ctx, err error) error {
 	e := toAPIError(err)
 	if e.Code == api.CodeInternal {
@@ -285,7 +354,7 @@ func toAPIError(err error) *api.Error {
 	case errors.As(err, &se):
 		return &api.Error{Code: se.Code, Message: se.Message, Field: se.Field}
 	case errors.As(err, &re):
-		return &api.Error{Code: re.Code, Message: re.Message, Field: re.Field}
+		return &api.Error{Code: re.Code, Message: re.Message, Field: re.Field, Setting: re.Setting}
 	case errors.As(err, &ce):
 		return &api.Error{Code: api.CodePluginFault, Message: ce.Error()}
 	case errors.As(err, &oe):
@@ -312,19 +381,32 @@ func toAPIError(err error) *api.Error {
 	return &api.Error{Code: api.CodeInternal, Message: "internal error"}
 }
 
+// param is a path parameter percent-decoded (fiber's Params is the raw
+// path segment); ok is false when the segment is not valid
+// percent-encoding.
+func param(c *fiber.Ctx, name string) (v string, ok bool) {
+	raw := c.Params(name)
+	v, err := url.PathUnescape(raw)
+	if err != nil {
+		return raw, false
+	}
+	return v, true
+}
+
 // parseID reads the :id of a route about a what ("watch", "work item"); a
 // malformed id is not found, as an unknown one is.
 func parseID(c *fiber.Ctx, what string) (store.ID, error) {
-	id, err := store.ParseID(c.Params("id"))
+	v, _ := param(c, "id")
+	id, err := store.ParseID(v)
 	if err != nil {
-		return id, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no %s %q", what, c.Params("id"))}
+		return id, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no %s %q", what, v)}
 	}
 	return id, nil
 }
 
 func recipientParam(c *fiber.Ctx) (string, error) {
-	id := c.Params("id")
-	if !scheduler.ValidRecipientID(id) {
+	id, ok := param(c, "id")
+	if !ok || !scheduler.ValidRecipientID(id) {
 		return "", &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: fmt.Sprintf("recipient id %q: %s", id, scheduler.RecipientIDGrammar)}
 	}
 	return id, nil
@@ -346,6 +428,9 @@ func (s *server) createWatch(c *fiber.Ctx) error {
 		}
 		reg.Every = &d
 	}
+	if err := s.d.Recipients.CheckPending(c.UserContext(), reg.Recipient.ID); err != nil {
+		return err
+	}
 	w, err := s.d.Scheduler.Register(c.UserContext(), reg)
 	if err != nil {
 		return err
@@ -354,21 +439,37 @@ func (s *server) createWatch(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusCreated).JSON(toWatch(w))
 }
 
+// listWatches answers one page of watches, oldest first, and the cursor
+// of the next page when there may be more.
 func (s *server) listWatches(c *fiber.Ctx) error {
-	f := store.Filter{Recipient: c.Query("recipient"), State: store.State(c.Query("state"))}
+	f := store.Filter{Recipient: c.Query("recipient"), State: store.State(c.Query("state")), Kind: c.Query("kind")}
 	if f.Recipient != "" && !scheduler.ValidRecipientID(f.Recipient) {
 		return &api.Error{Code: api.CodeInvalidRecipient, Field: "recipient", Message: fmt.Sprintf("recipient id %q: %s", f.Recipient, scheduler.RecipientIDGrammar)}
 	}
 	if f.State != "" && !f.State.Valid() {
 		return &api.Error{Code: api.CodeInvalidField, Field: "state", Message: "want pending, fired, expired, cancelled, undeliverable or unwatchable"}
 	}
-	ws, held, err := s.d.Watches.List(c.UserContext(), f)
+	if f.Kind != "" && !abi.ValidKind(f.Kind) {
+		return &api.Error{Code: api.CodeInvalidField, Field: "kind", Message: fmt.Sprintf("want 1-%d of a-z 0-9 . _ -", abi.MaxKindLen)}
+	}
+	limit, err := parseLimit(c.Query("limit"))
 	if err != nil {
 		return err
 	}
-	out := api.WatchList{Watches: make([]api.Watch, 0, len(ws)), HeldAside: held}
-	for _, w := range ws {
+	after, err := decodeCursor(c.Query("after"))
+	if err != nil {
+		return err
+	}
+	p, err := s.d.Watches.ListPage(c.UserContext(), store.Query{Filter: f, After: after, Limit: limit})
+	if err != nil {
+		return err
+	}
+	out := api.WatchList{Watches: make([]api.Watch, 0, len(p.Watches)), HeldAside: p.HeldAside}
+	for _, w := range p.Watches {
 		out.Watches = append(out.Watches, toWatch(w))
+	}
+	if p.Next != (store.ID{}) {
+		out.Next = encodeCursor(p.Next)
 	}
 	return c.JSON(out)
 }
@@ -511,17 +612,7 @@ func (s *server) readMailbox(c *fiber.Ctx) error {
 }
 
 // limitParam reads ?limit=, 1 to 1000, default 100.
-func limitParam(c *fiber.Ctx) (int, error) {
-	v := c.Query("limit")
-	if v == "" {
-		return 100, nil
-	}
-	limit, err := strconv.Atoi(v)
-	if err != nil || limit < 1 || limit > 1000 {
-		return 0, &api.Error{Code: api.CodeInvalidField, Field: "limit", Message: "want 1 to 1000"}
-	}
-	return limit, nil
-}
+func limitParam(c *fiber.Ctx) (int, error) { return parseLimit(c.Query("limit")) }
 
 // readDeadLetters answers the fetch commands refused before any request
 // went out, oldest first, from ?after=.

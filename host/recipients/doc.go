@@ -15,6 +15,17 @@
 //     repairs the difference, so it is idempotent: a lost event, a crash or
 //     a restart is repaired by the next pass. One pass runs over every
 //     recipient at start.
+//   - A recipient is bounded: at most Limits.MaxRefs refs (a PUT past it
+//     is refused whole) and Limits.MaxPending pending watches
+//     (CheckPending refuses a registration at the bound; it counts the
+//     recipient's index, never every row). Both refusals name the setting
+//     that raises them.
+//   - With WithDestinations, a webhook URL whose host the delivery guard
+//     refuses whatever DNS answers is refused at PUT, naming
+//     webhook_allow: a literal address in any spelling, or a name whose
+//     addresses are fixed (localhost), as netguard.LiteralResolver reads
+//     them, when the guard's CheckAddr refuses every one of them. The
+//     guard decides; this package holds no rules of its own.
 //
 // What it must never do: decide a watch's outcome, or deliver anything.
 // Cancelling is the scheduler's transition; this package only says which.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/vigilhq/vigil/api/webhooks"
 	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/host/netguard"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/store"
 )
@@ -23,6 +25,9 @@ type Store interface {
 	PutRecipient(ctx context.Context, r store.RecipientRecord) (store.RecipientRecord, bool, error)
 	ListRecipients(ctx context.Context) ([]store.RecipientRecord, error)
 	List(ctx context.Context, f store.Filter) ([]store.Watch, int, error)
+	// CountPending counts a recipient's pending watches up to upTo,
+	// without reading every row.
+	CountPending(ctx context.Context, recipient string, upTo int) (int, error)
 }
 
 // Scheduler is what reconciliation needs of the scheduler.
@@ -41,22 +46,88 @@ type Kinds interface {
 // Clock tells the time.
 type Clock interface{ Now() time.Time }
 
-// Service manages recipients.
-type Service struct {
-	store Store
-	sched Scheduler
-	kinds Kinds
-	clock Clock
-	log   *slog.Logger
+// Destinations judges the addresses a webhook may be delivered to: the
+// delivery guard, *netguard.Guard.
+type Destinations interface {
+	CheckAddr(ip netip.Addr) error
 }
 
-// New builds a Service.
+var _ Destinations = (*netguard.Guard)(nil)
+
+// Limits bound what one recipient holds. Zero fields take the defaults.
+type Limits struct {
+	// MaxRefs bounds the refs of one recipient (default 1,000).
+	MaxRefs int
+	// MaxPending bounds one recipient's pending watches, standing ones
+	// included (default 10,000): a registration for a recipient already
+	// there is refused.
+	MaxPending int
+}
+
+// Default limits.
+const (
+	DefaultMaxRefs    = 1_000
+	DefaultMaxPending = 10_000
+)
+
+// Settings that raise the limits and allow a refused webhook destination,
+// as errors name them.
+const (
+	SettingMaxRefs      = "recipient_max_refs"
+	SettingMaxPending   = "recipient_max_pending"
+	SettingWebhookAllow = "webhook_allow"
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxRefs <= 0 {
+		l.MaxRefs = DefaultMaxRefs
+	}
+	if l.MaxPending <= 0 {
+		l.MaxPending = DefaultMaxPending
+	}
+	return l
+}
+
+// Service manages recipients.
+type Service struct {
+	store  Store
+	sched  Scheduler
+	kinds  Kinds
+	clock  Clock
+	log    *slog.Logger
+	limits Limits
+	// dests, when set, refuses webhook URLs whose host the guard always
+	// refuses; nil checks none (a host without a delivery guard).
+	dests Destinations
+}
+
+// New builds a Service with the default limits and no destination check.
 func New(st Store, sched Scheduler, kinds Kinds, clock Clock, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: st, sched: sched, kinds: kinds, clock: clock, log: log.With("component", "recipients")}
+	return &Service{store: st, sched: sched, kinds: kinds, clock: clock, log: log.With("component", "recipients"), limits: Limits{}.withDefaults()}
 }
+
+// WithLimits returns a copy of s bounded by l (zero fields: the defaults).
+func (s *Service) WithLimits(l Limits) *Service {
+	c := *s
+	c.limits = l.withDefaults()
+	return &c
+}
+
+// WithDestinations returns a copy of s that refuses, at PUT, a webhook
+// whose host d refuses whatever DNS answers: the guard delivery dials
+// through, so a URL it could never reach is a 422 naming the allow list
+// now, not a failed delivery later.
+func (s *Service) WithDestinations(d Destinations) *Service {
+	c := *s
+	c.dests = d
+	return &c
+}
+
+// Limits are the service's bounds, defaults resolved.
+func (s *Service) Limits() Limits { return s.limits }
 
 // Update is a recipient as a client sets it. A nil Webhook removes it.
 type Update struct {
@@ -68,19 +139,24 @@ type Update struct {
 	Workspace string
 }
 
-// Error is an update the service refuses; Field names the part at fault.
+// Error is an update the service refuses; Field names the part at fault
+// and Setting, when set, the operator setting that would allow it.
 type Error struct {
 	Code    string
 	Field   string
 	Message string
+	Setting string
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s: %s", e.Code, e.Field, e.Message) }
 
 // Codes.
 const (
-	CodeInvalidRecipient = "invalid_recipient"
-	CodeInvalidField     = "invalid_field"
+	CodeInvalidRecipient   = "invalid_recipient"
+	CodeInvalidField       = "invalid_field"
+	CodeDestinationRefused = "destination_refused"
+	CodeTooManyRefs        = "too_many_refs"
+	CodeTooManyPending     = "too_many_pending"
 )
 
 // Put validates and stores a recipient, then reconciles its watches.
@@ -92,9 +168,13 @@ func (s *Service) Put(ctx context.Context, u Update) (store.RecipientRecord, err
 		return store.RecipientRecord{}, &Error{Code: CodeInvalidField, Field: "status", Message: "want running, paused or stopped"}
 	}
 	if u.Webhook != nil {
-		if err := checkWebhook(*u.Webhook); err != nil {
+		if err := s.checkWebhook(ctx, *u.Webhook); err != nil {
 			return store.RecipientRecord{}, err
 		}
+	}
+	if len(u.Refs) > s.limits.MaxRefs {
+		return store.RecipientRecord{}, &Error{Code: CodeTooManyRefs, Field: "refs", Setting: SettingMaxRefs,
+			Message: fmt.Sprintf("%d refs; a recipient holds at most %d", len(u.Refs), s.limits.MaxRefs)}
 	}
 	if w := u.Workspace; w != "" && (!filepath.IsAbs(w) || filepath.Clean(w) != w || strings.ContainsRune(w, 0)) {
 		return store.RecipientRecord{}, &Error{Code: CodeInvalidField, Field: "workspace", Message: "want an absolute, clean directory path"}
@@ -131,13 +211,67 @@ func (s *Service) Put(ctx context.Context, u Update) (store.RecipientRecord, err
 	return s.store.GetRecipient(ctx, u.ID)
 }
 
-func checkWebhook(w store.Webhook) error {
+func (s *Service) checkWebhook(ctx context.Context, w store.Webhook) error {
 	u, err := url.Parse(w.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 		return &Error{Code: CodeInvalidField, Field: "webhook.url", Message: "want an absolute http or https URL without credentials"}
 	}
 	if _, err := webhooks.ParseSecret(w.Secret); err != nil {
 		return &Error{Code: CodeInvalidField, Field: "webhook.secret", Message: "want whsec_ and base64 of at least 16 bytes"}
+	}
+	if s.dests != nil {
+		if err := s.checkDestination(ctx, u.Hostname()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkDestination refuses a webhook host whose every address the guard
+// refuses whatever DNS answers: a literal address, in any spelling a
+// resolver reads without DNS, or a name such as localhost whose addresses
+// are fixed (netguard.LiteralResolver). Delivery dials each address in
+// turn through the guard, so one address let through is a delivery that
+// can succeed, and passes. Any other name is left to the dial, as before.
+func (s *Service) checkDestination(ctx context.Context, host string) error {
+	addrs, err := netguard.LiteralResolver{}.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil // a name only DNS can answer: checked when dialled
+	}
+	var first *netguard.RefusedError
+	for _, ip := range addrs {
+		err := s.dests.CheckAddr(ip)
+		if err == nil {
+			return nil
+		}
+		if re := (*netguard.RefusedError)(nil); errors.As(err, &re) && first == nil {
+			first = re
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	return &Error{Code: CodeDestinationRefused, Field: "webhook.url", Setting: SettingWebhookAllow,
+		Message: fmt.Sprintf("%s reaches %s, %s: the host never delivers there unless an allow prefix contains it (serve --webhook-allow, VIGIL_WEBHOOK_ALLOW, config webhook_allow)",
+			host, first.Addr, first.Reason)}
+}
+
+// CheckPending refuses a new watch for a recipient that already holds
+// MaxPending pending watches: a *Error with CodeTooManyPending naming
+// recipient.id. The count reads the recipient's index, never every row;
+// with registrations racing, a recipient can pass the bound by the number
+// in flight at once.
+func (s *Service) CheckPending(ctx context.Context, recipient string) error {
+	if !scheduler.ValidRecipientID(recipient) {
+		return nil // Register refuses a malformed id, naming it
+	}
+	n, err := s.store.CountPending(ctx, recipient, s.limits.MaxPending)
+	if err != nil {
+		return fmt.Errorf("recipients: counting the pending watches of %s: %w", recipient, err)
+	}
+	if n >= s.limits.MaxPending {
+		return &Error{Code: CodeTooManyPending, Field: "recipient.id", Setting: SettingMaxPending,
+			Message: fmt.Sprintf("recipient %s holds %d pending watches, the most it may; cancel some or let them settle", recipient, s.limits.MaxPending)}
 	}
 	return nil
 }

@@ -1,0 +1,170 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+
+	"net/url"
+	"slices"
+	"strconv"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/store"
+)
+
+func TestListWatchesPagesAndFilters(t *testing.T) {
+	f := newFixture(t)
+	var ci []string
+	for range 5 {
+		status, b := f.do(t, "POST", "/api/v1/watches", `{"kind":"ci","params":{},"recipient":{"id":"agent-1"}}`)
+		var w api.Watch
+		if err := json.Unmarshal(b, &w); status != 201 || err != nil {
+			t.Fatalf("create: %d %s", status, b)
+		}
+		ci = append(ci, w.ID)
+	}
+	slices.Sort(ci) // one instant on the fixed clock: id order is the order
+	if status, b := f.do(t, "PUT", "/api/v1/recipients/agent-2", `{"status":"running","refs":[{"kind":"ticket","params":{"n":1}},{"kind":"ticket","params":{"n":2}}]}`); status != 200 {
+		t.Fatalf("put: %d %s", status, b)
+	}
+	list := func(q url.Values) api.WatchList {
+		t.Helper()
+		status, b := f.do(t, "GET", "/api/v1/watches?"+q.Encode(), "")
+		var l api.WatchList
+		if err := json.Unmarshal(b, &l); status != 200 || err != nil {
+			t.Fatalf("%s: %d %s", q.Encode(), status, b)
+		}
+		return l
+	}
+	all := func(q url.Values) (ids []string, pages int) {
+		t.Helper()
+		for {
+			l := list(q)
+			pages++
+			if n, _ := strconv.Atoi(q.Get("limit")); n > 0 && len(l.Watches) > n {
+				t.Fatalf("page of %d over limit %d", len(l.Watches), n)
+			}
+			for _, w := range l.Watches {
+				ids = append(ids, w.ID)
+			}
+			if l.Next == "" {
+				return ids, pages
+			}
+			q.Set("after", l.Next)
+		}
+	}
+	whole := list(url.Values{})
+	if len(whole.Watches) != 7 || whole.Next != "" {
+		t.Fatalf("one default page: %d watches, next %q", len(whole.Watches), whole.Next)
+	}
+	var wholeIDs []string
+	for _, w := range whole.Watches {
+		wholeIDs = append(wholeIDs, w.ID)
+	}
+	if got, pages := all(url.Values{"limit": {"2"}}); !slices.Equal(got, wholeIDs) || pages != 4 {
+		t.Fatalf("pages of 2: %v in %d pages, want %v", got, pages, wholeIDs)
+	}
+	if got, _ := all(url.Values{"limit": {"3"}, "kind": {"ci"}}); !slices.Equal(got, ci) {
+		t.Fatalf("kind ci: %v, want %v", got, ci)
+	}
+	if got, _ := all(url.Values{"limit": {"1"}, "kind": {"ticket"}, "state": {"pending"}}); len(got) != 2 {
+		t.Fatalf("kind ticket: %v", got)
+	}
+	if got, _ := all(url.Values{"kind": {"ticket"}, "recipient": {"agent-1"}}); len(got) != 0 {
+		t.Fatalf("ticket of agent-1: %v", got)
+	}
+	if got, _ := all(url.Values{"state": {"fired"}}); len(got) != 0 {
+		t.Fatalf("fired: %v", got)
+	}
+	if got, _ := all(url.Values{"recipient": {"agent-1"}, "state": {"pending"}, "limit": {"4"}}); !slices.Equal(got, ci) {
+		t.Fatalf("agent-1 pending: %v", got)
+	}
+}
+
+func TestListWatchesRefusesBadQueries(t *testing.T) {
+	f := newFixture(t)
+	short := base64.RawURLEncoding.EncodeToString([]byte{cursorVersion, 1, 2, 3})
+	other := base64.RawURLEncoding.EncodeToString(append([]byte{9}, make([]byte, 16)...))
+	for _, tt := range []struct{ query, field string }{
+		{"limit=0", "limit"}, {"limit=1001", "limit"}, {"limit=-1", "limit"}, {"limit=ten", "limit"}, {"limit=1e3", "limit"},
+		{"after=not-a-cursor!", "after"}, {"after=" + short, "after"}, {"after=" + other, "after"}, {"after=" + encodeCursor(store.ID{}), "after"},
+		{"kind=Timer", "kind"}, {"kind=a%20b", "kind"},
+		{"state=done", "state"}, {"state=PENDING", "state"},
+		{"recipient=a%2Fb", "recipient"},
+	} {
+		status, b := f.do(t, "GET", "/api/v1/watches?"+tt.query, "")
+		var env api.ErrorEnvelope
+		if err := json.Unmarshal(b, &env); err != nil || status != 422 || env.Error.Field != tt.field || env.Error.Code == "" {
+			t.Errorf("%s: %d %s, want 422 naming %s", tt.query, status, b, tt.field)
+		}
+	}
+}
+
+// Every cursor the server writes reads back as the id it was written
+// from; any other string is refused as a client's mistake, never a panic
+// or a 5xx.
+func TestCursorRoundTrips(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var id store.ID
+		copy(id[:], rapid.SliceOfN(rapid.Byte(), 16, 16).Draw(t, "id"))
+		if id == (store.ID{}) {
+			id[15] = 1
+		}
+		got, err := decodeCursor(encodeCursor(id))
+		if err != nil || got != id {
+			t.Fatalf("%x: %x %v", id, got, err)
+		}
+	})
+}
+
+func FuzzDecodeCursor(f *testing.F) {
+	var id store.ID
+	id[0] = 1
+	f.Add(encodeCursor(id))
+	f.Add("")
+	f.Add("AQ")
+	f.Add("AQAAAAAAAAAAAAAAAAAAAAA=")
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := decodeCursor(s)
+		if err != nil {
+			var ae *api.Error
+			if !errors.As(err, &ae) || ae.Code != api.CodeInvalidField || ae.Field != "after" || api.Status(ae.Code) >= 500 {
+				t.Fatalf("%q: %v", s, err)
+			}
+			return
+		}
+		if s != "" && encodeCursor(got) != s {
+			t.Fatalf("%q decodes to %x, which encodes as %q", s, got, encodeCursor(got))
+		}
+	})
+}
+
+// parseLimit takes exactly the decimal integers 1 to 1000 and the empty
+// default; everything else is a 422 naming limit.
+func TestParseLimit(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.OneOf(rapid.String(), rapid.Map(rapid.IntRange(-5000, 5000), strconv.Itoa)).Draw(t, "limit")
+		n, err := parseLimit(s)
+		want, aerr := strconv.Atoi(s)
+		switch {
+		case s == "":
+			if err != nil || n != defaultLimit {
+				t.Fatalf("default: %d %v", n, err)
+			}
+		case aerr == nil && want >= 1 && want <= maxLimit:
+			if err != nil || n != want {
+				t.Fatalf("%q: %d %v", s, n, err)
+			}
+		default:
+			var ae *api.Error
+			if !errors.As(err, &ae) || ae.Field != "limit" || api.Status(ae.Code) != 422 {
+				t.Fatalf("%q: %d %v", s, n, err)
+			}
+		}
+	})
+
+}
