@@ -37,7 +37,11 @@
 //   - Decide by name. "localhost", "metadata.google.internal" and
 //     "foo.internal" are not refused as names; whatever address they reach
 //     is. A name list would be a second, drifting copy of what the address
-//     check already decides.
+//     check already decides. LiteralResolver is no exception: it answers
+//     the address a name reaches without DNS ("localhost" is loopback by
+//     RFC 6761, "2130706433" is 127.0.0.1 to inet_aton), and the guard
+//     judges that address, so registration can refuse a destination that
+//     every fetch would refuse, before anything is stored.
 //   - Widen an allow prefix. A prefix lets through exactly the addresses it
 //     contains (an IPv4 prefix also matches the IPv4-mapped form of its
 //     addresses, which is the same address). It does not let through the
