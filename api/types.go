@@ -26,6 +26,10 @@ const (
 	CodeOnceConflict        = "once_conflict"
 	CodeWorkConflict        = "work_conflict"
 	CodeRateLimited         = "rate_limited"
+	// CodeDestinationRefused: a destination the watch would fetch is an
+	// address the fetch guard always refuses (loopback, private,
+	// link-local, metadata); setting names the range grant that allows it.
+	CodeDestinationRefused = "destination_refused"
 )
 
 // Status is the HTTP status of an error code.
@@ -47,7 +51,8 @@ func Status(code string) int {
 		return 413
 	case CodeRateLimited:
 		return 429
-	case CodeInvalidParams, CodeInvalidField, CodeInvalidRecipient, CodeWatchUnobservable, CodeDeadlineTooFar:
+	case CodeInvalidParams, CodeInvalidField, CodeInvalidRecipient, CodeWatchUnobservable, CodeDeadlineTooFar,
+		CodeDestinationRefused:
 		return 422
 	case CodePluginFault:
 		return 503

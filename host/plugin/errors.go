@@ -17,6 +17,11 @@ var (
 	ErrFault = errors.New("plugin fault")
 	// ErrClosed: the runtime is closed.
 	ErrClosed = errors.New("plugin runtime closed")
+	// ErrBadDestinations: admit named destinations off the contract (too
+	// many, a target that does not parse, from a kind that declares no
+	// fetch, on a refusal). It is the plugin's fault, inside a
+	// *CallError, never the caller's.
+	ErrBadDestinations = errors.New("admit named destinations off the contract")
 )
 
 // RegistryError is a registry file that cannot be used.
@@ -57,6 +62,10 @@ func (e *LoadError) Unwrap() error { return e.Err }
 const (
 	CodeWatchUnobservable = "watch_unobservable"
 	CodeInvalidParams     = "invalid_params"
+	// CodeDestinationRefused: a destination admit named is an address the
+	// kind's destination guard refuses (loopback, private, link-local,
+	// metadata, …), so every fetch of the watch would be refused.
+	CodeDestinationRefused = "destination_refused"
 )
 
 // Refusal is admit's "no": the watch must not be written. Setting names what
