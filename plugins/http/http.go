@@ -143,7 +143,7 @@ func admit(p Params, g sdk.Grants) error {
 		}
 	}
 	if !abi.HostGranted(g.FetchHosts, u.Hostname()) {
-		return sdk.Unobservable("kinds."+Kind+".fetch_hosts", "host %s is not granted to kind %s", u.Hostname(), Kind)
+		return sdk.Unobservable("kinds."+Kind+".fetch_hosts", "host %s is not granted to kind %s: add it to kinds.%s.fetch_hosts", u.Hostname(), Kind, Kind)
 	}
 	return nil
 }

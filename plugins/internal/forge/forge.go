@@ -92,7 +92,7 @@ func (f Ref) Admit(kind string, g sdk.Grants) error {
 		}
 	}
 	if !abi.HostGranted(g.FetchHosts, u.Hostname()) {
-		return sdk.Unobservable("kinds."+kind+".fetch_hosts", "host %s is not granted to kind %s", u.Hostname(), kind)
+		return sdk.Unobservable("kinds."+kind+".fetch_hosts", "host %s is not granted to kind %s: add it to kinds.%s.fetch_hosts", u.Hostname(), kind, kind)
 	}
 	return nil
 }
