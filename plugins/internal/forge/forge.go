@@ -76,9 +76,9 @@ func (f Ref) Admit(kind string, g sdk.Grants) error {
 	if _, err := abi.ParseDestination(f.Base()); err != nil {
 		var de *abi.DestinationError
 		if errors.As(err, &de) {
-			return sdk.InvalidParams("api_base", "not a host the host can fetch from: %s", de.Reason)
+			return sdk.InvalidParams("api_base", "not an API root the host can fetch from: %s", de.Reason)
 		}
-		return sdk.InvalidParams("api_base", "not a host the host can fetch from")
+		return sdk.InvalidParams("api_base", "not an API root the host can fetch from")
 	}
 	if !repoRe.MatchString(f.Repo) || slices.Contains(strings.Split(f.Repo, "/"), "..") || slices.Contains(strings.Split(f.Repo, "/"), ".") {
 		return sdk.InvalidParams("repo", "%q: want owner/name", f.Repo)
