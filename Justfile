@@ -49,6 +49,7 @@ fuzz SECONDS="30":
     go test ./sdk/ -run XXX -fuzz FuzzDecodeObserveRequest -fuzztime {{SECONDS}}s
     go test ./sdk/ -run XXX -fuzz FuzzDecodeFields -fuzztime {{SECONDS}}s
     go test ./sdk/ -run XXX -fuzz FuzzAppendString -fuzztime {{SECONDS}}s
+    go test ./api/abi/ -run XXX -fuzz FuzzParseDestination -fuzztime {{SECONDS}}s
     go test ./internal/wasmbuild/ -run XXX -fuzz FuzzGoVersion -fuzztime {{SECONDS}}s
     go test ./store/ -run XXX -fuzz FuzzParseID -fuzztime {{SECONDS}}s
     go test ./host/netguard/ -run XXX -fuzz FuzzDialControl -fuzztime {{SECONDS}}s

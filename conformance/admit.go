@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/plugin"
 )
 
@@ -33,6 +35,7 @@ func (s *suite) admitChecks(ctx context.Context) {
 	s.probes = s.invalidProbes()
 	s.timed(AdmitRefusesInvalid, func() (Status, string) { return s.refusesInvalid(ctx) })
 	s.timed(AdmitDeterministic, func() (Status, string) { return s.admitDeterministic(ctx) })
+	s.timed(AdmitNamesDests, s.namesDestinations)
 }
 
 func (s *suite) admitExample(ctx context.Context) (Status, string) {
@@ -41,10 +44,14 @@ func (s *suite) admitExample(ctx context.Context) (Status, string) {
 		return Fail, "describe gives no example params, so every check that needs params is skipped: " + strings.Join(needsExample, ", ")
 	}
 	a, err := s.admit(ctx, ex)
+	if errors.Is(err, plugin.ErrBadDestinations) {
+		return Skip, fmt.Sprintf("the answer to the example %s names destinations off the contract: fix admit.destinations first; every check that needs params is skipped", clip(ex))
+	}
 	if err != nil {
 		return Fail, fmt.Sprintf("the example %s is not admitted: %v; every check that needs params is skipped", clip(ex), err)
 	}
 	s.example = ex
+	s.exampleAdm = &a
 	msg := "admitted " + clip(ex)
 	if !a.Deadline.IsZero() {
 		msg += ", natural deadline " + a.Deadline.Format(time.RFC3339)
@@ -239,12 +246,58 @@ func (s *suite) admitDeterministic(ctx context.Context) (Status, string) {
 	return Pass, fmt.Sprintf("%d params admitted twice each, the same answer each time", len(inputs))
 }
 
+// destinationsOnContract fails when any admit the suite made answered
+// destinations off the contract (the runtime holds them to it and makes
+// such an answer a fault).
+func (s *suite) destinationsOnContract() (Status, string) {
+	s.admitMu.Lock()
+	defer s.admitMu.Unlock()
+	if n := len(s.badDests); n > 0 {
+		return Fail, fmt.Sprintf("%d admit answer(s) named destinations off the contract; first: %s", n, s.badDests[0])
+	}
+	if s.exampleAdm == nil {
+		return Pass, fmt.Sprintf("%d admit calls, none naming destinations off the contract (the example was not admitted, so its own are unknown)", s.admits.Load())
+	}
+	return Pass, fmt.Sprintf("%d admit calls, none naming destinations off the contract; the example names %s", s.admits.Load(), destList(s.exampleAdm.Destinations))
+}
+
+// namesDestinations advises a kind that fetches to name where.
+func (s *suite) namesDestinations() (Status, string) {
+	switch {
+	case !slices.Contains(s.info.Capabilities, abi.CapabilityFetch):
+		return Pass, "the kind does not fetch: nothing to name"
+	case s.exampleAdm == nil:
+		return Skip, "needs the example admitted (admit.example)"
+	case len(s.exampleAdm.Destinations) == 0:
+		return Fail, "the kind declares fetch, and admitting the example names no destination: the host cannot refuse at registration a watch whose every fetch its guard or grants will refuse"
+	}
+	return Pass, "admitting the example names " + destList(s.exampleAdm.Destinations)
+}
+
+func destList(ds []abi.Destination) string {
+	if len(ds) == 0 {
+		return "no destinations"
+	}
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.Target
+		if d.Field != "" {
+			out[i] += " (" + d.Field + ")"
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
 func admitKey(a plugin.Admission, err error) string {
 	if err != nil {
 		return "error " + err.Error()
 	}
-	if a.Deadline.IsZero() {
-		return "ok"
+	key := "ok"
+	if !a.Deadline.IsZero() {
+		key += ", deadline " + a.Deadline.Format(time.RFC3339Nano)
 	}
-	return "ok, deadline " + a.Deadline.Format(time.RFC3339Nano)
+	if len(a.Destinations) > 0 {
+		key += ", destinations " + destList(a.Destinations)
+	}
+	return key
 }

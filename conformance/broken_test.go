@@ -21,6 +21,7 @@ var brokenTargets = map[string]string{
 	"admitfetch":       AdmitNoFetch,
 	"standingmail":     StandingFirstSilent,
 	"execfailure":      ObserveExecFailure,
+	"baddestinations":  AdmitDestinations,
 }
 
 // TestBrokenPluginsFailExactlyTheirCheck proves each check bites: every

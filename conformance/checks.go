@@ -3,7 +3,7 @@ package conformance
 // SuiteVersion is the version of the check list. It moves when a check is
 // added, removed or made stricter, so a plugin's "passes suite 1" keeps a
 // meaning; docs/conformance.md is its spec page.
-const SuiteVersion = 1
+const SuiteVersion = 2
 
 // Level says whether a check gates: a plugin conforms when no required
 // check fails. An advisory failure is reported and does not gate.
@@ -38,6 +38,8 @@ const (
 	AdmitRefusesInvalid   = "admit.refuses-invalid"
 	AdmitNoFetch          = "admit.no-fetch"
 	AdmitDeterministic    = "admit.deterministic"
+	AdmitDestinations     = "admit.destinations"
+	AdmitNamesDests       = "admit.names-destinations"
 	ObserveValidResult    = "observe.valid-result"
 	ObserveWrongKind      = "observe.wrong-kind-is-error"
 	ObserveFetchFailure   = "observe.fetch-failure-is-pending"
@@ -97,6 +99,12 @@ var specs = []Spec{
 	{AdmitDeterministic, Required,
 		"registration must not depend on when or how often it is tried",
 		"decide admit from the params and grants alone: no clock, counter or random value"},
+	{AdmitDestinations, Required,
+		"the host checks the destinations admit names against the kind's grants and destination guard; a list off the contract is a plugin fault, and the watch is not registered",
+		`name at most 16 destinations, only on an ok answer from a kind that declares fetch, each {"target": an http(s) URL or host[:port], "field"?: the param}, as docs/writing-a-plugin.md gives the grammar (sdk.Plugin.Destinations checks it)`},
+	{AdmitNamesDests, Advisory,
+		"a kind that fetches and names no destinations leaves a loopback, private or ungranted host to fail at every probe, until the watch expires, instead of a 422 at registration",
+		"name where the watch will fetch on admit's ok answer (sdk.Plugin.Destinations: one line for a URL param)"},
 	{ObserveValidResult, Required,
 		"the host holds observe's answer to the contract; an answer off it is a fault, and the watch learns nothing",
 		"answer pending, settled (with outcome.result) or, for a standing kind, changed (with a baseline); no other fields"},

@@ -92,6 +92,11 @@ type suite struct {
 	admits   atomic.Int64 // admit calls made
 	admitMu  sync.Mutex
 	admitHit []string // fetches made from admit
+	// badDests are admit answers whose destinations broke the contract
+	// (under admitMu).
+	badDests []string
+	// exampleAdm is the example's admission, when it was admitted.
+	exampleAdm *plugin.Admission
 
 	first        *obsCall // the example's first observation
 	exampleCalls []*obsCall
@@ -229,7 +234,7 @@ func (s *suite) skipAll(msg string, ids ...string) {
 var (
 	describeIDs = []string{DescribeABI, DescribeKindGrammar, DescribeSemver, DescribeSchema,
 		DescribeCapabilities, DescribeDefaultEvery, DescribeDeterministic}
-	admitIDs   = []string{AdmitExample, AdmitRefusesInvalid, AdmitDeterministic, AdmitNoFetch}
+	admitIDs   = []string{AdmitExample, AdmitRefusesInvalid, AdmitDeterministic, AdmitDestinations, AdmitNamesDests, AdmitNoFetch}
 	observeIDs = []string{ObserveValidResult, ObserveFetchFailure, ObserveExecFailure, ObserveDeterministic,
 		ObserveNoWallClock, ObserveBudget}
 	standingIDs = []string{StandingFirstSilent, StandingUnchanged, StandingChanged}
@@ -291,6 +296,7 @@ func (s *suite) all(ctx context.Context, cases []caseSource) error {
 		}
 	}
 	// Last: every admit the suite made counts.
+	s.timed(AdmitDestinations, s.destinationsOnContract)
 	s.timed(AdmitNoFetch, func() (Status, string) {
 		s.admitMu.Lock()
 		defer s.admitMu.Unlock()
@@ -561,6 +567,11 @@ func (s *suite) admit(ctx context.Context, params json.RawMessage) (plugin.Admis
 		}
 		s.admitMu.Lock()
 		s.admitHit = append(s.admitHit, fmt.Sprintf("%s, admitting %s", what, clip(params)))
+		s.admitMu.Unlock()
+	}
+	if errors.Is(err, plugin.ErrBadDestinations) {
+		s.admitMu.Lock()
+		s.badDests = append(s.badDests, fmt.Sprintf("admitting %s: %v", clip(params), err))
 		s.admitMu.Unlock()
 	}
 	return a, err

@@ -138,9 +138,11 @@ func TestCIThroughTheIssuer(t *testing.T) {
 }
 
 // The bundled grants reach only api.github.com: a forge elsewhere is
-// refused at admit, naming the setting; granted the host but not its
-// private address, the destination guard refuses the fetch and the watch
-// stays pending.
+// refused at admit, naming the setting. Granted the host but not its
+// private address, the watch is refused at admit too (the API root ci
+// names is loopback), naming kinds.ci.private_ranges; and a watch that got
+// past admission (stored before the check existed) meets the destination
+// guard at the fetch and stays pending.
 func TestCIForgeGrants(t *testing.T) {
 	forge := fakeforge.New(t)
 	rt, st := forgeRuntime(t, `{"kinds":{}}`)
@@ -152,8 +154,12 @@ func TestCIForgeGrants(t *testing.T) {
 	}
 
 	rt, st = forgeRuntime(t, `{"kinds":{"ci":{"capabilities":["fetch"],"fetch_hosts":["127.0.0.1"]}}}`)
-	obs := observe(t, rt, "ci", map[string]string{"forge": "gitea", "api_base": forge.GiteaURL(), "repo": "o/r", "sha": sha}, nil)
-	if obs.Status != abi.StatusPending || !strings.Contains(obs.Note, abi.FetchDestinationRefused) {
+	_, err = rt.Admit(context.Background(), "ci", p)
+	if !errors.As(err, &ref) || ref.Code != plugin.CodeDestinationRefused || ref.Setting != "kinds.ci.private_ranges" || ref.Field != "params.api_base" {
+		t.Fatalf("a loopback forge without its private range: %v", err)
+	}
+	obs, err := rt.Observe(context.Background(), abi.ObserveRequest{Kind: "ci", WatchID: "w1", Params: p, Now: t0, Attempt: 1})
+	if err != nil || obs.Status != abi.StatusPending || !strings.Contains(obs.Note, abi.FetchDestinationRefused) {
 		t.Fatalf("loopback without a private range: %+v", obs)
 	}
 	if n := forge.Requests(fakeforge.GiteaPrefix + "/repos/o/r/commits/" + sha + "/status"); n != 0 {

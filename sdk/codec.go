@@ -467,5 +467,21 @@ func appendAdmitResponse(b []byte, r abi.AdmitResponse) []byte {
 		b = r.Deadline.AppendFormat(b, time.RFC3339Nano)
 		b = append(b, '"')
 	}
+	if len(r.Destinations) > 0 {
+		b = append(b, `,"destinations":[`...)
+		for i, d := range r.Destinations {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"target":`...)
+			b = appendString(b, d.Target)
+			if d.Field != "" {
+				b = append(b, `,"field":`...)
+				b = appendString(b, d.Field)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
 	return append(b, '}')
 }

@@ -343,3 +343,37 @@ func ExampleParamsUnmarshaler() {
 	// Output:
 	// vigilhq/vigil#42 not merged yet
 }
+
+// urlParams are the params of demo.page.
+type urlParams struct {
+	URL string `json:"url"`
+}
+
+// A kind that fetches names where, in one line; the host then refuses a
+// watch of a loopback or private URL at registration. A param that is no
+// destination at all is refused by the SDK, naming the param.
+func ExamplePlugin_destinations() {
+	p := sdk.Plugin[urlParams]{
+		Kind:         "demo.page",
+		Version:      "1.0.0",
+		Schema:       `{"type":"object","properties":{"url":{"type":"string"}},"required":["url"],"additionalProperties":false}`,
+		Capabilities: []string{abi.CapabilityFetch},
+		Observe:      func(urlParams, sdk.Input) (sdk.Result, error) { return sdk.Pending("not yet"), nil },
+		Destinations: func(p urlParams) []sdk.Destination { return []sdk.Destination{{Target: p.URL, Field: "url"}} },
+	}
+	h := sdk.NewHarness(p)
+	for _, params := range []string{
+		`{"url":"https://status.example.com/healthz"}`,
+		`{"url":"ftp://files.example.com/"}`,
+	} {
+		resp, err := h.Admit(abi.AdmitRequest{Kind: "demo.page", Params: json.RawMessage(params)})
+		if err != nil {
+			panic(err)
+		}
+		out, _ := json.Marshal(resp)
+		fmt.Println(string(out))
+	}
+	// Output:
+	// {"ok":true,"destinations":[{"target":"https://status.example.com/healthz","field":"url"}]}
+	// {"ok":false,"code":"invalid_params","message":"not a destination the host can fetch: scheme \"ftp\": want http or https","field":"url"}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,11 @@ import (
 
 // Grants is what the operator allows this plugin, as passed to admit.
 type Grants = abi.Grants
+
+// Destination is one place a watch will fetch from: Target is an absolute
+// http or https URL or host[:port], Field the param it came from ("url"),
+// or "" when it came from none (a forge's default API host).
+type Destination = abi.Destination
 
 // Plugin describes one predicate kind. P is its params type: a struct with
 // JSON tags, decoded strictly (an unknown field is refused).
@@ -40,6 +46,21 @@ type Plugin[P any] struct {
 	// timer fires instead of expiring at the host's open-ended default.
 	// Zero means no natural deadline.
 	Deadline func(p P) time.Time
+	// Destinations, when set, names where a watch of p will fetch, once
+	// Admit has admitted p, so the host can refuse at registration a watch
+	// it could never fetch for: a host outside the kind's fetch grants, or
+	// an address its destination guard refuses (loopback, private,
+	// link-local, metadata, localhost, the integer forms). For a URL
+	// param it is one line:
+	//
+	//	Destinations: func(p Params) []sdk.Destination { return []sdk.Destination{{Target: p.URL, Field: "url"}} },
+	//
+	// A target with a Field that is not a destination (see
+	// abi.ParseDestination) is that param's fault: admit answers
+	// invalid_params naming it. One without a Field, more than
+	// abi.MaxDestinations, or a malformed Field is the plugin's bug: admit
+	// answers an error. Only a plugin with the fetch capability may set it.
+	Destinations func(p P) []Destination
 	// Admit checks configuration only: params beyond the schema, and grants.
 	// Return InvalidParams or Unobservable. It never reaches the network.
 	// Nil admits every params value the schema accepts.
@@ -95,6 +116,9 @@ func (p Plugin[P]) validate() error {
 	}
 	if !json.Valid([]byte(p.Schema)) {
 		errs = append(errs, errors.New("Schema is not JSON"))
+	}
+	if p.Destinations != nil && !slices.Contains(p.Capabilities, abi.CapabilityFetch) {
+		errs = append(errs, errors.New("Destinations is set, and the plugin does not declare the fetch capability"))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("sdk: plugin %q: %w", p.Kind, errors.Join(errs...))
@@ -182,10 +206,55 @@ func (t *typed[P]) admit(in []byte) ([]byte, error) {
 		}
 		if !d.IsZero() {
 			d = d.UTC()
-			resp.Deadline = &d
+			if d.Year() < 0 || d.Year() > 9999 {
+				// Client input the plugin let through: still the caller's
+				// to fix, and never an answer the host cannot read.
+				resp = abi.AdmitResponse{Code: abi.CodeInvalidParams,
+					Message: "the subject's natural deadline falls outside the years 0000-9999 that RFC 3339 can write"}
+			} else {
+				resp.Deadline = &d
+			}
+		}
+	}
+	if resp.OK && t.p.Destinations != nil {
+		var ds []Destination
+		if err := guard(func() error { ds = t.p.Destinations(p); return nil }); err != nil {
+			return nil, err
+		}
+		refusal, err := checkDestinations(ds)
+		switch {
+		case err != nil:
+			return nil, err
+		case refusal != nil:
+			resp = *refusal
+		case len(ds) > 0:
+			resp.Destinations = ds
 		}
 	}
 	return appendAdmitResponse(make([]byte, 0, 128), resp), nil
+}
+
+// checkDestinations holds what Destinations answered to the contract
+// before it goes out: a refusal when a target from a param is not a
+// destination (the caller's input), an error for the plugin's own bug.
+func checkDestinations(ds []Destination) (*abi.AdmitResponse, error) {
+	if len(ds) > abi.MaxDestinations {
+		return nil, fmt.Errorf("sdk: Destinations named %d destinations, at most %d", len(ds), abi.MaxDestinations)
+	}
+	for i, d := range ds {
+		if err := abi.CheckDestinationField(d.Field); err != nil {
+			return nil, fmt.Errorf("sdk: Destinations[%d]: %w", i, err)
+		}
+		if _, err := abi.ParseDestination(d.Target); err != nil {
+			var de *abi.DestinationError
+			if d.Field == "" || !errors.As(err, &de) {
+				return nil, fmt.Errorf("sdk: Destinations[%d]: %w", i, err)
+			}
+			return &abi.AdmitResponse{Code: abi.CodeInvalidParams, Field: d.Field,
+				Message: "not a destination the host can fetch: " + de.Reason}, nil
+		}
+	}
+	return nil, nil
 }
 
 func admitResponse(err error) abi.AdmitResponse {

@@ -3,6 +3,8 @@ package sdk
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,7 +89,7 @@ func TestAdmitMapsErrors(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tt.params, err)
 		}
-		if got != tt.want {
+		if !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s: got %+v, want %+v", tt.params, got, tt.want)
 		}
 	}
@@ -414,5 +416,115 @@ func TestInputExec(t *testing.T) {
 	out, err := h.Observe(abi.ObserveRequest{Kind: "t.exec", Params: []byte(`{}`)}, host)
 	if err != nil || out.Status != abi.StatusSettled || out.Outcome.Summary != "ran" {
 		t.Fatalf("%+v %v", out, err)
+	}
+}
+
+// A deadline the contract cannot write (a year past 9999) is the caller's
+// input the plugin let through: a refusal, never an answer the host cannot
+// read.
+func TestAdmitRefusesADeadlineRFC3339CannotWrite(t *testing.T) {
+	p := testPlugin(false, nil2)
+	p.Deadline = func(testParams) time.Time { return time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC).Add(time.Minute) }
+	got, err := NewHarness(p).Admit(abi.AdmitRequest{Kind: "test.kind", Params: json.RawMessage(`{"name":"ok"}`)})
+	if err != nil || got.OK || got.Code != abi.CodeInvalidParams || got.Deadline != nil || !strings.Contains(got.Message, "9999") {
+		t.Fatalf("%+v %v", got, err)
+	}
+}
+
+type urlParams struct {
+	URL string `json:"url"`
+}
+
+func destPlugin(dests func(urlParams) []Destination) Plugin[urlParams] {
+	return Plugin[urlParams]{
+		Kind: "test.kind", Version: "1.0.0", Schema: `{"type":"object"}`, Capabilities: []string{abi.CapabilityFetch},
+		Admit: func(p urlParams, _ Grants) error {
+			if p.URL == "refuse" {
+				return InvalidParams("url", "refused by admit")
+			}
+			return nil
+		},
+		Observe:      func(urlParams, Input) (Result, error) { return Pending(""), nil },
+		Destinations: dests,
+	}
+}
+
+func TestAdmitNamesDestinations(t *testing.T) {
+	fromURL := func(p urlParams) []Destination { return []Destination{{Target: p.URL, Field: "url"}} }
+	tests := []struct {
+		name  string
+		dests func(urlParams) []Destination
+		url   string
+		want  []Destination // on an ok answer
+		field string        // of an invalid_params answer
+		err   string        // part of an error
+	}{
+		{name: "a URL param", dests: fromURL, url: "https://status.example.com/x",
+			want: []Destination{{Target: "https://status.example.com/x", Field: "url"}}},
+		{name: "a loopback URL goes out for the host to judge", dests: fromURL, url: "http://127.0.0.1/",
+			want: []Destination{{Target: "http://127.0.0.1/", Field: "url"}}},
+		{name: "a fixed host", dests: func(urlParams) []Destination { return []Destination{{Target: "api.github.com"}} },
+			want: []Destination{{Target: "api.github.com"}}},
+		{name: "none", dests: func(urlParams) []Destination { return nil }},
+		{name: "admit's refusal first", dests: fromURL, url: "refuse", field: "url"},
+		{name: "a param that is no destination", dests: fromURL, url: "ftp://example.com/", field: "url"},
+		{name: "a target of the plugin's own that is no destination", dests: func(urlParams) []Destination { return []Destination{{Target: "a b"}} },
+			err: "Destinations[0]"},
+		{name: "a malformed field", dests: func(urlParams) []Destination { return []Destination{{Target: "x.example", Field: "u rl"}} },
+			err: "destination field"},
+		{name: "too many", dests: func(urlParams) []Destination { return make([]Destination, abi.MaxDestinations+1) },
+			err: "at most"},
+		{name: "a panic", dests: func(urlParams) []Destination { panic("boom") }, err: "panic"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			params, _ := json.Marshal(urlParams{URL: tt.url})
+			got, err := NewHarness(destPlugin(tt.dests)).Admit(abi.AdmitRequest{Kind: "test.kind", Params: params})
+			switch {
+			case tt.err != "":
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("admit = %+v, %v; want an error saying %q", got, err, tt.err)
+				}
+			case tt.field != "":
+				if err != nil || got.OK || got.Code != abi.CodeInvalidParams || got.Field != tt.field || got.Destinations != nil {
+					t.Fatalf("admit = %+v, %v; want invalid_params on %s", got, err, tt.field)
+				}
+			default:
+				if err != nil || !got.OK || !slices.Equal(got.Destinations, tt.want) {
+					t.Fatalf("admit = %+v, %v; want ok naming %v", got, err, tt.want)
+				}
+			}
+		})
+	}
+}
+
+// Destinations are for a kind that fetches: on one that does not, the
+// plugin fails validation, loudly, at load.
+func TestDestinationsNeedTheFetchCapability(t *testing.T) {
+	p := destPlugin(func(urlParams) []Destination { return nil })
+	p.Capabilities = nil
+	if _, err := NewHarness(p).Describe(); err == nil || !strings.Contains(err.Error(), "fetch capability") {
+		t.Fatalf("describe = %v, want the validation error", err)
+	}
+}
+
+// The SDK's own encoder writes what encoding/json reads back as the same
+// answer, through the host's strict decode.
+func TestAdmitResponseEncoding(t *testing.T) {
+	d := now
+	for _, r := range []abi.AdmitResponse{
+		{OK: true, Deadline: &d, Destinations: []Destination{{Target: "https://x.example/a?b=\"c\"", Field: "url"}, {Target: "api.github.com"}}},
+		{OK: true, Destinations: []Destination{{Target: "h\u2028ost"}}},
+		{Code: abi.CodeInvalidParams, Field: "url", Message: "no"},
+	} {
+		var back abi.AdmitResponse
+		if err := abi.StrictUnmarshal(appendAdmitResponse(nil, r), &back); err != nil {
+			t.Fatalf("%+v: %v", r, err)
+		}
+		a, _ := json.Marshal(r)
+		b, _ := json.Marshal(back)
+		if string(a) != string(b) {
+			t.Fatalf("round trip %s, want %s", b, a)
+		}
 	}
 }

@@ -85,13 +85,21 @@ const (
 // answer, is the subject's own natural deadline (a timer's instant plus a
 // minute); the host uses it when the watch names none, in place of its
 // open-ended default.
+//
+// Destinations, on an ok answer from a kind that declares the fetch
+// capability, name where the watch's fetches will go (at most
+// MaxDestinations, each target as ParseDestination reads it). The host
+// checks each against the kind's fetch grants and its destination guard
+// and refuses the watch at registration when a fetch could never be
+// made. A malformed list is the plugin's fault, never the caller's.
 type AdmitResponse struct {
-	OK       bool       `json:"ok"`
-	Code     string     `json:"code,omitempty"`
-	Message  string     `json:"message,omitempty"`
-	Field    string     `json:"field,omitempty"`
-	Setting  string     `json:"setting,omitempty"`
-	Deadline *time.Time `json:"deadline,omitempty"`
+	OK           bool          `json:"ok"`
+	Code         string        `json:"code,omitempty"`
+	Message      string        `json:"message,omitempty"`
+	Field        string        `json:"field,omitempty"`
+	Setting      string        `json:"setting,omitempty"`
+	Deadline     *time.Time    `json:"deadline,omitempty"`
+	Destinations []Destination `json:"destinations,omitempty"`
 }
 
 // ObserveRequest is the input of the observe export. Now is the host's

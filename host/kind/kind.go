@@ -59,6 +59,9 @@ type Info struct {
 type Admission struct {
 	// Deadline is the subject's natural deadline, or zero.
 	Deadline time.Time
+	// Destinations are where the kind said the watch will fetch, each
+	// checked against the kind's grants and destination guard.
+	Destinations []abi.Destination
 	// Subject and Params come from a pushed kind's admission only: what
 	// the watch waits on, and its params as the host completed them (nil:
 	// as registered).
@@ -95,6 +98,10 @@ var (
 const (
 	CodeWatchUnobservable = "watch_unobservable"
 	CodeInvalidParams     = "invalid_params"
+	// CodeDestinationRefused: a destination admit named is an address the
+	// kind's destination guard refuses (loopback, private, link-local,
+	// metadata, …), so every fetch of the watch would be refused.
+	CodeDestinationRefused = "destination_refused"
 )
 
 // Refusal is admit's "no": the watch must not be written. Setting names

@@ -31,7 +31,14 @@
 //     routing bug) comes back as an error, so it is loud.
 //   - Reach the network in Admit. Admission is configuration: the kind has a
 //     plugin, the plugin's capabilities are granted, the params match the
-//     schema, and the plugin's admit agrees.
+//     schema, the plugin's admit agrees, and each destination admit names
+//     is within the kind's fetch grants and not an address the kind's
+//     destination guard refuses. Destinations are judged without DNS
+//     (literals, localhost and the inet_aton forms, through netguard's
+//     LiteralResolver); a name is left to each fetch's own guard.
+//   - Blame the caller for the plugin. A refusal (*Refusal, a 422) is
+//     about the params or the operator's settings; an answer off the
+//     contract, destinations included, is a *CallError (a fault, 503).
 //
 // Why a goroutine-free timeout was not used: wazero can only interrupt
 // compiled code that checks the module's state at loop entries, and it

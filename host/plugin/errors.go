@@ -19,6 +19,11 @@ var (
 	ErrFault = kind.ErrFault
 	// ErrClosed: the runtime is closed.
 	ErrClosed = errors.New("plugin runtime closed")
+	// ErrBadDestinations: admit named destinations off the contract (too
+	// many, a target that does not parse, from a kind that declares no
+	// fetch, on a refusal). It is the plugin's fault, inside a
+	// *CallError, never the caller's.
+	ErrBadDestinations = errors.New("admit named destinations off the contract")
 )
 
 // RegistryError is a registry file that cannot be used.
@@ -67,8 +72,9 @@ type (
 
 // Refusal codes, as the API reports them.
 const (
-	CodeWatchUnobservable = kind.CodeWatchUnobservable
-	CodeInvalidParams     = kind.CodeInvalidParams
+	CodeWatchUnobservable  = kind.CodeWatchUnobservable
+	CodeInvalidParams      = kind.CodeInvalidParams
+	CodeDestinationRefused = kind.CodeDestinationRefused
 )
 
 // Fault reasons.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/host/netguard"
 )
 
 // Limits bound every plugin call. Zero fields take the defaults.
@@ -184,6 +186,9 @@ type loaded struct {
 	entry  Entry
 	schema *paramsSchema
 	mod    *module
+	// guard is the destination guard of the kind's private ranges, for
+	// the destinations its admit names.
+	guard *netguard.Guard
 }
 
 // Info describes a loaded plugin (kind.Info).
@@ -532,7 +537,20 @@ func (r *Runtime) load(ctx context.Context, c candidate, reg Registry, prev *mod
 			break
 		}
 	}
-	return &loaded{info: info, entry: entry, schema: schema, mod: mod}, nil
+	return &loaded{info: info, entry: entry, schema: schema, mod: mod, guard: guardFor(entry.PrivateRanges)}, nil
+}
+
+// guardFor is the destination guard of a kind's private ranges, as the
+// fetch issuer builds it. A range that does not parse allows nothing (the
+// registry refuses one).
+func guardFor(ranges []string) *netguard.Guard {
+	var allow []netip.Prefix
+	for _, s := range ranges {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			allow = append(allow, p)
+		}
+	}
+	return netguard.New(allow)
 }
 
 func (r *Runtime) describe(ctx context.Context, mod *module) (abi.Describe, *paramsSchema, time.Duration, *LoadError) {
@@ -617,7 +635,8 @@ type Admission = kind.Admission
 // returns an Admission, a *Refusal (the watch must not be written), or an
 // error when the plugin could not answer (a *CallError). It checks
 // configuration only and never reaches the network: the plugin's admit
-// gets no fetch.
+// gets no fetch, and the destinations it names are judged without DNS
+// (see checkDestination).
 func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage) (Admission, error) {
 	set := r.set.Load()
 	l, ok := set.kinds[kind]
@@ -645,6 +664,7 @@ func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage
 		return Admission{}, err
 	}
 	var resp abi.AdmitResponse
+	var eps []abi.Endpoint
 	_, err = r.invoke(ctx, l, abi.ExportAdmit, in, r.rc.limits.CallTimeout, func(out []byte) error {
 		if err := abi.StrictUnmarshal(out, &resp); err != nil {
 			return fmt.Errorf("admit output: %w", err)
@@ -652,14 +672,21 @@ func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage
 		if !resp.OK && resp.Code != abi.CodeUnobservable && resp.Code != abi.CodeInvalidParams {
 			return fmt.Errorf("admit answered ok:false with code %q", resp.Code)
 		}
-		return nil
+		var err error
+		eps, err = checkDestinations(resp, l.info.Capabilities)
+		return err
 	})
 	if err != nil {
 		return Admission{}, err
 	}
 	switch {
 	case resp.OK:
-		var a Admission
+		for i, d := range resp.Destinations {
+			if ref := l.checkDestination(ctx, d, eps[i]); ref != nil {
+				return Admission{}, ref
+			}
+		}
+		a := Admission{Destinations: resp.Destinations}
 		if resp.Deadline != nil {
 			a.Deadline = *resp.Deadline
 		}
@@ -677,6 +704,71 @@ func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage
 		}
 		return Admission{}, &Refusal{Code: CodeInvalidParams, Message: resp.Message, Field: field}
 	}
+}
+
+// checkDestinations holds admit's destinations to the contract and parses
+// them: on an ok answer only, from a kind that declares fetch, at most
+// abi.MaxDestinations, each target as abi.ParseDestination reads it. Any
+// other answer is the plugin's fault (ErrBadDestinations).
+func checkDestinations(resp abi.AdmitResponse, caps []string) ([]abi.Endpoint, error) {
+	ds := resp.Destinations
+	switch {
+	case resp.Destinations == nil:
+		return nil, nil
+	case !resp.OK:
+		return nil, fmt.Errorf("%w: destinations on a refusal", ErrBadDestinations)
+	case !slices.Contains(caps, abi.CapabilityFetch):
+		return nil, fmt.Errorf("%w: destinations from a kind that does not declare the %s capability", ErrBadDestinations, abi.CapabilityFetch)
+	case len(ds) > abi.MaxDestinations:
+		return nil, fmt.Errorf("%w: %d destinations, at most %d", ErrBadDestinations, len(ds), abi.MaxDestinations)
+	}
+	eps := make([]abi.Endpoint, len(ds))
+	for i, d := range ds {
+		ep, err := abi.ParseDestination(d.Target)
+		if err != nil {
+			return nil, fmt.Errorf("%w: destinations[%d]: %w", ErrBadDestinations, i, err)
+		}
+		if err := abi.CheckDestinationField(d.Field); err != nil {
+			return nil, fmt.Errorf("%w: destinations[%d]: %w", ErrBadDestinations, i, err)
+		}
+		eps[i] = ep
+	}
+	return eps, nil
+}
+
+// checkDestination refuses a destination every fetch of the watch would
+// be refused: a host outside the kind's fetch grants (watch_unobservable,
+// as the issuer's not_granted), or an address the kind's destination guard
+// refuses (destination_refused). The address check reads literals only
+// (an IP, localhost, the inet_aton forms, through netguard's
+// LiteralResolver): a name that needs DNS is judged at each fetch, since
+// admission never reaches the network.
+func (l *loaded) checkDestination(ctx context.Context, d abi.Destination, ep abi.Endpoint) *Refusal {
+	kind := l.info.Kind
+	field, from := "", ""
+	if d.Field != "" {
+		field = "params." + d.Field
+		from = " (" + field + ")"
+	}
+	if !abi.HostGranted(l.entry.FetchHosts, ep.Host) {
+		setting := fmt.Sprintf("kinds.%s.fetch_hosts", kind)
+		return &Refusal{Code: CodeWatchUnobservable, Field: field, Setting: setting,
+			Message: fmt.Sprintf("host %s%s is not granted to kind %s, so every fetch of the watch would be refused: add it to %s in %s",
+				ep.Host, from, kind, setting, RegistryFile)}
+	}
+	_, err := l.guard.Resolve(ctx, netguard.LiteralResolver{}, ep.Host)
+	var re *netguard.RefusedError
+	if !errors.As(err, &re) {
+		return nil // allowed, or a name only DNS can tell: judged at each fetch
+	}
+	what := "is " + re.Reason
+	if re.Host != "" {
+		what = fmt.Sprintf("reaches %s, %s", re.Addr, re.Reason)
+	}
+	setting := fmt.Sprintf("kinds.%s.private_ranges", kind)
+	return &Refusal{Code: CodeDestinationRefused, Field: field, Setting: setting,
+		Message: fmt.Sprintf("host %s%s %s, which the fetch destination guard refuses on every probe: name a public host, or allow its range in %s in %s",
+			ep.Host, from, what, setting, RegistryFile)}
 }
 
 func describeGrants(caps []string) string {

@@ -47,8 +47,9 @@ var Plugin = sdk.Plugin[Params]{
 	Capabilities: []string{abi.CapabilityFetch},
 	Example: Params{Ref: forge.Ref{Forge: forge.GitHub, APIBase: forge.GitHubAPI, Repo: "vigilhq/vigil"},
 		SHA: "0123456789abcdef0123456789abcdef01234567"},
-	Admit:   admit,
-	Observe: observe,
+	Admit:        admit,
+	Observe:      observe,
+	Destinations: func(p Params) []sdk.Destination { return p.Ref.Destinations() },
 }
 
 // admit checks configuration only; it never asks the forge whether the

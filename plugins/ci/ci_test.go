@@ -320,6 +320,7 @@ func TestAdmit(t *testing.T) {
 		{name: "api_base not a URL", params: with(func(p *Params) { p.APIBase = "api.github.com" }), grants: gh, field: "api_base"},
 		{name: "api_base with a query", params: with(func(p *Params) { p.APIBase = "https://api.github.com/?x=1" }), grants: gh, field: "api_base"},
 		{name: "api_base with credentials", params: with(func(p *Params) { p.APIBase = "https://u:p@api.github.com" }), grants: gh, field: "api_base"},
+		{name: "api_base with an empty label", params: with(func(p *Params) { p.APIBase = "https://api..github.com" }), grants: gh, field: "api_base"},
 		{name: "repo without owner", params: with(func(p *Params) { p.Repo = "app" }), grants: gh, field: "repo"},
 		{name: "repo climbing", params: with(func(p *Params) { p.Repo = "../x" }), grants: gh, field: "repo"},
 		{name: "a bad token_ref", params: with(func(p *Params) { p.TokenRef = "GH Token" }), grants: gh, field: "token_ref"},
@@ -382,5 +383,27 @@ func TestWrongKind(t *testing.T) {
 	}
 	if _, err := h.Admit(abi.AdmitRequest{Kind: "ticket", Params: raw, Grants: grants("*")}); !errors.As(err, &wk) {
 		t.Fatalf("admit of kind ticket = %v", err)
+	}
+}
+
+// An admitted watch names the forge's API root as the destination it
+// fetches: the default GitHub API from no param, an api_base from its
+// param.
+func TestAdmitNamesTheAPIBase(t *testing.T) {
+	h := sdk.NewHarness(Plugin)
+	gitea := Params{Ref: forge.Ref{Forge: forge.GitHub, Repo: repo}, SHA: shaA}
+	gitea.Forge, gitea.APIBase = forge.Gitea, "http://127.0.0.1:3000/api/v1"
+	for _, tt := range []struct {
+		params Params
+		want   abi.Destination
+	}{
+		{Params{Ref: forge.Ref{Forge: forge.GitHub, Repo: repo}, SHA: shaA}, abi.Destination{Target: forge.GitHubAPI}},
+		{gitea, abi.Destination{Target: "http://127.0.0.1:3000/api/v1", Field: "api_base"}},
+	} {
+		raw, _ := json.Marshal(tt.params)
+		got, err := h.Admit(abi.AdmitRequest{Kind: Kind, Params: raw, Grants: grants("*")})
+		if err != nil || !got.OK || len(got.Destinations) != 1 || got.Destinations[0] != tt.want {
+			t.Fatalf("%s: admit = %+v, %v; want %+v", raw, got, err, tt.want)
+		}
 	}
 }

@@ -100,6 +100,9 @@ var Plugin = sdk.Plugin[Params]{
 	}},
 	Admit:   admit,
 	Observe: observe,
+	// The URL is where every probe fetches: the host refuses a loopback
+	// or private one at registration, not at every probe.
+	Destinations: func(p Params) []sdk.Destination { return []sdk.Destination{{Target: p.URL, Field: "url"}} },
 }
 
 // admit checks configuration only: the URL, the expectations the schema
@@ -115,6 +118,13 @@ func admit(p Params, g sdk.Grants) error {
 	if u.User != nil {
 		// Params are stored and listed; a credential does not belong there.
 		return sdk.InvalidParams("url", "credentials in the URL are refused")
+	}
+	if _, err := abi.ParseDestination(p.URL); err != nil {
+		var de *abi.DestinationError
+		if errors.As(err, &de) {
+			return sdk.InvalidParams("url", "not a URL the host can fetch: %s", de.Reason)
+		}
+		return sdk.InvalidParams("url", "not a URL the host can fetch")
 	}
 	if e := p.Expect; e != nil {
 		if p.Change {
@@ -133,7 +143,7 @@ func admit(p Params, g sdk.Grants) error {
 		}
 	}
 	if !abi.HostGranted(g.FetchHosts, u.Hostname()) {
-		return sdk.Unobservable("kinds."+Kind+".fetch_hosts", "host %s is not granted to kind %s", u.Hostname(), Kind)
+		return sdk.Unobservable("kinds."+Kind+".fetch_hosts", "host %s is not granted to kind %s: add it to kinds.%s.fetch_hosts", u.Hostname(), Kind, Kind)
 	}
 	return nil
 }

@@ -228,6 +228,9 @@ func TestAdmit(t *testing.T) {
 		{name: "no equals", params: `{"url":"https://example.com/","expect":{"json_path":{"path":"a"}}}`, grants: granted, field: "expect.json_path.equals"},
 		{name: "change and expect", params: `{"url":"https://example.com/","change":true,"expect":{"status":200}}`, grants: granted, field: "change"},
 		{name: "unknown field", params: `{"url":"https://example.com/","colour":1}`, grants: granted, field: "colour"},
+		{name: "an empty label", params: `{"url":"https://a..example.com/"}`, grants: granted, field: "url"},
+		{name: "a port out of range", params: `{"url":"https://example.com:0/"}`, grants: granted, field: "url"},
+		{name: "a loopback URL is the host's to judge", params: `{"url":"http://127.0.0.1/"}`, grants: granted},
 	}
 	h := sdk.NewHarness(Plugin)
 	for _, tt := range tests {
@@ -325,5 +328,17 @@ func TestWrongKind(t *testing.T) {
 	}
 	if _, err := h.Admit(abi.AdmitRequest{Kind: "ci", Params: params, Grants: granted}); !errors.As(err, &wk) {
 		t.Fatalf("admit of kind ci = %v", err)
+	}
+}
+
+// An admitted watch names its URL as the destination it fetches, with the
+// param, so the host can refuse a loopback or private one at registration.
+func TestAdmitNamesTheURL(t *testing.T) {
+	h := sdk.NewHarness(Plugin)
+	for _, u := range []string{"https://status.example.com/x?y=1", "http://127.0.0.1:8080/", "http://2130706433/"} {
+		got, err := h.Admit(abi.AdmitRequest{Kind: Kind, Params: json.RawMessage(`{"url":"` + u + `"}`), Grants: granted})
+		if err != nil || !got.OK || len(got.Destinations) != 1 || got.Destinations[0] != (abi.Destination{Target: u, Field: "url"}) {
+			t.Fatalf("%s: admit = %+v, %v", u, got, err)
+		}
 	}
 }

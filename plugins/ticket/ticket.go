@@ -48,6 +48,7 @@ var Plugin = sdk.Plugin[Params]{
 	Example:      Params{Ref: forge.Ref{Forge: forge.GitHub, APIBase: forge.GitHubAPI, Repo: "vigilhq/vigil"}, Number: 42},
 	Admit:        admit,
 	Observe:      observe,
+	Destinations: func(p Params) []sdk.Destination { return p.Ref.Destinations() },
 }
 
 // admit checks configuration only; it never asks whether the issue exists.

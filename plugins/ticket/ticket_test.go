@@ -287,3 +287,25 @@ func TestWrongKind(t *testing.T) {
 		t.Fatalf("admit of kind ci = %v", err)
 	}
 }
+
+// An admitted watch names the forge's API root as the destination it
+// fetches: the default GitHub API from no param, an api_base from its
+// param.
+func TestAdmitNamesTheAPIBase(t *testing.T) {
+	h := sdk.NewHarness(Plugin)
+	gitea := Params{Ref: forge.Ref{Forge: forge.GitHub, Repo: repo}, Number: 7}
+	gitea.Forge, gitea.APIBase = forge.Gitea, "http://127.0.0.1:3000/api/v1"
+	for _, tt := range []struct {
+		params Params
+		want   abi.Destination
+	}{
+		{Params{Ref: forge.Ref{Forge: forge.GitHub, Repo: repo}, Number: 7}, abi.Destination{Target: forge.GitHubAPI}},
+		{gitea, abi.Destination{Target: "http://127.0.0.1:3000/api/v1", Field: "api_base"}},
+	} {
+		raw, _ := json.Marshal(tt.params)
+		got, err := h.Admit(abi.AdmitRequest{Kind: Kind, Params: raw, Grants: grants("*")})
+		if err != nil || !got.OK || len(got.Destinations) != 1 || got.Destinations[0] != tt.want {
+			t.Fatalf("%s: admit = %+v, %v; want %+v", raw, got, err, tt.want)
+		}
+	}
+}

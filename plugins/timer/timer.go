@@ -50,9 +50,19 @@ var Plugin = sdk.Plugin[Params]{
 	Deadline: func(p Params) time.Time { return p.At.Add(time.Minute) },
 }
 
+// lastAt is the last instant a timer may name: its deadline, a minute
+// on, is the last that RFC 3339 (and so the contract's JSON) can write.
+var lastAt = time.Date(9999, 12, 31, 23, 58, 59, 999999999, time.UTC)
+
 func admit(p Params, _ sdk.Grants) error {
 	if p.At.IsZero() {
 		return sdk.InvalidParams("at", "required")
+	}
+	if p.At.After(lastAt) {
+		// A year RFC 3339 cannot write: refused here, so it is the
+		// caller's 422 and never an answer the host cannot read.
+		return sdk.InvalidParams("at", "%s is beyond the last instant a timer can name, %s (the deadline, a minute on, must fit the years 0000-9999 of RFC 3339)",
+			p.At.Format(time.RFC3339Nano), lastAt.Format(time.RFC3339))
 	}
 	return nil
 }

@@ -57,6 +57,9 @@ func TestAdmit(t *testing.T) {
 		`{"at":"0001-01-01T00:00:00Z"}`:       false,
 		`{"at":"noon"}`:                       false,
 		`{"at":"2026-11-30T14:00:00Z","x":1}`: false,
+		`{"at":"9999-12-31T23:58:00Z"}`:       true,
+		`{"at":"9999-12-31T23:59:00Z"}`:       false, // its deadline is in year 10000
+		`{"at":"9999-12-31T20:00:00-05:00"}`:  false, // 10000-01-01T01:00:00Z
 	} {
 		got, err := h.Admit(abi.AdmitRequest{Kind: "timer", Params: json.RawMessage(params)})
 		if err != nil {
@@ -74,8 +77,9 @@ func TestAdmitNamesTheField(t *testing.T) {
 	h := sdk.NewHarness(Plugin)
 	for params, field := range map[string]string{
 		`{"at":"2026-11-30T14:00:00Z","every":1}`: "every",
-		`{"at":5}`:      "at",
-		`{"at":"noon"}`: "at",
+		`{"at":"9999-12-31T23:59:59Z"}`:           "at",
+		`{"at":5}`:                                "at",
+		`{"at":"noon"}`:                           "at",
 	} {
 		got, err := h.Admit(abi.AdmitRequest{Kind: "timer", Params: json.RawMessage(params)})
 		if err != nil || got.OK || got.Field != field || got.Code != abi.CodeInvalidParams {

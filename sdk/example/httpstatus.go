@@ -71,6 +71,9 @@ var Plugin = sdk.Plugin[Params]{
 	Example:      Params{URL: "https://status.example.com/healthz", Status: 200},
 	Admit:        admit,
 	Observe:      observe,
+	// The watch fetches its URL: naming it lets the host refuse a loopback
+	// or private address at registration, not at every probe.
+	Destinations: func(p Params) []sdk.Destination { return []sdk.Destination{{Target: p.URL, Field: "url"}} },
 }
 
 // admit checks configuration only: what the schema cannot say about the

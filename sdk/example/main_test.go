@@ -217,7 +217,8 @@ func TestHarness(t *testing.T) {
 		name, params string
 		want         abi.AdmitResponse
 	}{
-		{"ok", `{"url":"https://status.example.com/healthz"}`, abi.AdmitResponse{OK: true}},
+		{"ok", `{"url":"https://status.example.com/healthz"}`, abi.AdmitResponse{OK: true,
+			Destinations: []abi.Destination{{Target: "https://status.example.com/healthz", Field: "url"}}}},
 		{"invalid url", `{"url":"/healthz"}`,
 			abi.AdmitResponse{Code: abi.CodeInvalidParams, Field: "url", Message: "want an absolute http or https URL"}},
 		{"unknown field", `{"url":"https://status.example.com/","colour":"red"}`,
@@ -234,7 +235,7 @@ func TestHarness(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got != tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("admit = %+v, want %+v", got, tt.want)
 			}
 		})

@@ -51,6 +51,7 @@ func Plugin(kind string, standing bool) sdk.Plugin[Params] {
 		Capabilities: []string{abi.CapabilityFetch},
 		Example:      Params{URL: "https://forge.example.com/api/status", Tag: "nightly"},
 		Admit:        func(p Params, g sdk.Grants) error { return Admit(kind, p, g) },
+		Destinations: func(p Params) []sdk.Destination { return []sdk.Destination{{Target: p.URL, Field: "url"}} },
 		Observe:      func(p Params, in sdk.Input) (sdk.Result, error) { return Observe(standing, p, in) },
 	}
 }

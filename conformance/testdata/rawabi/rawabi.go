@@ -41,6 +41,9 @@ type Plugin struct {
 	// CheckKind makes observe raise on a call for another kind, as the
 	// contract requires.
 	CheckKind bool
+	// Destinations, when set, is the JSON admit's ok answer carries as
+	// its destinations, verbatim.
+	Destinations string
 }
 
 const schema = `{"type":"object","properties":{"at":{"type":"string","format":"date-time"}},` +
@@ -74,7 +77,13 @@ func (p Plugin) Admit() int32 {
 		return respond(abi.AdmitResponse{Code: abi.CodeInvalidParams, Field: "at", Message: err.Error()})
 	}
 	d := ps.At.Add(time.Minute).UTC()
-	return respond(abi.AdmitResponse{OK: true, Deadline: &d})
+	resp := abi.AdmitResponse{OK: true, Deadline: &d}
+	if p.Destinations != "" {
+		if err := json.Unmarshal([]byte(p.Destinations), &resp.Destinations); err != nil {
+			return fail("rawabi: Destinations: " + err.Error())
+		}
+	}
+	return respond(resp)
 }
 
 // Observe answers observe.

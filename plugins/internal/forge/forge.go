@@ -73,6 +73,13 @@ func (f Ref) Admit(kind string, g sdk.Grants) error {
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return sdk.InvalidParams("api_base", "want the API root alone: no credentials, query or fragment")
 	}
+	if _, err := abi.ParseDestination(f.Base()); err != nil {
+		var de *abi.DestinationError
+		if errors.As(err, &de) {
+			return sdk.InvalidParams("api_base", "not an API root the host can fetch from: %s", de.Reason)
+		}
+		return sdk.InvalidParams("api_base", "not an API root the host can fetch from")
+	}
 	if !repoRe.MatchString(f.Repo) || slices.Contains(strings.Split(f.Repo, "/"), "..") || slices.Contains(strings.Split(f.Repo, "/"), ".") {
 		return sdk.InvalidParams("repo", "%q: want owner/name", f.Repo)
 	}
@@ -85,9 +92,22 @@ func (f Ref) Admit(kind string, g sdk.Grants) error {
 		}
 	}
 	if !abi.HostGranted(g.FetchHosts, u.Hostname()) {
-		return sdk.Unobservable("kinds."+kind+".fetch_hosts", "host %s is not granted to kind %s", u.Hostname(), kind)
+		return sdk.Unobservable("kinds."+kind+".fetch_hosts", "host %s is not granted to kind %s: add it to kinds.%s.fetch_hosts", u.Hostname(), kind, kind)
 	}
 	return nil
+}
+
+// Destinations names the forge's API root, the one place a watch of Ref
+// fetches from, so the host refuses at registration an API base its
+// destination guard would refuse at every probe (a loopback or private
+// address) or a host outside the kind's grants. The default GitHub API
+// comes from no param.
+func (f Ref) Destinations() []sdk.Destination {
+	d := sdk.Destination{Target: f.Base()}
+	if f.APIBase != "" {
+		d.Field = "api_base"
+	}
+	return []sdk.Destination{d}
 }
 
 // FetchTimeout bounds one GET. The ci kind makes two or more per
