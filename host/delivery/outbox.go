@@ -351,6 +351,17 @@ func (o *Outbox) promote(now time.Time) (time.Time, bool) {
 	return time.Unix(0, o.retries[0].due), true
 }
 
+// NextRetry is when the earliest retry is due; false when none waits, and
+// then the loop arms no timer.
+func (o *Outbox) NextRetry() (time.Time, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.retries) == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, o.retries[0].due).UTC(), true
+}
+
 // loop owns the retry heap's one timer: it sleeps until the earliest
 // retry is due or a new one is added, and with no retry waiting it arms
 // no timer at all.
