@@ -383,6 +383,11 @@ func (o *Outbox) loop(ctx context.Context) {
 			t.Stop()
 		}
 		if ctx.Err() != nil {
+			// The workers stop too, whether or not Stop was called.
+			o.mu.Lock()
+			o.stopping = true
+			o.cond.Broadcast()
+			o.mu.Unlock()
 			return
 		}
 	}
