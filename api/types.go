@@ -173,6 +173,22 @@ type Message struct {
 	Type    string    `json:"type"`
 	Outcome Outcome   `json:"outcome"`
 	At      time.Time `json:"at"`
+	// Push is what became of the message's webhook push so far, on a
+	// mailbox read; absent when the recipient had no webhook. Never part
+	// of the webhook body or of a stream event.
+	Push *MessagePush `json:"push,omitempty"`
+}
+
+// MessagePush is the state of a message's webhook push: pending (waiting
+// for its first attempt), sending, retrying (at NextAttempt), delivered,
+// failed, or unknown (a request went out and no answer came; never sent
+// again).
+type MessagePush struct {
+	State       string     `json:"state"`
+	Attempts    int        `json:"attempts"`
+	NextAttempt *time.Time `json:"next_attempt,omitempty"`
+	LastError   string     `json:"last_error,omitempty"`
+	UpdatedAt   time.Time  `json:"updated_at"`
 }
 
 // Mailbox is a mailbox read: the messages after the cursor, and the
@@ -295,6 +311,10 @@ type RecipientRequest struct {
 // WebhookView is a recipient's webhook as returned: never the secret.
 type WebhookView struct {
 	URL string `json:"url"`
+	// DisabledAt is set when the receiver answered 410 Gone: nothing is
+	// pushed to the URL until the recipient's webhook is set again.
+	DisabledAt     *time.Time `json:"disabled_at,omitempty"`
+	DisabledReason string     `json:"disabled_reason,omitempty"`
 }
 
 // Recipient is a recipient as the API returns it.

@@ -38,6 +38,10 @@ type Badger struct {
 	// eventMu does the same for event appends, whose sequence is per
 	// stream; apart from appendMu so facts never queue behind mail.
 	eventMu sync.Mutex
+	// failpoint, set only by this package's tests, is called inside the
+	// transactions that write several things at once, between the writes;
+	// an error from it aborts the transaction.
+	failpoint func(at string) error
 }
 
 var _ Store = (*Badger)(nil)
@@ -187,25 +191,28 @@ func (s *Badger) Create(ctx context.Context, w Watch) error {
 	if !w.State.Valid() || !w.Receipt.Valid() {
 		return fmt.Errorf("store: create: state %q receipt %q", w.State, w.Receipt)
 	}
-	return s.update(ctx, func(txn *badger.Txn) error {
-		if _, err := txn.Get(rowKey(w.ID)); err == nil {
-			return ErrExists
-		} else if !errors.Is(err, badger.ErrKeyNotFound) {
+	return s.update(ctx, func(txn *badger.Txn) error { return createRow(txn, w) })
+}
+
+// createRow writes a new row and its indexes inside txn.
+func createRow(txn *badger.Txn, w Watch) error {
+	if _, err := txn.Get(rowKey(w.ID)); err == nil {
+		return ErrExists
+	} else if !errors.Is(err, badger.ErrKeyNotFound) {
+		return err
+	}
+	if err := putRow(txn, w); err != nil {
+		return err
+	}
+	if err := txn.Set(stateKey(w.State, w.ID), scheduleValue(w)); err != nil {
+		return err
+	}
+	if w.Subject != "" && w.State == Pending {
+		if err := editSubject(txn, w.Subject, w.ID, true); err != nil {
 			return err
 		}
-		if err := putRow(txn, w); err != nil {
-			return err
-		}
-		if err := txn.Set(stateKey(w.State, w.ID), scheduleValue(w)); err != nil {
-			return err
-		}
-		if w.Subject != "" && w.State == Pending {
-			if err := editSubject(txn, w.Subject, w.ID, true); err != nil {
-				return err
-			}
-		}
-		return txn.Set(recipientKey(w.Recipient.ID, w.ID), nil)
-	})
+	}
+	return txn.Set(recipientKey(w.Recipient.ID, w.ID), nil)
 }
 
 // Get implements Store.
@@ -231,32 +238,42 @@ func (s *Badger) transition(ctx context.Context, id ID, f func(w *Watch) error) 
 		if err := f(&w); err != nil {
 			return err
 		}
-		if err := putRow(txn, w); err != nil {
+		if err := rewriteRow(txn, from, w); err != nil {
 			return err
-		}
-		switch {
-		case w.State != from:
-			if err := txn.Delete(stateKey(from, id)); err != nil {
-				return err
-			}
-			if err := txn.Set(stateKey(w.State, id), scheduleValue(w)); err != nil {
-				return err
-			}
-			if from == Pending && w.Subject != "" {
-				if err := editSubject(txn, w.Subject, id, false); err != nil {
-					return err
-				}
-			}
-		case w.State == Pending:
-			// The pending index carries the schedule; keep it current.
-			if err := txn.Set(stateKey(w.State, id), scheduleValue(w)); err != nil {
-				return err
-			}
 		}
 		out = w
 		return nil
 	})
 	return out, err
+}
+
+// rewriteRow writes w, which was in state from, and moves its indexes,
+// inside txn.
+func rewriteRow(txn *badger.Txn, from State, w Watch) error {
+	if err := putRow(txn, w); err != nil {
+		return err
+	}
+	id := w.ID
+	switch {
+	case w.State != from:
+		if err := txn.Delete(stateKey(from, id)); err != nil {
+			return err
+		}
+		if err := txn.Set(stateKey(w.State, id), scheduleValue(w)); err != nil {
+			return err
+		}
+		if from == Pending && w.Subject != "" {
+			if err := editSubject(txn, w.Subject, id, false); err != nil {
+				return err
+			}
+		}
+	case w.State == Pending:
+		// The pending index carries the schedule; keep it current.
+		if err := txn.Set(stateKey(w.State, id), scheduleValue(w)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // subjectKey holds the pending watches of a subject: sj/<subject> ->

@@ -8,6 +8,20 @@
 //   - Every transition is one badger transaction, committed before the
 //     call returns, and conditional on the row's current state: a row
 //     settles at most once, and a cancel and a settlement cannot both win.
+//   - A settlement and its mail are one transaction (SettleAndMail): the
+//     row settles only if still pending, and for a running recipient its
+//     message is appended and, with an active webhook, an outbox record of
+//     its push is written beside it; a recipient that is not running
+//     settles the row undeliverable. CarryAndMail does the same for a
+//     baseline and its change; CreateIfRunning writes a row only if its
+//     recipient is running in the same transaction (a *NotRunningError,
+//     errors.Is ErrNotRunning, otherwise).
+//   - Outbox records (ob/<recipient>, <seq>) carry a push's state, with a
+//     live index (ol/) of those not final, so a start reads only those.
+//     BeginPush marks one sending, and reads its message and recipient, in
+//     one transaction; RecoverPushes turns every push left sending into
+//     unknown; PrunePushes deletes final ones older than a cutoff and never
+//     a live one.
 //   - Rows are versioned (a schema version in each row, a store version in
 //     the "v" key). A row this build cannot decode (a newer release's kind
 //     of state or field) is held aside verbatim: reads, lists and prunes
@@ -40,8 +54,9 @@
 //     and accept that rate.
 //
 // What it must never do: decide anything about scheduling or delivery.
-// Which transition to make, and when, is the scheduler's; the store only
-// makes the transitions atomic and durable.
+// Which transition to make, and when, is the scheduler's; whether and when
+// to POST is the outbox's; the store only makes the transitions atomic and
+// durable.
 //
 // Rejected alternative: one JSON file rewritten on every change (the
 // original design this one replaces). It made every write O(all rows) and

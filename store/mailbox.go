@@ -33,11 +33,33 @@ type Message struct {
 	Type    MessageType `json:"type"`
 	Outcome Outcome     `json:"outcome"`
 	At      time.Time   `json:"at"`
+	// Push is the state of the message's webhook push, filled in by
+	// ReadMailbox; nil when it has none. Never stored with the message and
+	// never part of the webhook body.
+	Push *Push `json:"-"`
 }
 
 // ErrNotRunning: the recipient is not running (or does not exist), so a
-// message for it is rejected.
+// message for it is rejected and a watch for it is not registered. The
+// error returned is a *NotRunningError.
 var ErrNotRunning = errors.New("store: recipient is not running")
+
+// NotRunningError is a recipient that was not running when a transaction
+// that needs it running read it. Status is empty when it does not exist.
+type NotRunningError struct {
+	Recipient string
+	Status    RecipientStatus
+}
+
+func (e *NotRunningError) Error() string {
+	if e.Status == "" {
+		return fmt.Sprintf("store: recipient %q does not exist", e.Recipient)
+	}
+	return fmt.Sprintf("store: recipient %q is %s", e.Recipient, e.Status)
+}
+
+// Is makes errors.Is(err, ErrNotRunning) true.
+func (e *NotRunningError) Is(target error) bool { return target == ErrNotRunning }
 
 var (
 	mailboxPfx = []byte("mb/") // mb/<recipient>\x00<seq>
@@ -70,47 +92,64 @@ func (s *Badger) AppendIfRunning(ctx context.Context, rid string, m Message) (Me
 	var rec RecipientRecord
 	err := s.update(ctx, func(txn *badger.Txn) error {
 		var err error
-		rec, err = getRecipient(txn, rid)
-		if errors.Is(err, ErrNotFound) {
-			return ErrNotRunning
-		}
+		rec, err = runningRecipient(txn, rid)
 		if err != nil {
 			return err
 		}
-		if rec.Status != StatusRunning {
-			return ErrNotRunning
-		}
-		var last uint64
-		item, err := txn.Get(mailSeqKey(rid))
-		switch {
-		case err == nil:
-			if err := item.Value(func(v []byte) error {
-				if len(v) != 8 {
-					return fmt.Errorf("%w: mailbox sequence of %q", ErrCorrupt, rid)
-				}
-				last = binary.BigEndian.Uint64(v)
-				return nil
-			}); err != nil {
-				return err
-			}
-		case !errors.Is(err, badger.ErrKeyNotFound):
-			return err
-		}
-		m.Seq = last + 1
-		b, err := json.Marshal(storedMessage{V: rowVersion, Message: m})
-		if err != nil {
-			return err
-		}
-		if err := txn.Set(mailKey(rid, m.Seq), b); err != nil {
-			return err
-		}
-		if err := txn.Set(mailSeqKey(rid), binary.BigEndian.AppendUint64(nil, m.Seq)); err != nil {
-			return err
-		}
-		out = m
-		return nil
+		out, err = appendMessage(txn, rid, m)
+		return err
 	})
 	return out, rec, err
+}
+
+// runningRecipient reads a recipient that must be running: a
+// *NotRunningError otherwise (absent included).
+func runningRecipient(txn *badger.Txn, rid string) (RecipientRecord, error) {
+	rec, err := getRecipient(txn, rid)
+	if errors.Is(err, ErrNotFound) {
+		return rec, &NotRunningError{Recipient: rid}
+	}
+	if err != nil {
+		return rec, err
+	}
+	if rec.Status != StatusRunning {
+		return rec, &NotRunningError{Recipient: rid, Status: rec.Status}
+	}
+	return rec, nil
+}
+
+// appendMessage writes m as rid's next message, inside txn, and returns it
+// with its Seq. The caller holds appendMu.
+func appendMessage(txn *badger.Txn, rid string, m Message) (Message, error) {
+	var last uint64
+	item, err := txn.Get(mailSeqKey(rid))
+	switch {
+	case err == nil:
+		if err := item.Value(func(v []byte) error {
+			if len(v) != 8 {
+				return fmt.Errorf("%w: mailbox sequence of %q", ErrCorrupt, rid)
+			}
+			last = binary.BigEndian.Uint64(v)
+			return nil
+		}); err != nil {
+			return m, err
+		}
+	case !errors.Is(err, badger.ErrKeyNotFound):
+		return m, err
+	}
+	m.Seq = last + 1
+	m.Push = nil
+	b, err := json.Marshal(storedMessage{V: rowVersion, Message: m})
+	if err != nil {
+		return m, err
+	}
+	if err := txn.Set(mailKey(rid, m.Seq), b); err != nil {
+		return m, err
+	}
+	if err := txn.Set(mailSeqKey(rid), binary.BigEndian.AppendUint64(nil, m.Seq)); err != nil {
+		return m, err
+	}
+	return m, nil
 }
 
 // ReadMailbox returns up to limit messages of the recipient with Seq after
@@ -130,6 +169,9 @@ func (s *Badger) ReadMailbox(ctx context.Context, rid string, after uint64, limi
 			err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &sm) })
 			if err != nil || sm.V != rowVersion {
 				continue
+			}
+			if p, err := getPush(txn, rid, sm.Seq); err == nil {
+				sm.Push = &p
 			}
 			out = append(out, sm.Message)
 		}

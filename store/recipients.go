@@ -33,7 +33,15 @@ func (s RecipientStatus) Valid() bool {
 type Webhook struct {
 	URL    string `json:"url"`
 	Secret string `json:"secret"`
+	// DisabledAt is set when the receiver answered 410 Gone: no push goes
+	// to the URL after it, until the recipient sets its webhook again.
+	DisabledAt *time.Time `json:"disabled_at,omitempty"`
+	// DisabledReason says why, for the recipient's view.
+	DisabledReason string `json:"disabled_reason,omitempty"`
 }
+
+// Active reports whether messages are pushed to w.
+func (w *Webhook) Active() bool { return w != nil && w.URL != "" && w.DisabledAt == nil }
 
 // Ref is one subject attached to a recipient: while the recipient runs,
 // the reconciler keeps exactly one standing watch of Kind with Params.

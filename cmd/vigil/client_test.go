@@ -86,16 +86,20 @@ func (p cliPlugins) Reload(context.Context) (plugin.Report, error) {
 	return plugin.Report{Loaded: p.Plugins()}, nil
 }
 
-// lossyDelivery rejects every outcome for the recipient "lost" without
+// lossyDelivery settles every outcome for the recipient "lost" without
 // mailing it, as if it had stopped running: the watch ends undeliverable
 // and no message comes.
-type lossyDelivery struct{ *delivery.Delivery }
+type lossyDelivery struct {
+	*delivery.Delivery
+	st *store.Badger
+}
 
-func (d lossyDelivery) Send(ctx context.Context, to store.Recipient, m store.Message) store.Receipt {
-	if to.ID == "lost" {
-		return store.ReceiptRejected
+func (d lossyDelivery) Settle(ctx context.Context, id store.ID, s store.Settlement, m store.Message) (store.Watch, error) {
+	if w, err := d.st.Get(ctx, id); err == nil && w.Recipient.ID == "lost" {
+		s.State, s.Receipt = store.Undeliverable, store.ReceiptRejected
+		return d.st.Settle(ctx, id, s)
 	}
-	return d.Delivery.Send(ctx, to, m)
+	return d.Delivery.Settle(ctx, id, s, m)
 }
 
 // settlingScheduler probes a watch for "lost" before its registration
@@ -160,7 +164,7 @@ func newCLIFixture(t *testing.T, o httpapi.Options) *cliFixture {
 	t.Helper()
 	now := time.Now().UTC().Truncate(time.Second)
 	st := apitest.NewStack(t, apitest.Config{Plugins: cliPlugins{}, Clock: cliClock{now}, IDs: cliIDs{rand.NewChaCha8([32]byte{3})},
-		Deliver: func(d *delivery.Delivery) scheduler.Deliverer { return lossyDelivery{d} }})
+		Deliver: func(d *delivery.Delivery, st *store.Badger) scheduler.Deliverer { return lossyDelivery{d, st} }})
 	mail := &pollingMailboxes{Delivery: st.Delivery, polls: map[string]chan struct{}{}}
 	base, stop := context.WithCancel(context.Background())
 	o.StreamWait = 50 * time.Millisecond

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -116,6 +117,9 @@ func printRecipient(w io.Writer, r api.Recipient) error {
 	kv := []string{"id", r.ID, "status", r.Status}
 	if r.Webhook != nil {
 		kv = append(kv, "webhook", r.Webhook.URL)
+		if r.Webhook.DisabledAt != nil {
+			kv = append(kv, "webhook_disabled", r.Webhook.DisabledAt.Format(time.RFC3339)+" "+r.Webhook.DisabledReason)
+		}
 	}
 	for _, ref := range r.Refs {
 		kv = append(kv, "ref", ref.Kind+" "+compact(ref.Params))

@@ -158,7 +158,15 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 		return fmt.Errorf("registering observe.thread: %w", err)
 	}
 
-	deliver, err := delivery.New(delivery.Config{Store: st, Guard: netguard.New(allow), Logger: log, Metrics: m})
+	outbox, err := delivery.NewOutbox(delivery.OutboxConfig{Store: st, Guard: netguard.New(allow), Logger: log, Metrics: m})
+	if err != nil {
+		return err
+	}
+	if err := outbox.Start(ctx); err != nil {
+		return err
+	}
+	defer outbox.Stop() // after the scheduler's loop has stopped, before the store closes
+	deliver, err := delivery.New(delivery.Config{Store: st, Outbox: outbox, Logger: log, Metrics: m})
 	if err != nil {
 		return err
 	}

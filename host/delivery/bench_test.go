@@ -1,8 +1,9 @@
 package delivery
 
-// Benchmarks of the mailbox: Send (AppendIfRunning, then the long-poll
-// wake) to running recipients that have no webhook, and Read after a
-// cursor, on a real badger store in a temporary directory with the
+// Benchmarks of the mailbox: Settle (a pending row settled and its
+// message appended in one transaction, then the long-poll wake; the row's
+// Create is inside the timing too) to running recipients that have no
+// webhook, and Read after a cursor, on a real badger store in a temporary directory with the
 // default options. Run with
 //
 //	go test -run XXX -bench Mailbox -benchmem ./host/delivery/
@@ -10,20 +11,21 @@ package delivery
 // One op is one message; msgs/s is the throughput. Each case runs on g
 // goroutines (1, 8, 64), goroutine i working on its own recipient r<i>:
 //
-//	append         Send only
+//	append         Create and Settle only
 //	read/limit=N   Read(after, N, no wait) from a cursor until the
 //	               recipient's mailbox, filled before the timer starts, is
 //	               drained: N=100 reads a backlog in pages, N=1 is a read
 //	               per message
-//	append+read    Send one message, then Read(after the cursor) it back,
+//	append+read    Settle one message, then Read(after the cursor) it back,
 //	               no waiting: an agent that polls after each message
 //	longpoll       a reader per recipient parked in Read(wait 60 s) and a
 //	               writer per recipient sending; the clock stops when every
 //	               reader has read every message: the product's path
-//	               (Send wakes the hub, the reader re-reads)
+//	               (Settle wakes the hub, the reader re-reads)
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -102,9 +104,27 @@ func onEach(b *testing.B, g int, f func(i, n int) error) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }
 
-func send(ctx context.Context, d *Delivery, to store.Recipient) error {
-	if r := d.Send(ctx, to, benchMessage(store.ID{1})); r != store.ReceiptDelivered {
-		return fmt.Errorf("send to %s: receipt %s", to.ID, r)
+// send creates a pending timer watch for to and settles it through d: one
+// message in to's mailbox.
+func send(ctx context.Context, d *Delivery, st *store.Badger, to store.Recipient) error {
+	now := time.Now().UTC()
+	id, err := store.NewID(now, rand.Reader)
+	if err != nil {
+		return err
+	}
+	exp := now.Add(time.Hour)
+	w := store.Watch{ID: id, Kind: "timer", Params: []byte(`{}`), Recipient: to, State: store.Pending,
+		Receipt: store.ReceiptNone, Every: store.Duration(time.Minute), CreatedAt: now, ExpiresAt: &exp}
+	if err := st.Create(ctx, w); err != nil {
+		return err
+	}
+	m := benchMessage(id)
+	got, err := d.Settle(ctx, id, store.Settlement{State: store.Fired, Outcome: &m.Outcome, SettledAt: now}, m)
+	if err != nil {
+		return err
+	}
+	if got.Receipt != store.ReceiptDelivered {
+		return fmt.Errorf("send to %s: receipt %s", to.ID, got.Receipt)
 	}
 	return nil
 }
@@ -114,11 +134,11 @@ func BenchmarkMailbox(b *testing.B) {
 	ctx := context.Background()
 	for _, g := range benchGoroutines {
 		b.Run(fmt.Sprintf("append/g=%d", g), func(b *testing.B) {
-			d, _, rs := benchMailboxes(b, g)
+			d, st, rs := benchMailboxes(b, g)
 			b.ReportAllocs()
 			onEach(b, g, func(i, n int) error {
 				for range n {
-					if err := send(ctx, d, rs[i]); err != nil {
+					if err := send(ctx, d, st, rs[i]); err != nil {
 						return err
 					}
 				}
@@ -129,10 +149,10 @@ func BenchmarkMailbox(b *testing.B) {
 	for _, limit := range []int{100, 1} {
 		for _, g := range benchGoroutines {
 			b.Run(fmt.Sprintf("read/limit=%d/g=%d", limit, g), func(b *testing.B) {
-				d, _, rs := benchMailboxes(b, g)
+				d, st, rs := benchMailboxes(b, g)
 				for i := range g {
 					for range share(b.N, g, i) {
-						if err := send(ctx, d, rs[i]); err != nil {
+						if err := send(ctx, d, st, rs[i]); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -158,12 +178,12 @@ func BenchmarkMailbox(b *testing.B) {
 	}
 	for _, g := range benchGoroutines {
 		b.Run(fmt.Sprintf("append+read/g=%d", g), func(b *testing.B) {
-			d, _, rs := benchMailboxes(b, g)
+			d, st, rs := benchMailboxes(b, g)
 			b.ReportAllocs()
 			onEach(b, g, func(i, n int) error {
 				var cur uint64
 				for range n {
-					if err := send(ctx, d, rs[i]); err != nil {
+					if err := send(ctx, d, st, rs[i]); err != nil {
 						return err
 					}
 					msgs, err := d.Read(ctx, rs[i].ID, cur, 100, 0)
@@ -181,7 +201,7 @@ func BenchmarkMailbox(b *testing.B) {
 	}
 	for _, g := range benchGoroutines {
 		b.Run(fmt.Sprintf("longpoll/g=%d", g), func(b *testing.B) {
-			d, _, rs := benchMailboxes(b, g)
+			d, st, rs := benchMailboxes(b, g)
 			var reads, wakes atomic.Int64
 			readers := make(chan error, g)
 			var parked sync.WaitGroup
@@ -214,7 +234,7 @@ func BenchmarkMailbox(b *testing.B) {
 			// The readers are running; the writers start now.
 			onEach(b, g, func(i, n int) error {
 				for range n {
-					if err := send(ctx, d, rs[i]); err != nil {
+					if err := send(ctx, d, st, rs[i]); err != nil {
 						return err
 					}
 				}

@@ -1,7 +1,6 @@
 package delivery
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -9,19 +8,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptrace"
-	"sync/atomic"
+	"sync"
 	"time"
 
-	"github.com/vigilhq/vigil/api/webhooks"
-	"github.com/vigilhq/vigil/host/netguard"
 	"github.com/vigilhq/vigil/store"
 )
 
 // Store is what delivery needs of the store.
 type Store interface {
-	AppendIfRunning(ctx context.Context, rid string, m store.Message) (store.Message, store.RecipientRecord, error)
+	SettleAndMail(ctx context.Context, id store.ID, st store.Settlement, m store.Message) (store.Watch, store.Mailed, error)
+	CarryAndMail(ctx context.Context, id store.ID, baseline json.RawMessage, attempts int, note string, change *store.Message) (store.Mailed, error)
 	ReadMailbox(ctx context.Context, rid string, after uint64, limit int) ([]store.Message, error)
 	GetRecipient(ctx context.Context, id string) (store.RecipientRecord, error)
 }
@@ -33,48 +29,54 @@ type wallClock struct{}
 
 func (wallClock) Now() time.Time { return time.Now() }
 
-// Metrics counts deliveries by receipt and channel (mailbox, webhook).
+// Metrics counts deliveries by receipt and channel (mailbox), and each
+// push as it enters a state.
 type Metrics interface {
 	Delivery(receipt store.Receipt, channel string)
+	Push(state store.PushState)
 }
 
 type nopMetrics struct{}
 
 func (nopMetrics) Delivery(store.Receipt, string) {}
+func (nopMetrics) Push(store.PushState)           {}
+
+// Enqueuer takes a push its message's transaction wrote (the Outbox).
+type Enqueuer interface {
+	Enqueue(p store.Push)
+}
 
 // Config configures a Delivery. Zero fields take the defaults.
 type Config struct {
 	Store   Store
 	Metrics Metrics
-	// Guard screens webhook destinations (default: refuse every
-	// special-purpose address, allow none).
-	Guard *netguard.Guard
-	// Timeout bounds one webhook POST (default 10 s).
-	Timeout time.Duration
-	Clock   Clock
-	Logger  *slog.Logger
+	// Outbox is told of each push written, to send it. Nil: the pushes
+	// wait in the store for an outbox that starts later.
+	Outbox Enqueuer
+	Clock  Clock
+	Logger *slog.Logger
 	// IDs is the randomness of message ids (default crypto/rand).
 	IDs io.Reader
 }
 
-// Delivery is the mailbox and webhook delivery.
+// Delivery writes a watch's outcome to its recipient's mailbox (and its
+// push to the outbox) in the transaction that settles the watch, and
+// serves mailbox reads.
 type Delivery struct {
-	cfg    Config
-	log    *slog.Logger
-	client *http.Client
-	hub    *hub
+	cfg Config
+	log *slog.Logger
+	hub *hub
+	// mailMu is held across each mail-writing store call and the enqueue
+	// of the push it wrote, so the outbox learns of a recipient's pushes in
+	// mailbox order. The store serialises the same calls on its append
+	// lock, so this costs no concurrency.
+	mailMu sync.Mutex
 }
 
 // New builds a Delivery.
 func New(cfg Config) (*Delivery, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("delivery: Store is required")
-	}
-	if cfg.Guard == nil {
-		cfg.Guard = netguard.New(nil)
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 10 * time.Second
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = wallClock{}
@@ -88,120 +90,79 @@ func New(cfg Config) (*Delivery, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = nopMetrics{}
 	}
-	transport := &http.Transport{
-		Proxy:               nil, // a proxy would dial for us, past the guard
-		DialContext:         cfg.Guard.Dialer(cfg.Timeout).DialContext,
-		TLSHandshakeTimeout: cfg.Timeout,
-		MaxIdleConnsPerHost: 4,
-		IdleConnTimeout:     90 * time.Second,
-		ForceAttemptHTTP2:   true,
-	}
-	return &Delivery{
-		cfg: cfg,
-		log: cfg.Logger.With("component", "delivery"),
-		client: &http.Client{
-			Transport: transport,
-			Timeout:   cfg.Timeout,
-			// A redirect is not an acceptance: the receiver did not take
-			// the message at the address it registered.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
-		hub: newHub(),
-	}, nil
+	return &Delivery{cfg: cfg, log: cfg.Logger.With("component", "delivery"), hub: newHub()}, nil
 }
 
-// Send delivers the outcome of a registered watch.
-func (d *Delivery) Send(ctx context.Context, to store.Recipient, m store.Message) store.Receipt {
-	return d.deliver(ctx, to, m, false)
-}
-
-// Notify delivers a message on the host's own initiative. It re-reads the
-// recipient's status just before a webhook POST and sends nothing to one
-// that is no longer running.
-func (d *Delivery) Notify(ctx context.Context, to store.Recipient, m store.Message) store.Receipt {
-	return d.deliver(ctx, to, m, true)
-}
-
-func (d *Delivery) deliver(ctx context.Context, to store.Recipient, m store.Message, notify bool) store.Receipt {
-	receipt, channel := d.route(ctx, to, m, notify)
-	d.cfg.Metrics.Delivery(receipt, channel)
-	return receipt
-}
-
-func (d *Delivery) route(ctx context.Context, to store.Recipient, m store.Message, notify bool) (store.Receipt, string) {
-	id, err := store.NewID(d.cfg.Clock.Now(), d.cfg.IDs)
+// Settle settles a pending watch and mails its outcome in one store
+// transaction (store.SettleAndMail): for a running recipient the message
+// lands in its mailbox, the receipt is delivered and the push, if it has a
+// webhook, is handed to the outbox; a recipient that is not running
+// settles the watch undeliverable. m's ID and At are set here: At is when
+// the message is written. store.ErrNotPending if the watch is no longer
+// pending; then nothing was written.
+func (d *Delivery) Settle(ctx context.Context, id store.ID, st store.Settlement, m store.Message) (store.Watch, error) {
+	now := d.cfg.Clock.Now().UTC()
+	mid, err := store.NewID(now, d.cfg.IDs)
 	if err != nil {
-		d.log.Error("message id", "err", err)
-		return store.ReceiptUnknown, "mailbox"
+		return store.Watch{}, fmt.Errorf("delivery: message id: %w", err)
 	}
-	m.ID = id
-	stored, rec, err := d.cfg.Store.AppendIfRunning(ctx, to.ID, m)
-	switch {
-	case errors.Is(err, store.ErrNotRunning):
-		return store.ReceiptRejected, "mailbox"
-	case err != nil:
-		// The append may or may not have committed.
-		d.log.Error("mailbox append", "recipient", to.ID, "watch", m.WatchID, "err", err)
-		return store.ReceiptUnknown, "mailbox"
+	m.ID, m.At = mid, now
+	d.mailMu.Lock()
+	defer d.mailMu.Unlock()
+	w, mailed, err := d.cfg.Store.SettleAndMail(ctx, id, st, m)
+	if err != nil {
+		return w, err
 	}
-	d.hub.wake(to.ID)
-	if rec.Webhook == nil || rec.Webhook.URL == "" {
-		return store.ReceiptDelivered, "mailbox"
-	}
-	if notify {
-		cur, err := d.cfg.Store.GetRecipient(ctx, to.ID)
-		if err != nil || cur.Status != store.StatusRunning || cur.Webhook == nil {
-			return store.ReceiptRejected, "webhook"
+	d.mailed(mailed)
+	return w, nil
+}
+
+// Carry records a watch's new baseline and, when change is not nil, mails
+// the change, in one store transaction (store.CarryAndMail). The change is
+// mailed only to a running recipient, and its push is a notice: the outbox
+// re-reads the recipient's status just before sending it and never sends
+// it to (or revives) one that stopped. It reports whether the change was
+// mailed. store.ErrNotPending if the watch is no longer pending; then
+// nothing was written or mailed.
+func (d *Delivery) Carry(ctx context.Context, id store.ID, baseline json.RawMessage, attempts int, note string, change *store.Message) (bool, error) {
+	if change != nil {
+		now := d.cfg.Clock.Now().UTC()
+		mid, err := store.NewID(now, d.cfg.IDs)
+		if err != nil {
+			return false, fmt.Errorf("delivery: message id: %w", err)
 		}
-		rec = cur
+		m := *change
+		m.ID, m.At = mid, now
+		change = &m
 	}
-	return d.post(ctx, rec, stored), "webhook"
+	d.mailMu.Lock()
+	defer d.mailMu.Unlock()
+	mailed, err := d.cfg.Store.CarryAndMail(ctx, id, baseline, attempts, note, change)
+	if err != nil {
+		return false, err
+	}
+	if change == nil {
+		return false, nil
+	}
+	d.mailed(mailed)
+	return mailed.Message != nil, nil
 }
 
-// post sends one signed webhook and classifies what became of it.
-func (d *Delivery) post(ctx context.Context, rec store.RecipientRecord, m store.Message) store.Receipt {
-	body, err := json.Marshal(m)
-	if err != nil {
-		return store.ReceiptRejected
+// mailed wakes the recipient's readers and hands the push to the outbox;
+// the caller holds mailMu.
+func (d *Delivery) mailed(m store.Mailed) {
+	if m.Message == nil {
+		d.cfg.Metrics.Delivery(store.ReceiptRejected, "mailbox")
+		return
 	}
-	hdr, err := webhooks.Headers(rec.Webhook.Secret, m.ID.String(), d.cfg.Clock.Now(), body)
-	if err != nil {
-		d.log.Error("webhook signing: the recipient's secret is unusable", "recipient", rec.ID, "err", err)
-		return store.ReceiptRejected
+	d.cfg.Metrics.Delivery(store.ReceiptDelivered, "mailbox")
+	d.hub.wake(m.Recipient)
+	if m.Push == nil {
+		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
-	defer cancel()
-	var wrote atomic.Bool
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		WroteHeaders: func() { wrote.Store(true) },
-	})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rec.Webhook.URL, bytes.NewReader(body))
-	if err != nil {
-		return store.ReceiptRejected
-	}
-	req.Header = hdr
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "vigil-webhook/1")
-	resp, err := d.client.Do(req)
-	if err != nil {
-		if wrote.Load() {
-			d.log.Warn("webhook outcome unknown: the request went out and no answer came", "recipient", rec.ID, "message", m.ID, "err", err)
-			return store.ReceiptUnknown
-		}
-		d.log.Warn("webhook rejected before sending", "recipient", rec.ID, "message", m.ID, "err", err)
-		return store.ReceiptRejected
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	_ = resp.Body.Close()
-	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		return store.ReceiptDelivered
-	case resp.StatusCode >= 500:
-		d.log.Warn("webhook outcome unknown: server error", "recipient", rec.ID, "message", m.ID, "status", resp.StatusCode)
-		return store.ReceiptUnknown
-	default:
-		d.log.Warn("webhook rejected", "recipient", rec.ID, "message", m.ID, "status", resp.StatusCode)
-		return store.ReceiptRejected
+	d.cfg.Metrics.Push(store.PushPending)
+	if d.cfg.Outbox != nil {
+		d.cfg.Outbox.Enqueue(*m.Push)
 	}
 }
 

@@ -2,19 +2,13 @@ package delivery
 
 import (
 	"context"
-	"encoding/json"
-	"io"
+	cryptorand "crypto/rand"
+	"errors"
 	"math/rand/v2"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"net/netip"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/api/webhooks"
 	"github.com/vigilhq/vigil/host/netguard"
 	"github.com/vigilhq/vigil/store"
 )
@@ -35,9 +29,9 @@ func loopbackGuard() *netguard.Guard {
 	return netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
 }
 
-func newDelivery(t *testing.T, st Store, guard *netguard.Guard, timeout time.Duration) *Delivery {
+func newDelivery(t *testing.T, st Store, outbox Enqueuer) *Delivery {
 	t.Helper()
-	d, err := New(Config{Store: st, Guard: guard, Timeout: timeout, Clock: fixedClock{time.Now()}, IDs: idSource{rand.NewChaCha8([32]byte{3})}})
+	d, err := New(Config{Store: st, Outbox: outbox, Clock: fixedClock{t0}, IDs: idSource{rand.NewChaCha8([32]byte{3})}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,28 +60,64 @@ func recipient(t *testing.T, st *store.Badger, id string, status store.Recipient
 }
 
 func fired() store.Message {
-	return store.Message{Kind: "timer", Type: store.MessageFired, Outcome: store.Outcome{Result: "fired"}, At: t0}
+	return store.Message{Kind: "timer", Type: store.MessageFired, Outcome: store.Outcome{Result: "fired"}}
 }
 
-func TestMailboxDelivery(t *testing.T) {
+// pending writes a pending watch for rid and returns its id.
+func pending(t *testing.T, st *store.Badger, rid string) store.ID {
+	t.Helper()
+	return pendingKind(t, st, rid, "timer")
+}
+
+func pendingKind(t *testing.T, st *store.Badger, rid, kind string) store.ID {
+	t.Helper()
+	id, err := store.NewID(t0, cryptorand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := t0.Add(time.Hour)
+	w := store.Watch{ID: id, Kind: kind, Params: []byte(`{}`), Recipient: store.Recipient{ID: rid}, State: store.Pending,
+		Receipt: store.ReceiptNone, Every: store.Duration(time.Minute), CreatedAt: t0, ExpiresAt: &exp}
+	if err := st.Create(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// mail settles a new pending watch of rid through d: one message, if rid
+// is running.
+func mail(t *testing.T, d *Delivery, st *store.Badger, rid string) store.Watch {
+	t.Helper()
+	id := pending(t, st, rid)
+	m := fired()
+	w, err := d.Settle(context.Background(), id, store.Settlement{State: store.Fired, Outcome: &m.Outcome, SettledAt: t0}, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func TestSettleMailsARunningRecipientOnly(t *testing.T) {
 	st := openStore(t)
-	d := newDelivery(t, st, nil, time.Second)
+	d := newDelivery(t, st, nil)
 	ctx := context.Background()
 	recipient(t, st, "a", store.StatusRunning, "")
 	recipient(t, st, "p", store.StatusPaused, "")
-
-	if got := d.Send(ctx, store.Recipient{ID: "a"}, fired()); got != store.ReceiptDelivered {
-		t.Fatalf("running: %s", got)
+	if w := mail(t, d, st, "a"); w.State != store.Fired || w.Receipt != store.ReceiptDelivered {
+		t.Fatalf("running: %+v", w)
 	}
-	if got := d.Send(ctx, store.Recipient{ID: "p"}, fired()); got != store.ReceiptRejected {
-		t.Fatalf("paused: %s", got)
+	if w := mail(t, d, st, "p"); w.State != store.Undeliverable || w.Receipt != store.ReceiptRejected {
+		t.Fatalf("paused: %+v", w)
 	}
-	if got := d.Send(ctx, store.Recipient{ID: "nobody"}, fired()); got != store.ReceiptRejected {
-		t.Fatalf("unknown: %s", got)
+	if w := mail(t, d, st, "nobody"); w.State != store.Undeliverable || w.Receipt != store.ReceiptRejected {
+		t.Fatalf("unknown: %+v", w)
 	}
 	msgs, err := d.Read(ctx, "a", 0, 10, 0)
-	if err != nil || len(msgs) != 1 || msgs[0].Seq != 1 || msgs[0].Type != store.MessageFired || msgs[0].ID == (store.ID{}) {
+	if err != nil || len(msgs) != 1 || msgs[0].Seq != 1 || msgs[0].Type != store.MessageFired || msgs[0].ID == (store.ID{}) || !msgs[0].At.Equal(t0) {
 		t.Fatalf("read: %+v %v", msgs, err)
+	}
+	if msgs[0].Push != nil {
+		t.Fatalf("a recipient without a webhook has a push: %+v", msgs[0].Push)
 	}
 	if msgs, _ := d.Read(ctx, "p", 0, 10, 0); len(msgs) != 0 {
 		t.Fatalf("a rejected message landed: %+v", msgs)
@@ -97,166 +127,89 @@ func TestMailboxDelivery(t *testing.T) {
 	}
 }
 
-// hookServer records webhook requests and answers with status.
-type hookServer struct {
-	mu     sync.Mutex
-	bodies [][]byte
-	heads  []http.Header
-	status int
-	hits   atomic.Int64
-}
-
-func (h *hookServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.hits.Add(1)
-	b, _ := io.ReadAll(r.Body)
-	h.mu.Lock()
-	h.bodies = append(h.bodies, b)
-	h.heads = append(h.heads, r.Header.Clone())
-	h.mu.Unlock()
-	w.WriteHeader(h.status)
-}
-
-func TestWebhookIsSignedAndClassified(t *testing.T) {
-	tests := []struct {
-		status int
-		want   store.Receipt
-	}{
-		{200, store.ReceiptDelivered},
-		{204, store.ReceiptDelivered},
-		{302, store.ReceiptRejected},
-		{404, store.ReceiptRejected},
-		{410, store.ReceiptRejected},
-		{500, store.ReceiptUnknown},
-		{503, store.ReceiptUnknown},
-	}
-	for _, tt := range tests {
-		t.Run(http.StatusText(tt.status), func(t *testing.T) {
-			hs := &hookServer{status: tt.status}
-			srv := httptest.NewServer(hs)
-			defer srv.Close()
-			st := openStore(t)
-			recipient(t, st, "a", store.StatusRunning, srv.URL+"/hook")
-			d := newDelivery(t, st, loopbackGuard(), 2*time.Second)
-			if got := d.Send(context.Background(), store.Recipient{ID: "a"}, fired()); got != tt.want {
-				t.Fatalf("receipt %s, want %s", got, tt.want)
-			}
-			if hs.hits.Load() != 1 {
-				t.Fatalf("%d requests", hs.hits.Load())
-			}
-			// The mailbox copy is written whatever the webhook said.
-			msgs, _ := d.Read(context.Background(), "a", 0, 10, 0)
-			if len(msgs) != 1 {
-				t.Fatalf("mailbox: %+v", msgs)
-			}
-			var body store.Message
-			if err := json.Unmarshal(hs.bodies[0], &body); err != nil || body.Seq != 1 || body.ID != msgs[0].ID {
-				t.Fatalf("body %s: %v", hs.bodies[0], err)
-			}
-			if hs.heads[0].Get("webhook-id") != msgs[0].ID.String() {
-				t.Fatalf("webhook-id %q, message %s", hs.heads[0].Get("webhook-id"), msgs[0].ID)
-			}
-			if err := webhooks.Verify(secret, hs.heads[0], hs.bodies[0], time.Now(), 0); err != nil {
-				t.Fatalf("signature: %v", err)
-			}
-		})
-	}
-}
-
-// A receiver that takes the request and never answers: unknown, one POST,
-// no retry.
-func TestWebhookThatNeverAnswersIsUnknownAndNotRetried(t *testing.T) {
-	var hits atomic.Int64
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		_, _ = io.ReadAll(r.Body)
-		<-release
-	}))
-	defer func() { close(release); srv.Close() }()
+// A cancel that commits first wins: the settle writes and mails nothing.
+func TestSettleLosesToACancel(t *testing.T) {
 	st := openStore(t)
-	recipient(t, st, "a", store.StatusRunning, srv.URL)
-	d := newDelivery(t, st, loopbackGuard(), 300*time.Millisecond)
-	if got := d.Send(context.Background(), store.Recipient{ID: "a"}, fired()); got != store.ReceiptUnknown {
-		t.Fatalf("receipt %s", got)
-	}
-	if n := hits.Load(); n != 1 {
-		t.Fatalf("%d POSTs", n)
-	}
-}
-
-// A receiver that refuses the connection: nothing was sent, so rejected.
-func TestWebhookRefusedConnectionIsRejected(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	box := &enqueued{}
+	d := newDelivery(t, st, box)
+	ctx := context.Background()
+	recipient(t, st, "a", store.StatusRunning, "https://example.org/hook")
+	id := pending(t, st, "a")
+	if _, err := st.Settle(ctx, id, store.Settlement{State: store.Cancelled, Receipt: store.ReceiptNone, SettledAt: t0}); err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	_ = ln.Close() // nothing listens there now
+	m := fired()
+	if _, err := d.Settle(ctx, id, store.Settlement{State: store.Fired, Outcome: &m.Outcome, SettledAt: t0}, m); !errors.Is(err, store.ErrNotPending) {
+		t.Fatalf("settle after cancel: %v", err)
+	}
+	if w, _ := st.Get(ctx, id); w.State != store.Cancelled || w.Receipt != store.ReceiptNone {
+		t.Fatalf("row: %+v", w)
+	}
+	if msgs, _ := d.Read(ctx, "a", 0, 10, 0); len(msgs) != 0 {
+		t.Fatalf("a cancelled watch mailed: %+v", msgs)
+	}
+	if len(box.got) != 0 {
+		t.Fatalf("a cancelled watch was pushed: %+v", box.got)
+	}
+}
+
+// A webhook's push is written with the message and handed to the outbox.
+func TestSettleHandsThePushToTheOutbox(t *testing.T) {
 	st := openStore(t)
-	recipient(t, st, "a", store.StatusRunning, "http://"+addr+"/hook")
-	d := newDelivery(t, st, loopbackGuard(), time.Second)
-	if got := d.Send(context.Background(), store.Recipient{ID: "a"}, fired()); got != store.ReceiptRejected {
-		t.Fatalf("receipt %s", got)
+	box := &enqueued{}
+	d := newDelivery(t, st, box)
+	recipient(t, st, "a", store.StatusRunning, "https://example.org/hook")
+	mail(t, d, st, "a")
+	msgs, _ := d.Read(context.Background(), "a", 0, 10, 0)
+	if len(msgs) != 1 || msgs[0].Push == nil || msgs[0].Push.State != store.PushPending {
+		t.Fatalf("read: %+v", msgs)
+	}
+	if len(box.got) != 1 || box.got[0].Seq != 1 || box.got[0].MessageID != msgs[0].ID || box.got[0].Notice {
+		t.Fatalf("enqueued %+v", box.got)
 	}
 }
 
-// A loopback webhook without the operator's allow is refused before any
-// request goes out.
-func TestWebhookDestinationGuard(t *testing.T) {
-	hs := &hookServer{status: 200}
-	srv := httptest.NewServer(hs)
-	defer srv.Close()
+// A standing watch's change is mailed with its baseline, as a notice.
+func TestCarryMailsTheChangeAsANotice(t *testing.T) {
 	st := openStore(t)
-	recipient(t, st, "a", store.StatusRunning, srv.URL)
-	d := newDelivery(t, st, nil, time.Second) // the default guard: no allow
-	if got := d.Send(context.Background(), store.Recipient{ID: "a"}, fired()); got != store.ReceiptRejected {
-		t.Fatalf("receipt %s", got)
+	box := &enqueued{}
+	d := newDelivery(t, st, box)
+	ctx := context.Background()
+	recipient(t, st, "a", store.StatusRunning, "https://example.org/hook")
+	id := pendingKind(t, st, "a", "ticket")
+	change := &store.Message{Kind: "ticket", Type: store.MessageChanged, Outcome: store.Outcome{Result: "changed"}}
+	if mailed, err := d.Carry(ctx, id, []byte(`{"t":"b"}`), 2, "moved", change); err != nil || !mailed {
+		t.Fatalf("carry: %v %v", mailed, err)
 	}
-	if n := hs.hits.Load(); n != 0 {
-		t.Fatalf("the guard let %d requests through", n)
+	if w, _ := st.Get(ctx, id); string(w.Baseline) != `{"t":"b"}` || w.State != store.Pending {
+		t.Fatalf("row %+v", w)
+	}
+	if len(box.got) != 1 || !box.got[0].Notice {
+		t.Fatalf("enqueued %+v", box.got)
+	}
+	// Cancelled: the change is neither recorded nor mailed.
+	if _, err := st.Settle(ctx, id, store.Settlement{State: store.Cancelled, Receipt: store.ReceiptNone, SettledAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Carry(ctx, id, []byte(`{"t":"c"}`), 3, "", change); !errors.Is(err, store.ErrNotPending) {
+		t.Fatalf("carry after cancel: %v", err)
+	}
+	if msgs, _ := d.Read(ctx, "a", 0, 10, 0); len(msgs) != 1 {
+		t.Fatalf("mailbox: %+v", msgs)
 	}
 }
 
-// raceStore lets the append see a running recipient and a later read see
-// it stopped: the moment between a notice's append and its POST.
-type raceStore struct {
-	Store
-	stopped store.RecipientRecord
-}
+// enqueued records what the delivery hands the outbox.
+type enqueued struct{ got []store.Push }
 
-func (r raceStore) GetRecipient(context.Context, string) (store.RecipientRecord, error) {
-	return r.stopped, nil
-}
-
-func TestNotifyNeverReachesARecipientThatStopped(t *testing.T) {
-	hs := &hookServer{status: 200}
-	srv := httptest.NewServer(hs)
-	defer srv.Close()
-	st := openStore(t)
-	recipient(t, st, "a", store.StatusRunning, srv.URL)
-	rec, _ := st.GetRecipient(context.Background(), "a")
-	rec.Status = store.StatusStopped
-	d := newDelivery(t, raceStore{Store: st, stopped: rec}, loopbackGuard(), time.Second)
-
-	if got := d.Notify(context.Background(), store.Recipient{ID: "a"}, fired()); got != store.ReceiptRejected {
-		t.Fatalf("notify: %s", got)
-	}
-	if n := hs.hits.Load(); n != 0 {
-		t.Fatalf("notify POSTed to a stopped recipient (%d)", n)
-	}
-	// Send is the outcome a registration asked for: the append's check is
-	// the one that counts.
-	if got := d.Send(context.Background(), store.Recipient{ID: "a"}, fired()); got != store.ReceiptDelivered || hs.hits.Load() != 1 {
-		t.Fatalf("send: %s, %d POSTs", got, hs.hits.Load())
-	}
-}
+func (e *enqueued) Enqueue(p store.Push) { e.got = append(e.got, p) }
 
 // A long-poll reader on an empty mailbox returns as soon as a message
 // lands, with no polling loop: it waits on the hub.
 func TestLongPollWakesOnAppend(t *testing.T) {
 	st := openStore(t)
 	recipient(t, st, "a", store.StatusRunning, "")
-	d := newDelivery(t, st, nil, time.Second)
+	d := newDelivery(t, st, nil)
 	got := make(chan []store.Message, 1)
 	go func() {
 		msgs, _ := d.Read(context.Background(), "a", 0, 10, time.Minute)
@@ -276,7 +229,7 @@ func TestLongPollWakesOnAppend(t *testing.T) {
 		default:
 		}
 	}
-	d.Send(context.Background(), store.Recipient{ID: "a"}, fired())
+	mail(t, d, st, "a")
 	if msgs := <-got; len(msgs) != 1 || msgs[0].Seq != 1 {
 		t.Fatalf("woke with %+v", msgs)
 	}
@@ -285,7 +238,7 @@ func TestLongPollWakesOnAppend(t *testing.T) {
 func TestLongPollReturnsEmptyAtItsBound(t *testing.T) {
 	st := openStore(t)
 	recipient(t, st, "a", store.StatusRunning, "")
-	d := newDelivery(t, st, nil, time.Second)
+	d := newDelivery(t, st, nil)
 	start := time.Now()
 	msgs, err := d.Read(context.Background(), "a", 0, 10, 50*time.Millisecond)
 	if err != nil || len(msgs) != 0 {
@@ -300,12 +253,12 @@ func TestLongPollReturnsEmptyAtItsBound(t *testing.T) {
 func TestCursorNeverMissesOrRepeats(t *testing.T) {
 	st := openStore(t)
 	recipient(t, st, "a", store.StatusRunning, "")
-	d := newDelivery(t, st, nil, time.Second)
+	d := newDelivery(t, st, nil)
 	ctx := context.Background()
 	var seen []uint64
 	cursor := uint64(0)
 	for i := range 10 {
-		d.Send(ctx, store.Recipient{ID: "a"}, fired())
+		mail(t, d, st, "a")
 		if i%3 == 0 {
 			continue // the reader is away for a while
 		}

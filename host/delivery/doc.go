@@ -1,31 +1,63 @@
 // Package delivery puts a watch's outcome where its recipient will see it:
-// the recipient's durable mailbox, always, and its webhook when it has one.
-// It implements the scheduler's Deliverer and serves mailbox reads.
+// the recipient's durable mailbox, always, in the transaction that settles
+// the watch, and its webhook, later, from an outbox of its own. Delivery
+// implements the scheduler's Deliverer and serves mailbox reads; Outbox
+// sends the webhook pushes.
 //
 // What it guarantees:
-//   - A message lands only in the mailbox of a recipient that is running
-//     at that instant (the status is read in the append's transaction);
-//     otherwise the receipt is rejected and the watch settles
-//     undeliverable, neither success nor failure of the watch.
+//   - Settle and Carry are one store transaction each: the watch's new
+//     state (conditional on it still being pending), its message, and the
+//     message's push record when the recipient has an active webhook. A
+//     cancel that commits first wins and nothing is mailed; a failure
+//     anywhere leaves none of it. A message lands only in the mailbox of a
+//     recipient running at that instant; otherwise the watch settles
+//     undeliverable, neither success nor failure of the watch. A mailed
+//     watch's receipt is delivered: the mailbox is the durable channel.
 //   - Each mailbox numbers its messages from 1 without gaps, so a reader
 //     that passes its cursor never misses or repeats one across reconnects.
-//   - A webhook POST is signed per Standard Webhooks (webhook-id is the
-//     message's stable id). A 2xx within the timeout is delivered; a
-//     failure before anything was sent (refused connection, DNS failure,
-//     a destination the guard refuses) or a 3xx/4xx is rejected; a timeout
-//     or a connection broken after the request went out, or a 5xx, is
-//     unknown, and unknown is never re-sent: a second copy of a message
-//     whose first may have landed is worse than an uncertain one. The
-//     mailbox copy is written first in every case.
-//   - Send and Notify differ in who asked. Send carries the outcome of a
-//     watch someone registered. Notify carries a message on the host's own
-//     initiative (a standing watch's change) and re-reads the recipient's
-//     status at the moment of the POST, so a notice never reaches, and
-//     never revives, a recipient that stopped meanwhile.
+//     A message's at is when it was written.
+//   - The Outbox sends each push on a small fixed pool of workers (4 by
+//     default), never on a probe's path. A recipient has at most one
+//     request in flight, so a slow receiver holds one worker, and its
+//     first attempts go out in mailbox order; a push waiting for a retry
+//     waits on the retry heap, not in its recipient's line, and holds back
+//     nothing after it.
+//   - A push is marked sending durably before its request goes out. Start
+//     records every push found sending unknown (a request may have gone out
+//     before the host stopped) and never sends it again.
+//   - A POST is signed per Standard Webhooks; webhook-id is the message's
+//     stable id on every attempt. A 2xx is delivered. A send that never
+//     reached the receiver (refused connection, failed name lookup, a
+//     connect or TLS failure) and a 5xx or 429 (after Retry-After, if
+//     later) are retried on the Standard Webhooks schedule, then failed.
+//     Another 4xx or a 3xx is failed at once; a 410 also disables the
+//     recipient's webhook, on the recipient. A request whose headers went
+//     out and got no answer is unknown, never sent again. Errors are
+//     classified by type and by whether the headers were written, never
+//     by their text.
+//   - Retries are scheduled by due time on one heap with at most one
+//     timer, owned by the Outbox's loop: nothing periodic, and with no
+//     retry waiting no timer at all.
+//   - A change notice (Carry) is pushed only to a recipient running when
+//     its turn comes: the outbox re-reads the recipient in the transaction
+//     that marks the push sending, so a notice never reaches, and never
+//     revives, a recipient that stopped meanwhile.
 //   - A long-poll reader waits on one channel per recipient that an append
 //     closes, and on its own deadline: no polling loop, no goroutine or
 //     timer per reader beyond that deadline.
+//   - The Outbox's goroutines (one loop, its workers) are started by Start
+//     and stopped by Stop, which waits for them; a request in flight at
+//     Stop is unknown if its headers went out, else put back for the next
+//     start.
 //
-// What it must never do: retry an unknown delivery, log a webhook secret
-// or a message's outcome detail, or reach an address the guard refuses.
+// What it must never do: send an unknown push again, send anything from a
+// probe's goroutine, log a webhook secret or a message's outcome detail,
+// or reach an address the guard refuses.
+//
+// Why an outbox: the POST used to run on the probe's goroutine after the
+// outcome was persisted with receipt unknown, so a receiver answering in
+// 8 s delayed every watch behind it, and a crash between the commits left
+// an outcome without its mail. Rejected alternative: a goroutine per POST,
+// which has no order per recipient, no bound, and nothing to stop or
+// recover at a restart. See RATIONALE.md and docs/webhooks.md.
 package delivery

@@ -25,14 +25,22 @@ func toWatch(w store.Watch) api.Watch {
 	return out
 }
 
+// toMessage is a message as a mailbox read returns it, with its push's
+// state when it has one. A stream event leaves the push out (strip), so
+// its data is the webhook body byte for byte.
 func toMessage(m store.Message) api.Message {
-	return api.Message{Seq: m.Seq, ID: m.ID.String(), WatchID: m.WatchID.String(), Kind: m.Kind, Type: string(m.Type), Outcome: toOutcome(m.Outcome), At: m.At}
+	out := api.Message{Seq: m.Seq, ID: m.ID.String(), WatchID: m.WatchID.String(), Kind: m.Kind, Type: string(m.Type), Outcome: toOutcome(m.Outcome), At: m.At}
+	if p := m.Push; p != nil {
+		out.Push = &api.MessagePush{State: string(p.State), Attempts: p.Attempts, NextAttempt: p.NextAttempt, LastError: p.LastError, UpdatedAt: p.UpdatedAt}
+	}
+	return out
 }
 
 func toRecipient(r store.RecipientRecord) api.Recipient {
 	out := api.Recipient{ID: r.ID, Status: string(r.Status), Refs: []api.Ref{}, Workspace: r.Workspace, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 	if r.Webhook != nil {
-		out.Webhook = &api.WebhookView{URL: r.Webhook.URL} // never the secret
+		// never the secret
+		out.Webhook = &api.WebhookView{URL: r.Webhook.URL, DisabledAt: r.Webhook.DisabledAt, DisabledReason: r.Webhook.DisabledReason}
 	}
 	for _, ref := range r.Refs {
 		out.Refs = append(out.Refs, api.Ref{Kind: ref.Kind, Params: ref.Params})

@@ -675,6 +675,7 @@ func (s *server) streamMailbox(c *fiber.Ctx) error {
 				}
 			}
 			for _, m := range msgs {
+				m.Push = nil // the event's data is the webhook body
 				b, _ := json.Marshal(toMessage(m))
 				fmt.Fprintf(w, "id: %d\nevent: message\ndata: %s\n\n", m.Seq, b)
 				cur = m.Seq

@@ -252,6 +252,45 @@ func TestMailboxLongPollAndCursor(t *testing.T) {
 	}
 }
 
+// A message read from the mailbox carries its push's state when its
+// recipient has a webhook; the stream's event (the webhook body) does not.
+func TestMailboxShowsThePushState(t *testing.T) {
+	f := newFixture(t)
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	// A loopback URL the stack's guard refuses: the push fails without a
+	// request, whenever its worker gets to it.
+	if status, b := f.do(t, "PUT", "/api/v1/recipients/agent-1", `{"status":"running","webhook":{"url":"http://127.0.0.1:9/hook","secret":"`+secret+`"}}`); status != 200 {
+		t.Fatalf("%d %s", status, b)
+	}
+	_, _ = f.do(t, "POST", "/api/v1/watches", `{"kind":"ci","params":{},"recipient":{"id":"agent-1"}}`)
+	f.sched.Tick(context.Background(), t0)
+	status, b := f.do(t, "GET", "/api/v1/recipients/agent-1/mailbox?after=0", "")
+	var mb api.Mailbox
+	if err := json.Unmarshal(b, &mb); status != 200 || err != nil || len(mb.Messages) != 1 || mb.Messages[0].Push == nil {
+		t.Fatalf("%d %s", status, b)
+	}
+	switch p := mb.Messages[0].Push; p.State {
+	case "pending", "sending", "failed":
+	default:
+		t.Fatalf("push %+v", p)
+	}
+	base := apitest.Serve(t, f.app)
+	req, _ := http.NewRequest("GET", base+"/api/v1/recipients/agent-1/mailbox/stream?after=0", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rd := bufio.NewReader(resp.Body)
+	line, err := rd.ReadString('\n')
+	for err == nil && !strings.HasPrefix(line, "data: ") {
+		line, err = rd.ReadString('\n')
+	}
+	if err != nil || strings.Contains(line, `"push"`) {
+		t.Fatalf("stream event %q %v", line, err)
+	}
+}
+
 // The SSE stream sends each message once with its seq as the event id, and
 // a reconnect with Last-Event-ID resumes after it.
 func TestMailboxStream(t *testing.T) {

@@ -24,6 +24,7 @@ type Metrics struct {
 	faults      *prometheus.CounterVec
 	probes      *prometheus.CounterVec
 	deliveries  *prometheus.CounterVec
+	pushes      *prometheus.CounterVec
 	fetches     *prometheus.CounterVec
 	observed    *prometheus.CounterVec
 	routed      *prometheus.CounterVec
@@ -48,8 +49,12 @@ func New(states StateCounter) *Metrics {
 		}, []string{"kind", "result"}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_deliveries_total",
-			Help: "Messages delivered, by receipt (delivered, rejected, unknown) and channel (mailbox, webhook).",
+			Help: "Messages delivered, by receipt (delivered: in the mailbox; rejected: the recipient was not running) and channel (mailbox).",
 		}, []string{"receipt", "channel"}),
+		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_webhook_pushes_total",
+			Help: "Webhook pushes entering each state: pending (written with its message), sending (an attempt started), retrying, delivered, failed, unknown (a request went out and no answer came; never re-sent).",
+		}, []string{"state"}),
 		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_fetches_total",
 			Help: "Fetches plugins asked for, by kind and outcome (ok or the failure reason).",
@@ -63,7 +68,7 @@ func New(states StateCounter) *Metrics {
 			Help: "Observed items routed, by action (created, appended, skipped, dropped).",
 		}, []string{"action"}),
 	}
-	m.reg.MustRegister(m.pluginCalls, m.faults, m.probes, m.deliveries, m.fetches, m.observed, m.routed,
+	m.reg.MustRegister(m.pluginCalls, m.faults, m.probes, m.deliveries, m.pushes, m.fetches, m.observed, m.routed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if states != nil {
 		m.reg.MustRegister(&watchCollector{states: states, desc: prometheus.NewDesc(
@@ -104,6 +109,9 @@ func (m *Metrics) Probe(kind, result string) { m.probes.WithLabelValues(kind, re
 func (m *Metrics) Delivery(receipt store.Receipt, channel string) {
 	m.deliveries.WithLabelValues(string(receipt), channel).Inc()
 }
+
+// Push implements delivery.Metrics.
+func (m *Metrics) Push(state store.PushState) { m.pushes.WithLabelValues(string(state)).Inc() }
 
 // watchCollector counts watches by state when scraped: a gauge kept up to
 // date by every transition would be one more write per transition.

@@ -146,15 +146,15 @@ func (w stampWaker) Poke(ctx context.Context, subject string) (int, error) {
 	return n, err
 }
 
-// stampDeliver stamps each Send as it starts.
+// stampDeliver stamps each Settle as it starts.
 type stampDeliver struct {
 	*delivery.Delivery
 	s *wakeStamps
 }
 
-func (d stampDeliver) Send(ctx context.Context, to store.Recipient, m store.Message) store.Receipt {
+func (d stampDeliver) Settle(ctx context.Context, id store.ID, st store.Settlement, m store.Message) (store.Watch, error) {
 	d.s.sent.Store(time.Now().UnixNano())
-	return d.Delivery.Send(ctx, to, m)
+	return d.Delivery.Settle(ctx, id, st, m)
 }
 
 func newWakeRig(b *testing.B) *wakeRig {
@@ -162,7 +162,7 @@ func newWakeRig(b *testing.B) *wakeRig {
 	reg := kind.NewRegistry()
 	stamps := &wakeStamps{}
 	stack := apitest.NewStack(b, apitest.Config{Plugins: reg, Clock: benchWallClock{},
-		Deliver: func(d *delivery.Delivery) scheduler.Deliverer { return stampDeliver{d, stamps} }})
+		Deliver: func(d *delivery.Delivery, _ *store.Badger) scheduler.Deliverer { return stampDeliver{d, stamps} }})
 	ob, err := New(Options{Store: stampStore{stack.Store, stamps}, Clock: benchWallClock{}, Rate: -1, Principal: scheduler.ValidRecipientID}, helpConfig("watcher"))
 	if err != nil {
 		b.Fatal(err)

@@ -54,21 +54,33 @@ func (f *fakePlugins) Observe(context.Context, abi.ObserveRequest) (plugin.Obser
 	return plugin.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: "success"}}, nil
 }
 
-// countingDeliverer counts what would be mailed.
+// countingDeliverer settles and carries on the store, and counts what it
+// mailed.
 type countingDeliverer struct {
+	st *store.Badger
 	mu sync.Mutex
 	n  int
 }
 
-func (d *countingDeliverer) Send(context.Context, store.Recipient, store.Message) store.Receipt {
+func (d *countingDeliverer) Settle(ctx context.Context, id store.ID, s store.Settlement, m store.Message) (store.Watch, error) {
+	w, mailed, err := d.st.SettleAndMail(ctx, id, s, m)
+	d.count(mailed)
+	return w, err
+}
+
+func (d *countingDeliverer) Carry(ctx context.Context, id store.ID, b json.RawMessage, a int, note string, change *store.Message) (bool, error) {
+	mailed, err := d.st.CarryAndMail(ctx, id, b, a, note, change)
+	d.count(mailed)
+	return mailed.Message != nil, err
+}
+
+func (d *countingDeliverer) count(m store.Mailed) {
+	if m.Message == nil {
+		return
+	}
 	d.mu.Lock()
 	d.n++
 	d.mu.Unlock()
-	return store.ReceiptDelivered
-}
-
-func (d *countingDeliverer) Notify(ctx context.Context, to store.Recipient, m store.Message) store.Receipt {
-	return d.Send(ctx, to, m)
 }
 
 type fixture struct {
@@ -86,7 +98,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	f := &fixture{st: st, plugins: &fakePlugins{}, mail: &countingDeliverer{}}
+	f := &fixture{st: st, plugins: &fakePlugins{}, mail: &countingDeliverer{st: st}}
 	f.sched, err = scheduler.New(scheduler.Config{Store: st, Plugins: f.plugins, Deliver: f.mail, Recipients: st, Clock: fixedClock{t0}})
 	if err != nil {
 		t.Fatal(err)

@@ -195,7 +195,7 @@ func (c *countingClock) Now() time.Time {
 
 func benchScheduler(tb testing.TB, st store.Store, pl Kinds, clock Clock, workers int) *Scheduler {
 	tb.Helper()
-	s, err := New(Config{Store: st, Plugins: pl, Deliver: &recordingDeliverer{}, Clock: clock, Workers: workers})
+	s, err := New(Config{Store: st, Plugins: pl, Deliver: &recordingDeliverer{st: st}, Clock: clock, Workers: workers})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -835,7 +835,7 @@ func benchTick(b *testing.B, real bool, workers int) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	deliver := &recordingDeliverer{}
+	deliver := &recordingDeliverer{st: st}
 	s, err := New(Config{Store: st, Plugins: pl, Deliver: deliver, Clock: &fakeClock{now: pop.now}, Workers: workers})
 	if err != nil {
 		b.Fatal(err)
@@ -890,7 +890,7 @@ func BenchmarkRegister(b *testing.B) {
 				}
 				defer st.Close()
 				pop := newTimers(time.Now())
-				s, err := New(Config{Store: st, Plugins: timerFakes(pop.at), Deliver: &recordingDeliverer{}, Recipients: st})
+				s, err := New(Config{Store: st, Plugins: timerFakes(pop.at), Deliver: &recordingDeliverer{st: st}, Recipients: st})
 				if err != nil {
 					b.Fatal(err)
 				}

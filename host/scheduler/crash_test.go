@@ -14,17 +14,19 @@ import (
 	"github.com/vigilhq/vigil/store"
 )
 
-// killingDeliverer kills its own process the moment a message reaches it:
-// a real crash between persisting an outcome and delivering it.
+// killingDeliverer kills its own process the moment a settlement reaches
+// it, before its transaction: a real crash while an outcome is being
+// settled and mailed.
 type killingDeliverer struct{}
 
-func (killingDeliverer) Send(context.Context, store.Recipient, store.Message) store.Receipt {
+func (killingDeliverer) Settle(context.Context, store.ID, store.Settlement, store.Message) (store.Watch, error) {
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {}
 }
 
-func (d killingDeliverer) Notify(ctx context.Context, to store.Recipient, m store.Message) store.Receipt {
-	return d.Send(ctx, to, m)
+func (killingDeliverer) Carry(context.Context, store.ID, json.RawMessage, int, string, *store.Message) (bool, error) {
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {}
 }
 
 // TestCrashChild is the process that dies; it runs only when the parent
@@ -49,14 +51,15 @@ func TestCrashChild(t *testing.T) {
 	if _, err := s.Register(context.Background(), Registration{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "agent-1"}}); err != nil {
 		t.Fatal(err)
 	}
-	s.Tick(context.Background(), t0) // dies in Send
+	s.Tick(context.Background(), t0) // dies in Settle
 	t.Fatal("the child survived its delivery")
 }
 
-// A process killed between persisting fired and delivering leaves fired
-// with receipt unknown after restart, visible in listings, and nothing is
-// delivered or probed again.
-func TestKilledBetweenPersistAndDeliver(t *testing.T) {
+// Settling and mailing are one transaction, so a process killed before it
+// commits leaves the watch pending: after restart it is probed again and
+// its outcome is settled and mailed once. There is no state in which the
+// outcome is persisted and its mail is not.
+func TestKilledBeforeTheSettleCommits(t *testing.T) {
 	h := newHarness(t)
 	dir := h.dir
 	_ = h.store.Close()
@@ -70,18 +73,20 @@ func TestKilledBetweenPersistAndDeliver(t *testing.T) {
 
 	h.store = nil
 	h.open() // restart on what the dead process left
-	if n, err := h.s.Prime(context.Background()); err != nil || n != 0 {
+	if n, err := h.s.Prime(context.Background()); err != nil || n != 1 {
 		t.Fatalf("prime: %d %v", n, err)
 	}
+	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("success") }
+	h.tick(t0.Add(time.Minute)) // within its interval and before its deadline
 	rows, _, err := h.store.List(context.Background(), store.Filter{Recipient: "agent-1"})
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("listing: %+v %v", rows, err)
 	}
-	if rows[0].State != store.Fired || rows[0].Receipt != store.ReceiptUnknown || rows[0].Outcome.Result != "success" {
-		t.Fatalf("row after the crash: %+v", rows[0])
+	if rows[0].State != store.Fired || rows[0].Receipt != store.ReceiptDelivered || rows[0].Outcome.Result != "success" {
+		t.Fatalf("row after the restart: %+v", rows[0])
 	}
-	h.tick(t0.Add(24 * time.Hour))
-	if n := len(h.deliver.messages()); n != 0 || h.plugins.probeCount() != 0 {
-		t.Fatalf("after restart: %d messages, %d probes", n, h.plugins.probeCount())
+	h.tick(t0.Add(2 * time.Minute))
+	if n := len(h.deliver.messages()); n != 1 {
+		t.Fatalf("after restart: %d messages", n)
 	}
 }

@@ -24,22 +24,29 @@
 //     watches waiting on it, so a parked wait costs nothing until then.
 //
 // The ordering rules, each paid for by a lost or doubled message:
-//   - The outcome is persisted (receipt unknown) before it is delivered,
-//     then the receipt is persisted. A crash between the two leaves fired
-//     with receipt unknown, visible in listings, and unknown is never
-//     retried: a second copy of a message whose first copy may have landed
-//     is worse than an uncertain one.
-//   - A rejected delivery settles undeliverable, neither success nor
-//     failure of the watch.
+//   - The outcome and its mail are one store transaction (Deliver.Settle:
+//     settle-if-still-pending together with the mailbox append and the
+//     push's outbox record), so a crash leaves either a pending watch,
+//     probed again after the restart, or a settled one with its message:
+//     never an outcome without its mail. The webhook POST leaves later from
+//     delivery's outbox, never from a probe.
+//   - A recipient that is not running when the watch settles makes it
+//     undeliverable, in the same transaction, neither success nor failure
+//     of the watch.
+//   - Registration writes the row only if the recipient is running in the
+//     transaction that writes it (Recipients.CreateIfRunning), so a pause
+//     landing after the early check leaves no live watch behind.
 //   - Every wait has a deadline, resolved here, the one place that knows
 //     now: the plugin's natural deadline (a timer's instant plus a minute)
 //     or the open-ended default. An expiry is settled and delivered like
 //     an outcome.
-//   - Cancel and a probe's settlement share one lock: a cancel that wins
-//     keeps the row cancelled and nothing is mailed; a probe that finishes
-//     after a cancel is dropped.
-//   - A standing watch's new baseline is persisted before its change is
-//     mailed, so a crash loses at most one notice and never repeats one.
+//   - Cancel and a probe's settlement share one lock, and both are
+//     conditional transitions in the store: whichever commits first wins,
+//     and a cancel that wins keeps the row cancelled with nothing mailed.
+//   - A standing watch's new baseline and its change mail are one
+//     transaction (Deliver.Carry), conditional on the watch still pending,
+//     so a crash neither loses nor repeats a notice and a cancel that won
+//     sends no stale change.
 //
 // What it must never do: decide whether something settled (that is the
 // plugin's answer), or how a message reaches its recipient (that is the

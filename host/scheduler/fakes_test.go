@@ -100,9 +100,12 @@ func settled(result string) (plugin.Observation, error) {
 	return plugin.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: result}}, nil
 }
 
-// recordingDeliverer records messages and answers receipt. before, when
-// set, runs first (tests use it to look at the store at delivery time).
+// recordingDeliverer settles and carries on the store it is given (st,
+// set by the harness) and records the messages it would mail. receipt
+// rejected stands for a recipient that is not running: the watch settles
+// undeliverable and nothing is mailed. before, when set, runs first.
 type recordingDeliverer struct {
+	st       store.Store
 	mu       sync.Mutex
 	got      []store.Message
 	to       []store.Recipient
@@ -111,27 +114,49 @@ type recordingDeliverer struct {
 	before   func(m store.Message)
 }
 
-func (d *recordingDeliverer) Send(_ context.Context, to store.Recipient, m store.Message) store.Receipt {
-	return d.record(to, m, false)
-}
-
-func (d *recordingDeliverer) Notify(_ context.Context, to store.Recipient, m store.Message) store.Receipt {
-	return d.record(to, m, true)
-}
-
-func (d *recordingDeliverer) record(to store.Recipient, m store.Message, notify bool) store.Receipt {
+func (d *recordingDeliverer) Settle(ctx context.Context, id store.ID, st store.Settlement, m store.Message) (store.Watch, error) {
+	m.WatchID = id
 	if d.before != nil {
 		d.before(m)
 	}
+	st.Receipt = store.ReceiptDelivered
+	if d.receipt == store.ReceiptRejected {
+		st.State, st.Receipt = store.Undeliverable, store.ReceiptRejected
+	}
+	w, err := d.st.Settle(ctx, id, st)
+	if err != nil || st.Receipt != store.ReceiptDelivered {
+		return w, err
+	}
+	d.record(w.Recipient, m, false)
+	return w, nil
+}
+
+func (d *recordingDeliverer) Carry(ctx context.Context, id store.ID, baseline json.RawMessage, attempts int, note string, change *store.Message) (bool, error) {
+	if err := d.st.CarryBaseline(ctx, id, baseline, attempts, note); err != nil {
+		return false, err
+	}
+	if change == nil {
+		return false, nil
+	}
+	w, err := d.st.Get(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	m := *change
+	m.WatchID = id
+	if d.before != nil {
+		d.before(m) // the baseline and the mail are one transaction
+	}
+	d.record(w.Recipient, m, true)
+	return d.receipt != store.ReceiptRejected, nil
+}
+
+func (d *recordingDeliverer) record(to store.Recipient, m store.Message, notify bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.got = append(d.got, m)
 	d.to = append(d.to, to)
 	d.notified = append(d.notified, notify)
-	if d.receipt == "" {
-		return store.ReceiptDelivered
-	}
-	return d.receipt
 }
 
 func (d *recordingDeliverer) messages() []store.Message {
@@ -167,11 +192,6 @@ func (c *countingStore) Create(ctx context.Context, w store.Watch) error {
 func (c *countingStore) Settle(ctx context.Context, id store.ID, s store.Settlement) (store.Watch, error) {
 	c.add()
 	return c.Store.Settle(ctx, id, s)
-}
-
-func (c *countingStore) SetReceipt(ctx context.Context, id store.ID, r store.Receipt) (store.Watch, error) {
-	c.add()
-	return c.Store.SetReceipt(ctx, id, r)
 }
 
 func (c *countingStore) CarryBaseline(ctx context.Context, id store.ID, b json.RawMessage, a int, n string) error {
@@ -226,6 +246,7 @@ func (h *harness) open() {
 	h.t.Cleanup(func() { _ = st.Close() })
 	h.store = st
 	h.counted = &countingStore{Store: st}
+	h.deliver.st = h.counted
 	s, err := New(Config{
 		Store: h.counted, Plugins: h.plugins, Deliver: h.deliver, Clock: h.clock,
 		Jitter: rand.New(rand.NewPCG(1, 2)), IDs: idSource{rand.NewChaCha8([32]byte{7})},

@@ -160,8 +160,8 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 		State: store.Pending, Receipt: store.ReceiptNone, Every: store.Duration(every),
 		Standing: info.Standing, CreatedAt: now, ExpiresAt: expires, Subject: adm.Subject,
 	}
-	if err := s.cfg.Store.Create(ctx, w); err != nil {
-		return store.Watch{}, fmt.Errorf("scheduler: register: %w", err)
+	if err := s.create(ctx, w); err != nil {
+		return store.Watch{}, err
 	}
 	e := &entry{id: id, due: now.UnixNano(), every: int64(every)}
 	if expires != nil {
@@ -173,6 +173,32 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 	s.mu.Unlock()
 	s.signal()
 	return w, nil
+}
+
+// create writes the row; with Recipients, only if the recipient is running
+// in the same transaction, so a pause that lands after the check above
+// leaves no live watch behind.
+func (s *Scheduler) create(ctx context.Context, w store.Watch) error {
+	if s.cfg.Recipients == nil {
+		if err := s.cfg.Store.Create(ctx, w); err != nil {
+			return fmt.Errorf("scheduler: register: %w", err)
+		}
+		return nil
+	}
+	err := s.cfg.Recipients.CreateIfRunning(ctx, w)
+	var nr *store.NotRunningError
+	switch {
+	case errors.As(err, &nr):
+		status := string(nr.Status)
+		if status == "" {
+			status = "gone"
+		}
+		return &Error{Code: CodeRecipientNotRunning, Field: "recipient.id",
+			Message: fmt.Sprintf("recipient %s is %s; a watch belongs to a running recipient", nr.Recipient, status)}
+	case err != nil:
+		return fmt.Errorf("scheduler: register: %w", err)
+	}
+	return nil
 }
 
 // Poke makes every pending watch on subject due now, so a pushed kind's

@@ -41,23 +41,30 @@ type Kinds interface {
 
 var _ Kinds = (*kind.Registry)(nil)
 
-// Deliverer hands a message to its recipient and says what became of it:
-// delivered, rejected (the recipient is not live), or unknown (it may have
-// landed). Both methods must honour ctx.
+// Deliverer settles a watch and mails its outcome in one store
+// transaction, and records a baseline with its change mail likewise; the
+// webhook push, if any, leaves later from an outbox, never from here. Both
+// return store.ErrNotPending, having written and mailed nothing, when the
+// watch is no longer pending (a cancel committed first).
 //
-// Send carries the outcome of a watch someone registered. Notify carries a
-// message the host sends on its own initiative (a standing watch's
-// change): it must re-check at send time that the recipient is live, and
-// never revive one that is not.
+// Settle's message goes to a running recipient (the receipt is then
+// delivered); a recipient that is not running settles the watch
+// undeliverable. Carry's change is a message the host sends on its own
+// initiative: mailed only to a running recipient, and its push re-checks
+// that the recipient is live just before it is sent and never revives one
+// that is not. Carry reports whether the change was mailed.
 type Deliverer interface {
-	Send(ctx context.Context, to store.Recipient, m store.Message) store.Receipt
-	Notify(ctx context.Context, to store.Recipient, m store.Message) store.Receipt
+	Settle(ctx context.Context, id store.ID, st store.Settlement, m store.Message) (store.Watch, error)
+	Carry(ctx context.Context, id store.ID, baseline json.RawMessage, attempts int, note string, change *store.Message) (bool, error)
 }
 
 // Recipients is what registration needs of the recipients: the named one,
-// created running with a mailbox only if it is new.
+// created running with a mailbox only if it is new, and the row written
+// only if the recipient is running in the transaction that writes it (a
+// *store.NotRunningError otherwise).
 type Recipients interface {
 	EnsureRecipient(ctx context.Context, id string, now time.Time) (store.RecipientRecord, error)
+	CreateIfRunning(ctx context.Context, w store.Watch) error
 }
 
 // Metrics counts probes by kind and result (pending, settled, changed,

@@ -115,77 +115,23 @@ func TestPendingRewritesNothing(t *testing.T) {
 	}
 }
 
-// The outcome is persisted before it is delivered, with receipt unknown;
-// then the receipt is persisted.
-func TestOutcomeIsPersistedBeforeDelivery(t *testing.T) {
+// The outcome is settled and mailed in one Deliver.Settle call: the row is
+// final with receipt delivered, and the message names the watch.
+func TestOutcomeIsSettledAndMailedTogether(t *testing.T) {
 	h := newHarness(t)
 	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("success") }
 	var atDelivery store.Watch
 	h.deliver.before = func(m store.Message) { atDelivery = h.row(m.WatchID) }
 	w := h.register("ci")
 	h.tick(t0)
-	if atDelivery.State != store.Fired || atDelivery.Receipt != store.ReceiptUnknown || atDelivery.Outcome == nil || atDelivery.Outcome.Result != "success" {
-		t.Fatalf("row at delivery: %+v", atDelivery)
+	if atDelivery.State != store.Pending {
+		t.Fatalf("row before the settle: %+v", atDelivery)
 	}
 	if got := h.row(w.ID); got.State != store.Fired || got.Receipt != store.ReceiptDelivered || got.SettledAt == nil || got.Attempts != 1 {
 		t.Fatalf("row after delivery: %+v", got)
 	}
 	if m := h.deliver.messages(); len(m) != 1 || m[0].WatchID != w.ID || m[0].Outcome.Result != "success" || h.deliver.to[0].ID != "agent-1" {
 		t.Fatalf("messages %+v", m)
-	}
-}
-
-// blockingDeliverer stands in for a delivery the process dies during.
-type blockingDeliverer struct {
-	entered chan store.Message
-	release chan struct{}
-}
-
-func (d *blockingDeliverer) Send(_ context.Context, _ store.Recipient, m store.Message) store.Receipt {
-	d.entered <- m
-	<-d.release
-	return store.ReceiptDelivered
-}
-
-func (d *blockingDeliverer) Notify(ctx context.Context, to store.Recipient, m store.Message) store.Receipt {
-	return d.Send(ctx, to, m)
-}
-
-// A crash between persisting the outcome and delivering it leaves fired
-// with receipt unknown, and a restart neither re-probes nor re-sends it.
-func TestCrashBetweenPersistAndDeliver(t *testing.T) {
-	h := newHarness(t)
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("success") }
-	bd := &blockingDeliverer{entered: make(chan store.Message, 1), release: make(chan struct{})}
-	s1, err := New(Config{Store: h.store, Plugins: h.plugins, Deliver: bd, Clock: h.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := s1.Register(context.Background(), Registration{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "agent-1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { s1.Tick(context.Background(), t0); close(done) }()
-	<-bd.entered
-	// The process dies here: the store is closed under the delivery.
-	_ = h.store.Close()
-	close(bd.release)
-	<-done
-
-	h.open() // restart
-	if n, err := h.s.Prime(context.Background()); err != nil || n != 0 {
-		t.Fatalf("prime after the crash: %d %v", n, err)
-	}
-	h.tick(t0.Add(24 * time.Hour))
-	if got := h.row(w.ID); got.State != store.Fired || got.Receipt != store.ReceiptUnknown {
-		t.Fatalf("after restart: %+v", got)
-	}
-	if m := h.deliver.messages(); len(m) != 0 {
-		t.Fatalf("re-sent after a crash: %+v", m)
-	}
-	if h.plugins.probeCount() != 1 {
-		t.Fatalf("re-probed: %d", h.plugins.probeCount())
 	}
 }
 

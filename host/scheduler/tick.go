@@ -176,23 +176,23 @@ func (s *Scheduler) rearm(e *entry, next time.Time, probed bool) {
 	heap.Push(&s.h, e)
 }
 
-// settle persists a final state (receipt unknown), then delivers, then
-// persists the receipt. A cancel that won is respected: nothing is
-// written and nothing is mailed.
+// settle persists a final state and mails it, in one transaction
+// (Deliver.Settle). A cancel that won is respected: nothing is written and
+// nothing is mailed.
 func (s *Scheduler) settle(ctx context.Context, e *entry, w store.Watch, state store.State, typ store.MessageType, out store.Outcome, now time.Time, attempts int, note string) {
 	s.mu.Lock()
 	if s.byID[e.id] != e {
 		s.mu.Unlock()
 		return
 	}
-	settled, err := s.cfg.Store.Settle(ctx, e.id, store.Settlement{
-		State: state, Receipt: store.ReceiptUnknown, Outcome: &out, SettledAt: now, Attempts: attempts, LastNote: note,
-	})
+	settled, err := s.cfg.Deliver.Settle(ctx, e.id, store.Settlement{
+		State: state, Outcome: &out, SettledAt: now, Attempts: attempts, LastNote: note,
+	}, store.Message{Kind: w.Kind, Type: typ, Outcome: out})
 	if err != nil {
 		if errors.Is(err, store.ErrNotPending) {
 			delete(s.byID, e.id)
 		} else {
-			// Not persisted: do not deliver. Try again at the next interval.
+			// Neither persisted nor mailed: try again at the next interval.
 			s.log.Error("persisting an outcome", "watch", e.id, "err", err)
 			e.due = now.Add(time.Duration(e.every)).UnixNano()
 			heap.Push(&s.h, e)
@@ -203,43 +203,37 @@ func (s *Scheduler) settle(ctx context.Context, e *entry, w store.Watch, state s
 	delete(s.byID, e.id)
 	s.mu.Unlock()
 	s.cfg.Plugins.Settled(ctx, settled)
-
-	receipt := s.cfg.Deliver.Send(ctx, w.Recipient, store.Message{WatchID: e.id, Kind: w.Kind, Type: typ, Outcome: out, At: now})
-	if _, err := s.cfg.Store.SetReceipt(ctx, e.id, receipt); err != nil {
-		s.log.Error("persisting a receipt", "watch", e.id, "receipt", receipt, "err", err)
-	}
 }
 
-// carry persists a standing watch's new baseline, then (for a change)
-// mails it. The watch stays pending whatever the delivery's fate: only its
-// recipient's lifecycle ends it.
+// carry persists a standing watch's new baseline and (for a change) mails
+// it, in one transaction (Deliver.Carry). The watch stays pending whatever
+// the delivery's fate: only its recipient's lifecycle ends it.
 func (s *Scheduler) carry(ctx context.Context, e *entry, w store.Watch, obs kind.Observation, now time.Time, attempts int, mail bool) {
 	s.mu.Lock()
 	if s.byID[e.id] != e {
 		s.mu.Unlock()
 		return
 	}
-	if err := s.cfg.Store.CarryBaseline(ctx, e.id, obs.Baseline, attempts, obs.Note); err != nil {
+	var change *store.Message
+	if mail {
+		change = &store.Message{Kind: w.Kind, Type: store.MessageChanged, Outcome: toOutcome(obs.Outcome)}
+	}
+	mailed, err := s.cfg.Deliver.Carry(ctx, e.id, obs.Baseline, attempts, obs.Note, change)
+	if err != nil {
 		if errors.Is(err, store.ErrNotPending) {
 			delete(s.byID, e.id)
 			s.mu.Unlock()
 			return
 		}
-		// Not persisted: do not mail a change whose baseline would be
-		// forgotten; look again at the next interval.
+		// Neither persisted nor mailed: look again at the next interval.
 		s.log.Error("persisting a baseline", "watch", e.id, "err", err)
-		mail = false
 	}
 	e.attempts = int32(attempts)
 	e.due = s.nextDue(e, now, obs.NextCheck).UnixNano()
 	heap.Push(&s.h, e)
 	s.mu.Unlock()
-	if !mail {
-		return
-	}
-	receipt := s.cfg.Deliver.Notify(ctx, w.Recipient, store.Message{WatchID: e.id, Kind: w.Kind, Type: store.MessageChanged, Outcome: toOutcome(obs.Outcome), At: now})
-	if receipt != store.ReceiptDelivered {
-		s.log.Warn("a standing watch's change was not delivered", "watch", e.id, "receipt", receipt)
+	if mail && err == nil && !mailed {
+		s.log.Warn("a standing watch's change was not mailed: its recipient is not running", "watch", e.id)
 	}
 }
 

@@ -1,6 +1,7 @@
 package apitest
 
 import (
+	"context"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -24,15 +25,16 @@ type Config struct {
 	Clock   Clock
 	// IDs is the randomness of watch ids (default: a fixed seed).
 	IDs io.Reader
-	// Deliver wraps the delivery the scheduler sends through (default:
-	// the delivery itself).
-	Deliver func(*delivery.Delivery) scheduler.Deliverer
+	// Deliver wraps the delivery the scheduler settles through (default:
+	// the delivery itself); it is given the stack's store.
+	Deliver func(*delivery.Delivery, *store.Badger) scheduler.Deliverer
 }
 
 // Stack is the host behind the API.
 type Stack struct {
 	Store      *store.Badger
 	Delivery   *delivery.Delivery
+	Outbox     *delivery.Outbox
 	Scheduler  *scheduler.Scheduler
 	Recipients *recipients.Service
 }
@@ -49,13 +51,21 @@ func NewStack(tb testing.TB, cfg Config) *Stack {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = st.Close() })
-	del, err := delivery.New(delivery.Config{Store: st, Clock: cfg.Clock})
+	outbox, err := delivery.NewOutbox(delivery.OutboxConfig{Store: st, Clock: cfg.Clock})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := outbox.Start(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(outbox.Stop) // before the store closes: cleanups run last first
+	del, err := delivery.New(delivery.Config{Store: st, Clock: cfg.Clock, Outbox: outbox})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	var deliver scheduler.Deliverer = del
 	if cfg.Deliver != nil {
-		deliver = cfg.Deliver(del)
+		deliver = cfg.Deliver(del, st)
 	}
 	ids := cfg.IDs
 	if ids == nil {
@@ -65,7 +75,7 @@ func NewStack(tb testing.TB, cfg Config) *Stack {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &Stack{Store: st, Delivery: del, Scheduler: sched, Recipients: recipients.New(st, sched, cfg.Plugins, cfg.Clock, nil)}
+	return &Stack{Store: st, Delivery: del, Outbox: outbox, Scheduler: sched, Recipients: recipients.New(st, sched, cfg.Plugins, cfg.Clock, nil)}
 }
 
 // Serve runs app on a 127.0.0.1 listener until the test ends and returns

@@ -1,0 +1,172 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Mailed is what a settle or a carry wrote to the recipient's mailbox: the
+// message with its Seq, and its outbox record when the recipient has an
+// active webhook. Message is nil when nothing was mailed.
+type Mailed struct {
+	Recipient string
+	Message   *Message
+	Push      *Push
+}
+
+func (s *Badger) fail(at string) error {
+	if s.failpoint == nil {
+		return nil
+	}
+	return s.failpoint(at)
+}
+
+// SettleAndMail settles a pending watch and mails its outcome, in one
+// transaction. For a running recipient the row takes st (receipt
+// delivered: the mailbox is the durable channel), m is appended to the
+// mailbox, and, when the recipient has an active webhook, an outbox record
+// for the push is written beside it. For a recipient that is not running
+// (or does not exist) the row settles undeliverable (receipt rejected) and
+// nothing is mailed. ErrNotPending, with nothing written, if the row is no
+// longer pending: a cancel that committed first wins.
+//
+// st.State is fired, expired or unwatchable; st.Receipt is ignored. m's
+// WatchID is the row's id; its ID and At are the caller's.
+func (s *Badger) SettleAndMail(ctx context.Context, id ID, st Settlement, m Message) (Watch, Mailed, error) {
+	switch st.State {
+	case Fired, Expired, Unwatchable:
+	default:
+		return Watch{}, Mailed{}, fmt.Errorf("store: settle and mail as %q", st.State)
+	}
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	var out Watch
+	var mailed Mailed
+	err := s.update(ctx, func(txn *badger.Txn) error {
+		mailed = Mailed{}
+		w, err := getRow(txn, id)
+		if err != nil {
+			return err
+		}
+		if w.State != Pending {
+			return ErrNotPending
+		}
+		rec, rerr := runningRecipient(txn, w.Recipient.ID)
+		var nr *NotRunningError
+		switch {
+		case errors.As(rerr, &nr):
+			// The recipient had stopped being live: neither success nor
+			// failure of the watch.
+			st.State, st.Receipt = Undeliverable, ReceiptRejected
+		case rerr != nil:
+			return rerr
+		default:
+			st.Receipt = ReceiptDelivered
+		}
+		at := st.SettledAt.UTC()
+		w.State, w.Receipt, w.Outcome, w.SettledAt = st.State, st.Receipt, st.Outcome, &at
+		w.Attempts, w.LastNote = st.Attempts, st.LastNote
+		if err := rewriteRow(txn, Pending, w); err != nil {
+			return err
+		}
+		out = w
+		if rerr != nil {
+			return nil
+		}
+		if err := s.fail("settled"); err != nil {
+			return err
+		}
+		m.WatchID = id
+		mailed, err = mail(txn, rec, m, false)
+		return err
+	})
+	return out, mailed, err
+}
+
+// CarryAndMail records a standing (or remembering) watch's new baseline
+// and, when change is not nil, mails the change, in one transaction. The
+// change is mailed only to a running recipient, and its push is a notice
+// (re-checked for liveness before it is sent). ErrNotPending, with nothing
+// written or mailed, if the row is no longer pending.
+func (s *Badger) CarryAndMail(ctx context.Context, id ID, baseline json.RawMessage, attempts int, note string, change *Message) (Mailed, error) {
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	var mailed Mailed
+	err := s.update(ctx, func(txn *badger.Txn) error {
+		mailed = Mailed{}
+		w, err := getRow(txn, id)
+		if err != nil {
+			return err
+		}
+		if w.State != Pending {
+			return ErrNotPending
+		}
+		w.Baseline, w.Attempts, w.LastNote = baseline, attempts, note
+		if err := rewriteRow(txn, Pending, w); err != nil {
+			return err
+		}
+		if change == nil {
+			return nil
+		}
+		rec, err := runningRecipient(txn, w.Recipient.ID)
+		var nr *NotRunningError
+		if errors.As(err, &nr) {
+			return nil // nothing to mail to; the baseline still moves
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.fail("carried"); err != nil {
+			return err
+		}
+		m := *change
+		m.WatchID = id
+		mailed, err = mail(txn, rec, m, true)
+		return err
+	})
+	return mailed, err
+}
+
+// mail appends m to rec's mailbox and, when rec has an active webhook,
+// writes its pending push, inside txn. The caller holds appendMu.
+func mail(txn *badger.Txn, rec RecipientRecord, m Message, notice bool) (Mailed, error) {
+	m, err := appendMessage(txn, rec.ID, m)
+	if err != nil {
+		return Mailed{}, err
+	}
+	out := Mailed{Recipient: rec.ID, Message: &m}
+	if !rec.Webhook.Active() {
+		return out, nil
+	}
+	p := Push{Recipient: rec.ID, Seq: m.Seq, MessageID: m.ID, State: PushPending, Notice: notice,
+		CreatedAt: m.At.UTC(), UpdatedAt: m.At.UTC()}
+	if err := putPush(txn, p); err != nil {
+		return Mailed{}, err
+	}
+	out.Push = &p
+	return out, nil
+}
+
+// CreateIfRunning writes a new row only if its recipient is running, read
+// in the same transaction: a pause that commits first leaves no row, and
+// one that commits after finds the row and cancels it. A
+// *NotRunningError (errors.Is ErrNotRunning) if the recipient is not
+// running or does not exist; ErrExists if the id is taken.
+func (s *Badger) CreateIfRunning(ctx context.Context, w Watch) error {
+	if !w.State.Valid() || !w.Receipt.Valid() {
+		return fmt.Errorf("store: create: state %q receipt %q", w.State, w.Receipt)
+	}
+	return s.update(ctx, func(txn *badger.Txn) error {
+		if _, err := runningRecipient(txn, w.Recipient.ID); err != nil {
+			return err
+		}
+		if err := s.fail("checked"); err != nil {
+			return err
+		}
+		return createRow(txn, w)
+	})
+}
