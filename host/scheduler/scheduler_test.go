@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -321,7 +322,8 @@ func TestPluginErrorKeepsTheWatchPending(t *testing.T) {
 	if got := h.row(w.ID); got.State != store.Pending {
 		t.Fatalf("row: %+v", got)
 	}
-	if next, ok := h.s.NextWake(); !ok || !next.Equal(t0.Add(30*time.Second)) {
+	// Re-armed, backed off: twice its 30 s cadence.
+	if next, ok := h.s.NextWake(); !ok || !next.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("not re-armed: %v %v", next, ok)
 	}
 }
@@ -529,10 +531,12 @@ func TestPrimePrunesOldSettledRows(t *testing.T) {
 	}
 }
 
-// Probes run on the fixed pool: never more at once than Workers.
+// Probes run on the fixed pool: never more at once than Workers. (Each
+// watch is of its own kind and recipient, so the fairness caps do not
+// bind before the pool does.)
 func TestWorkersBoundConcurrentProbes(t *testing.T) {
 	h := newHarness(t)
-	h.s.cfg.Workers = 2
+	h.s.cfg.Workers = 3
 	var mu sync.Mutex
 	inFlight, peak := 0, 0
 	gate := make(chan struct{})
@@ -549,27 +553,30 @@ func TestWorkersBoundConcurrentProbes(t *testing.T) {
 		mu.Unlock()
 		return pending("")
 	}
-	for range 6 {
-		h.register("ci")
+	for i := range 6 {
+		kind := fmt.Sprintf("k%d", i)
+		h.plugins.kinds[kind] = plugin.Info{Kind: kind}
+		h.registerFor(kind, fmt.Sprintf("agent-%d", i))
 	}
 	done := make(chan int)
 	go func() { done <- h.tick(t0) }()
 	<-entered
-	<-entered // two probes run at once
-	// A third would need a third worker. It cannot come with the pool
+	<-entered
+	<-entered // three probes run at once
+	// A fourth would need a fourth worker. It cannot come with the pool
 	// bounded, so this wait only ever times out when the code is right;
-	// unbounded, the third arrives within microseconds.
+	// unbounded, the fourth arrives within microseconds.
 	select {
 	case <-entered:
-		t.Fatal("a third probe ran alongside two blocked ones")
+		t.Fatal("a fourth probe ran alongside three blocked ones")
 	case <-time.After(100 * time.Millisecond):
 	}
 	close(gate)
 	if n := <-done; n != 6 {
 		t.Fatalf("probed %d", n)
 	}
-	if peak != 2 {
-		t.Fatalf("peak concurrency %d, workers 2", peak)
+	if peak != 3 {
+		t.Fatalf("peak concurrency %d, workers 3", peak)
 	}
 }
 
@@ -630,6 +637,7 @@ func TestCancelKeepsDiagnostics(t *testing.T) {
 // A tick whose context ends stops probing and puts the rest back.
 func TestTickStopsProbingWhenCancelled(t *testing.T) {
 	h := newHarness(t)
+	h.s.cfg.Workers = 1
 	for range 5 {
 		h.register("ci")
 	}
