@@ -27,7 +27,7 @@ import (
 //	listen: 127.0.0.1:7878
 //	data: ./vigil-data
 //	plugins: ./plugins
-//	workers: 2
+//	workers: 4
 //	fsync: false
 //	webhook_allow: [127.0.0.0/8]
 //	tokens:
@@ -90,7 +90,7 @@ type token struct {
 }
 
 func defaultSettings() settings {
-	return settings{Listen: "127.0.0.1:7878", Data: "./vigil-data", Workers: 1}
+	return settings{Listen: "127.0.0.1:7878", Data: "./vigil-data", Workers: scheduler.DefaultWorkers}
 }
 
 // configError names the key at fault and where it came from.
@@ -195,8 +195,8 @@ func (s settings) validate(sources map[string]string) error {
 	if s.Data == "" {
 		bad("data", errors.New("must not be empty"))
 	}
-	if s.Workers < 1 || s.Workers > 16 {
-		bad("workers", fmt.Errorf("%d: want 1 to 16", s.Workers))
+	if s.Workers < 1 || s.Workers > scheduler.MaxWorkers {
+		bad("workers", fmt.Errorf("%d: want 1 to %d", s.Workers, scheduler.MaxWorkers))
 	}
 	for _, c := range s.WebhookAllow {
 		if _, err := netip.ParsePrefix(strings.TrimSpace(c)); err != nil {

@@ -67,7 +67,7 @@ in-flight requests and probes finish.`,
 	cmd.Flags().String("data", d.Data, "data directory (store and plugin compilation cache)")
 	cmd.Flags().String("plugins", "", "plugin directory: *.wasm and an optional registry.json")
 	cmd.Flags().Bool("fsync", false, "fsync every store commit (survives power loss; slower registration)")
-	cmd.Flags().Int("workers", d.Workers, "probes run at once (a small fixed number, at most 16)")
+	cmd.Flags().Int("workers", d.Workers, "probe workers: a small fixed pool, never scaled with the watches; no kind or recipient holds more than workers-1 (at most 16)")
 	cmd.Flags().StringArray("webhook-allow", nil, "a CIDR webhooks may reach although it is loopback or private (repeatable)")
 	return cmd
 }

@@ -1,0 +1,203 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/store"
+)
+
+// isolation is a harness whose plugins hold every probe of a "slow" watch
+// (any kind but "timer") until released, and settle a timer at once. Each
+// probe's kind and recipient is sent on entered as it starts.
+type isolation struct {
+	*harness
+	entered chan probeStart
+	release chan struct{}
+	mailed  chan store.Message
+	// fault makes a released slow probe come back as a fault (a timeout)
+	// instead of pending.
+	fault bool
+}
+
+type probeStart struct {
+	kind, recipient string
+	now             time.Time
+}
+
+func newIsolation(t *testing.T, slowKinds ...string) *isolation {
+	t.Helper()
+	iso := &isolation{
+		harness: newHarness(t),
+		entered: make(chan probeStart, 4096),
+		release: make(chan struct{}),
+		mailed:  make(chan store.Message, 4096),
+	}
+	iso.plugins.kinds["timer"] = plugin.Info{Kind: "timer", DefaultEvery: time.Minute}
+	for _, k := range slowKinds {
+		iso.plugins.kinds[k] = plugin.Info{Kind: k, DefaultEvery: time.Minute}
+	}
+	iso.plugins.observe = iso.observe
+	iso.deliver.before = func(m store.Message) { iso.mailed <- m }
+	return iso
+}
+
+func (iso *isolation) observe(req abi.ObserveRequest) (plugin.Observation, error) {
+	id, _ := store.ParseID(req.WatchID)
+	w, _ := iso.store.Get(context.Background(), id)
+	iso.entered <- probeStart{kind: req.Kind, recipient: w.Recipient.ID, now: req.Now}
+	if req.Kind == "timer" {
+		return settled("fired")
+	}
+	<-iso.release
+	if iso.fault {
+		return plugin.Observation{Status: abi.StatusPending, Note: "plugin fault: timeout",
+			Fault: &plugin.CallError{Kind: req.Kind, Export: "observe", Reason: plugin.FaultTimeout, Err: context.DeadlineExceeded}}, nil
+	}
+	return pending("still slow")
+}
+
+// next is the next probe to start; a probe that never comes fails the
+// test (the timeout only ever expires when the scheduler is wrong).
+func (iso *isolation) next() probeStart {
+	iso.t.Helper()
+	select {
+	case p := <-iso.entered:
+		return p
+	case <-time.After(10 * time.Second):
+		iso.t.Fatal("no probe started: every worker is held")
+		return probeStart{}
+	}
+}
+
+// start runs the scheduler's own loop and workers on the fake clock, and
+// stops them at the end of the test, releasing what is held.
+func (iso *isolation) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := iso.s.Start(ctx)
+	iso.t.Cleanup(func() {
+		select {
+		case <-iso.release:
+		default:
+			close(iso.release)
+		}
+		cancel()
+		<-done
+	})
+}
+
+// timerIsProbedBesideTheHeld registers a timer while every worker the
+// caps allow is held by slow probes, and checks that the free worker
+// probes it at its due time and that it is mailed, the slow ones still
+// held.
+func (iso *isolation) timerIsProbedBesideTheHeld(recipient string) {
+	iso.t.Helper()
+	workers := iso.s.cfg.Workers
+	for range workers - 1 { // the cap: workers-1 for one kind or one recipient
+		if p := iso.next(); p.kind == "timer" {
+			iso.t.Fatalf("the timer started before it was registered")
+		}
+	}
+	timer := iso.registerFor("timer", recipient)
+	p := iso.next()
+	if p.kind != "timer" {
+		iso.t.Fatalf("the last free worker took another %s probe of %s: the timer waits behind it", p.kind, p.recipient)
+	}
+	if !p.now.Equal(t0) {
+		iso.t.Fatalf("the timer was probed at %v, due at %v", p.now, t0)
+	}
+	select {
+	case m := <-iso.mailed:
+		if m.WatchID != timer.ID || m.Type != store.MessageFired {
+			iso.t.Fatalf("mailed %+v", m)
+		}
+	case <-time.After(10 * time.Second):
+		iso.t.Fatal("the timer's outcome was not mailed")
+	}
+	select {
+	case p := <-iso.entered:
+		iso.t.Fatalf("a probe of %s started beyond the cap", p.kind)
+	default:
+	}
+}
+
+// A slow kind with many due watches holds at most workers-1 workers: an
+// unrelated timer due meanwhile is probed by the last one, at once.
+func TestASlowKindDoesNotHoldBackATimer(t *testing.T) {
+	iso := newIsolation(t, "slow")
+	for i := range 200 {
+		iso.registerFor("slow", fmt.Sprintf("agent-%d", i)) // one recipient each: only the kind's cap binds
+	}
+	iso.start()
+	iso.timerIsProbedBesideTheHeld("agent-timer")
+}
+
+// A recipient with many due watches, of many kinds, holds at most
+// workers-1 workers: another recipient's timer is probed at once.
+func TestABusyRecipientDoesNotHoldBackAnother(t *testing.T) {
+	kinds := make([]string, 10)
+	for i := range kinds {
+		kinds[i] = fmt.Sprintf("slow-%d", i)
+	}
+	iso := newIsolation(t, kinds...)
+	for i := range 100 {
+		iso.registerFor(kinds[i%len(kinds)], "agent-busy") // one kind each in turn: only the recipient's cap binds
+	}
+	iso.start()
+	iso.timerIsProbedBesideTheHeld("agent-other")
+}
+
+// 1,000 standing watches of a kind whose probes fail slowly: the timer is
+// probed beside them, and each fault backs its watch off (twice its
+// cadence after the first), not back to back.
+func TestSlowFaultsDoNotHoldBackATimer(t *testing.T) {
+	iso := newIsolation(t)
+	iso.fault = true
+	iso.plugins.kinds["flaky"] = plugin.Info{Kind: "flaky", Standing: true, DefaultEvery: time.Minute}
+	for i := range 1000 {
+		iso.registerFor("flaky", fmt.Sprintf("agent-%d", i))
+	}
+	iso.start()
+	iso.timerIsProbedBesideTheHeld("agent-timer")
+}
+
+// The same, all due in one instant and driven by Tick: the timer is among
+// the first probes the pool takes. Then, released, each flaky watch's
+// fault backs it off: none is due again before twice its cadence.
+func TestTickProbesATimerBesideSlowWatches(t *testing.T) {
+	for _, fault := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fault=%t", fault), func(t *testing.T) {
+			iso := newIsolation(t, "slow")
+			iso.fault = fault
+			for i := range 200 {
+				iso.registerFor("slow", fmt.Sprintf("agent-%d", i))
+			}
+			iso.registerFor("timer", "agent-timer")
+			done := make(chan int)
+			go func() { done <- iso.tick(t0) }()
+			timer := false
+			for range iso.s.cfg.Workers {
+				timer = timer || iso.next().kind == "timer"
+			}
+			if !timer {
+				t.Fatal("every worker took a slow probe; the timer waits behind them")
+			}
+			<-iso.mailed
+			close(iso.release)
+			if n := <-done; n != 201 {
+				t.Fatalf("tick probed %d", n)
+			}
+			want := t0.Add(time.Minute) // a pending answer: its cadence
+			if fault {
+				want = t0.Add(2 * time.Minute) // a fault: backed off
+			}
+			if next, ok := iso.s.NextWake(); !ok || !next.Equal(want) {
+				t.Fatalf("next wake %v %v, want %v", next, ok, want)
+			}
+		})
+	}
+}
