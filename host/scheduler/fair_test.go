@@ -102,6 +102,7 @@ func (iso *isolation) timerIsProbedBesideTheHeld(recipient string) {
 			iso.t.Fatalf("the timer started before it was registered")
 		}
 	}
+	awaitSettledWorkers(iso.t, iso.s)
 	timer := iso.registerFor("timer", recipient)
 	p := iso.next()
 	if p.kind != "timer" {
@@ -199,5 +200,30 @@ func TestTickProbesATimerBesideSlowWatches(t *testing.T) {
 				t.Fatalf("next wake %v %v, want %v", next, ok, want)
 			}
 		})
+	}
+}
+
+// awaitSettledWorkers waits until every worker of a started scheduler has
+// either taken a probe or parked for want of one it may take, with
+// nothing left to read: the point where a worker the caps keep free is
+// free.
+func awaitSettledWorkers(t *testing.T, s *Scheduler) {
+	t.Helper()
+	limit := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		busy := 0
+		for _, k := range s.ready.kinds {
+			busy += k.inFlight
+		}
+		settled := s.reading == 0 && s.ready.head == len(s.ready.fresh) && busy+s.parked == s.cfg.Workers
+		s.mu.Unlock()
+		if settled {
+			return
+		}
+		if time.Now().After(limit) {
+			t.Fatal("the workers did not settle")
+		}
+		time.Sleep(100 * time.Microsecond)
 	}
 }

@@ -177,8 +177,9 @@ type Scheduler struct {
 	h     dueHeap
 	byID  map[store.ID]*entry
 	ready readyQueue
-	// reading is how many batches of due entries workers are reading.
-	reading int
+	// reading is how many batches of due entries workers are reading;
+	// parked, how many workers wait for work.
+	reading, parked int
 	// work is signalled when there is work to take, a probe ends, or the
 	// loop stops. Its lock is mu.
 	work *sync.Cond

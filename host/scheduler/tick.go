@@ -189,7 +189,9 @@ func (s *Scheduler) next(ctx context.Context, untilEmpty bool) ([]*entry, *job) 
 		if untilEmpty && s.ready.len() == 0 && s.reading == 0 {
 			return nil, nil
 		}
+		s.parked++
 		s.work.Wait()
+		s.parked--
 	}
 }
 
