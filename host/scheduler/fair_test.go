@@ -2,7 +2,11 @@ package scheduler
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/json"
 	"fmt"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -225,5 +229,118 @@ func awaitSettledWorkers(t *testing.T, s *Scheduler) {
 			t.Fatal("the workers did not settle")
 		}
 		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// A hammer: registrations and cancels from several goroutines while the
+// loop and its workers probe. No kind and no recipient ever has more than
+// workers-1 probes in flight, a cancelled watch is never mailed, and a
+// fired one is mailed exactly once.
+func TestHammerCapsAndCancels(t *testing.T) {
+	h := newHarness(t)
+	kinds := []string{"k0", "k1", "k2"}
+	for _, k := range kinds {
+		h.plugins.kinds[k] = plugin.Info{Kind: k, DefaultEvery: time.Minute}
+	}
+	var mu sync.Mutex
+	inFlight, peak := map[string]int{}, 0
+	enter := func(keys ...string) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, k := range keys {
+			inFlight[k]++
+			peak = max(peak, inFlight[k])
+		}
+	}
+	leave := func(keys ...string) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, k := range keys {
+			inFlight[k]--
+		}
+	}
+	h.plugins.observe = func(req abi.ObserveRequest) (plugin.Observation, error) {
+		id, _ := store.ParseID(req.WatchID)
+		w, _ := h.store.Get(context.Background(), id)
+		keys := []string{"kind/" + req.Kind, "recipient/" + w.Recipient.ID}
+		enter(keys...)
+		defer leave(keys...)
+		for range 100 {
+			runtime.Gosched()
+		}
+		if id[15]%2 == 0 {
+			return settled("done")
+		}
+		return pending("not yet")
+	}
+	h.s.cfg.IDs = crand.Reader // the seeded source of the harness is for one goroutine
+	ctx, cancel := context.WithCancel(context.Background())
+	done := h.s.Start(ctx)
+
+	const perGoroutine = 150
+	ids := make(chan store.ID, 4*perGoroutine)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range perGoroutine {
+				w, err := h.s.Register(context.Background(), Registration{Kind: kinds[(g+i)%len(kinds)],
+					Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: fmt.Sprintf("agent-%d", i%5)}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ids <- w.ID
+			}
+		})
+	}
+	cancelled := map[store.ID]bool{}
+	var cancels sync.WaitGroup
+	cancels.Go(func() {
+		n := 0
+		for id := range ids {
+			if n++; n%3 == 0 {
+				if _, err := h.s.Cancel(context.Background(), id, "hammer"); err == nil {
+					cancelled[id] = true
+				}
+			}
+		}
+	})
+	wg.Wait()
+	close(ids)
+	cancels.Wait()
+	awaitSettledWorkers(t, h.s)
+	cancel()
+	<-done
+
+	if limit := h.s.cfg.Workers - 1; peak > limit {
+		t.Fatalf("%d probes of one kind or recipient at once, cap %d", peak, limit)
+	}
+	mailed := map[store.ID]int{}
+	for _, m := range h.deliver.messages() {
+		mailed[m.WatchID]++
+		if cancelled[m.WatchID] {
+			t.Fatalf("cancelled watch %s was mailed %+v", m.WatchID, m)
+		}
+	}
+	rows, _, err := h.store.List(context.Background(), store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fired := 0
+	for _, w := range rows {
+		switch w.State {
+		case store.Fired:
+			fired++
+			if mailed[w.ID] != 1 {
+				t.Fatalf("fired watch %s mailed %d times", w.ID, mailed[w.ID])
+			}
+		case store.Cancelled:
+			if !cancelled[w.ID] {
+				t.Fatalf("watch %s cancelled, but no cancel succeeded", w.ID)
+			}
+		}
+	}
+	if fired == 0 || len(cancelled) == 0 {
+		t.Fatalf("%d fired, %d cancelled: the hammer did not exercise both", fired, len(cancelled))
 	}
 }
