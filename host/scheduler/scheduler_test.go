@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -658,5 +659,38 @@ func TestTickStopsProbingWhenCancelled(t *testing.T) {
 	}
 	if next, _ := h.s.NextWake(); !next.Equal(t0) {
 		t.Fatalf("the unprobed watches wait until %v", next)
+	}
+}
+
+// Start's channel closes only once every worker has exited: a probe in
+// flight when ctx ends has returned, and what was due and not taken is
+// back in the heap, unprobed.
+func TestStartWaitsForItsWorkers(t *testing.T) {
+	h := newHarness(t)
+	h.s.cfg.Workers = 2 // one probe at a time for kind ci: the cap is 1
+	entered := make(chan struct{}, 10)
+	var returned atomic.Bool
+	h.plugins.observeCtx = func(ctx context.Context) {
+		entered <- struct{}{}
+		<-ctx.Done()
+		time.Sleep(10 * time.Millisecond) // a probe slow to notice
+		returned.Store(true)
+	}
+	for range 3 {
+		h.register("ci")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := h.s.Start(ctx)
+	<-entered
+	cancel()
+	<-done
+	if !returned.Load() {
+		t.Fatal("Start's channel closed while a probe was in flight")
+	}
+	if n := h.plugins.probeCount(); n != 1 {
+		t.Fatalf("%d probes", n)
+	}
+	if next, ok := h.s.NextWake(); !ok || !next.Equal(t0) || h.s.Pending() != 3 {
+		t.Fatalf("after the stop: next wake %v %v, %d pending", next, ok, h.s.Pending())
 	}
 }
