@@ -20,8 +20,8 @@
 //     free worker takes the oldest due watch of the kind, and within it
 //     of the recipient, with the fewest probes in flight, and no kind and
 //     no recipient holds more than Workers-1 at once. So a slow kind, or
-//     a recipient with a thousand due watches, waits behind itself, and
-//     one worker is always left for everyone else. The ready queue costs
+//     a recipient with a thousand due watches, waits behind itself: alone
+//     it can never hold the last worker. The ready queue costs
 //     O(log n) in the due work per operation, nothing in the pending.
 //   - A fault (timeout, trap, memory, off contract) or a plugin error
 //     backs the watch off: from when the probe came back, its cadence
@@ -79,7 +79,8 @@
 //
 // What it must never do: decide whether something settled (that is the
 // plugin's answer), or how a message reaches its recipient (that is the
-// Deliverer's).
+// Deliverer's); hold its lock across a store commit, a plugin call or a
+// delivery; or start a goroutine per watch or per batch outside Tick.
 //
 // Prime (ready) is split from Start (running) so tests drive Tick with a
 // fake clock: Tick moves what is due into the ready queue and drains it on
