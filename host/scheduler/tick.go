@@ -38,7 +38,7 @@ func (s *Scheduler) Tick(ctx context.Context, now time.Time) int {
 	}
 	var wg sync.WaitGroup
 	for range min(s.cfg.Workers, n) {
-		wg.Go(func() { s.drain(ctx, true, now) })
+		wg.Go(func() { s.worker(ctx, true, now) })
 	}
 	wg.Wait()
 	return n
@@ -59,7 +59,7 @@ func (s *Scheduler) Start(ctx context.Context) <-chan struct{} {
 	}
 	var workers sync.WaitGroup
 	for range s.cfg.Workers {
-		workers.Go(func() { s.drain(ctx, false, time.Time{}) })
+		workers.Go(func() { s.worker(ctx, false, time.Time{}) })
 	}
 	go func() {
 		defer close(done)
@@ -143,10 +143,10 @@ func (s *Scheduler) requeue() {
 	s.cfg.Metrics.Ready(0)
 }
 
-// drain is a worker: it reads due entries and probes them until ctx ends,
+// worker is one of the pool: it reads due entries and probes them until ctx ends,
 // or, for Tick (untilEmpty), until the ready queue is empty. at, when set,
 // is the time every probe happens at (Tick's now); else the clock's.
-func (s *Scheduler) drain(ctx context.Context, untilEmpty bool, at time.Time) {
+func (s *Scheduler) worker(ctx context.Context, untilEmpty bool, at time.Time) {
 	for {
 		batch, j := s.next(ctx, untilEmpty)
 		switch {
