@@ -30,7 +30,7 @@ import (
 //	data: ./vigil-data
 //	plugin_cache: ./vigil-data/plugin-cache
 //	plugins: ./plugins
-//	workers: 2
+//	workers: 4
 //	fsync: false
 //	webhook_allow: [127.0.0.0/8]
 //	recipient_max_refs: 1000
@@ -101,7 +101,7 @@ type token struct {
 }
 
 func defaultSettings() settings {
-	return settings{Listen: "127.0.0.1:7878", Data: "./vigil-data", Workers: 1}
+	return settings{Listen: "127.0.0.1:7878", Data: "./vigil-data", Workers: scheduler.DefaultWorkers}
 }
 
 // The largest bounds an operator may set per recipient: far above any
@@ -228,8 +228,8 @@ func (s settings) validate(sources map[string]string) error {
 	if s.Data == "" {
 		bad("data", errors.New("must not be empty"))
 	}
-	if s.Workers < 1 || s.Workers > 16 {
-		bad("workers", fmt.Errorf("%d: want 1 to 16", s.Workers))
+	if s.Workers < 1 || s.Workers > scheduler.MaxWorkers {
+		bad("workers", fmt.Errorf("%d: want 1 to %d", s.Workers, scheduler.MaxWorkers))
 	}
 	for _, c := range s.WebhookAllow {
 		if _, err := netip.ParsePrefix(strings.TrimSpace(c)); err != nil {

@@ -32,7 +32,7 @@ func TestSettingsPrecedence(t *testing.T) {
 	env := map[string]string{"VIGIL_WORKERS": "3", "VIGIL_DATA": "/from/env"}
 
 	s, err := settingsFor(t, nil, nil, "")
-	if err != nil || s.Workers != 1 || s.Data != "./vigil-data" || s.Listen != "127.0.0.1:7878" || s.Fsync {
+	if err != nil || s.Workers != 4 || s.Data != "./vigil-data" || s.Listen != "127.0.0.1:7878" || s.Fsync {
 		t.Fatalf("defaults: %+v %v", s, err)
 	}
 	s, err = settingsFor(t, nil, nil, file)
@@ -43,8 +43,8 @@ func TestSettingsPrecedence(t *testing.T) {
 	if err != nil || s.Workers != 3 || s.Data != "/from/env" || s.Plugins != "/plugins/file" {
 		t.Fatalf("env over file: %+v %v", s, err)
 	}
-	s, err = settingsFor(t, []string{"--workers", "4", "--fsync=false"}, env, file)
-	if err != nil || s.Workers != 4 || s.Data != "/from/env" || s.Fsync {
+	s, err = settingsFor(t, []string{"--workers", "5", "--fsync=false"}, env, file)
+	if err != nil || s.Workers != 5 || s.Data != "/from/env" || s.Fsync {
 		t.Fatalf("flags over env: %+v %v", s, err)
 	}
 }

@@ -78,7 +78,7 @@ in-flight requests and probes finish.`,
 	cmd.Flags().String("plugin-cache", "", "plugin compilation cache directory, shareable between hosts (default DATA/plugin-cache)")
 	cmd.Flags().String("plugins", "", "plugin directory: *.wasm and an optional registry.json")
 	cmd.Flags().Bool("fsync", false, "fsync every store commit (survives power loss; slower registration)")
-	cmd.Flags().Int("workers", d.Workers, "probes run at once (a small fixed number, at most 16)")
+	cmd.Flags().Int("workers", d.Workers, "probe workers: a small fixed pool, never scaled with the watches; no kind or recipient holds more than workers-1 (at most 16)")
 	cmd.Flags().StringArray("webhook-allow", nil, "a CIDR webhooks may reach although it is loopback or private (repeatable)")
 	cmd.Flags().Int("recipient-max-refs", recipients.DefaultMaxRefs, "refs one recipient may hold")
 	cmd.Flags().Int("recipient-max-pending", recipients.DefaultMaxPending, "pending watches one recipient may hold; a registration past it is refused")

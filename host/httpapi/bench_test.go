@@ -132,7 +132,9 @@ func wasmRuntime() (wasmHost, error) {
 // probeCount counts the scheduler's probes.
 type probeCount struct{ n atomic.Int64 }
 
-func (p *probeCount) Probe(string, string) { p.n.Add(1) }
+func (p *probeCount) Probe(string, string)      { p.n.Add(1) }
+func (p *probeCount) Lag(string, time.Duration) {}
+func (p *probeCount) Ready(int)                 {}
 
 // benchServer is a host on a loopback listener.
 type benchServer struct {

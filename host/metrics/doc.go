@@ -1,7 +1,8 @@
 // Package metrics is vigil's Prometheus instrumentation: one registry per
 // process, fed by small interfaces the host's packages already call
-// (plugin calls, probes, deliveries, fetches), and a collector that counts
-// watches by state at scrape time.
+// (plugin calls, probes and their lag, the ready queue's depth,
+// deliveries, fetches), and a collector that counts watches by state at
+// scrape time.
 //
 // It owns the metric names and labels. It must never be a dependency of
 // the packages it measures: each declares the interface it calls, and this

@@ -17,12 +17,31 @@ type StateCounter interface {
 	CountByState(ctx context.Context) (map[store.State]int, error)
 }
 
+// pluginCallBuckets are vigil_plugin_call_seconds' buckets, in seconds:
+// from a timer's tens of microseconds up to the longest observe call a
+// registry allows (a kind's timeout is at most 2 minutes; with an exec
+// grant and no timeout, the grant's longest command, at most 2 minutes,
+// plus the default observe timeout), so a timeout lands in a bucket of
+// its own instead of +Inf.
+func pluginCallBuckets() []float64 {
+	return []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .05, .25, 1, 2.5, 5, 10, 30, 60, 120, 180}
+}
+
+// lagBuckets are vigil_probe_lag_seconds' buckets, in seconds: on time is
+// under a millisecond, the goal is under 100 ms, and a backlog shows in
+// seconds to minutes.
+func lagBuckets() []float64 {
+	return []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
+}
+
 // Metrics holds the registry and the instruments.
 type Metrics struct {
 	reg         *prometheus.Registry
 	pluginCalls *prometheus.HistogramVec
 	faults      *prometheus.CounterVec
 	probes      *prometheus.CounterVec
+	lag         *prometheus.HistogramVec
+	ready       prometheus.Gauge
 	deliveries  *prometheus.CounterVec
 	pushes      *prometheus.CounterVec
 	fetches     *prometheus.CounterVec
@@ -37,7 +56,7 @@ func New(states StateCounter) *Metrics {
 		pluginCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "vigil_plugin_call_seconds",
 			Help:    "Latency of plugin calls (observe is the probe latency), by kind, export and outcome.",
-			Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .05, .25, 1, 5},
+			Buckets: pluginCallBuckets(),
 		}, []string{"kind", "export", "outcome"}),
 		faults: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_plugin_faults_total",
@@ -47,6 +66,15 @@ func New(states StateCounter) *Metrics {
 			Name: "vigil_probes_total",
 			Help: "Probes of due watches, by kind and result (pending, settled, changed, expired, unwatchable, fault, error).",
 		}, []string{"kind", "result"}),
+		lag: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "vigil_probe_lag_seconds",
+			Help:    "How late each probe started after its due time, by kind.",
+			Buckets: lagBuckets(),
+		}, []string{"kind"}),
+		ready: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "vigil_ready_queue_depth",
+			Help: "Due watches waiting in the ready queue for a probe worker.",
+		}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_deliveries_total",
 			Help: "Messages delivered, by receipt (delivered: in the mailbox; rejected: the recipient was not running) and channel (mailbox).",
@@ -68,7 +96,7 @@ func New(states StateCounter) *Metrics {
 			Help: "Observed items routed, by action (created, appended, skipped, dropped).",
 		}, []string{"action"}),
 	}
-	m.reg.MustRegister(m.pluginCalls, m.faults, m.probes, m.deliveries, m.pushes, m.fetches, m.observed, m.routed,
+	m.reg.MustRegister(m.pluginCalls, m.faults, m.probes, m.lag, m.ready, m.deliveries, m.pushes, m.fetches, m.observed, m.routed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if states != nil {
 		m.reg.MustRegister(&watchCollector{states: states, desc: prometheus.NewDesc(
@@ -104,6 +132,14 @@ func (m *Metrics) Route(action string) { m.routed.WithLabelValues(action).Inc() 
 
 // Probe implements scheduler.Metrics.
 func (m *Metrics) Probe(kind, result string) { m.probes.WithLabelValues(kind, result).Inc() }
+
+// Lag implements scheduler.Metrics.
+func (m *Metrics) Lag(kind string, d time.Duration) {
+	m.lag.WithLabelValues(kind).Observe(max(d, 0).Seconds())
+}
+
+// Ready implements scheduler.Metrics.
+func (m *Metrics) Ready(depth int) { m.ready.Set(float64(depth)) }
 
 // Delivery implements delivery.Metrics.
 func (m *Metrics) Delivery(receipt store.Receipt, channel string) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -20,6 +21,8 @@ func TestMetricsAreExposed(t *testing.T) {
 	m.PluginCall("timer", "observe", "ok", 80*time.Microsecond)
 	m.PluginCall("timer", "observe", "timeout", 5*time.Second)
 	m.Probe("timer", "pending")
+	m.Lag("timer", 30*time.Millisecond)
+	m.Ready(7)
 	m.Delivery(store.ReceiptDelivered, "mailbox")
 	m.Fetch("ci", "rate_limited")
 	m.Record("duplicate")
@@ -35,6 +38,11 @@ func TestMetricsAreExposed(t *testing.T) {
 		`vigil_plugin_call_seconds_count{export="observe",kind="timer",outcome="ok"} 1`,
 		`vigil_plugin_faults_total{export="observe",kind="timer",reason="timeout"} 1`,
 		`vigil_probes_total{kind="timer",result="pending"} 1`,
+		`vigil_probe_lag_seconds_bucket{kind="timer",le="0.025"} 0`,
+		`vigil_probe_lag_seconds_bucket{kind="timer",le="0.05"} 1`,
+		`vigil_ready_queue_depth 7`,
+		`vigil_plugin_call_seconds_bucket{export="observe",kind="timer",outcome="timeout",le="2.5"} 0`,
+		`vigil_plugin_call_seconds_bucket{export="observe",kind="timer",outcome="timeout",le="5"} 1`,
 		`vigil_deliveries_total{channel="mailbox",receipt="delivered"} 1`,
 		`vigil_fetches_total{kind="ci",outcome="rate_limited"} 1`,
 		`vigil_observed_records_total{outcome="duplicate"} 1`,
@@ -60,3 +68,16 @@ func TestIndependentRegistries(t *testing.T) {
 		t.Fatal("a probe counted in one registry shows in the other")
 	}
 }
+
+// The plugin-call histogram reaches the longest observe call a registry
+// allows: a kind's timeout of 2 minutes, or an exec grant's 2-minute
+// command plus the default 5 s observe timeout. A timeout is then a bucket
+// of its own, never lost in +Inf.
+func TestPluginCallBucketsReachTheLongestTimeout(t *testing.T) {
+	b := pluginCallBuckets()
+	if longest := 2*time.Minute + 5*time.Second; b[len(b)-1] < longest.Seconds() {
+		t.Fatalf("the last bucket is %gs, under the longest observe call %s", b[len(b)-1], longest)
+	}
+}
+
+var _ scheduler.Metrics = (*Metrics)(nil)

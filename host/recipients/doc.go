@@ -7,7 +7,8 @@
 //   - When a recipient stops being running, every pending watch whose
 //     recipient it is (waits and standing watches alike) is cancelled, with
 //     the reason as the row's last note. A probe that finishes after that
-//     cancel mails nothing (the scheduler's one lock).
+//     cancel mails nothing (the store's settle-if-pending decides: see
+//     host/scheduler).
 //   - While a recipient runs, it has exactly one standing watch per
 //     attached ref, and none for a ref it no longer has; nobody registers
 //     standing watches by hand.

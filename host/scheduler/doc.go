@@ -9,8 +9,25 @@
 //     most one timer, armed for the heap's minimum. No goroutine, timer or
 //     ticker per watch, and nothing periodic: with nothing pending there is
 //     no timer at all and NextWake reports none.
-//   - Due probes run on a fixed worker pool (Config.Workers, default 1). A
-//     probe is one bounded plugin call; a burst of due watches queues.
+//   - The heap only moves what is due into a ready queue; a fixed pool of
+//     long-lived workers (Config.Workers, default 4, at most 16, never
+//     scaled with the watches) drains it continuously. No batch and no
+//     barrier: a slow probe holds one worker, never the next due watch.
+//     The workers belong to the scheduler: Start's channel closes once
+//     they have all exited.
+//   - Fairness by kind and by recipient. A worker reads a due row (the
+//     probe needs it anyway) and files it under its kind and recipient; a
+//     free worker takes the oldest due watch of the kind, and within it
+//     of the recipient, with the fewest probes in flight, and no kind and
+//     no recipient holds more than Workers-1 at once. So a slow kind, or
+//     a recipient with a thousand due watches, waits behind itself: alone
+//     it can never hold the last worker. The ready queue costs
+//     O(log n) in the due work per operation, nothing in the pending.
+//   - A fault (timeout, trap, memory, off contract) or a plugin error
+//     backs the watch off: from when the probe came back, its cadence
+//     doubled once per fault in a row (twice the cadence after the
+//     first), capped at Config.MaxBackoff, never past its deadline. The
+//     count lives in memory; any answer ends it.
 //   - A pending answer rewrites nothing. next_due, the attempt count and
 //     the last note live in memory; the store is written on state changes
 //     only (register, settle, receipt, a baseline that moved: a standing
@@ -38,11 +55,26 @@
 //     landing after the early check leaves no live watch behind.
 //   - Every wait has a deadline, resolved here, the one place that knows
 //     now: the plugin's natural deadline (a timer's instant plus a minute)
-//     or the open-ended default. An expiry is settled and delivered like
-//     an outcome.
-//   - Cancel and a probe's settlement share one lock, and both are
-//     conditional transitions in the store: whichever commits first wins,
-//     and a cancel that wins keeps the row cancelled with nothing mailed.
+//     or the open-ended default. A natural deadline already past at
+//     registration becomes the registration instant: the watch is probed
+//     at once, not refused (a timer whose instant has passed fires).
+//   - Expiry is an observation, then a verdict. A probe at or past the
+//     deadline is the final one: a settled answer fires; a pending one (a
+//     fault or a plugin error included) expires. A late probe never turns
+//     a met condition into expired. The expiry's outcome summary carries
+//     that observation's note ("…; last observed: CI run 7 in progress"),
+//     which is also the row's last note. An expiry is settled and
+//     delivered like an outcome.
+//   - Cancel and a probe's settlement race through the store, not a lock:
+//     the settlement is settle-if-still-pending together with its mailbox
+//     append (Deliver.Settle, one transaction; store.ErrNotPending
+//     otherwise), and cancel is cancel-if-still-pending. Badger's
+//     transactions make the two commits serial, so whichever commits first
+//     wins and the loser writes and sends nothing: a cancel that wins keeps
+//     the row cancelled with nothing mailed; a probe that finishes after it
+//     is dropped. The scheduler's mutex guards the in-memory heap, index
+//     and ready queue only, and is never held across a store commit, a
+//     plugin call or a delivery.
 //   - A standing watch's new baseline and its change mail are one
 //     transaction (Deliver.Carry), conditional on the watch still pending,
 //     so a crash neither loses nor repeats a notice and a cancel that won
@@ -50,9 +82,28 @@
 //
 // What it must never do: decide whether something settled (that is the
 // plugin's answer), or how a message reaches its recipient (that is the
-// Deliverer's).
+// Deliverer's); hold its lock across a store commit, a plugin call or a
+// delivery; or start a goroutine per watch or per batch outside Tick.
 //
 // Prime (ready) is split from Start (running) so tests drive Tick with a
-// fake clock and one consumer of the heap; only the loop's own test calls
-// Start.
+// fake clock: Tick moves what is due into the ready queue and drains it on
+// the workers' own code (the same fairness and caps), returning when it is
+// done. The isolation tests run Start itself on the fake clock, waiting on
+// channels for the probes they hold.
+//
+// Rejected alternatives:
+//   - A batch per wake-up, drained before the next (the design before this
+//     one): a batch waits for its slowest probe, so two watches of a kind
+//     that times out made a timer seconds late.
+//   - A lock shared by cancel and settlement (seed 002's words): it was
+//     held across the store commit and so serialised every settlement on
+//     the probes' path; the store's conditional transitions give the same
+//     "one of them wins" without it.
+//   - Keeping each watch's kind and recipient in its entry, to be fair
+//     without reading the row: one pointer more takes the entry from the
+//     48-byte size class to 64 and makes the collector scan it, for each
+//     of a million pending watches, where reading the row of a due watch
+//     is work the probe does anyway.
+//   - Scaling the pool with the backlog: the pool is the host's bound on
+//     concurrent plugin calls, and the caps already keep one worker free.
 package scheduler

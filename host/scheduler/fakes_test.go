@@ -263,7 +263,12 @@ func (s idSource) Read(p []byte) (int, error) { return s.r.Read(p) }
 
 func (h *harness) register(kind string) store.Watch {
 	h.t.Helper()
-	w, err := h.s.Register(context.Background(), Registration{Kind: kind, Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "agent-1"}})
+	return h.registerFor(kind, "agent-1")
+}
+
+func (h *harness) registerFor(kind, recipient string) store.Watch {
+	h.t.Helper()
+	w, err := h.s.Register(context.Background(), Registration{Kind: kind, Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: recipient}})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -132,6 +132,12 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 		d := now.Add(s.cfg.DefaultDeadline)
 		if !adm.Deadline.IsZero() {
 			d = adm.Deadline.UTC()
+			// A natural deadline already past (a timer whose instant has
+			// gone by) is not refused: the watch is probed at once, and
+			// that observation is its final one, so a timer fires.
+			if d.Before(now) {
+				d = now
+			}
 		}
 		if r.ExpiresAt != nil {
 			d = r.ExpiresAt.UTC()
@@ -163,7 +169,7 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 	if err := s.create(ctx, w); err != nil {
 		return store.Watch{}, err
 	}
-	e := &entry{id: id, due: now.UnixNano(), every: int64(every)}
+	e := &entry{id: id, due: now.UnixNano(), every: everyMillis(every)}
 	if expires != nil {
 		e.deadline = expires.UnixNano()
 	}
@@ -221,6 +227,8 @@ func (s *Scheduler) Poke(ctx context.Context, subject string) (int, error) {
 		case e.index >= 0:
 			e.due = min(e.due, now)
 			heap.Fix(&s.h, int(e.index))
+		case e.index == inReady:
+			// Due already: its probe is still to come.
 		default:
 			e.index = pokedWhileProbed
 		}
@@ -240,12 +248,15 @@ func (s *Scheduler) Poke(ctx context.Context, subject string) (int, error) {
 func (s *Scheduler) Cancel(ctx context.Context, id store.ID, reason string) (store.Watch, error) {
 	now := s.cfg.Clock.Now()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	var attempts int
 	e := s.byID[id]
 	if e != nil {
 		attempts = int(e.attempts)
 	}
+	s.mu.Unlock()
+	// The store decides: cancel-if-still-pending. A probe's settlement
+	// that committed first makes this a conflict; one that commits after
+	// finds the row cancelled and writes and sends nothing.
 	w, err := s.cfg.Store.Settle(ctx, id, store.Settlement{
 		State: store.Cancelled, Receipt: store.ReceiptNone, SettledAt: now, Attempts: attempts, LastNote: reason,
 	})
@@ -259,14 +270,18 @@ func (s *Scheduler) Cancel(ctx context.Context, id store.ID, reason string) (sto
 	if err != nil {
 		return store.Watch{}, err
 	}
+	s.mu.Lock()
 	s.forget(e)
+	s.mu.Unlock()
 	s.signal()
 	return w, nil
 }
 
-// forget drops e from the schedule; the caller holds mu.
+// forget drops e from the schedule, if it is still e's; the caller holds
+// mu. An entry in the ready queue is left there and skipped when a worker
+// comes to it; one in flight is dropped when its probe ends.
 func (s *Scheduler) forget(e *entry) {
-	if e == nil {
+	if e == nil || s.byID[e.id] != e {
 		return
 	}
 	if e.index >= 0 {

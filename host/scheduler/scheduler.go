@@ -67,15 +67,31 @@ type Recipients interface {
 	CreateIfRunning(ctx context.Context, w store.Watch) error
 }
 
-// Metrics counts probes by kind and result (pending, settled, changed,
-// expired, unwatchable, fault, error).
+// Metrics is what the scheduler reports. Ready is called with the
+// scheduler's lock held, and none of them may block.
 type Metrics interface {
+	// Probe counts a probe by kind and result (pending, settled, changed,
+	// expired, unwatchable, fault, error).
 	Probe(kind, result string)
+	// Lag is how late a probe started after its due time.
+	Lag(kind string, d time.Duration)
+	// Ready is the ready queue's depth: due watches no worker has taken.
+	Ready(depth int)
 }
 
 type nopMetrics struct{}
 
-func (nopMetrics) Probe(string, string) {}
+func (nopMetrics) Probe(string, string)      {}
+func (nopMetrics) Lag(string, time.Duration) {}
+func (nopMetrics) Ready(int)                 {}
+
+var _ Metrics = nopMetrics{}
+
+// The worker pool's default and bound.
+const (
+	DefaultWorkers = 4
+	MaxWorkers     = 16
+)
 
 // Config configures a Scheduler. Zero fields take the defaults.
 type Config struct {
@@ -89,8 +105,13 @@ type Config struct {
 	Recipients Recipients
 	Clock      Clock
 	Logger     *slog.Logger
-	// Workers probe due watches (default 1, at most 16).
+	// Workers is the fixed pool of long-lived probe workers (default 4, at
+	// most 16), never scaled with the watches. No kind and no recipient
+	// holds more than Workers-1 of them at once.
 	Workers int
+	// MaxBackoff caps how far a fault or a plugin error backs a watch
+	// off (default 1 h; never below the watch's own cadence).
+	MaxBackoff time.Duration
 	// MinEvery is the shortest re-check interval (default 1 s).
 	MinEvery time.Duration
 	// DefaultEvery applies when neither the watch nor the plugin names one
@@ -119,9 +140,15 @@ func (c Config) withDefaults() Config {
 	if c.Metrics == nil {
 		c.Metrics = nopMetrics{}
 	}
-	c.Workers = min(max(c.Workers, 1), 16)
+	if c.Workers <= 0 {
+		c.Workers = DefaultWorkers
+	}
+	c.Workers = min(c.Workers, MaxWorkers)
 	if c.MinEvery <= 0 {
 		c.MinEvery = time.Second
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = time.Hour
 	}
 	if c.DefaultEvery <= 0 {
 		c.DefaultEvery = 30 * time.Second
@@ -149,12 +176,20 @@ type Scheduler struct {
 	cfg Config
 	log *slog.Logger
 
-	// mu is the one lock: the heap, the index, and every transition of a
-	// pending row (settle, cancel, re-arm) happen under it, so a cancel and
-	// a settlement cannot both win.
-	mu   sync.Mutex
-	h    dueHeap
-	byID map[store.ID]*entry
+	// mu guards the in-memory schedule only: the heap, the index, the
+	// ready queue and what is being read. It is never held across a store
+	// commit or a plugin call; the store's conditional transitions decide
+	// between a cancel and a settlement.
+	mu    sync.Mutex
+	h     dueHeap
+	byID  map[store.ID]*entry
+	ready readyQueue
+	// reading is how many batches of due entries workers are reading;
+	// parked, how many workers wait for work.
+	reading, parked int
+	// work is signalled when there is work to take, a probe ends, or the
+	// loop stops. Its lock is mu.
+	work *sync.Cond
 
 	wake    chan struct{}
 	running atomic.Bool
@@ -166,12 +201,15 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, errors.New("scheduler: Store, Plugins and Deliver are required")
 	}
 	cfg = cfg.withDefaults()
-	return &Scheduler{
-		cfg:  cfg,
-		log:  cfg.Logger.With("component", "scheduler"),
-		byID: map[store.ID]*entry{},
-		wake: make(chan struct{}, 1),
-	}, nil
+	s := &Scheduler{
+		cfg:   cfg,
+		log:   cfg.Logger.With("component", "scheduler"),
+		byID:  map[store.ID]*entry{},
+		ready: newReadyQueue(),
+		wake:  make(chan struct{}, 1),
+	}
+	s.work = sync.NewCond(&s.mu)
+	return s, nil
 }
 
 func (s *Scheduler) signal() {
@@ -194,15 +232,16 @@ func (s *Scheduler) Prime(ctx context.Context) (int, error) {
 	defer s.mu.Unlock()
 	s.h = s.h[:0]
 	clear(s.byID)
+	s.ready = newReadyQueue()
 	nowN := now.UnixNano()
 	// Schedules stream from the store's pending index: no row is decoded,
 	// and only the 48-byte entries stay.
 	held, err := s.cfg.Store.ForEachPending(ctx, func(sc store.Schedule) error {
-		e := &entry{id: sc.ID, every: int64(sc.Every), attempts: int32(sc.Attempts)}
+		e := &entry{id: sc.ID, every: everyMillis(sc.Every), attempts: int32(sc.Attempts)}
 		if !sc.Expires.IsZero() {
 			e.deadline = sc.Expires.UnixNano()
 		}
-		e.due = nowN + s.cfg.Jitter.Int64N(max(e.every, 1))
+		e.due = nowN + s.cfg.Jitter.Int64N(max(int64(sc.Every), 1))
 		if e.deadline != 0 && e.deadline < e.due {
 			e.due = max(e.deadline, nowN)
 		}
@@ -220,8 +259,9 @@ func (s *Scheduler) Prime(ctx context.Context) (int, error) {
 	return len(s.h), nil
 }
 
-// NextWake is when the next watch is due; false when nothing is pending,
-// and then no timer exists.
+// NextWake is when the next watch in the heap is due; false when the heap
+// is empty, and then no timer exists. Watches already due, in the ready
+// queue or being probed, are not in the heap.
 func (s *Scheduler) NextWake() (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/plugin"
@@ -267,7 +270,8 @@ func TestPluginErrorKeepsTheWatchPending(t *testing.T) {
 	if got := h.row(w.ID); got.State != store.Pending {
 		t.Fatalf("row: %+v", got)
 	}
-	if next, ok := h.s.NextWake(); !ok || !next.Equal(t0.Add(30*time.Second)) {
+	// Re-armed, backed off: twice its 30 s cadence.
+	if next, ok := h.s.NextWake(); !ok || !next.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("not re-armed: %v %v", next, ok)
 	}
 }
@@ -475,10 +479,12 @@ func TestPrimePrunesOldSettledRows(t *testing.T) {
 	}
 }
 
-// Probes run on the fixed pool: never more at once than Workers.
+// Probes run on the fixed pool: never more at once than Workers. (Each
+// watch is of its own kind and recipient, so the fairness caps do not
+// bind before the pool does.)
 func TestWorkersBoundConcurrentProbes(t *testing.T) {
 	h := newHarness(t)
-	h.s.cfg.Workers = 2
+	h.s.cfg.Workers = 3
 	var mu sync.Mutex
 	inFlight, peak := 0, 0
 	gate := make(chan struct{})
@@ -495,27 +501,30 @@ func TestWorkersBoundConcurrentProbes(t *testing.T) {
 		mu.Unlock()
 		return pending("")
 	}
-	for range 6 {
-		h.register("ci")
+	for i := range 6 {
+		kind := fmt.Sprintf("k%d", i)
+		h.plugins.kinds[kind] = plugin.Info{Kind: kind}
+		h.registerFor(kind, fmt.Sprintf("agent-%d", i))
 	}
 	done := make(chan int)
 	go func() { done <- h.tick(t0) }()
 	<-entered
-	<-entered // two probes run at once
-	// A third would need a third worker. It cannot come with the pool
+	<-entered
+	<-entered // three probes run at once
+	// A fourth would need a fourth worker. It cannot come with the pool
 	// bounded, so this wait only ever times out when the code is right;
-	// unbounded, the third arrives within microseconds.
+	// unbounded, the fourth arrives within microseconds.
 	select {
 	case <-entered:
-		t.Fatal("a third probe ran alongside two blocked ones")
+		t.Fatal("a fourth probe ran alongside three blocked ones")
 	case <-time.After(100 * time.Millisecond):
 	}
 	close(gate)
 	if n := <-done; n != 6 {
 		t.Fatalf("probed %d", n)
 	}
-	if peak != 2 {
-		t.Fatalf("peak concurrency %d, workers 2", peak)
+	if peak != 3 {
+		t.Fatalf("peak concurrency %d, workers 3", peak)
 	}
 }
 
@@ -576,6 +585,7 @@ func TestCancelKeepsDiagnostics(t *testing.T) {
 // A tick whose context ends stops probing and puts the rest back.
 func TestTickStopsProbingWhenCancelled(t *testing.T) {
 	h := newHarness(t)
+	h.s.cfg.Workers = 1
 	for range 5 {
 		h.register("ci")
 	}
@@ -596,5 +606,47 @@ func TestTickStopsProbingWhenCancelled(t *testing.T) {
 	}
 	if next, _ := h.s.NextWake(); !next.Equal(t0) {
 		t.Fatalf("the unprobed watches wait until %v", next)
+	}
+}
+
+// Start's channel closes only once every worker has exited: a probe in
+// flight when ctx ends has returned, and what was due and not taken is
+// back in the heap, unprobed.
+func TestStartWaitsForItsWorkers(t *testing.T) {
+	h := newHarness(t)
+	h.s.cfg.Workers = 2 // one probe at a time for kind ci: the cap is 1
+	entered := make(chan struct{}, 10)
+	var returned atomic.Bool
+	h.plugins.observeCtx = func(ctx context.Context) {
+		entered <- struct{}{}
+		<-ctx.Done()
+		time.Sleep(10 * time.Millisecond) // a probe slow to notice
+		returned.Store(true)
+	}
+	for range 3 {
+		h.register("ci")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := h.s.Start(ctx)
+	<-entered
+	cancel()
+	<-done
+	if !returned.Load() {
+		t.Fatal("Start's channel closed while a probe was in flight")
+	}
+	if n := h.plugins.probeCount(); n != 1 {
+		t.Fatalf("%d probes", n)
+	}
+	if next, ok := h.s.NextWake(); !ok || !next.Equal(t0) || h.s.Pending() != 3 {
+		t.Fatalf("after the stop: next wake %v %v, %d pending", next, ok, h.s.Pending())
+	}
+}
+
+// An entry stays 48 bytes, a size class of its own, so a million pending
+// watches cost what docs/BENCHMARKS.md says (and the backoff's count and
+// the ready queue's bookkeeping added nothing to it).
+func TestEntryIs48Bytes(t *testing.T) {
+	if n := unsafe.Sizeof(entry{}); n != 48 {
+		t.Fatalf("entry is %d bytes", n)
 	}
 }

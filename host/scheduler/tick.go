@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/vigilhq/vigil/api/abi"
@@ -15,121 +14,315 @@ import (
 	"github.com/vigilhq/vigil/store"
 )
 
-// Tick probes every watch due at or before now, on the worker pool, and
-// returns when they are done. It returns how many it probed.
+// readBatch is how many due entries a worker reads (and files under their
+// kind and recipient) before it takes one to probe.
+const readBatch = 32
+
+// maxFaults caps the backoff's exponent; MaxBackoff caps the delay long
+// before it.
+const maxFaults = 30
+
+// Tick is the deterministic entry point for tests: it moves every watch
+// due at or before now into the ready queue and drains it on
+// Config.Workers workers, exactly as Start's workers would (the same
+// fairness and caps), probing at now; it returns when every one of them
+// has been probed, and how many there were. A watch re-armed meanwhile,
+// even due at once, waits for the next Tick. Tick must not run beside
+// Start.
 func (s *Scheduler) Tick(ctx context.Context, now time.Time) int {
-	nowN := now.UnixNano()
 	s.mu.Lock()
-	var due []*entry
-	for len(s.h) > 0 && s.h[0].due <= nowN {
-		due = append(due, heap.Pop(&s.h).(*entry))
-	}
+	n := s.promote(now.UnixNano())
 	s.mu.Unlock()
-	if len(due) == 0 {
+	if n == 0 {
 		return 0
 	}
-	workers := min(s.cfg.Workers, len(due))
-	if workers == 1 {
-		for _, e := range due {
-			s.probeOrDefer(ctx, e, now)
-		}
-		return len(due)
-	}
-	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(due) {
-					return
-				}
-				s.probeOrDefer(ctx, due[i], now)
-			}
-		}()
+	for range min(s.cfg.Workers, n) {
+		wg.Go(func() { s.worker(ctx, true, now) })
 	}
 	wg.Wait()
-	return len(due)
+	return n
 }
 
-// probeOrDefer probes e, unless ctx has ended: then e goes back in the heap
-// unprobed, so a shutdown does not wait on the rest of a large batch.
-func (s *Scheduler) probeOrDefer(ctx context.Context, e *entry, now time.Time) {
-	if ctx.Err() != nil {
-		s.rearm(e, now, false)
-		return
+// Start runs the schedule until ctx ends: one goroutine over the heap that
+// moves what is due into the ready queue, sleeping on the wake channel
+// and on at most one timer (armed for the earliest due watch; with
+// nothing pending there is no timer), and Config.Workers long-lived
+// workers that drain the ready queue. When ctx ends the workers finish the
+// probes in flight, what was due and not taken goes back in the heap, and
+// then the returned channel closes. Start may be called once.
+func (s *Scheduler) Start(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	if !s.running.CompareAndSwap(false, true) {
+		close(done)
+		return done
 	}
-	s.probe(ctx, e, now)
+	var workers sync.WaitGroup
+	for range s.cfg.Workers {
+		workers.Go(func() { s.worker(ctx, false, time.Time{}) })
+	}
+	go func() {
+		defer close(done)
+		s.loop(ctx)
+		s.mu.Lock()
+		s.work.Broadcast() // the workers see ctx has ended
+		s.mu.Unlock()
+		workers.Wait()
+		s.mu.Lock()
+		s.requeue()
+		s.mu.Unlock()
+	}()
+	return done
 }
 
-// probe makes one observation of a due watch and acts on the answer.
-func (s *Scheduler) probe(ctx context.Context, e *entry, now time.Time) {
-	w, err := s.cfg.Store.Get(ctx, e.id)
-	if err != nil || w.State != store.Pending {
-		// Gone, held aside, or settled behind our back: stop scheduling it.
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			s.log.Error("reading a due watch", "watch", e.id, "err", err)
-			s.rearm(e, now.Add(time.Duration(e.every)), false)
-			return
+// loop is the heap's one goroutine.
+func (s *Scheduler) loop(ctx context.Context) {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
 		}
+	}()
+	for {
 		s.mu.Lock()
-		if s.byID[e.id] == e {
-			delete(s.byID, e.id)
+		s.promote(s.cfg.Clock.Now().UnixNano())
+		var wait time.Duration
+		armed := len(s.h) > 0
+		if armed {
+			wait = time.Duration(s.h[0].due - s.cfg.Clock.Now().UnixNano())
 		}
 		s.mu.Unlock()
-		return
+		if armed && wait <= 0 {
+			continue
+		}
+		var fire <-chan time.Time
+		if armed {
+			if timer == nil {
+				timer = time.NewTimer(wait)
+			} else {
+				timer.Reset(wait)
+			}
+			fire = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wake:
+		case <-fire:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
 	}
+}
+
+// promote moves every entry due at or before now from the heap to the
+// ready queue, in due order, and wakes the workers. It returns how many.
+// The caller holds mu.
+func (s *Scheduler) promote(now int64) int {
+	n := 0
+	for len(s.h) > 0 && s.h[0].due <= now {
+		s.ready.push(heap.Pop(&s.h).(*entry))
+		n++
+	}
+	if n > 0 {
+		s.cfg.Metrics.Ready(s.ready.len())
+		s.work.Broadcast()
+	}
+	return n
+}
+
+// requeue puts everything due and not taken back in the heap, at its due
+// time, unprobed. The caller holds mu.
+func (s *Scheduler) requeue() {
+	s.ready.drain(func(e *entry) {
+		if s.byID[e.id] == e {
+			heap.Push(&s.h, e)
+		}
+	})
+	s.cfg.Metrics.Ready(0)
+}
+
+// worker is one of the pool: it reads due entries and probes them until ctx ends,
+// or, for Tick (untilEmpty), until the ready queue is empty. at, when set,
+// is the time every probe happens at (Tick's now); else the clock's.
+func (s *Scheduler) worker(ctx context.Context, untilEmpty bool, at time.Time) {
+	for {
+		batch, j := s.next(ctx, untilEmpty)
+		switch {
+		case batch != nil:
+			s.read(ctx, batch, at)
+		case j != nil:
+			s.run(ctx, j, at)
+		default:
+			return
+		}
+	}
+}
+
+// next waits for work: a batch of due entries to read, else the job the
+// fairness rules pick. Both nil: stop.
+func (s *Scheduler) next(ctx context.Context, untilEmpty bool) ([]*entry, *job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	limit := max(s.cfg.Workers-1, 1)
+	for {
+		if ctx.Err() != nil {
+			if untilEmpty {
+				s.requeue() // Tick's: Start's loop requeues once its workers are gone
+			}
+			return nil, nil
+		}
+		if b := s.ready.unread(readBatch); len(b) > 0 {
+			s.reading++
+			return b, nil
+		}
+		if j := s.ready.take(limit); j != nil {
+			s.cfg.Metrics.Ready(s.ready.len())
+			if s.byID[j.e.id] != j.e {
+				s.ready.done(j) // cancelled while it waited
+				continue
+			}
+			j.e.index = inFlight
+			return nil, j
+		}
+		if untilEmpty && s.ready.len() == 0 && s.reading == 0 {
+			return nil, nil
+		}
+		s.parked++
+		s.work.Wait()
+		s.parked--
+	}
+}
+
+// read reads the rows of a batch of due entries, outside the lock, and
+// files each pending one under its kind and recipient.
+func (s *Scheduler) read(ctx context.Context, batch []*entry, at time.Time) {
+	rows := make([]store.Watch, len(batch))
+	errs := make([]error, len(batch))
+	for i, e := range batch {
+		rows[i], errs[i] = s.cfg.Store.Get(ctx, e.id)
+	}
+	now := s.now(at)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reading--
+	for i, e := range batch {
+		if s.byID[e.id] != e {
+			continue // cancelled while it was read
+		}
+		switch w, err := rows[i], errs[i]; {
+		case ctx.Err() != nil:
+			heap.Push(&s.h, e) // shutting down: unprobed, at its due time
+		case err == nil && w.State == store.Pending:
+			s.ready.file(e, w)
+		case err != nil && !errors.Is(err, store.ErrNotFound):
+			s.log.Error("reading a due watch", "watch", e.id, "err", err)
+			s.arm(e, now.Add(e.interval()))
+		default:
+			// Gone, held aside, or settled behind our back: stop
+			// scheduling it.
+			delete(s.byID, e.id)
+		}
+	}
+	s.cfg.Metrics.Ready(s.ready.len())
+	s.work.Broadcast()
+}
+
+// run probes a job a worker took, then uncounts it from its lanes.
+func (s *Scheduler) run(ctx context.Context, j *job, at time.Time) {
+	start := s.now(at)
+	s.cfg.Metrics.Lag(j.w.Kind, start.Sub(time.Unix(0, j.e.due)))
+	s.probe(ctx, j.e, j.w, start, at)
+	s.mu.Lock()
+	s.ready.done(j)
+	s.work.Broadcast()
+	s.mu.Unlock()
+}
+
+// now is at, else the clock.
+func (s *Scheduler) now(at time.Time) time.Time {
+	if !at.IsZero() {
+		return at
+	}
+	return s.cfg.Clock.Now()
+}
+
+// probe makes one observation of a due watch, at now, and acts on the
+// answer. At or past its deadline the observation is the final one: a
+// settled answer fires, anything else expires with the observation's
+// note.
+func (s *Scheduler) probe(ctx context.Context, e *entry, w store.Watch, now, at time.Time) {
 	attempts := int(e.attempts) + 1
-	if e.deadline != 0 && now.UnixNano() >= e.deadline {
-		s.cfg.Metrics.Probe(w.Kind, "expired")
-		s.settle(ctx, e, w, store.Expired, store.MessageExpired, store.Outcome{
-			Result: "expired", Summary: "the deadline passed before the condition settled",
-		}, now, attempts, "expired")
-		return
-	}
+	final := e.deadline != 0 && now.UnixNano() >= e.deadline
 	// The recipient rides on the context, for a host function that acts on
 	// its behalf (vigil_exec runs in the recipient's workspace).
 	obs, err := s.cfg.Plugins.Observe(kind.WithRecipient(ctx, w.Recipient.ID), abi.ObserveRequest{
 		Kind: w.Kind, WatchID: w.ID.String(), Params: w.Params, Now: now.UTC(), Attempt: attempts, Baseline: w.Baseline,
 	})
-	s.cfg.Metrics.Probe(w.Kind, probeResult(obs, err))
 	switch {
 	case errors.Is(err, kind.ErrUnknownKind):
+		s.cfg.Metrics.Probe(w.Kind, "unwatchable")
 		s.settle(ctx, e, w, store.Unwatchable, store.MessageUnwatchable, store.Outcome{
 			Result: "unwatchable", Summary: fmt.Sprintf("no plugin serves kind %q any more", w.Kind),
-		}, now, attempts, "unwatchable")
+		}, s.now(at), attempts, "unwatchable")
 		return
 	case ctx.Err() != nil:
 		s.rearm(e, now, false)
 		return
-	case err != nil:
-		// The plugin raised (a call for the wrong kind is a routing bug):
-		// loud, and the watch waits rather than settle on a guess.
-		s.log.Error("plugin error", "watch", e.id, "kind", w.Kind, "err", err)
-		s.rearm(e, s.nextDue(e, now, time.Time{}), true)
+	}
+	end := s.now(at)
+	note := obs.Note
+	if err != nil {
+		note = "plugin error: " + err.Error()
+	}
+	if final && (err != nil || obs.Status == abi.StatusPending) {
+		s.cfg.Metrics.Probe(w.Kind, "expired")
+		s.settle(ctx, e, w, store.Expired, store.MessageExpired, expiry(note), end, attempts, note)
 		return
 	}
-	if obs.Fault != nil {
+	s.cfg.Metrics.Probe(w.Kind, probeResult(obs, err))
+	switch {
+	case err != nil:
+		// The plugin raised (a call for the wrong kind is a routing bug):
+		// loud, and the watch waits, backing off, rather than settle on a
+		// guess.
+		s.log.Error("plugin error", "watch", e.id, "kind", w.Kind, "err", err)
+		s.backoff(e, end)
+		return
+	case obs.Fault != nil:
 		s.log.Warn("plugin fault", "watch", e.id, "kind", w.Kind, "reason", obs.Fault.Reason)
+		s.backoff(e, end)
+		return
 	}
 	switch obs.Status {
 	case abi.StatusSettled:
-		s.settle(ctx, e, w, store.Fired, store.MessageFired, toOutcome(obs.Outcome), now, attempts, obs.Note)
+		s.settle(ctx, e, w, store.Fired, store.MessageFired, toOutcome(obs.Outcome), end, attempts, obs.Note)
 	case abi.StatusChanged:
-		s.carry(ctx, e, w, obs, now, attempts, true)
+		s.carry(ctx, e, w, obs, end, attempts, true)
 	default: // pending
 		// A baseline to record silently: a standing watch's first check,
 		// or what any kind needs to remember between probes (the http
 		// kind's first fingerprint). Written only when it moved, so a
 		// pending answer that repeats it rewrites nothing.
 		if len(obs.Baseline) > 0 && !bytes.Equal(obs.Baseline, w.Baseline) {
-			s.carry(ctx, e, w, obs, now, attempts, false)
+			s.carry(ctx, e, w, obs, end, attempts, false)
 			return
 		}
-		s.rearm(e, s.nextDue(e, now, obs.NextCheck), true)
+		s.rearm(e, s.nextDue(e, end, obs.NextCheck), true)
 	}
+}
+
+// expiry is the outcome of a watch whose final observation was still
+// pending: the summary carries that observation's note, so the recipient
+// learns what was last seen ("CI run 7 still in progress", "plugin fault:
+// timeout: …").
+func expiry(note string) store.Outcome {
+	const summary = "the deadline passed before the condition settled"
+	if note == "" {
+		return store.Outcome{Result: "expired", Summary: summary}
+	}
+	return store.Outcome{Result: "expired", Summary: summary + "; last observed: " + note}
 }
 
 func toOutcome(o *abi.Outcome) store.Outcome {
@@ -141,25 +334,57 @@ func toOutcome(o *abi.Outcome) store.Outcome {
 
 // nextDue is when to probe again: the plugin's hint within [now + the
 // minimum interval, the deadline], else now + every, never past the
-// deadline (so the expiry is on time).
+// deadline (so the final observation is on time).
 func (s *Scheduler) nextDue(e *entry, now, hint time.Time) time.Time {
-	next := now.Add(time.Duration(e.every))
+	next := now.Add(e.interval())
 	if !hint.IsZero() {
 		next = hint
 		if floor := now.Add(s.cfg.MinEvery); next.Before(floor) {
 			next = floor
 		}
 	}
-	if e.deadline != 0 {
-		if d := time.Unix(0, e.deadline); next.After(d) {
-			next = d
-		}
+	return e.clamp(next)
+}
+
+// clamp keeps next at or before e's deadline.
+func (e *entry) clamp(next time.Time) time.Time {
+	if e.deadline != 0 && next.UnixNano() > e.deadline {
+		return time.Unix(0, e.deadline)
 	}
 	return next
 }
 
+// backoffDelay is how long a watch waits after faults in a row: its cadence
+// doubled once per fault, capped at MaxBackoff, never below the cadence.
+func (s *Scheduler) backoffDelay(every time.Duration, faults uint8) time.Duration {
+	limit := max(every, s.cfg.MaxBackoff)
+	d := every
+	for range faults {
+		if d >= limit/2 {
+			return limit
+		}
+		d *= 2
+	}
+	return d
+}
+
+// backoff re-arms e after a fault or a plugin error: end (when the probe
+// came back) plus its cadence doubled once per fault in a row, capped,
+// never past its deadline, so the final observation is still on time.
+func (s *Scheduler) backoff(e *entry, end time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byID[e.id] != e {
+		return // cancelled while it was being probed
+	}
+	e.attempts++
+	e.faults = min(e.faults+1, maxFaults)
+	s.arm(e, e.clamp(end.Add(s.backoffDelay(e.interval(), e.faults))))
+}
+
 // rearm puts e back in the heap at next, unless it was cancelled
-// meanwhile; probed says whether this pass counted as an attempt.
+// meanwhile; probed says whether this pass counted as an attempt (one
+// that answered, so the faults in a row end).
 func (s *Scheduler) rearm(e *entry, next time.Time, probed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -168,52 +393,62 @@ func (s *Scheduler) rearm(e *entry, next time.Time, probed bool) {
 	}
 	if probed {
 		e.attempts++
+		e.faults = 0
 	}
+	s.arm(e, next)
+}
+
+// arm pushes e into the heap at next (at once, if it was poked while in
+// flight) and wakes the loop when e is the new earliest. The caller holds
+// mu.
+func (s *Scheduler) arm(e *entry, next time.Time) {
 	e.due = next.UnixNano()
 	if e.index == pokedWhileProbed {
 		e.due = min(e.due, s.cfg.Clock.Now().UnixNano())
 	}
 	heap.Push(&s.h, e)
+	if e.index == 0 {
+		s.signal()
+	}
+}
+
+// drop forgets an in-flight entry whose row is no longer pending.
+func (s *Scheduler) drop(e *entry) {
+	s.mu.Lock()
+	if s.byID[e.id] == e {
+		delete(s.byID, e.id)
+	}
+	s.mu.Unlock()
 }
 
 // settle persists a final state and mails it, in one transaction
-// (Deliver.Settle). A cancel that won is respected: nothing is written and
-// nothing is mailed.
+// (Deliver.Settle: settle-if-still-pending with the mailbox append). The
+// store decides against a cancel: if the cancel committed first, nothing
+// is written and nothing is mailed.
 func (s *Scheduler) settle(ctx context.Context, e *entry, w store.Watch, state store.State, typ store.MessageType, out store.Outcome, now time.Time, attempts int, note string) {
-	s.mu.Lock()
-	if s.byID[e.id] != e {
-		s.mu.Unlock()
-		return
-	}
 	settled, err := s.cfg.Deliver.Settle(ctx, e.id, store.Settlement{
 		State: state, Outcome: &out, SettledAt: now, Attempts: attempts, LastNote: note,
 	}, store.Message{Kind: w.Kind, Type: typ, Outcome: out})
-	if err != nil {
-		if errors.Is(err, store.ErrNotPending) {
-			delete(s.byID, e.id)
-		} else {
-			// Neither persisted nor mailed: try again at the next interval.
-			s.log.Error("persisting an outcome", "watch", e.id, "err", err)
-			e.due = now.Add(time.Duration(e.every)).UnixNano()
-			heap.Push(&s.h, e)
-		}
-		s.mu.Unlock()
+	if errors.Is(err, store.ErrNotPending) {
+		s.drop(e)
 		return
 	}
-	delete(s.byID, e.id)
-	s.mu.Unlock()
+	if err != nil {
+		// Neither persisted nor mailed: try again at the next interval.
+		s.log.Error("persisting an outcome", "watch", e.id, "err", err)
+		s.rearm(e, now.Add(e.interval()), false)
+		return
+	}
+	s.drop(e)
 	s.cfg.Plugins.Settled(ctx, settled)
 }
 
 // carry persists a standing watch's new baseline and (for a change) mails
-// it, in one transaction (Deliver.Carry). The watch stays pending whatever
-// the delivery's fate: only its recipient's lifecycle ends it.
+// it, in one transaction (Deliver.Carry), conditional on the watch still
+// pending: a cancel that committed first wins, and nothing is written or
+// mailed. The watch stays pending whatever the delivery's fate: only its
+// recipient's lifecycle ends it.
 func (s *Scheduler) carry(ctx context.Context, e *entry, w store.Watch, obs kind.Observation, now time.Time, attempts int, mail bool) {
-	s.mu.Lock()
-	if s.byID[e.id] != e {
-		s.mu.Unlock()
-		return
-	}
 	var change *store.Message
 	if mail {
 		change = &store.Message{Kind: w.Kind, Type: store.MessageChanged, Outcome: toOutcome(obs.Outcome)}
@@ -221,60 +456,23 @@ func (s *Scheduler) carry(ctx context.Context, e *entry, w store.Watch, obs kind
 	mailed, err := s.cfg.Deliver.Carry(ctx, e.id, obs.Baseline, attempts, obs.Note, change)
 	if err != nil {
 		if errors.Is(err, store.ErrNotPending) {
-			delete(s.byID, e.id)
-			s.mu.Unlock()
+			s.drop(e)
 			return
 		}
 		// Neither persisted nor mailed: look again at the next interval.
 		s.log.Error("persisting a baseline", "watch", e.id, "err", err)
 	}
-	e.attempts = int32(attempts)
-	e.due = s.nextDue(e, now, obs.NextCheck).UnixNano()
-	heap.Push(&s.h, e)
+	s.mu.Lock()
+	live := s.byID[e.id] == e
+	if live {
+		e.attempts = int32(attempts)
+		e.faults = 0
+		s.arm(e, s.nextDue(e, now, obs.NextCheck))
+	}
 	s.mu.Unlock()
-	if mail && err == nil && !mailed {
+	if live && mail && err == nil && !mailed {
 		s.log.Warn("a standing watch's change was not mailed: its recipient is not running", "watch", e.id)
 	}
-}
-
-// Start runs the loop until ctx ends, then waits for the probes in flight.
-// It sleeps on the wake channel and on at most one timer, armed for the
-// earliest due watch; with nothing pending there is no timer. Start may be
-// called once.
-func (s *Scheduler) Start(ctx context.Context) <-chan struct{} {
-	done := make(chan struct{})
-	if !s.running.CompareAndSwap(false, true) {
-		close(done)
-		return done
-	}
-	go func() {
-		defer close(done)
-		for {
-			if ctx.Err() != nil {
-				return
-			}
-			s.Tick(ctx, s.cfg.Clock.Now())
-			var timer *time.Timer
-			var fire <-chan time.Time
-			if next, ok := s.NextWake(); ok {
-				d := next.Sub(s.cfg.Clock.Now())
-				if d <= 0 {
-					continue
-				}
-				timer = time.NewTimer(d)
-				fire = timer.C
-			}
-			select {
-			case <-ctx.Done():
-			case <-s.wake:
-			case <-fire:
-			}
-			if timer != nil {
-				timer.Stop()
-			}
-		}
-	}()
-	return done
 }
 
 // probeResult names a probe's result for the metrics.
