@@ -185,7 +185,7 @@ func (s *Scheduler) batchTick(ctx context.Context, now time.Time) int {
 				}
 				e := due[i]
 				if ctx.Err() != nil {
-					s.rearm(e, now, false)
+					s.rearm(e, now, time.Time{})
 					continue
 				}
 				w, err := s.cfg.Store.Get(ctx, e.id)
