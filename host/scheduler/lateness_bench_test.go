@@ -105,7 +105,7 @@ func latenessPass(b *testing.B, design string, timers int, kind string, n int, p
 			return pending("still running")
 		},
 	}
-	s, err := New(Config{Store: st, Plugins: pl, Deliver: &recordingDeliverer{}})
+	s, err := New(Config{Store: st, Plugins: pl, Deliver: &recordingDeliverer{st: st}})
 	if err != nil {
 		b.Fatal(err)
 	}
