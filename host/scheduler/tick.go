@@ -15,8 +15,15 @@ import (
 )
 
 // readBatch is how many due entries a worker reads (and files under their
-// kind and recipient) before it takes one to probe.
+// kind and recipient) at a time.
 const readBatch = 32
+
+// lookahead is how many read entries, per worker, may wait filed before a
+// worker probes rather than reads: enough for the fairness rules to see
+// past a run of one kind, few enough that a backlog's first probe does not
+// wait for every due row to be read. A worker that finds no job it may
+// take (every filed kind at its cap) reads on regardless, to find one.
+const lookahead = 4 * readBatch
 
 // maxFaults caps the backoff's exponent; MaxBackoff caps the delay long
 // before it.
@@ -173,9 +180,11 @@ func (s *Scheduler) next(ctx context.Context, untilEmpty bool) ([]*entry, *job) 
 			}
 			return nil, nil
 		}
-		if b := s.ready.unread(readBatch); len(b) > 0 {
-			s.reading++
-			return b, nil
+		if s.ready.filed() < lookahead*s.cfg.Workers {
+			if b := s.ready.unread(readBatch); len(b) > 0 {
+				s.reading++
+				return b, nil
+			}
 		}
 		if j := s.ready.take(limit); j != nil {
 			s.cfg.Metrics.Ready(s.ready.len())
@@ -185,6 +194,10 @@ func (s *Scheduler) next(ctx context.Context, untilEmpty bool) ([]*entry, *job) 
 			}
 			j.e.index = inFlight
 			return nil, j
+		}
+		if b := s.ready.unread(readBatch); len(b) > 0 { // nothing it may take: look further
+			s.reading++
+			return b, nil
 		}
 		if untilEmpty && s.ready.len() == 0 && s.reading == 0 {
 			return nil, nil
