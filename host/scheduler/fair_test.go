@@ -308,6 +308,29 @@ func TestHammerCapsAndCancels(t *testing.T) {
 	wg.Wait()
 	close(ids)
 	cancels.Wait()
+	// Every watch that settles on its first probe (an even last id byte)
+	// and was not cancelled must fire: wait for the loop to get there,
+	// however loaded the machine, within a bound that only turns a hang
+	// into a failure.
+	for deadline := time.Now().Add(time.Minute); ; {
+		rows, _, err := h.store.List(context.Background(), store.Filter{State: store.Pending})
+		if err != nil {
+			t.Fatal(err)
+		}
+		left := 0
+		for _, w := range rows {
+			if w.ID[15]%2 == 0 {
+				left++
+			}
+		}
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d watches that settle on their first probe are still pending after a minute", left)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	awaitSettledWorkers(t, h.s)
 	cancel()
 	<-done
