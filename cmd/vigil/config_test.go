@@ -73,6 +73,7 @@ func TestInvalidSettingsNameTheKey(t *testing.T) {
 		{"fetch body", nil, nil, "fetch: {max_body_bytes: -1}\n", "fetch", "vigil.yaml"},
 		{"fetch user agent", nil, nil, "fetch: {user_agent: \"a\\nb\"}\n", "fetch", "vigil.yaml"},
 		{"observe rate", nil, nil, "observe: {rate: -5}\n", "observe", "vigil.yaml"},
+		{"observe rate not a number", nil, nil, "observe: {rate: .nan}\n", "observe", "vigil.yaml"},
 		{"scope without reporters", nil, nil, "scopes: {support: {observe: [{sources: [{name: slack-help, reporters: []}]}]}}\n", "scopes", "vigil.yaml"},
 		{"scope source unknown key", nil, nil, "scopes: {support: {observe: [{sources: [{name: a, reporters: [x], token: y}]}]}}\n", "token", "vigil.yaml"},
 		{"secret name", nil, nil, "secrets: {'GitHub Token': x}\n", "secrets", "vigil.yaml"},
