@@ -63,6 +63,8 @@ func TestInvalidSettingsNameTheKey(t *testing.T) {
 		{"env bool", nil, map[string]string{"VIGIL_FSYNC": "sometimes"}, "", "fsync", "VIGIL_FSYNC"},
 		{"file value", nil, nil, "workers: 0\n", "workers", "vigil.yaml"},
 		{"file unknown key", nil, nil, "wokers: 2\n", "wokers", "vigil.yaml"},
+		{"file empty key", nil, nil, "? \n", `""`, "vigil.yaml"},
+		{"file sequence key", nil, nil, "? [a, b]\n: 1\n", "(a non-scalar key)", "vigil.yaml"},
 		{"file bad cidr", nil, nil, "webhook_allow: [localhost]\n", "webhook_allow", "vigil.yaml"},
 		{"short token", nil, nil, "tokens: [{principal: ci, token: short}]\n", "tokens", "vigil.yaml"},
 		{"bad principal", nil, nil, "tokens: [{principal: 'a b', token: 0123456789abcdef}]\n", "tokens", "vigil.yaml"},
