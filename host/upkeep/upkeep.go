@@ -120,6 +120,9 @@ type class struct {
 	// notes counts Notify calls, so a read that began before one never
 	// forgets it.
 	notes uint64
+	// pruned counts what the batches took off since the class was last
+	// caught up; only the loop's goroutine touches it.
+	pruned int
 }
 
 // Upkeep prunes the retained classes as they come due.
@@ -300,11 +303,17 @@ func (u *Upkeep) Tick(ctx context.Context, now time.Time) (int, error) {
 		u.mu.Unlock()
 		return 0, &Error{Class: cl.Class.Class, Op: "prune", Err: err}
 	}
-	if n > 0 {
-		u.log.Debug("pruned", "class", string(cl.Class.Class), "count", n, "cutoff", cutoff)
-	}
+	cl.pruned += n
 	if err := u.refresh(ctx, cl, now); err != nil {
 		return n, err
+	}
+	u.mu.Lock()
+	caughtUp := cl.index < 0 || cl.due.After(now)
+	u.mu.Unlock()
+	if caughtUp && cl.pruned > 0 {
+		// One line per catch-up, not per batch.
+		u.log.Info("pruned", "class", string(cl.Class.Class), "count", cl.pruned, "retention", cl.Retention.String())
+		cl.pruned = 0
 	}
 	if n == 0 {
 		// Due, and the batch could take nothing off: what is oldest is
