@@ -29,6 +29,7 @@ import (
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/runner"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/host/upkeep"
 	"github.com/vigilhq/vigil/plugins"
 	"github.com/vigilhq/vigil/store"
 )
@@ -85,26 +86,6 @@ in-flight requests and probes finish.`,
 	return cmd
 }
 
-// eventRetention is how long fetch facts and dead letters are kept; older
-// ones are pruned at start.
-const eventRetention = 7 * 24 * time.Hour
-
-// pruneEvents drops the fetch streams' events older than cutoff. Observed
-// items are kept: they are the Once identities that make a repeat a
-// duplicate.
-func pruneEvents(ctx context.Context, st *store.Badger, log *slog.Logger, cutoff time.Time) {
-	for _, stream := range []string{fetch.StreamFacts, fetch.StreamDeadLetters} {
-		n, err := st.PruneEvents(ctx, stream, cutoff)
-		if err != nil {
-			log.Error("pruning events", "stream", stream, "err", err)
-			continue
-		}
-		if n > 0 {
-			log.Info("pruned events", "stream", stream, "count", n)
-		}
-	}
-}
-
 // serve runs the host. reload, when not nil, re-reads the settings on
 // SIGHUP; only the observe scopes take effect without a restart.
 func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (settings, error)) error {
@@ -119,6 +100,13 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 			log.Error("closing the store", "err", err)
 		}
 	}()
+	// Retention while running: the upkeep hears of each retained record
+	// the store commits. Its loop starts beside the scheduler's.
+	keep, err := upkeep.New(upkeep.Config{Store: st, Logger: log})
+	if err != nil {
+		return err
+	}
+	st.OnRetained(keep.Notify)
 	m := metrics.New(st)
 	secrets, err := f.resolveSecrets(os.Getenv)
 	if err != nil {
@@ -132,7 +120,6 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 		return fmt.Errorf("fetch: %w", err)
 	}
 	defer issuer.CloseIdleConnections()
-	pruneEvents(ctx, st, log, time.Now().Add(-eventRetention))
 	execer := runner.PluginExecer{
 		Runner: runner.New(runner.Config{Logger: log}),
 		Workspaces: runner.WorkspaceFunc(func(ctx context.Context, id string) (string, error) {
@@ -204,6 +191,9 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 	log.Info("vigil serving", "listen", ln.Addr().String(), "data", f.Data, "plugins", pluginDirLabel(f.Plugins), "kinds", len(rt.Plugins()), "pending", pending, "fsync", f.Fsync, "auth", authLabel(f.Tokens))
 	// The runtime logged each plugin it loaded, and each it did not.
 	loop := sched.Start(ctx)
+	keepCtx, stopKeep := context.WithCancel(ctx)
+	kept := keep.Start(keepCtx)
+	defer func() { stopKeep(); <-kept }() // before the store closes
 	router := ob.Start(ctx)
 
 	hup := make(chan os.Signal, 1)
