@@ -45,6 +45,9 @@ type Badger struct {
 	failpoint func(at string) error
 	// retained is OnRetained's fn, or nil.
 	retained atomic.Pointer[func(Retained, time.Time)]
+	// floors says where each retained class's live records begin, as far
+	// as this process has pruned it (see retention.go).
+	floors floors
 }
 
 var _ Store = (*Badger)(nil)
@@ -86,7 +89,7 @@ func Open(dir string, opt Options) (*Badger, error) {
 	if err != nil {
 		return nil, classifyOpenError(dir, err)
 	}
-	s := &Badger{db: db}
+	s := &Badger{db: db, floors: newFloors()}
 	if err := s.checkVersion(); err != nil {
 		_ = db.Close()
 		return nil, err

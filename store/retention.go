@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -119,11 +120,106 @@ func (s *Badger) OnRetained(fn func(c Retained, at time.Time)) {
 	s.retained.Store(&fn)
 }
 
-// noteRetained tells OnRetained's fn of a committed record.
+// noteRetained tells OnRetained's fn of a committed record, after
+// lowering the class's floor to it.
 func (s *Badger) noteRetained(c Retained, at time.Time) {
+	s.floors.lower(c, atNanos(at))
 	if fn := s.retained.Load(); fn != nil {
 		(*fn)(c, at)
 	}
+}
+
+// floors make the oldest of a class one seek. Badger keeps a deleted
+// key's tombstone until compaction reaches the last level, so an iterator
+// from the start of an index steps over every entry pruned since: a
+// backlog pruned batch by batch would cost each batch all the batches
+// before it. Each class's floor is the time (an event stream's: the seq)
+// before which this process has pruned everything; Oldest and PruneOldest
+// seek there. A record written below a floor (settled_at is a probe's
+// start, so a little in the past) lowers it in noteRetained, which every
+// writer of an index entry calls after its commit, and a prune raises its
+// floor only to the earliest time written while it ran. A floor lives in
+// memory only: a restart seeks from the start once.
+type floors struct {
+	// mu guards at and low.
+	mu sync.Mutex
+	// at is each class's floor, in nanoseconds (events: the next seq);
+	// absent, no floor.
+	at map[Retained]int64
+	// low is the earliest time noted since the class's running prune
+	// began.
+	low map[Retained]int64
+	// pruning serialises the prunes of each class.
+	pruning map[Retained]*sync.Mutex
+	pmu     sync.Mutex
+}
+
+func newFloors() floors {
+	return floors{at: map[Retained]int64{}, low: map[Retained]int64{}, pruning: map[Retained]*sync.Mutex{}}
+}
+
+// seek is where a class's live records begin.
+func (f *floors) seek(c Retained) (int64, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	at, ok := f.at[c]
+	return at, ok
+}
+
+// lower moves c's floor down to at, if it is above it, and remembers at
+// for a prune running meanwhile.
+func (f *floors) lower(c Retained, at int64) {
+	if _, events := c.Stream(); events {
+		return // a new event's seq is always above the floor
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if cur, ok := f.at[c]; ok && at < cur {
+		f.at[c] = at
+	}
+	if low, ok := f.low[c]; ok && at < low {
+		f.low[c] = at
+	}
+}
+
+// begin starts a prune of c: it holds c's prune lock until end and
+// returns where to seek from.
+func (f *floors) begin(c Retained) (from int64, ok bool) {
+	f.pmu.Lock()
+	m, have := f.pruning[c]
+	if !have {
+		m = &sync.Mutex{}
+		f.pruning[c] = m
+	}
+	f.pmu.Unlock()
+	m.Lock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.low[c] = math.MaxInt64
+	from, ok = f.at[c]
+	return from, ok
+}
+
+// end finishes a prune of c. When it committed, raise is how far the
+// prune emptied the class (the last pruned time, or an event stream's next
+// seq); the floor rises to it, or only to the earliest time written
+// meanwhile.
+func (f *floors) end(c Retained, raise int64, committed bool) {
+	f.mu.Lock()
+	if committed {
+		if _, events := c.Stream(); !events {
+			raise = min(raise, f.low[c])
+		}
+		if cur, ok := f.at[c]; !ok || raise > cur {
+			f.at[c] = raise
+		}
+	}
+	delete(f.low, c)
+	f.mu.Unlock()
+	f.pmu.Lock()
+	m := f.pruning[c]
+	f.pmu.Unlock()
+	m.Unlock()
 }
 
 // Oldest returns the time of c's oldest record, or ok false when c holds
@@ -134,10 +230,11 @@ func (s *Badger) Oldest(ctx context.Context, c Retained) (at time.Time, ok bool,
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		from, floored := s.floors.seek(c)
 		if stream, isEvents := c.Stream(); isEvents {
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: eventStreamPrefix(stream), PrefetchValues: false})
 			defer it.Close()
-			for it.Rewind(); it.Valid(); it.Next() {
+			for it.Seek(eventKey(stream, uint64(max(from, 0)))); it.Valid(); it.Next() {
 				var se storedEvent
 				if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &se) }); err != nil || se.V != rowVersion {
 					continue // held aside: PruneOldest skips it too
@@ -153,7 +250,11 @@ func (s *Badger) Oldest(ctx context.Context, c Retained) (at time.Time, ok bool,
 		}
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: pfx, PrefetchValues: false})
 		defer it.Close()
-		it.Rewind()
+		if floored {
+			it.Seek(timeKey(pfx, time.Unix(0, from), nil))
+		} else {
+			it.Rewind()
+		}
 		if !it.Valid() {
 			return nil
 		}
@@ -190,9 +291,17 @@ func (s *Badger) PruneOldest(ctx context.Context, c Retained, cutoff time.Time, 
 	if limit <= 0 {
 		return 0, fmt.Errorf("store: prune a batch of %d", limit)
 	}
-	var prune func(txn *badger.Txn) (int, error)
+	from, floored := s.floors.begin(c)
+	committed := false
+	var raise int64
+	defer func() { s.floors.end(c, raise, committed) }()
+	var prune func(txn *badger.Txn) (int, int64, error)
 	if stream, ok := c.Stream(); ok {
-		prune = func(txn *badger.Txn) (int, error) { return pruneEventBatch(txn, stream, cutoff, limit) }
+		seq := uint64(0)
+		if floored {
+			seq = uint64(from)
+		}
+		prune = func(txn *badger.Txn) (int, int64, error) { return pruneEventBatch(txn, stream, seq, cutoff, limit) }
 	} else {
 		pfx, err := classIndex(c)
 		if err != nil {
@@ -207,12 +316,18 @@ func (s *Badger) PruneOldest(ctx context.Context, c Retained, cutoff time.Time, 
 		case RetainedPushes:
 			drop = dropPush
 		}
-		prune = func(txn *badger.Txn) (int, error) { return pruneIndexBatch(txn, pfx, cutoff, limit, drop) }
+		start := int64(math.MinInt64)
+		if floored {
+			start = from
+		}
+		prune = func(txn *badger.Txn) (int, int64, error) {
+			return pruneIndexBatch(txn, pfx, start, cutoff, limit, drop)
+		}
 	}
 	n := 0
 	err := s.update(ctx, func(txn *badger.Txn) error {
 		var err error
-		n, err = prune(txn)
+		n, raise, err = prune(txn)
 		if err == nil && n > 0 {
 			err = s.fail("pruning")
 		}
@@ -221,13 +336,15 @@ func (s *Badger) PruneOldest(ctx context.Context, c Retained, cutoff time.Time, 
 	if err != nil {
 		return 0, err
 	}
+	committed = n > 0
 	return n, nil
 }
 
-// pruneIndexBatch walks the time index pfx from its start, and for each
-// of up to limit entries before cutoff calls drop (which deletes the
-// record if it still carries the entry's time) and deletes the entry.
-func pruneIndexBatch(txn *badger.Txn, pfx []byte, cutoff time.Time, limit int, drop func(txn *badger.Txn, at int64, rest []byte) error) (int, error) {
+// pruneIndexBatch walks the time index pfx from the time from, and for
+// each of up to limit entries before cutoff calls drop (which deletes the
+// record if it still carries the entry's time) and deletes the entry. It
+// returns how many, and the last one's time.
+func pruneIndexBatch(txn *badger.Txn, pfx []byte, from int64, cutoff time.Time, limit int, drop func(txn *badger.Txn, at int64, rest []byte) error) (int, int64, error) {
 	type victim struct {
 		key  []byte
 		at   int64
@@ -236,12 +353,12 @@ func pruneIndexBatch(txn *badger.Txn, pfx []byte, cutoff time.Time, limit int, d
 	var victims []victim
 	cut := atNanos(cutoff)
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: pfx, PrefetchValues: false})
-	for it.Rewind(); it.Valid() && len(victims) < limit; it.Next() {
+	for it.Seek(timeKey(pfx, time.Unix(0, from), nil)); it.Valid() && len(victims) < limit; it.Next() {
 		k := it.Item().KeyCopy(nil)
 		at, rest, ok := splitTimeKey(pfx, k)
 		if !ok {
 			it.Close()
-			return 0, fmt.Errorf("%w: index key %q", ErrCorrupt, k)
+			return 0, 0, fmt.Errorf("%w: index key %q", ErrCorrupt, k)
 		}
 		if at >= cut {
 			break
@@ -251,13 +368,16 @@ func pruneIndexBatch(txn *badger.Txn, pfx []byte, cutoff time.Time, limit int, d
 	it.Close()
 	for _, v := range victims {
 		if err := drop(txn, v.at, v.rest); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if err := txn.Delete(v.key); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	return len(victims), nil
+	if len(victims) == 0 {
+		return 0, 0, nil
+	}
+	return len(victims), victims[len(victims)-1].at, nil
 }
 
 // dropSettled deletes a settled row with its indexes, if it is still the
@@ -334,13 +454,15 @@ func dropPush(txn *badger.Txn, at int64, rest []byte) error {
 }
 
 // pruneEventBatch deletes up to limit of stream's events that occurred
-// before cutoff, oldest first, with their idempotency keys. Held-aside
-// events are stepped over and kept.
-func pruneEventBatch(txn *badger.Txn, stream string, cutoff time.Time, limit int) (int, error) {
+// before cutoff, oldest first from the seq from, with their idempotency
+// keys. Held-aside events are stepped over and kept. It returns how many,
+// and the seq after the last one.
+func pruneEventBatch(txn *badger.Txn, stream string, from uint64, cutoff time.Time, limit int) (int, int64, error) {
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: eventStreamPrefix(stream), PrefetchValues: true})
 	var dels [][]byte
 	n := 0
-	for it.Rewind(); it.Valid() && n < limit; it.Next() {
+	var next uint64
+	for it.Seek(eventKey(stream, from)); it.Valid() && n < limit; it.Next() {
 		var se storedEvent
 		if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &se) }); err != nil || se.V != rowVersion {
 			continue // held aside: not ours to delete
@@ -349,13 +471,14 @@ func pruneEventBatch(txn *badger.Txn, stream string, cutoff time.Time, limit int
 			break
 		}
 		dels = append(dels, it.Item().KeyCopy(nil), eventIndexKey(stream, se.Key))
+		next = se.Seq + 1
 		n++
 	}
 	it.Close()
 	for _, k := range dels {
 		if err := txn.Delete(k); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	return n, nil
+	return n, int64(next), nil
 }

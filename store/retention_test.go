@@ -298,3 +298,52 @@ func TestPruneBackstopDropsIndexEntries(t *testing.T) {
 		}
 	}
 }
+
+// A prune raises its class's floor, so the next read seeks past what it
+// deleted; a record written below the floor afterwards, or while the
+// prune ran, lowers it again and is found.
+func TestPruneFloorLowered(t *testing.T) {
+	for _, during := range []bool{false, true} {
+		name := "after"
+		if during {
+			name = "during"
+		}
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := openTest(t, t.TempDir())
+			ids := newIDs()
+			runningRecipientFor(t, s, "a", "")
+			for h := 1; h <= 3; h++ {
+				settleAt(t, s, ids, t0.Add(time.Duration(h)*time.Hour))
+			}
+			var backdated Watch
+			if during {
+				s.failpoint = func(at string) error {
+					if at == "pruning" && backdated.ID == (ID{}) {
+						backdated = settleAt(t, s, ids, t0)
+					}
+					return nil
+				}
+			}
+			if n, err := s.PruneOldest(ctx, RetainedSettled, t0.Add(150*time.Minute), 10); err != nil || n != 2 {
+				t.Fatalf("prune: %d %v", n, err)
+			}
+			s.failpoint = nil
+			if !during {
+				if at, _ := oldest(t, s, RetainedSettled); !at.Equal(t0.Add(3 * time.Hour)) {
+					t.Fatalf("oldest after the prune %v", at)
+				}
+				backdated = settleAt(t, s, ids, t0)
+			}
+			if at, ok := oldest(t, s, RetainedSettled); !ok || !at.Equal(t0) {
+				t.Fatalf("oldest with a row below the floor: %v %v", at, ok)
+			}
+			if n, err := s.PruneOldest(ctx, RetainedSettled, t0.Add(150*time.Minute), 10); err != nil || n != 1 {
+				t.Fatalf("second prune: %d %v", n, err)
+			}
+			if _, err := s.Get(ctx, backdated.ID); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("the row below the floor: %v", err)
+			}
+		})
+	}
+}
