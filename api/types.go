@@ -91,11 +91,18 @@ const (
 )
 
 // Error is the one error envelope's content.
+//
+// It is also the one error type the host's services refuse with (the
+// scheduler's, the recipients', the kinds' admit refusals, observe's), so
+// the API maps a refusal with errors.As and never by its text.
 type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
 	Setting string `json:"setting,omitempty"`
+	// RetryAfter, with CodeRateLimited, is how long to wait: it goes out
+	// as the Retry-After header, not in the body.
+	RetryAfter time.Duration `json:"-"`
 }
 
 func (e *Error) Error() string {

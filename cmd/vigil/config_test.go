@@ -170,3 +170,28 @@ func TestPluginCacheSetting(t *testing.T) {
 		}
 	}
 }
+
+// The key a file names wrongly is found from the document's structure: a
+// key nested in a list of mappings, a value of the wrong type, a file that
+// is not a mapping, and an empty file (an empty config).
+func TestConfigKeysFromTheDocument(t *testing.T) {
+	cases := []struct {
+		name, file, key string
+	}{
+		{"nested unknown", "scopes: {s: {routes: [{source: a, sink: b}]}}\n", "sink"},
+		{"wrong type", "workers: many\n", "workers"},
+		{"wrong type nested", "fetch: {max_timeout: soon}\n", "fetch"},
+		{"not a mapping", "- workers\n", "config"},
+		{"not yaml", "workers: [\n", "config"},
+	}
+	for _, c := range cases {
+		_, err := settingsFor(t, nil, nil, c.file)
+		var ce *configError
+		if !errors.As(err, &ce) || ce.Key != c.key {
+			t.Errorf("%s: %v, want the key %q", c.name, err, c.key)
+		}
+	}
+	if s, err := settingsFor(t, nil, nil, "# nothing set\n"); err != nil || s.Workers != defaultSettings().Workers {
+		t.Errorf("an empty config: %+v, %v", s, err)
+	}
+}

@@ -9,6 +9,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/vigilhq/vigil/host"
+	"github.com/vigilhq/vigil/plugins"
 )
 
 func newPlugins(stdout, stderr io.Writer) *cobra.Command {
@@ -25,7 +28,7 @@ plugin failed to load, so it can gate a deployment.`,
 			if cache == "" {
 				cache = settings{Data: data, PluginCache: os.Getenv("VIGIL_PLUGIN_CACHE")}.pluginCache()
 			}
-			rt, err := openRuntime(cmd.Context(), cache, dir, nil, hostCalls{}, nil, nil, nil)
+			rt, err := host.OpenRuntime(cmd.Context(), host.RuntimeConfig{Cache: cache, Dir: dir, Bundled: plugins.Bundled()})
 			if err != nil {
 				return err
 			}

@@ -337,28 +337,16 @@ func (s *server) errorHandler(c *fiber.Ctx, err error) error {
 // toAPIError is the one translation from the host's errors to the API's.
 func toAPIError(err error) *api.Error {
 	var (
-		ae  *api.Error
-		ref *plugin.Refusal
-		se  *scheduler.Error
-		re  *recipients.Error
+		ae  *api.Error // every service's refusal: scheduler, recipients, kinds, observe
 		ce  *plugin.CallError
 		rge *plugin.RegistryError
 		fe  *fiber.Error
-		oe  *observe.Error
 	)
 	switch {
 	case errors.As(err, &ae):
 		return ae
-	case errors.As(err, &ref):
-		return &api.Error{Code: ref.Code, Message: ref.Message, Field: ref.Field, Setting: ref.Setting}
-	case errors.As(err, &se):
-		return &api.Error{Code: se.Code, Message: se.Message, Field: se.Field}
-	case errors.As(err, &re):
-		return &api.Error{Code: re.Code, Message: re.Message, Field: re.Field, Setting: re.Setting}
 	case errors.As(err, &ce):
 		return &api.Error{Code: api.CodePluginFault, Message: ce.Error()}
-	case errors.As(err, &oe):
-		return &api.Error{Code: oe.Code, Message: oe.Message, Field: oe.Field}
 	case errors.Is(err, observe.ErrUnknownScope):
 		return &api.Error{Code: api.CodeNotFound, Message: err.Error()}
 	case errors.As(err, &rge):

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -94,35 +95,20 @@ var (
 	ErrFault = errors.New("plugin fault")
 )
 
-// Refusal codes, as the API reports them.
+// Refusal codes, as the API reports them (api's table of codes).
 const (
-	CodeWatchUnobservable = "watch_unobservable"
-	CodeInvalidParams     = "invalid_params"
+	CodeWatchUnobservable = api.CodeWatchUnobservable
+	CodeInvalidParams     = api.CodeInvalidParams
 	// CodeDestinationRefused: a destination admit named is an address the
 	// kind's destination guard refuses (loopback, private, link-local,
 	// metadata, …), so every fetch of the watch would be refused.
-	CodeDestinationRefused = "destination_refused"
+	CodeDestinationRefused = api.CodeDestinationRefused
 )
 
-// Refusal is admit's "no": the watch must not be written. Setting names
-// what an operator changes to make the kind observable; Field names the
-// param at fault.
-type Refusal struct {
-	Code    string
-	Message string
-	Field   string
-	Setting string
-}
-
-func (e *Refusal) Error() string {
-	switch {
-	case e.Setting != "":
-		return fmt.Sprintf("%s: %s (setting: %s)", e.Code, e.Message, e.Setting)
-	case e.Field != "":
-		return fmt.Sprintf("%s: %s: %s", e.Code, e.Field, e.Message)
-	}
-	return fmt.Sprintf("%s: %s", e.Code, e.Message)
-}
+// Refusal is admit's "no": the watch must not be written. It is the API's
+// one error type: Code from api's table, Field the param at fault, Setting
+// what an operator changes to make the kind observable.
+type Refusal = api.Error
 
 // Fault reasons.
 const (

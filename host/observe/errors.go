@@ -2,36 +2,25 @@ package observe
 
 import (
 	"errors"
-	"time"
+
+	"github.com/vigilhq/vigil/api"
 )
 
-// Error codes the API answers with.
+// Error codes the API answers with (api's table of codes).
 const (
-	CodeMalformed     = "malformed_json"
-	CodeInvalidField  = "invalid_field"
-	CodeInvalidParams = "invalid_params"
-	CodeNotAReporter  = "not_a_reporter"
-	CodeOnceConflict  = "once_conflict"
-	CodeRateLimited   = "rate_limited"
-	CodeNotFound      = "not_found"
-	CodeWorkConflict  = "work_conflict"
+	CodeMalformed     = api.CodeMalformedJSON
+	CodeInvalidField  = api.CodeInvalidField
+	CodeInvalidParams = api.CodeInvalidParams
+	CodeNotAReporter  = api.CodeNotAReporter
+	CodeOnceConflict  = api.CodeOnceConflict
+	CodeRateLimited   = api.CodeRateLimited
+	CodeNotFound      = api.CodeNotFound
+	CodeWorkConflict  = api.CodeWorkConflict
 )
 
-// Error is a refusal the caller can act on.
-type Error struct {
-	Code    string
-	Field   string
-	Message string
-	// RetryAfter is set with CodeRateLimited.
-	RetryAfter time.Duration
-}
-
-func (e *Error) Error() string {
-	if e.Field != "" {
-		return "observe: " + e.Code + ": " + e.Field + ": " + e.Message
-	}
-	return "observe: " + e.Code + ": " + e.Message
-}
+// Error is a refusal the caller can act on: the API's one error type
+// (RetryAfter set with CodeRateLimited).
+type Error = api.Error
 
 // ErrUnknownScope is a record for a scope the configuration does not name.
 var ErrUnknownScope = errors.New("observe: unknown scope")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vigilhq/vigil/api"
 	"log/slog"
 	"net/netip"
 	"net/url"
@@ -139,24 +140,18 @@ type Update struct {
 	Workspace string
 }
 
-// Error is an update the service refuses; Field names the part at fault
-// and Setting, when set, the operator setting that would allow it.
-type Error struct {
-	Code    string
-	Field   string
-	Message string
-	Setting string
-}
+// Error is an update the service refuses: the API's one error type. Field
+// names the part at fault and Setting, when set, the operator setting that
+// would allow it.
+type Error = api.Error
 
-func (e *Error) Error() string { return fmt.Sprintf("%s: %s: %s", e.Code, e.Field, e.Message) }
-
-// Codes.
+// Codes (api's table of codes).
 const (
-	CodeInvalidRecipient   = "invalid_recipient"
-	CodeInvalidField       = "invalid_field"
-	CodeDestinationRefused = "destination_refused"
-	CodeTooManyRefs        = "too_many_refs"
-	CodeTooManyPending     = "too_many_pending"
+	CodeInvalidRecipient   = api.CodeInvalidRecipient
+	CodeInvalidField       = api.CodeInvalidField
+	CodeDestinationRefused = api.CodeDestinationRefused
+	CodeTooManyRefs        = api.CodeTooManyRefs
+	CodeTooManyPending     = api.CodeTooManyPending
 )
 
 // Put validates and stores a recipient, then reconciles its watches.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vigilhq/vigil/api"
 	"time"
 
 	"github.com/vigilhq/vigil/store"
@@ -21,31 +22,20 @@ type Registration struct {
 	ExpiresAt *time.Time
 }
 
-// Refusal codes of registration, beside the plugin runtime's.
+// Refusal codes of registration, beside the kinds' (api's table of codes).
 const (
-	CodeDeadlineTooFar   = "deadline_too_far"
-	CodeInvalidField     = "invalid_field"
-	CodeInvalidRecipient = "invalid_recipient"
-	CodeAlreadySettled   = "already_settled"
+	CodeDeadlineTooFar   = api.CodeDeadlineTooFar
+	CodeInvalidField     = api.CodeInvalidField
+	CodeInvalidRecipient = api.CodeInvalidRecipient
+	CodeAlreadySettled   = api.CodeAlreadySettled
 	// CodeRecipientNotRunning: the recipient is paused or stopped; its
 	// pending watches were cancelled and it takes no new ones.
-	CodeRecipientNotRunning = "recipient_not_running"
+	CodeRecipientNotRunning = api.CodeRecipientNotRunning
 )
 
-// Error is a registration or cancel the scheduler refuses. Field names the
-// request field at fault.
-type Error struct {
-	Code    string
-	Field   string
-	Message string
-}
-
-func (e *Error) Error() string {
-	if e.Field != "" {
-		return fmt.Sprintf("%s: %s: %s", e.Code, e.Field, e.Message)
-	}
-	return fmt.Sprintf("%s: %s", e.Code, e.Message)
-}
+// Error is a registration or cancel the scheduler refuses: the API's one
+// error type. Field names the request field at fault.
+type Error = api.Error
 
 // maxRecipientID bounds a recipient id.
 const maxRecipientID = 128

@@ -179,30 +179,31 @@ func TestANaturalDeadlineInThePastIsObservedAtOnce(t *testing.T) {
 	}
 }
 
-// hookStore runs afterCarry once a baseline is committed.
-type hookStore struct {
-	store.Store
-	afterCarry func(id store.ID)
+// hookDeliverer runs beforeCarry just before a baseline and its change
+// mail are committed.
+type hookDeliverer struct {
+	*recordingDeliverer
+	beforeCarry func(id store.ID)
 }
 
-func (s *hookStore) CarryBaseline(ctx context.Context, id store.ID, b json.RawMessage, a int, n string) error {
-	err := s.Store.CarryBaseline(ctx, id, b, a, n)
-	if err == nil && s.afterCarry != nil {
-		s.afterCarry(id)
+func (d *hookDeliverer) Carry(ctx context.Context, id store.ID, b json.RawMessage, a int, n string, change *store.Message) (bool, error) {
+	if d.beforeCarry != nil {
+		d.beforeCarry(id)
 	}
-	return err
+	return d.recordingDeliverer.Carry(ctx, id, b, a, n, change)
 }
 
-// A cancel that lands between a standing watch's new baseline and its
-// change mail wins: the row stays cancelled and nothing is mailed, whether
-// the scheduler has let go of the watch yet or only the store has
-// committed the cancel.
+// A cancel that lands between a standing watch's probe and the commit of
+// its new baseline with the change mail wins: the row stays cancelled, its
+// baseline is not moved and nothing is mailed, whether the scheduler has
+// let go of the watch yet or only the store has committed the cancel. The
+// baseline and the mail are one conditional transaction (Deliver.Carry).
 func TestCancelBeforeAChangeMailWins(t *testing.T) {
 	for _, via := range []string{"scheduler", "store"} {
 		t.Run(via, func(t *testing.T) {
 			h := newHarness(t)
-			hs := &hookStore{Store: h.store}
-			s, err := New(Config{Store: hs, Plugins: h.plugins, Deliver: h.deliver, Clock: h.clock})
+			hd := &hookDeliverer{recordingDeliverer: h.deliver}
+			s, err := New(Config{Store: h.store, Plugins: h.plugins, Deliver: hd, Clock: h.clock})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -211,7 +212,7 @@ func TestCancelBeforeAChangeMailWins(t *testing.T) {
 				return plugin.Observation{Status: abi.StatusChanged, Outcome: &abi.Outcome{Result: "changed"}, Baseline: json.RawMessage(`{"n":2}`)}, nil
 			}
 			w := h.register("ticket")
-			hs.afterCarry = func(id store.ID) {
+			hd.beforeCarry = func(id store.ID) {
 				var err error
 				if via == "scheduler" {
 					_, err = h.s.Cancel(context.Background(), id, "recipient paused")
@@ -223,7 +224,7 @@ func TestCancelBeforeAChangeMailWins(t *testing.T) {
 				}
 			}
 			h.tick(t0)
-			if got := h.row(w.ID); got.State != store.Cancelled || string(got.Baseline) != `{"n":2}` {
+			if got := h.row(w.ID); got.State != store.Cancelled || string(got.Baseline) == `{"n":2}` {
 				t.Fatalf("row %+v", got)
 			}
 			if m := h.deliver.messages(); len(m) != 0 {

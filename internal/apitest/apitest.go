@@ -10,6 +10,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/vigilhq/vigil/host/core"
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
@@ -30,7 +31,8 @@ type Config struct {
 	Deliver func(*delivery.Delivery, *store.Badger) scheduler.Deliverer
 }
 
-// Stack is the host behind the API.
+// Stack is the host behind the API: the core as serve builds it
+// (host/core), over fake kinds and a fake clock.
 type Stack struct {
 	Store      *store.Badger
 	Delivery   *delivery.Delivery
@@ -43,39 +45,21 @@ type seeded struct{ r *rand.ChaCha8 }
 
 func (s seeded) Read(p []byte) (int, error) { return s.r.Read(p) }
 
-// NewStack builds the stack; the store closes when the test ends.
+// NewStack builds the stack; it closes when the test ends.
 func NewStack(tb testing.TB, cfg Config) *Stack {
 	tb.Helper()
-	st, err := store.Open(tb.TempDir(), store.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = st.Close() })
-	outbox, err := delivery.NewOutbox(delivery.OutboxConfig{Store: st, Clock: cfg.Clock})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := outbox.Start(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(outbox.Stop) // before the store closes: cleanups run last first
-	del, err := delivery.New(delivery.Config{Store: st, Clock: cfg.Clock, Outbox: outbox})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var deliver scheduler.Deliverer = del
-	if cfg.Deliver != nil {
-		deliver = cfg.Deliver(del, st)
-	}
 	ids := cfg.IDs
 	if ids == nil {
 		ids = seeded{rand.NewChaCha8([32]byte{7})}
 	}
-	sched, err := scheduler.New(scheduler.Config{Store: st, Plugins: cfg.Plugins, Deliver: deliver, Recipients: st, Clock: cfg.Clock, IDs: ids})
+	c, err := core.New(context.Background(), core.Config{
+		StoreDir: tb.TempDir(), Kinds: cfg.Plugins, Clock: cfg.Clock, IDs: ids, Deliver: cfg.Deliver,
+	})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &Stack{Store: st, Delivery: del, Outbox: outbox, Scheduler: sched, Recipients: recipients.New(st, sched, cfg.Plugins, cfg.Clock, nil)}
+	tb.Cleanup(func() { _ = c.Close() })
+	return &Stack{Store: c.Store, Delivery: c.Delivery, Outbox: c.Outbox, Scheduler: c.Scheduler, Recipients: c.Recipients}
 }
 
 // Serve runs app on a 127.0.0.1 listener until the test ends and returns

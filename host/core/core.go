@@ -1,0 +1,188 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/vigilhq/vigil/host/delivery"
+	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/host/netguard"
+	"github.com/vigilhq/vigil/host/recipients"
+	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/store"
+)
+
+// Clock tells the time to every component.
+type Clock interface{ Now() time.Time }
+
+// Metrics is what the core's components count.
+type Metrics interface {
+	scheduler.Metrics
+	delivery.Metrics
+}
+
+// Config shapes a Core. StoreDir is required.
+type Config struct {
+	// StoreDir is the badger store's directory; Store its options.
+	StoreDir string
+	Store    store.Options
+	// Kinds the scheduler serves. Nil: a new registry, Core.Registry,
+	// where the plugin runtime and the built-in kinds register.
+	Kinds scheduler.Kinds
+	// Clock (default the wall clock) and Logger (default discard) reach
+	// every component.
+	Clock  Clock
+	Logger *slog.Logger
+	// Metrics, when set, makes the metrics every component counts into,
+	// from the opened store (which counts the watches by state).
+	Metrics func(*store.Badger) Metrics
+	// Workers probe due watches (the scheduler's default when zero).
+	Workers int
+	// Guard screens webhook destinations, for the outbox and for the
+	// recipients' webhook check (default: refuse every special-purpose
+	// address).
+	Guard *netguard.Guard
+	// Limits bound each recipient's refs and pending watches.
+	Limits recipients.Limits
+	// IDs is the randomness of watch ids (default crypto/rand).
+	IDs io.Reader
+	// Deliver, in tests, wraps the delivery the scheduler settles
+	// through; it is given the store.
+	Deliver func(*delivery.Delivery, *store.Badger) scheduler.Deliverer
+}
+
+// Core is the built core. Its fields are the components, for the layers
+// above (the API, observe) to use; Close stops and closes them.
+type Core struct {
+	Store *store.Badger
+	// Registry is the kind registry the core made, nil when Config.Kinds
+	// was given.
+	Registry   *kind.Registry
+	Kinds      scheduler.Kinds
+	Metrics    Metrics // nil without Config.Metrics
+	Outbox     *delivery.Outbox
+	Delivery   *delivery.Delivery
+	Scheduler  *scheduler.Scheduler
+	Recipients *recipients.Service
+
+	log    *slog.Logger
+	closed bool
+}
+
+// New builds the core: it opens the store and starts the outbox's workers
+// (with nothing to send they wait, without a timer). The scheduler's loop
+// is not started: Prime, then Start (or drive Tick, in tests).
+func New(ctx context.Context, cfg Config) (_ *Core, err error) {
+	if cfg.StoreDir == "" {
+		return nil, errors.New("core: StoreDir is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Core{log: cfg.Logger}
+	if cfg.Store.Logger == nil {
+		cfg.Store.Logger = cfg.Logger
+	}
+	if c.Store, err = store.Open(cfg.StoreDir, cfg.Store); err != nil {
+		return nil, fmt.Errorf("opening the store: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = c.Close()
+		}
+	}()
+	c.Kinds = cfg.Kinds
+	if c.Kinds == nil {
+		c.Registry = kind.NewRegistry()
+		c.Kinds = c.Registry
+	}
+	var clock delivery.Clock
+	if cfg.Clock != nil {
+		clock = cfg.Clock
+	}
+	var dm delivery.Metrics
+	var sm scheduler.Metrics
+	if cfg.Metrics != nil {
+		c.Metrics = cfg.Metrics(c.Store)
+		dm, sm = c.Metrics, c.Metrics
+	}
+	if c.Outbox, err = delivery.NewOutbox(delivery.OutboxConfig{Store: c.Store, Guard: cfg.Guard, Clock: clock, Logger: cfg.Logger, Metrics: dm}); err != nil {
+		return nil, err
+	}
+	if err = c.Outbox.Start(ctx); err != nil {
+		return nil, err
+	}
+	if c.Delivery, err = delivery.New(delivery.Config{Store: c.Store, Outbox: c.Outbox, Clock: clock, Logger: cfg.Logger, Metrics: dm}); err != nil {
+		return nil, err
+	}
+	var deliver scheduler.Deliverer = c.Delivery
+	if cfg.Deliver != nil {
+		deliver = cfg.Deliver(c.Delivery, c.Store)
+	}
+	var sclock scheduler.Clock
+	if cfg.Clock != nil {
+		sclock = cfg.Clock
+	}
+	if c.Scheduler, err = scheduler.New(scheduler.Config{
+		Store: c.Store, Plugins: c.Kinds, Deliver: deliver, Recipients: c.Store, Clock: sclock,
+		Logger: cfg.Logger, Workers: cfg.Workers, Metrics: sm, IDs: cfg.IDs,
+	}); err != nil {
+		return nil, err
+	}
+	var rclock recipients.Clock = wallClock{}
+	if cfg.Clock != nil {
+		rclock = cfg.Clock
+	}
+	c.Recipients = recipients.New(c.Store, c.Scheduler, c.Kinds, rclock, cfg.Logger).WithLimits(cfg.Limits)
+	if cfg.Guard != nil {
+		// The rules delivery dials through: a guard is immutable, so the
+		// outbox's and this one agree.
+		c.Recipients = c.Recipients.WithDestinations(cfg.Guard)
+	}
+	return c, nil
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+// Prime arms the pending watches and reconciles every recipient's watches
+// with its record; it returns how many watches are pending.
+func (c *Core) Prime(ctx context.Context) (int, error) {
+	pending, err := c.Scheduler.Prime(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if err := c.Recipients.ReconcileAll(ctx); err != nil {
+		return 0, fmt.Errorf("reconciling recipients: %w", err)
+	}
+	return pending, nil
+}
+
+// Start runs the scheduler's loop until ctx ends; the channel closes when
+// its workers have stopped.
+func (c *Core) Start(ctx context.Context) <-chan struct{} { return c.Scheduler.Start(ctx) }
+
+// Close stops the outbox, then closes the store. Stop the scheduler's loop
+// first (end its context and wait on Start's channel). Close is safe to
+// call more than once.
+func (c *Core) Close() error {
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	if c.Outbox != nil {
+		c.Outbox.Stop()
+	}
+	if c.Store == nil {
+		return nil
+	}
+	if err := c.Store.Close(); err != nil {
+		return fmt.Errorf("closing the store: %w", err)
+	}
+	return nil
+}

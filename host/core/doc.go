@@ -1,0 +1,18 @@
+// Package core is the composition root of the host's core: the store, the
+// kind registry, delivery with its outbox, the scheduler and the
+// recipients, built in one place and in one order, with the goroutines
+// they own started and stopped here. `vigil serve` builds it through
+// package host (which adds the plugin runtime, fetch, exec, observe and
+// the API); the tests' stack (internal/apitest) builds it directly, with
+// fakes for the kinds and the clock, so a test runs the same wiring as the
+// product.
+//
+// What it must never do: decide anything (each component owns its rules),
+// or start a goroutine it does not stop in Close.
+//
+// It is its own package, below host, because observe's tests build the
+// core and host imports observe: one package would be an import cycle.
+// Rejected: each caller wiring the components itself, as serve and the
+// tests' stack each did, which let the two drift (the runtime's logger was
+// wired in neither; the outbox had to be added to both).
+package core

@@ -1,0 +1,273 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/vigilhq/vigil/host/core"
+	"github.com/vigilhq/vigil/host/fetch"
+	"github.com/vigilhq/vigil/host/httpapi"
+	"github.com/vigilhq/vigil/host/metrics"
+	"github.com/vigilhq/vigil/host/netguard"
+	"github.com/vigilhq/vigil/host/observe"
+	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/recipients"
+	"github.com/vigilhq/vigil/host/runner"
+	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/host/upkeep"
+	"github.com/vigilhq/vigil/store"
+)
+
+// Config is what serve decided. Zero fields take the components' defaults.
+type Config struct {
+	// Data holds the store (Data/store).
+	Data string
+	// PluginCache is the plugin compilation cache's directory; PluginDir
+	// the operator's plugin directory ("" for the bundled plugins only);
+	// Bundled the bundled plugins.
+	PluginCache string
+	PluginDir   string
+	Bundled     fs.FS
+	Fsync       bool
+	Workers     int
+	// WebhookAllow are the ranges webhooks may reach although the guard
+	// refuses them by default.
+	WebhookAllow []netip.Prefix
+	// Tokens maps bearer tokens to principals; none: unauthenticated.
+	Tokens map[string]string
+	// Secrets are the resolved secrets plugins' fetches may use, by name.
+	Secrets map[string]string
+	Fetch   FetchConfig
+	// ObserveRate and ObserveBurst bound recording per principal.
+	ObserveRate  float64
+	ObserveBurst int
+	Scopes       map[string]observe.Scope
+	Limits       recipients.Limits
+	Logger       *slog.Logger
+}
+
+// FetchConfig tunes the fetch issuer.
+type FetchConfig struct {
+	MaxTimeout   time.Duration
+	MinInterval  time.Duration
+	MaxBodyBytes int64
+	UserAgent    string
+}
+
+// Host is a built host: its components, ready to Run.
+type Host struct {
+	Core     *core.Core
+	Metrics  *metrics.Metrics
+	Runtime  *plugin.Runtime
+	Observer *observe.Observer
+	Issuer   *fetch.Issuer
+	Upkeep   *upkeep.Upkeep
+	App      *fiber.App
+	// Pending is how many watches Prime armed.
+	Pending int
+
+	log         *slog.Logger
+	base        context.Context
+	stopStreams context.CancelFunc
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+// New builds the host and primes its schedule; ctx bounds the build (the
+// outbox's workers stop when it ends, or at Close). On an error everything
+// built so far is closed.
+func New(ctx context.Context, cfg Config) (_ *Host, err error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Data == "" {
+		return nil, errors.New("host: the data directory must not be empty")
+	}
+	h := &Host{log: log}
+	defer func() {
+		if err != nil {
+			_ = h.Close()
+		}
+	}()
+	guard := netguard.New(cfg.WebhookAllow)
+	if h.Core, err = core.New(ctx, core.Config{
+		StoreDir: filepath.Join(cfg.Data, "store"), Store: store.Options{SyncWrites: cfg.Fsync, Logger: log},
+		Logger: log, Workers: cfg.Workers, Guard: guard, Limits: cfg.Limits,
+		Metrics: func(st *store.Badger) core.Metrics { h.Metrics = metrics.New(st); return h.Metrics },
+	}); err != nil {
+		return nil, err
+	}
+	st := h.Core.Store
+	// Retention while running: the upkeep hears of each retained record
+	// the store commits; Run starts its loop beside the scheduler's.
+	if h.Upkeep, err = upkeep.New(upkeep.Config{Store: st, Logger: log}); err != nil {
+		return nil, err
+	}
+	st.OnRetained(h.Upkeep.Notify)
+	if h.Issuer, err = fetch.New(fetch.Config{
+		MaxTimeout: cfg.Fetch.MaxTimeout, MinInterval: cfg.Fetch.MinInterval, MaxBody: cfg.Fetch.MaxBodyBytes,
+		UserAgent: cfg.Fetch.UserAgent, Secrets: cfg.Secrets, Log: st, Logger: log,
+	}); err != nil {
+		return nil, fmt.Errorf("fetch: %w", err)
+	}
+	execer := runner.PluginExecer{
+		Runner: runner.New(runner.Config{Logger: log}),
+		Workspaces: runner.WorkspaceFunc(func(ctx context.Context, id string) (string, error) {
+			rec, err := st.GetRecipient(ctx, id)
+			return rec.Workspace, err
+		}),
+	}
+	// One registry of kinds: the plugins register theirs as they load and
+	// reload, the observer its built-in observe.thread.
+	if h.Runtime, err = OpenRuntime(ctx, RuntimeConfig{
+		Cache: cfg.PluginCache, Dir: cfg.PluginDir, Bundled: cfg.Bundled, Metrics: h.Metrics,
+		Fetcher: h.Issuer, Execer: execer, SecretNames: slices.Sorted(maps.Keys(cfg.Secrets)),
+		Kinds: h.Core.Registry, Logger: log,
+	}); err != nil {
+		return nil, err
+	}
+	if h.Observer, err = observe.New(observe.Options{
+		Store: st, Clock: wallClock{}, Logger: log, Rate: cfg.ObserveRate, Burst: cfg.ObserveBurst,
+		Principal: scheduler.ValidRecipientID, Metrics: h.Metrics,
+	}, observe.Config{Scopes: cfg.Scopes}); err != nil {
+		return nil, fmt.Errorf("scopes: %w", err)
+	}
+	if err = h.Observer.Register(h.Core.Registry); err != nil {
+		return nil, fmt.Errorf("registering observe.thread: %w", err)
+	}
+	h.Observer.SetWaker(h.Core.Scheduler)
+	if h.Pending, err = h.Core.Prime(ctx); err != nil {
+		return nil, err
+	}
+	h.base, h.stopStreams = context.WithCancel(context.Background())
+	h.App = httpapi.New(httpapi.Deps{
+		Scheduler: h.Core.Scheduler, Watches: st, Mailboxes: h.Core.Delivery, Recipients: h.Core.Recipients,
+		Plugins: h.Runtime, Logger: log, Base: h.base, DeadLetters: h.Issuer, Observe: h.Observer,
+	}, httpapi.Options{Tokens: cfg.Tokens, Metrics: h.Metrics.Handler()})
+	return h, nil
+}
+
+// Run serves the API on ln and runs the scheduler's loop, the observe
+// router and the upkeep until ctx ends; then it stops the streams and
+// long polls, lets requests in flight finish (10 s at most), and waits
+// for the probes in flight and the upkeep's batch. The error is the
+// API's, if it stopped on its own.
+func (h *Host) Run(ctx context.Context, ln net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- h.App.Listener(httpapi.Listener(ln)) }()
+	loop := h.Core.Start(ctx)
+	router := h.Observer.Start(ctx)
+	kept := h.Upkeep.Start(ctx)
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-served:
+		err = fmt.Errorf("the API stopped: %w", err)
+	}
+	h.log.Info("vigil stopping: finishing requests and probes in flight")
+	h.stopStreams()
+	shutdownCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	if serr := h.App.ShutdownWithContext(shutdownCtx); serr != nil {
+		h.log.Error("stopping the API", "err", serr)
+	}
+	stop()
+	cancel()
+	<-loop
+	<-router
+	<-kept
+	return err
+}
+
+// Reload puts new observe scopes in force (nil keeps them) and reloads the
+// plugins: what SIGHUP does.
+func (h *Host) Reload(ctx context.Context, scopes map[string]observe.Scope) {
+	if scopes != nil {
+		if err := h.Observer.SetConfig(observe.Config{Scopes: scopes}); err != nil {
+			h.log.Error("config reload failed; keeping the scopes in force", "err", err)
+		} else {
+			h.log.Info("scopes reloaded", "scopes", len(scopes))
+		}
+	}
+	rep, err := h.Runtime.Reload(ctx)
+	if err != nil {
+		h.log.Error("plugin reload failed; keeping the plugins loaded before", "err", err)
+		return
+	}
+	h.log.Info("plugins reloaded", "kinds", len(rep.Loaded), "problems", len(rep.Problems))
+}
+
+// Close releases what New built, in the reverse order: the plugin runtime,
+// the issuer's idle connections, then the core (the outbox, the store).
+// Stop Run first.
+func (h *Host) Close() error {
+	if h.stopStreams != nil {
+		h.stopStreams()
+	}
+	if h.Runtime != nil {
+		_ = h.Runtime.Close(context.Background())
+	}
+	if h.Issuer != nil {
+		h.Issuer.CloseIdleConnections()
+	}
+	if h.Core != nil {
+		return h.Core.Close()
+	}
+	return nil
+}
+
+// RuntimeConfig is what OpenRuntime needs.
+type RuntimeConfig struct {
+	Cache, Dir  string
+	Bundled     fs.FS
+	Metrics     plugin.Metrics
+	Fetcher     plugin.Fetcher
+	Execer      plugin.Execer
+	SecretNames []string
+	Kinds       plugin.Registrar
+	Logger      *slog.Logger
+}
+
+// OpenRuntime loads the bundled plugins and the plugin directory, with the
+// compilation cache in rc.Cache (created if missing). `vigil plugins`
+// loads them the same way.
+func OpenRuntime(ctx context.Context, rc RuntimeConfig) (*plugin.Runtime, error) {
+	if rc.Cache == "" {
+		return nil, errors.New("the plugin compilation cache directory must not be empty")
+	}
+	if err := os.MkdirAll(rc.Cache, 0o700); err != nil {
+		return nil, fmt.Errorf("the plugin compilation cache: %w", err)
+	}
+	cfg := plugin.Config{
+		Bundled: rc.Bundled, Dir: rc.Dir, CacheDir: rc.Cache, Fetcher: rc.Fetcher, Execer: rc.Execer,
+		ResolvePrograms: runner.ResolvePrograms, SecretNames: rc.SecretNames, Logger: rc.Logger,
+	}
+	// Interfaces holding a typed nil are not nil: set only what is set.
+	if rc.Metrics != nil {
+		cfg.Metrics = rc.Metrics
+	}
+	if rc.Kinds != nil {
+		cfg.Kinds = rc.Kinds
+	}
+	rt, err := plugin.New(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("loading plugins: %w", err)
+	}
+	return rt, nil
+}
