@@ -29,8 +29,11 @@
 //     transaction that makes them retained and deleted with them. Oldest
 //     reads one entry; PruneOldest deletes a bounded batch, oldest first,
 //     in one transaction, never a pending row, a live push or a held-aside
-//     record, and takes no lock the appends take. OnRetained tells a
-//     caller of each retained record committed. When to prune is
+//     record, and takes no lock the appends take. Both seek from the
+//     class's floor, in memory, past what this process has pruned, so a
+//     backlog's batches never step over the tombstones of the batches
+//     before them. OnRetained tells a caller of each retained record
+//     committed. When to prune is
 //     host/upkeep's. Records an older build wrote carry no index entry:
 //     Prune, run at start, still walks every settled row, message and
 //     push once and is their backstop (and drops the entries of what it
