@@ -24,7 +24,12 @@
 //   - It never stalls probing: it takes no lock the scheduler, delivery or
 //     the store's appends take (a batch is a badger transaction beside
 //     theirs, and it runs on its own goroutine), and it calls nothing of
-//     theirs.
+//     theirs. The writers' only contact is Notify, which takes the
+//     upkeep's mutex for a comparison; that mutex is never held across a
+//     store call.
+//   - In steady state it wakes about as often as records were written a
+//     retention earlier, each wake one small batch of what has come due
+//     since the last; a burst written together is pruned together.
 //   - A class whose batch deletes nothing while it reads as due (records
 //     this build holds aside) is re-armed one retention later, not
 //     retried in a loop; a store error, a minute later.
