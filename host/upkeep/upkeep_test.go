@@ -48,12 +48,12 @@ func (s seeded) Read(p []byte) (int, error) { return s.r.Read(p) }
 // fixture is a real badger store in a temporary directory with one
 // running recipient.
 type fixture struct {
-	t   *testing.T
+	t   testing.TB
 	st  *store.Badger
 	ids seeded
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	st, err := store.Open(t.TempDir(), store.Options{})
 	if err != nil {
