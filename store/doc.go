@@ -22,6 +22,13 @@
 //     one transaction; RecoverPushes turns every push left sending into
 //     unknown; PrunePushes deletes final ones older than a cutoff and never
 //     a live one.
+//   - The pending index (s/pending/<id>) carries each pending row's
+//     schedule: every, deadline and attempts (20 bytes), and its durable
+//     next check when it has one (28). ForEachPending reads the index
+//     alone; an older entry with no value is read from its row. A
+//     transition of a pending row keeps its next check; SetNextCheck
+//     rewrites the index entry alone, RecordProbe the row's attempts, note
+//     and fault with it, each only while the row is pending.
 //   - Retention is by class (Retained: settled rows, mailbox messages,
 //     final outbox records, each event stream), each ordered by one time.
 //     Records not keyed by time get a time index (sa/ by settled_at, ma/
@@ -33,12 +40,12 @@
 //     class's floor, in memory, past what this process has pruned, so a
 //     backlog's batches never step over the tombstones of the batches
 //     before them. OnRetained tells a caller of each retained record
-//     committed. When to prune is
-//     host/upkeep's. Records an older build wrote carry no index entry:
-//     Prune, run at start, still walks every settled row, message and
-//     push once and is their backstop (and drops the entries of what it
-//     deletes). Observed items (the observe streams) are Once identities;
-//     the store prunes a stream only when asked to.
+//     committed. When to prune is host/upkeep's. Records an older build
+//     wrote carry no index entry: Prune, run at start, still walks every
+//     settled row, message and push once and is their backstop (and drops
+//     the entries of what it deletes). Observed items (the observe
+//     streams) are Once identities; the store prunes a stream only when
+//     asked to.
 //   - Rows are versioned (a schema version in each row, a store version in
 //     the "v" key). A row this build cannot decode (a newer release's kind
 //     of state or field) is held aside verbatim: reads, lists and prunes

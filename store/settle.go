@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -69,7 +70,8 @@ func (s *Badger) SettleAndMail(ctx context.Context, id ID, st Settlement, m Mess
 		}
 		at := st.SettledAt.UTC()
 		w.State, w.Receipt, w.Outcome, w.SettledAt = st.State, st.Receipt, st.Outcome, &at
-		w.Attempts, w.LastNote = st.Attempts, st.LastNote
+		w.Attempts, w.LastNote, w.LastFault = st.Attempts, st.LastNote, st.LastFault
+		w.NextCheck = time.Time{} // a next check is a pending row's only
 		if err := rewriteRow(txn, Pending, w); err != nil {
 			return err
 		}
@@ -109,7 +111,7 @@ func (s *Badger) CarryAndMail(ctx context.Context, id ID, baseline json.RawMessa
 		if w.State != Pending {
 			return ErrNotPending
 		}
-		w.Baseline, w.Attempts, w.LastNote = baseline, attempts, note
+		w.Baseline, w.Attempts, w.LastNote, w.LastFault = baseline, attempts, note, nil
 		if err := rewriteRow(txn, Pending, w); err != nil {
 			return err
 		}

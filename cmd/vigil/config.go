@@ -246,7 +246,7 @@ func (s settings) validate(sources map[string]string) error {
 	case strings.ContainsFunc(f.UserAgent, func(r rune) bool { return r < 0x20 || r > 0x7e }):
 		bad("fetch", errors.New("user_agent: printable ASCII only"))
 	}
-	if (s.Observe.Rate < 0 && s.Observe.Rate != -1) || s.Observe.Burst < 0 || s.Observe.Burst > 1_000_000 {
+	if !(s.Observe.Rate >= 0 || s.Observe.Rate == -1) || s.Observe.Burst < 0 || s.Observe.Burst > 1_000_000 { // NaN (.nan) is no rate
 		bad("observe", fmt.Errorf("rate %g, burst %d: want a rate of 0 (the default, 100/s) or more, or -1 for no limit, and a burst of 0 (the default, 200) to 1000000", s.Observe.Rate, s.Observe.Burst))
 	}
 	if err := (observe.Config{Scopes: s.Scopes}).Validate(scheduler.ValidRecipientID); err != nil {

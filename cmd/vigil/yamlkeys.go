@@ -59,7 +59,7 @@ func unknownKey(n *yaml.Node, t reflect.Type) (path []string, line int, ok bool)
 			k := n.Content[i]
 			f, found := structFieldByTag(t, k.Value)
 			if !found {
-				return []string{k.Value}, k.Line, true
+				return []string{keyName(k)}, k.Line, true
 			}
 			if p, l, ok := unknownKey(n.Content[i+1], f.Type); ok {
 				return append([]string{k.Value}, p...), l, true
@@ -79,6 +79,19 @@ func unknownKey(n *yaml.Node, t reflect.Type) (path []string, line int, ok bool)
 		}
 	}
 	return nil, 0, false
+}
+
+// keyName is how an error names mapping key k: its text, or, for a key
+// that has none (an empty or null scalar, a sequence or a mapping used as
+// a key), what it is.
+func keyName(k *yaml.Node) string {
+	switch {
+	case k.Kind != yaml.ScalarNode:
+		return "(a non-scalar key)"
+	case k.Value == "":
+		return `""`
+	}
+	return k.Value
 }
 
 // structFieldByTag is t's field whose yaml name is name.
