@@ -2,9 +2,10 @@
 // decided settings it builds the core (host/core: store, kind registry,
 // delivery and outbox, scheduler, recipients) and what the product adds
 // around it (metrics, the fetch issuer, the exec runner, the plugin
-// runtime registering its kinds, observe and its built-in kind, the REST
-// API), in one order; Run starts their goroutines and stops them, in the
-// reverse order, when its context ends; Close releases the rest.
+// runtime registering its kinds, observe and its built-in kind, the
+// upkeep that enforces retention, the REST API), in one order; Run starts
+// their goroutines and stops them, in the reverse order, when its context
+// ends; Close releases the rest.
 //
 // What it must never do: read flags, files or the environment (the command
 // decides the settings and hands them over), or decide anything a

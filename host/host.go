@@ -26,13 +26,9 @@ import (
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/runner"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/host/upkeep"
 	"github.com/vigilhq/vigil/store"
 )
-
-// EventRetention is how long fetch facts and dead letters are kept; older
-// ones are pruned at start. Observed items are kept: they are the Once
-// identities that make a repeat a duplicate.
-const EventRetention = 7 * 24 * time.Hour
 
 // Config is what serve decided. Zero fields take the components' defaults.
 type Config struct {
@@ -77,6 +73,7 @@ type Host struct {
 	Runtime  *plugin.Runtime
 	Observer *observe.Observer
 	Issuer   *fetch.Issuer
+	Upkeep   *upkeep.Upkeep
 	App      *fiber.App
 	// Pending is how many watches Prime armed.
 	Pending int
@@ -116,13 +113,18 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		return nil, err
 	}
 	st := h.Core.Store
+	// Retention while running: the upkeep hears of each retained record
+	// the store commits; Run starts its loop beside the scheduler's.
+	if h.Upkeep, err = upkeep.New(upkeep.Config{Store: st, Logger: log}); err != nil {
+		return nil, err
+	}
+	st.OnRetained(h.Upkeep.Notify)
 	if h.Issuer, err = fetch.New(fetch.Config{
 		MaxTimeout: cfg.Fetch.MaxTimeout, MinInterval: cfg.Fetch.MinInterval, MaxBody: cfg.Fetch.MaxBodyBytes,
 		UserAgent: cfg.Fetch.UserAgent, Secrets: cfg.Secrets, Log: st, Logger: log,
 	}); err != nil {
 		return nil, fmt.Errorf("fetch: %w", err)
 	}
-	pruneEvents(ctx, st, log, time.Now().Add(-EventRetention))
 	execer := runner.PluginExecer{
 		Runner: runner.New(runner.Config{Logger: log}),
 		Workspaces: runner.WorkspaceFunc(func(ctx context.Context, id string) (string, error) {
@@ -160,24 +162,11 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	return h, nil
 }
 
-// pruneEvents drops the fetch streams' events older than cutoff.
-func pruneEvents(ctx context.Context, st *store.Badger, log *slog.Logger, cutoff time.Time) {
-	for _, stream := range []string{fetch.StreamFacts, fetch.StreamDeadLetters} {
-		n, err := st.PruneEvents(ctx, stream, cutoff)
-		if err != nil {
-			log.Error("pruning events", "stream", stream, "err", err)
-			continue
-		}
-		if n > 0 {
-			log.Info("pruned events", "stream", stream, "count", n)
-		}
-	}
-}
-
-// Run serves the API on ln and runs the scheduler's loop and the observe
-// router until ctx ends; then it stops the streams and long polls, lets
-// requests in flight finish (10 s at most), and waits for the probes in
-// flight. The error is the API's, if it stopped on its own.
+// Run serves the API on ln and runs the scheduler's loop, the observe
+// router and the upkeep until ctx ends; then it stops the streams and
+// long polls, lets requests in flight finish (10 s at most), and waits
+// for the probes in flight and the upkeep's batch. The error is the
+// API's, if it stopped on its own.
 func (h *Host) Run(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -185,6 +174,7 @@ func (h *Host) Run(ctx context.Context, ln net.Listener) error {
 	go func() { served <- h.App.Listener(httpapi.Listener(ln)) }()
 	loop := h.Core.Start(ctx)
 	router := h.Observer.Start(ctx)
+	kept := h.Upkeep.Start(ctx)
 	var err error
 	select {
 	case <-ctx.Done():
@@ -201,6 +191,7 @@ func (h *Host) Run(ctx context.Context, ln net.Listener) error {
 	cancel()
 	<-loop
 	<-router
+	<-kept
 	return err
 }
 

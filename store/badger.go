@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -42,6 +43,11 @@ type Badger struct {
 	// transactions that write several things at once, between the writes;
 	// an error from it aborts the transaction.
 	failpoint func(at string) error
+	// retained is OnRetained's fn, or nil.
+	retained atomic.Pointer[func(Retained, time.Time)]
+	// floors says where each retained class's live records begin, as far
+	// as this process has pruned it (see retention.go).
+	floors floors
 }
 
 var _ Store = (*Badger)(nil)
@@ -83,7 +89,7 @@ func Open(dir string, opt Options) (*Badger, error) {
 	if err != nil {
 		return nil, classifyOpenError(dir, err)
 	}
-	s := &Badger{db: db}
+	s := &Badger{db: db, floors: newFloors()}
 	if err := s.checkVersion(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -219,7 +225,11 @@ func (s *Badger) Create(ctx context.Context, w Watch) error {
 	if !w.State.Valid() || !w.Receipt.Valid() {
 		return fmt.Errorf("store: create: state %q receipt %q", w.State, w.Receipt)
 	}
-	return s.update(ctx, func(txn *badger.Txn) error { return createRow(txn, w) })
+	err := s.update(ctx, func(txn *badger.Txn) error { return createRow(txn, w) })
+	if err == nil && w.State != Pending && w.SettledAt != nil {
+		s.noteRetained(RetainedSettled, *w.SettledAt)
+	}
+	return err
 }
 
 // createRow writes a new row and its indexes inside txn.
@@ -233,6 +243,9 @@ func createRow(txn *badger.Txn, w Watch) error {
 		return err
 	}
 	if err := txn.Set(stateKey(w.State, w.ID), scheduleValue(w)); err != nil {
+		return err
+	}
+	if err := indexSettled(txn, w); err != nil {
 		return err
 	}
 	if w.Subject != "" && w.State == Pending {
@@ -257,12 +270,13 @@ func (s *Badger) Get(ctx context.Context, id ID) (Watch, error) {
 // transition rewrites a row and moves its state index in one transaction.
 func (s *Badger) transition(ctx context.Context, id ID, f func(w *Watch) error) (Watch, error) {
 	var out Watch
+	var from State
 	err := s.update(ctx, func(txn *badger.Txn) error {
 		w, err := getRow(txn, id)
 		if err != nil {
 			return err
 		}
-		from := w.State
+		from = w.State
 		if err := f(&w); err != nil {
 			return err
 		}
@@ -272,6 +286,9 @@ func (s *Badger) transition(ctx context.Context, id ID, f func(w *Watch) error) 
 		out = w
 		return nil
 	})
+	if err == nil && from == Pending && out.State != Pending && out.SettledAt != nil {
+		s.noteRetained(RetainedSettled, *out.SettledAt)
+	}
 	return out, err
 }
 
@@ -288,6 +305,9 @@ func rewriteRow(txn *badger.Txn, from State, w Watch) error {
 			return err
 		}
 		if err := txn.Set(stateKey(w.State, id), scheduleValue(w)); err != nil {
+			return err
+		}
+		if err := indexSettled(txn, w); err != nil {
 			return err
 		}
 		if from == Pending && w.Subject != "" {
@@ -513,11 +533,20 @@ func (s *Badger) ForEach(ctx context.Context, f Filter, fn func(Watch) error) (i
 	return held, err
 }
 
-// Prune implements Store: settled rows, and mailbox messages, older than
-// the cutoff. It deletes in batches, each its own transaction, so a large
-// prune never exceeds badger's transaction size.
+// Prune implements Store: settled rows, mailbox messages and final
+// outbox records older than the cutoff. It deletes in batches, each its
+// own transaction, so a large prune never exceeds badger's transaction
+// size, but it decodes every settled row and message to find them: it is
+// the start-time backstop for records an older build wrote without their
+// time index. While the host runs, PruneOldest keeps each class by its
+// index instead.
 func (s *Badger) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 	total, err := s.pruneMessages(ctx, cutoff)
+	if err != nil {
+		return total, err
+	}
+	pushes, err := s.PrunePushes(ctx, cutoff)
+	total += pushes
 	if err != nil {
 		return total, err
 	}
@@ -553,10 +582,8 @@ func (s *Badger) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 			}
 			err = s.update(ctx, func(txn *badger.Txn) error {
 				for _, w := range victims {
-					for _, k := range [][]byte{rowKey(w.ID), stateKey(w.State, w.ID), recipientKey(w.Recipient.ID, w.ID)} {
-						if err := txn.Delete(k); err != nil {
-							return err
-						}
+					if err := deleteRow(txn, w); err != nil {
+						return err
 					}
 				}
 				return nil

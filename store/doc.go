@@ -29,6 +29,23 @@
 //     transition of a pending row keeps its next check; SetNextCheck
 //     rewrites the index entry alone, RecordProbe the row's attempts, note
 //     and fault with it, each only while the row is pending.
+//   - Retention is by class (Retained: settled rows, mailbox messages,
+//     final outbox records, each event stream), each ordered by one time.
+//     Records not keyed by time get a time index (sa/ by settled_at, ma/
+//     by a message's at, pa/ by when a push became final) written in the
+//     transaction that makes them retained and deleted with them. Oldest
+//     reads one entry; PruneOldest deletes a bounded batch, oldest first,
+//     in one transaction, never a pending row, a live push or a held-aside
+//     record, and takes no lock the appends take. Both seek from the
+//     class's floor, in memory, past what this process has pruned, so a
+//     backlog's batches never step over the tombstones of the batches
+//     before them. OnRetained tells a caller of each retained record
+//     committed. When to prune is host/upkeep's. Records an older build
+//     wrote carry no index entry: Prune, run at start, still walks every
+//     settled row, message and push once and is their backstop (and drops
+//     the entries of what it deletes). Observed items (the observe
+//     streams) are Once identities; the store prunes a stream only when
+//     asked to.
 //   - Rows are versioned (a schema version in each row, a store version in
 //     the "v" key). A row this build cannot decode (a newer release's kind
 //     of state or field) is held aside verbatim: reads, lists and prunes

@@ -140,6 +140,9 @@ func (s *Badger) AppendEvent(ctx context.Context, e Event) (out Event, duplicate
 	if err != nil && !errors.Is(err, ErrEventConflict) {
 		return Event{}, false, err
 	}
+	if err == nil && !duplicate {
+		s.noteRetained(RetainedEvents(e.Stream), out.OccurredAt)
+	}
 	return out, duplicate, err
 }
 

@@ -99,6 +99,9 @@ func (s *Badger) AppendIfRunning(ctx context.Context, rid string, m Message) (Me
 		out, err = appendMessage(txn, rid, m)
 		return err
 	})
+	if err == nil {
+		s.noteRetained(RetainedMessages, out.At)
+	}
 	return out, rec, err
 }
 
@@ -146,6 +149,9 @@ func appendMessage(txn *badger.Txn, rid string, m Message) (Message, error) {
 	if err := txn.Set(mailKey(rid, m.Seq), b); err != nil {
 		return m, err
 	}
+	if err := txn.Set(messageAtKey(m.At, rid, m.Seq), nil); err != nil {
+		return m, err
+	}
 	if err := txn.Set(mailSeqKey(rid), binary.BigEndian.AppendUint64(nil, m.Seq)); err != nil {
 		return m, err
 	}
@@ -180,7 +186,8 @@ func (s *Badger) ReadMailbox(ctx context.Context, rid string, after uint64, limi
 	return out, err
 }
 
-// pruneMessages deletes messages older than cutoff, in batches.
+// pruneMessages deletes messages older than cutoff, in batches, with
+// their time index entries, decoding every message: Prune's backstop.
 func (s *Badger) pruneMessages(ctx context.Context, cutoff time.Time) (int, error) {
 	total := 0
 	for {
@@ -188,13 +195,14 @@ func (s *Badger) pruneMessages(ctx context.Context, cutoff time.Time) (int, erro
 		err := s.db.View(func(txn *badger.Txn) error {
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: mailboxPfx, PrefetchValues: true})
 			defer it.Close()
-			for it.Rewind(); it.Valid() && len(victims) < pruneBatch; it.Next() {
+			for it.Rewind(); it.Valid() && len(victims) < 2*pruneBatch; it.Next() {
 				var sm storedMessage
 				if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &sm) }); err != nil || sm.V != rowVersion {
 					continue // held aside
 				}
 				if sm.At.Before(cutoff) {
-					victims = append(victims, it.Item().KeyCopy(nil))
+					rid, seq, _ := splitPushKey(it.Item().Key()[len(mailboxPfx):])
+					victims = append(victims, it.Item().KeyCopy(nil), messageAtKey(sm.At, rid, seq))
 				}
 			}
 			return nil
@@ -213,8 +221,8 @@ func (s *Badger) pruneMessages(ctx context.Context, cutoff time.Time) (int, erro
 		if err != nil {
 			return total, err
 		}
-		total += len(victims)
-		if len(victims) < pruneBatch {
+		total += len(victims) / 2
+		if len(victims) < 2*pruneBatch {
 			return total, nil
 		}
 	}

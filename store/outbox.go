@@ -124,6 +124,9 @@ func putPush(txn *badger.Txn, p Push) error {
 		return err
 	}
 	if p.State.Final() {
+		if err := txn.Set(pushAtKey(p.UpdatedAt, p.Recipient, p.Seq), nil); err != nil {
+			return err
+		}
 		return txn.Delete(pushKeyOf(livePushPfx, p.Recipient, p.Seq))
 	}
 	return txn.Set(pushKeyOf(livePushPfx, p.Recipient, p.Seq), nil)
@@ -194,6 +197,9 @@ func (s *Badger) RecoverPushes(ctx context.Context, at time.Time) ([]Push, error
 			return nil, err
 		}
 	}
+	if len(sending) > 0 {
+		s.noteRetained(RetainedPushes, at)
+	}
 	return sending, nil
 }
 
@@ -235,6 +241,7 @@ func (s *Badger) BeginPush(ctx context.Context, rid string, seq uint64, at time.
 		return putPush(txn, p)
 	})
 	if err == nil && p.State == PushFailed {
+		s.noteRetained(RetainedPushes, p.UpdatedAt)
 		err = fmt.Errorf("%w: push %s/%d: %s", ErrNotFound, rid, seq, p.LastError)
 	}
 	return p, m, rec, err
@@ -247,7 +254,7 @@ func (s *Badger) FinishPush(ctx context.Context, p Push) error {
 	if p.State == PushSending || !p.State.valid() {
 		return fmt.Errorf("store: finish a push as %q", p.State)
 	}
-	return s.update(ctx, func(txn *badger.Txn) error {
+	err := s.update(ctx, func(txn *badger.Txn) error {
 		cur, err := getPush(txn, p.Recipient, p.Seq)
 		if errors.Is(err, ErrNotFound) {
 			return ErrPushState
@@ -260,6 +267,10 @@ func (s *Badger) FinishPush(ctx context.Context, p Push) error {
 		}
 		return putPush(txn, p)
 	})
+	if err == nil && p.State.Final() {
+		s.noteRetained(RetainedPushes, p.UpdatedAt)
+	}
+	return err
 }
 
 // DisableWebhook marks the recipient's webhook disabled, with the reason,
@@ -289,8 +300,10 @@ func (s *Badger) DisableWebhook(ctx context.Context, rid, url, reason string, at
 	return done, err
 }
 
-// PrunePushes deletes final pushes last changed before cutoff and returns
-// how many. A push that is not final is never pruned.
+// PrunePushes deletes final pushes last changed before cutoff, with their
+// time index entries, and returns how many. A push that is not final is
+// never pruned. It decodes every record: Prune's backstop for records
+// written before the index; PruneOldest keeps the class while running.
 func (s *Badger) PrunePushes(ctx context.Context, cutoff time.Time) (int, error) {
 	total := 0
 	for {
@@ -298,7 +311,7 @@ func (s *Badger) PrunePushes(ctx context.Context, cutoff time.Time) (int, error)
 		err := s.db.View(func(txn *badger.Txn) error {
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: pushPfx, PrefetchValues: true})
 			defer it.Close()
-			for it.Rewind(); it.Valid() && len(victims) < pruneBatch; it.Next() {
+			for it.Rewind(); it.Valid() && len(victims) < 2*pruneBatch; it.Next() {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
@@ -307,7 +320,7 @@ func (s *Badger) PrunePushes(ctx context.Context, cutoff time.Time) (int, error)
 					continue // held aside
 				}
 				if sp.State.Final() && sp.UpdatedAt.Before(cutoff) {
-					victims = append(victims, it.Item().KeyCopy(nil))
+					victims = append(victims, it.Item().KeyCopy(nil), pushAtKey(sp.UpdatedAt, sp.Recipient, sp.Seq))
 				}
 			}
 			return nil
@@ -326,8 +339,8 @@ func (s *Badger) PrunePushes(ctx context.Context, cutoff time.Time) (int, error)
 		if err != nil {
 			return total, err
 		}
-		total += len(victims)
-		if len(victims) < pruneBatch {
+		total += len(victims) / 2
+		if len(victims) < 2*pruneBatch {
 			return total, nil
 		}
 	}

@@ -86,6 +86,10 @@ func (s *Badger) SettleAndMail(ctx context.Context, id ID, st Settlement, m Mess
 		mailed, err = mail(txn, rec, m, false)
 		return err
 	})
+	if err == nil {
+		s.noteRetained(RetainedSettled, *out.SettledAt)
+		s.noteMailed(mailed)
+	}
 	return out, mailed, err
 }
 
@@ -130,7 +134,17 @@ func (s *Badger) CarryAndMail(ctx context.Context, id ID, baseline json.RawMessa
 		mailed, err = mail(txn, rec, m, true)
 		return err
 	})
+	if err == nil {
+		s.noteMailed(mailed)
+	}
 	return mailed, err
+}
+
+// noteMailed tells OnRetained's fn of a committed message.
+func (s *Badger) noteMailed(m Mailed) {
+	if m.Message != nil {
+		s.noteRetained(RetainedMessages, m.Message.At)
+	}
 }
 
 // mail appends m to rec's mailbox and, when rec has an active webhook,

@@ -89,9 +89,9 @@ type Store interface {
 	// PendingBySubject returns the pending watches whose Subject is
 	// subject.
 	PendingBySubject(ctx context.Context, subject string) ([]ID, error)
-	// Prune deletes rows settled before cutoff, and mailbox messages older
-	// than it, and returns how many. Pending rows and held-aside rows are
-	// never pruned.
+	// Prune deletes rows settled before cutoff, and mailbox messages and
+	// final outbox records older than it, and returns how many. Pending
+	// rows and held-aside rows are never pruned.
 	Prune(ctx context.Context, cutoff time.Time) (int, error)
 	// Close flushes and releases the store.
 	Close() error
