@@ -86,11 +86,9 @@ type storedMessage struct {
 // the mailbox of a recipient that is running at that instant. It returns
 // the message with its Seq, and the recipient as read.
 func (s *Badger) AppendIfRunning(ctx context.Context, rid string, m Message) (Message, RecipientRecord, error) {
-	s.appendMu.Lock()
-	defer s.appendMu.Unlock()
 	var out Message
 	var rec RecipientRecord
-	err := s.update(ctx, func(txn *badger.Txn) error {
+	err := s.updateLocked(ctx, &s.appendMu, func(txn *badger.Txn) error {
 		var err error
 		rec, err = runningRecipient(txn, rid)
 		if err != nil {

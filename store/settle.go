@@ -42,11 +42,9 @@ func (s *Badger) SettleAndMail(ctx context.Context, id ID, st Settlement, m Mess
 	default:
 		return Watch{}, Mailed{}, fmt.Errorf("store: settle and mail as %q", st.State)
 	}
-	s.appendMu.Lock()
-	defer s.appendMu.Unlock()
 	var out Watch
 	var mailed Mailed
-	err := s.update(ctx, func(txn *badger.Txn) error {
+	err := s.updateLocked(ctx, &s.appendMu, func(txn *badger.Txn) error {
 		mailed = Mailed{}
 		w, err := getRow(txn, id)
 		if err != nil {
@@ -93,10 +91,8 @@ func (s *Badger) SettleAndMail(ctx context.Context, id ID, st Settlement, m Mess
 // (re-checked for liveness before it is sent). ErrNotPending, with nothing
 // written or mailed, if the row is no longer pending.
 func (s *Badger) CarryAndMail(ctx context.Context, id ID, baseline json.RawMessage, attempts int, note string, change *Message) (Mailed, error) {
-	s.appendMu.Lock()
-	defer s.appendMu.Unlock()
 	var mailed Mailed
-	err := s.update(ctx, func(txn *badger.Txn) error {
+	err := s.updateLocked(ctx, &s.appendMu, func(txn *badger.Txn) error {
 		mailed = Mailed{}
 		w, err := getRow(txn, id)
 		if err != nil {
