@@ -176,15 +176,27 @@ func (s *Badger) update(ctx context.Context, f func(txn *badger.Txn) error) erro
 	return s.updateLocked(ctx, nil, f)
 }
 
+// durableRead returns once what a read that has just finished saw is
+// durable as Options ask (see "What a reader sees" in the package doc).
+func (s *Badger) durableRead() error {
+	if s.group == nil {
+		return nil
+	}
+	return s.group.barrier()
+}
+
 // updateLocked is update with mu held around the transaction, not around
 // the wait for its sync: writers serialised by mu (mailbox and event
 // appends, which bump a shared sequence) still share syncs.
 func (s *Badger) updateLocked(ctx context.Context, mu *sync.Mutex, f func(txn *badger.Txn) error) error {
-	if err := s.commit(ctx, mu, f); err != nil {
-		return err
-	}
 	if s.group == nil {
-		return nil
+		return s.commit(ctx, mu, f)
+	}
+	s.group.begin()
+	err := s.commit(ctx, mu, f)
+	s.group.end()
+	if err != nil {
+		return err
 	}
 	return s.group.wait()
 }

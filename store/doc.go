@@ -64,28 +64,33 @@
 //     per commit, shared by none; the same guarantee at a fraction of the
 //     rate, kept to be measured against (docs/BENCHMARKS.md).
 //
-// What a reader sees: a commit is visible to readers as soon as it is
-// committed, before its sync finishes, as in any store that acknowledges
-// after the log is flushed but applies before. A reader (a mailbox read,
-// a watch's GET, an observed record's duplicate check in AppendEvent's
-// first look) can therefore see, for at most one sync, a write that a
-// power loss in that window would undo; the writer itself has not been
-// answered yet. A kill -9 undoes nothing either way.
+// What a reader sees: a commit is visible to readers as soon as badger
+// has applied it, before its sync finishes. ReadMailbox waits, after its
+// read, for a sync that covers what it read (at once when nothing has been
+// committed since the last sync), so a mailbox reader never moves its
+// cursor past a message a power loss could undo. Other reads (a watch's
+// GET, a listing, AppendEvent's first look for a duplicate) may show, for
+// at most one sync, a write that a power loss in that window would undo;
+// its writer has not been answered yet. A kill -9 undoes nothing either
+// way.
 //
 // Group commit. badger v4.9.6 does not group synced commits: with its
 // SyncWrites each request of a write batch msyncs the log on its own. So
-// the store opens badger with SyncWrites off and syncs itself: a writer
-// that has committed joins the next sync round and waits; one goroutine,
-// owned by the store and stopped by Close (which serves the round
-// waiting, so Close never hangs on a writer), takes rounds back to back
-// while anyone waits, and calls the syncer (db.Sync, which fsyncs the
-// active write-ahead log and the value log, plus an fsync of any older
-// write-ahead log badger switched away from before flushing it, and of
-// the directory when a log file appeared). Every writer of a round had
-// committed before the round was taken, so its sync covers them all, and
-// the writers that commit during one sync share the next. Mailbox and
-// event appends hold their lock around the transaction only, not around
-// the wait, so they share syncs too.
+// the store opens badger with SyncWrites off and syncs itself, leader and
+// followers: a writer that has committed joins the next sync round. If no
+// sync is running it leads the round, running the sync on its own
+// goroutine (a lone writer waits for its fsync and nothing else); writers
+// that commit while a sync runs join the next round, and one of them leads
+// it when the running sync ends. A round's sync starts after each of its
+// writers had committed, so it covers them all. There is no goroutine of
+// the store's own to stop: Close waits for the running sync, runs the
+// round still waiting, and refuses later ones (ErrClosed), so it never
+// hangs on a writer nor leaves one waiting. The sync is db.Sync (the
+// active write-ahead log and the value log), plus an fsync of any older
+// write-ahead log badger switched away from and has not yet flushed to a
+// table (db.Sync does not touch it), and of the directory when a log file
+// appeared. Mailbox and event appends hold their lock around the
+// transaction only, not around the wait, so they share syncs too.
 //
 // Rejected: a commit queue batching the waiting writers' changes into one
 // badger WriteBatch and one sync. It gives the same sharing of fsyncs but

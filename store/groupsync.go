@@ -23,34 +23,41 @@ var (
 )
 
 // syncer makes durable every commit that returned before Sync was called.
-// The store's group sync calls it from one goroutine, never two at once.
-// badgerSyncer is the real one; tests inject one that records the order
-// of commits, syncs and acknowledgements.
+// The group sync never calls it twice at once. badgerSyncer is the real
+// one; tests inject one that records the order of commits, syncs and
+// acknowledgements.
 type syncer interface {
 	Sync() error
 }
 
 // groupSync is the leader/follower group sync. A writer that has
-// committed calls wait, which joins the next round and blocks until that
-// round's sync has finished. One goroutine (run) takes rounds back to back
-// while anyone waits: a round is taken, and its sync starts, only after
-// every writer in it had committed, so the sync covers them all, and N
-// writers that commit during one sync share the next one. A lone writer
-// waits for its own sync and a goroutine hand-off, nothing more.
+// committed calls wait, which joins the next round. If no sync is running
+// the writer leads the round: it takes it (from then on nobody joins it)
+// and runs its sync on its own goroutine, so a lone writer waits for its
+// sync and nothing else. Writers that commit while a sync runs join the
+// next round and wait; when the running sync ends, one of them leads the
+// next round, which covers them all. A round is taken, and its sync
+// started, only after each of its writers had committed, so the sync
+// covers every one of them.
 type groupSync struct {
 	syncer syncer
-	// kick wakes run (capacity 1: one pending wake-up is enough).
-	kick chan struct{}
-	stop chan struct{}
-	done chan struct{}
-	// stopOnce makes close idempotent.
-	stopOnce sync.Once
 
-	// mu guards next, closed and failed.
-	mu sync.Mutex
+	// mu guards every field below; cond, on mu, is broadcast when a
+	// round ends.
+	mu   sync.Mutex
+	cond *sync.Cond
+	// begun and ended count the commits begun and ended (committed or
+	// not); cleanAt is the highest ended as of the start of a successful
+	// sync. begun == cleanAt means no commit was in flight when that sync
+	// started (begun only grows, and was at least ended then) and none has
+	// begun since: everything committed is durable, and a reader need not
+	// wait.
+	begun, ended, cleanAt uint64
 	// next is the round writers join; nil until someone waits.
 	next *syncRound
-	// closed is set once run has served its last round.
+	// syncing is set while a round's sync runs.
+	syncing bool
+	// closed is set by close: no round is led after it.
 	closed bool
 	// failed is the first sync error: after a failed fsync the kernel may
 	// have dropped the dirty pages and a later fsync can succeed without
@@ -60,89 +67,108 @@ type groupSync struct {
 
 // syncRound is one sync and the writers waiting for it.
 type syncRound struct {
-	done chan struct{} // closed when err is set
-	err  error
+	finished bool
+	err      error
+	// at is how many commits had ended when the round was taken.
+	at uint64
 }
 
 func newGroupSync(s syncer) *groupSync {
-	g := &groupSync{syncer: s, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	go g.run()
+	g := &groupSync{syncer: s}
+	g.cond = sync.NewCond(&g.mu)
 	return g
 }
 
-// wait blocks until a sync that started after the call has finished, and
-// returns its error (ErrClosed once the store is closing and the last
-// round has been served).
+// begin and end bracket a commit (every attempt of it); a writer that
+// committed then calls wait.
+func (g *groupSync) begin() {
+	g.mu.Lock()
+	g.begun++
+	g.mu.Unlock()
+}
+
+func (g *groupSync) end() {
+	g.mu.Lock()
+	g.ended++
+	g.mu.Unlock()
+}
+
+// wait returns once a sync that started after the call has finished, with
+// its error (ErrClosed once the store is closing).
 func (g *groupSync) wait() error {
 	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.join()
+}
+
+// barrier is wait for a reader, called after its read: it returns at
+// once when everything committed is already durable, else it waits for a
+// sync that started after the read, which covers whatever the read saw.
+func (g *groupSync) barrier() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.failed == nil && !g.closed && g.begun == g.cleanAt {
+		return nil
+	}
+	return g.join()
+}
+
+// join joins the next round and returns when it has finished, leading it
+// if no sync is running. g.mu is held.
+func (g *groupSync) join() error {
 	switch {
 	case g.failed != nil:
-		err := g.failed
-		g.mu.Unlock()
-		return err
+		return g.failed
 	case g.closed:
-		g.mu.Unlock()
 		return ErrClosed
 	}
 	r := g.next
 	if r == nil {
-		r = &syncRound{done: make(chan struct{})}
+		r = &syncRound{}
 		g.next = r
 	}
-	g.mu.Unlock()
-	select {
-	case g.kick <- struct{}{}:
-	default:
+	for !r.finished {
+		if !g.syncing && g.next == r && !g.closed {
+			g.lead(r)
+			continue
+		}
+		g.cond.Wait()
 	}
-	<-r.done
 	return r.err
 }
 
-// run serves rounds until close; the last one is served before it
-// returns, so no waiter is left behind.
-func (g *groupSync) run() {
-	defer close(g.done)
-	for {
-		last := false
-		select {
-		case <-g.kick:
-		case <-g.stop:
-			last = true
-		}
-		g.mu.Lock()
-		r := g.next
-		g.next = nil
-		g.closed = last
-		g.mu.Unlock()
-		if r != nil {
-			g.serve(r)
-		}
-		if last {
-			return
-		}
-	}
-}
-
-func (g *groupSync) serve(r *syncRound) {
+// lead takes r and runs its sync, with g.mu held on entry and exit but
+// not during the sync.
+func (g *groupSync) lead(r *syncRound) {
+	g.next = nil
+	g.syncing = true
+	r.at = g.ended
+	g.mu.Unlock()
 	err := g.syncer.Sync()
 	g.mu.Lock()
-	if err != nil {
-		err = fmt.Errorf("%w: %w", ErrSync, err)
-		if g.failed == nil {
-			g.failed = err
-		}
+	if err != nil && g.failed == nil {
+		g.failed = fmt.Errorf("%w: %w", ErrSync, err)
 	}
-	err = g.failed
-	g.mu.Unlock()
-	r.err = err
-	close(r.done)
+	if g.failed == nil && r.at > g.cleanAt {
+		g.cleanAt = r.at
+	}
+	r.err, r.finished = g.failed, true
+	g.syncing = false
+	g.cond.Broadcast()
 }
 
-// close serves the waiting round, if any, and stops run. Writers that
-// wait afterwards get ErrClosed at once.
+// close waits for the running sync, runs the round still waiting, if
+// any, and refuses every round after: the store may then close badger.
 func (g *groupSync) close() {
-	g.stopOnce.Do(func() { close(g.stop) })
-	<-g.done
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
+	for g.syncing {
+		g.cond.Wait()
+	}
+	if r := g.next; r != nil {
+		g.lead(r)
+	}
 }
 
 // badgerSyncer syncs a badger opened with SyncWrites off: db.Sync fsyncs

@@ -152,7 +152,9 @@ func appendMessage(txn *badger.Txn, rid string, m Message) (Message, error) {
 
 // ReadMailbox returns up to limit messages of the recipient with Seq after
 // after, in order. A message this build cannot decode is skipped (held
-// aside), never an error for the others.
+// aside), never an error for the others. With SyncWrites it returns only
+// durable messages: a reader never takes a cursor past a message that a
+// power loss could undo.
 func (s *Badger) ReadMailbox(ctx context.Context, rid string, after uint64, limit int) ([]Message, error) {
 	var out []Message
 	err := s.db.View(func(txn *badger.Txn) error {
@@ -175,6 +177,9 @@ func (s *Badger) ReadMailbox(ctx context.Context, rid string, after uint64, limi
 		}
 		return nil
 	})
+	if err == nil && len(out) > 0 {
+		err = s.durableRead()
+	}
 	return out, err
 }
 
