@@ -47,6 +47,9 @@ type Badger struct {
 	// eventMu does the same for event appends, whose sequence is per
 	// stream; apart from appendMu so facts never queue behind mail.
 	eventMu sync.Mutex
+	// mailTail, guarded by appendMu, is closed when the then of the last
+	// ordered mail commit has returned (updateInOrder); nil before any.
+	mailTail chan struct{}
 	// group is the group sync every commit waits on, nil when commits
 	// are not synced by the store (SyncWrites off, or SyncEachCommit).
 	group *groupSync
@@ -189,21 +192,47 @@ func (s *Badger) durableRead() error {
 // the wait for its sync: writers serialised by mu (mailbox and event
 // appends, which bump a shared sequence) still share syncs.
 func (s *Badger) updateLocked(ctx context.Context, mu *sync.Mutex, f func(txn *badger.Txn) error) error {
-	if s.group == nil {
-		return s.commit(ctx, mu, f)
+	return s.updateInOrder(ctx, mu, f, nil)
+}
+
+// updateInOrder is updateLocked that, when then is not nil and the write
+// succeeds, calls then once the commit is durable, after the then of
+// every earlier commit under mu has returned: in commit order, although
+// the commits' syncs are shared and their writers wake in any order. mu
+// is appendMu whenever then is set.
+func (s *Badger) updateInOrder(ctx context.Context, mu *sync.Mutex, f func(txn *badger.Txn) error, then func()) error {
+	var prev, mine chan struct{}
+	if s.group != nil {
+		s.group.begin()
 	}
-	s.group.begin()
-	err := s.commit(ctx, mu, f)
-	s.group.end()
-	if err != nil {
-		return err
+	err := s.commit(ctx, mu, f, func() {
+		if then != nil {
+			prev, mine = s.mailTail, make(chan struct{})
+			s.mailTail = mine
+		}
+	})
+	if s.group != nil {
+		s.group.end()
+		if err == nil {
+			err = s.group.wait()
+		}
 	}
-	return s.group.wait()
+	if mine != nil {
+		if prev != nil {
+			<-prev
+		}
+		if err == nil {
+			then()
+		}
+		close(mine)
+	}
+	return err
 }
 
 // commit runs f in a read-write transaction and commits it, with mu held
-// when it is not nil.
-func (s *Badger) commit(ctx context.Context, mu *sync.Mutex, f func(txn *badger.Txn) error) error {
+// when it is not nil, and then calls committed, mu still held, if the
+// commit succeeded.
+func (s *Badger) commit(ctx context.Context, mu *sync.Mutex, f func(txn *badger.Txn) error, committed func()) error {
 	if mu != nil {
 		mu.Lock()
 		defer mu.Unlock()
@@ -215,6 +244,9 @@ func (s *Badger) commit(ctx context.Context, mu *sync.Mutex, f func(txn *badger.
 		err := s.db.Update(f)
 		if errors.Is(err, badger.ErrConflict) && attempt < 8 {
 			continue
+		}
+		if err == nil && committed != nil {
+			committed()
 		}
 		return err
 	}

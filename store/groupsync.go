@@ -186,10 +186,12 @@ type badgerSyncer struct {
 	// the group sync never runs two at once.
 	synced map[int]bool
 	newest int
+	// fsync is fsyncFile; this package's tests record it instead.
+	fsync func(path string) error
 }
 
 func newBadgerSyncer(db *badger.DB, dir string) *badgerSyncer {
-	return &badgerSyncer{db: db, dir: dir, synced: map[int]bool{}, newest: -1}
+	return &badgerSyncer{db: db, dir: dir, synced: map[int]bool{}, newest: -1, fsync: fsyncFile}
 }
 
 const memFileExt = ".mem"
@@ -198,6 +200,12 @@ func (b *badgerSyncer) Sync() error {
 	if err := b.db.Sync(); err != nil {
 		return err
 	}
+	return b.syncLogs()
+}
+
+// syncLogs fsyncs the write-ahead logs older than the newest that it has
+// not fsynced yet, and the directory when the newest changed.
+func (b *badgerSyncer) syncLogs() error {
 	entries, err := os.ReadDir(b.dir)
 	if err != nil {
 		return err
@@ -220,7 +228,7 @@ func (b *badgerSyncer) Sync() error {
 		if id == newest || b.synced[id] {
 			continue
 		}
-		if err := fsyncFile(filepath.Join(b.dir, name)); err != nil {
+		if err := b.fsync(filepath.Join(b.dir, name)); err != nil {
 			return err
 		}
 		b.synced[id] = true
@@ -232,7 +240,7 @@ func (b *badgerSyncer) Sync() error {
 	}
 	if newest != b.newest {
 		// A new log file: its directory entry must be durable too.
-		if err := fsyncFile(b.dir); err != nil {
+		if err := b.fsync(b.dir); err != nil {
 			return err
 		}
 		b.newest = newest

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -370,5 +373,102 @@ func TestQuietReadDoesNotSync(t *testing.T) {
 	}
 	if got := r.syncCount() - before; got != 0 {
 		t.Fatalf("%d syncs for 3 reads of a quiet store", got)
+	}
+}
+
+// After badger switches to a new write-ahead log, the previous one is
+// fsynced once (db.Sync covers the newest only), and the directory once
+// per new log file.
+func TestSyncerFsyncsLogsBadgerSwitchedAwayFrom(t *testing.T) {
+	dir := t.TempDir()
+	var got []string
+	b := newBadgerSyncer(nil, dir)
+	b.fsync = func(path string) error {
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		got = append(got, rel)
+		return nil
+	}
+	touch := func(name string) {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		name  string
+		setup func()
+		want  []string
+	}{
+		{"first: the directory", func() { touch("00001.mem"); touch("000001.vlog") }, []string{"."}},
+		{"nothing new", func() {}, nil},
+		{"a switch: the old log and the directory", func() { touch("00002.mem") }, []string{"00001.mem", "."}},
+		{"the old log only once", func() {}, nil},
+		{"flushed and deleted", func() {
+			if err := os.Remove(filepath.Join(dir, "00001.mem")); err != nil {
+				t.Fatal(err)
+			}
+		}, nil},
+		{"two switches", func() { touch("00003.mem"); touch("00004.mem") }, []string{"00002.mem", "00003.mem", "."}},
+	}
+	for _, st := range steps {
+		got = nil
+		st.setup()
+		if err := b.syncLogs(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		slices.Sort(got)
+		want := slices.Clone(st.want)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: fsynced %q, want %q", st.name, got, want)
+		}
+	}
+}
+
+// SettleAndMailThen's then runs once the commit is durable and in mailbox
+// order, while the settlements share syncs.
+func TestSettleAndMailThenRunsInMailboxOrder(t *testing.T) {
+	s, r := openRecorded(t, time.Millisecond)
+	runningRecipientFor(t, s, "agent-1", "")
+	const writers, each = 8, 12
+	rows := makeRows(t, writers*each)
+	for _, row := range rows {
+		if err := s.Create(context.Background(), row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := r.syncCount()
+	var mu sync.Mutex
+	var seqs []uint64
+	then := func(m Mailed) {
+		r.ack(mailKey("agent-1", m.Message.Seq))
+		// A then that dawdles must still not be overtaken by a later one.
+		time.Sleep(time.Duration(m.Message.Seq%3) * 100 * time.Microsecond)
+		mu.Lock()
+		seqs = append(seqs, m.Message.Seq)
+		mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				_, _, err := s.SettleAndMailThen(context.Background(), rows[w*each+i].ID,
+					Settlement{State: Fired, Receipt: ReceiptNone, SettledAt: t0}, Message{Kind: "timer", Type: MessageFired, At: t0}, then)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	r.check(t)
+	if len(seqs) != writers*each || !slices.IsSorted(seqs) {
+		t.Fatalf("then saw seqs %v, want 1…%d in order", seqs, writers*each)
+	}
+	if syncs := r.syncCount() - before; syncs >= writers*each {
+		t.Errorf("%d syncs for %d settlements: none shared", syncs, writers*each)
 	}
 }
