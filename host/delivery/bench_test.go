@@ -296,14 +296,15 @@ func BenchmarkSettle(b *testing.B) {
 		for _, g := range benchGoroutines {
 			b.Run(fmt.Sprintf("fsync=%s/g=%d", d.name, g), func(b *testing.B) {
 				dl, st, rs := benchMailboxesWith(b, g, d.opt)
-				// The rows, untimed, from g goroutines (their syncs
+				// The rows, untimed, from 64 goroutines (their syncs
 				// shared, so the set-up stays short).
+				const fill = 64
 				ids := make([]store.ID, b.N)
 				var wg sync.WaitGroup
-				errs := make(chan error, g)
-				for w := range g {
+				errs := make(chan error, fill)
+				for w := range fill {
 					wg.Go(func() {
-						for i := w; i < b.N; i += g {
+						for i := w; i < b.N; i += fill {
 							var err error
 							if ids[i], err = createPending(ctx, st, rs[i%g]); err != nil {
 								errs <- err
