@@ -218,13 +218,13 @@ func (s *Badger) updateInOrder(ctx context.Context, mu *sync.Mutex, f func(txn *
 		}
 	}
 	if mine != nil {
+		defer close(mine) // even if then panics: the next must not hang
 		if prev != nil {
 			<-prev
 		}
 		if err == nil {
 			then()
 		}
-		close(mine)
 	}
 	return err
 }
