@@ -149,6 +149,7 @@ var wireTypes = map[string]reflect.Type{
 	"Outcome":          reflect.TypeFor[Outcome](),
 	"MessagePush":      reflect.TypeFor[MessagePush](),
 	"Watch":            reflect.TypeFor[Watch](),
+	"Fault":            reflect.TypeFor[Fault](),
 	"WatchList":        reflect.TypeFor[WatchList](),
 	"Message":          reflect.TypeFor[Message](),
 	"Mailbox":          reflect.TypeFor[Mailbox](),

@@ -156,8 +156,24 @@ type Watch struct {
 	ExpiresAt *time.Time      `json:"expires_at"`
 	SettledAt *time.Time      `json:"settled_at,omitempty"`
 	Outcome   *Outcome        `json:"outcome,omitempty"`
-	Attempts  int             `json:"attempts"`
-	LastNote  string          `json:"last_note,omitempty"`
+	// Attempts is the probes so far.
+	Attempts int    `json:"attempts"`
+	LastNote string `json:"last_note,omitempty"`
+	// LastProbeAt is when the last probe began, while the host knows it:
+	// it is kept in memory between state changes, so after a restart it
+	// is absent until the next probe.
+	LastProbeAt *time.Time `json:"last_probe_at,omitempty"`
+	// LastFault is why the last probe gave no answer (a timeout, a trap,
+	// a plugin error); absent once one answers.
+	LastFault *Fault `json:"last_fault,omitempty"`
+}
+
+// Fault is a probe that gave no answer: its reason (timeout, trap,
+// memory, output_too_large, bad_output, raised, instantiate, or error)
+// and what went wrong.
+type Fault struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message,omitempty"`
 }
 
 // WatchList is one page of a listing. HeldAside counts the rows this page

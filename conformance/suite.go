@@ -46,6 +46,11 @@ type Options struct {
 	// the exec capability (the fake exec runs none of them). Default: the
 	// example's argv[0] when its params have an "argv" list, else "true".
 	ExecPrograms []string
+	// CallTimeout bounds describe and admit (default: the host's, 1 s).
+	// Raise it only where the machine is far busier than a host would be
+	// (the suite's own tests on a shared CI machine): a plugin the suite
+	// passes with more time may still miss the host's bound.
+	CallTimeout time.Duration
 }
 
 // defaultSeed is the generator's fixed seed.
@@ -544,6 +549,7 @@ func (s *suite) execPrograms() []string {
 func (s *suite) newRuntime(ctx context.Context, clock func() time.Time) (*plugin.Runtime, error) {
 	rt, err := plugin.New(ctx, plugin.Config{
 		Dir: s.dir, CacheDir: s.opts.CacheDir, Fetcher: s.fetch, Execer: fakeExec{}, Metrics: s.meter, WallClock: clock,
+		Limits: plugin.Limits{CallTimeout: s.opts.CallTimeout},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the plugin runtime: %w", err)

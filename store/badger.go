@@ -270,7 +270,35 @@ func getRow(txn *badger.Txn, id ID) (Watch, error) {
 	if errors.As(err, &ue) {
 		return Watch{}, fmt.Errorf("%w (%v)", ErrNotFound, ue)
 	}
-	return w, err
+	if err != nil || w.State != Pending {
+		return w, err
+	}
+	// A pending row's durable next check lives in its index entry.
+	sc, _, err := readSchedule(txn, id)
+	if err != nil && !errors.Is(err, ErrNotPending) {
+		return Watch{}, err
+	}
+	w.NextCheck = sc.Next
+	return w, nil
+}
+
+// readSchedule decodes id's pending index entry; ok is false for an
+// entry of an older layout that carries no schedule. ErrNotPending if id
+// has no pending index entry.
+func readSchedule(txn *badger.Txn, id ID) (sc Schedule, ok bool, err error) {
+	item, err := txn.Get(stateKey(Pending, id))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return Schedule{}, false, ErrNotPending
+	}
+	if err != nil {
+		return Schedule{}, false, err
+	}
+	sc.ID = id
+	err = item.Value(func(v []byte) error {
+		ok = decodeSchedule(v, &sc)
+		return nil
+	})
+	return sc, ok, err
 }
 
 func putRow(txn *badger.Txn, w Watch) error {
@@ -449,7 +477,8 @@ func (s *Badger) Settle(ctx context.Context, id ID, st Settlement) (Watch, error
 		}
 		at := st.SettledAt.UTC()
 		w.State, w.Receipt, w.Outcome, w.SettledAt = st.State, st.Receipt, st.Outcome, &at
-		w.Attempts, w.LastNote = st.Attempts, st.LastNote
+		w.Attempts, w.LastNote, w.LastFault = st.Attempts, st.LastNote, st.LastFault
+		w.NextCheck = time.Time{} // a next check is a pending row's only
 		return nil
 	})
 }
@@ -479,7 +508,47 @@ func (s *Badger) CarryBaseline(ctx context.Context, id ID, baseline json.RawMess
 		if w.State != Pending {
 			return ErrNotPending
 		}
-		w.Baseline, w.Attempts, w.LastNote = baseline, attempts, note
+		w.Baseline, w.Attempts, w.LastNote, w.LastFault = baseline, attempts, note, nil
+		return nil
+	})
+	return err
+}
+
+// SetNextCheck implements Store: it rewrites the pending index entry
+// alone, not the row.
+func (s *Badger) SetNextCheck(ctx context.Context, id ID, next time.Time) error {
+	return s.update(ctx, func(txn *badger.Txn) error {
+		sc, ok, err := readSchedule(txn, id)
+		if err != nil {
+			return err
+		}
+		var w Watch
+		if !ok {
+			// An older layout's empty entry: the row has the schedule.
+			if w, err = getRow(txn, id); err != nil {
+				return err
+			}
+			if w.State != Pending {
+				return ErrNotPending
+			}
+		} else {
+			w = Watch{State: Pending, Every: Duration(sc.Every), Attempts: sc.Attempts}
+			if !sc.Expires.IsZero() {
+				w.ExpiresAt = &sc.Expires
+			}
+		}
+		w.NextCheck = next
+		return txn.Set(stateKey(Pending, id), scheduleValue(w))
+	})
+}
+
+// RecordProbe implements Store.
+func (s *Badger) RecordProbe(ctx context.Context, id ID, p Probe) error {
+	_, err := s.transition(ctx, id, func(w *Watch) error {
+		if w.State != Pending {
+			return ErrNotPending
+		}
+		w.Attempts, w.LastNote, w.LastFault, w.NextCheck = p.Attempts, p.Note, p.Fault, p.NextCheck
 		return nil
 	})
 	return err
@@ -642,24 +711,51 @@ func (s *Badger) CountByState(ctx context.Context) (map[State]int, error) {
 }
 
 // scheduleValue is the value of a pending row's state-index key: what the
-// scheduler needs to arm the row (every, deadline, attempts), so a restart
-// reads the index alone instead of decoding every row. Rows in other
-// states index with no value.
+// scheduler needs to arm the row (every, deadline, attempts, and the
+// durable next check when it has one), so a restart reads the index alone
+// instead of decoding every row. 20 bytes, 28 with a next check; rows in
+// other states index with no value.
 func scheduleValue(w Watch) []byte {
 	if w.State != Pending {
 		return nil
 	}
-	b := make([]byte, 0, scheduleLen)
+	b := make([]byte, 0, scheduleLenNext)
 	b = binary.BigEndian.AppendUint64(b, uint64(w.Every))
 	var exp int64
 	if w.ExpiresAt != nil {
 		exp = w.ExpiresAt.UnixNano()
 	}
 	b = binary.BigEndian.AppendUint64(b, uint64(exp))
-	return binary.BigEndian.AppendUint32(b, uint32(w.Attempts))
+	b = binary.BigEndian.AppendUint32(b, uint32(w.Attempts))
+	if !w.NextCheck.IsZero() {
+		b = binary.BigEndian.AppendUint64(b, uint64(w.NextCheck.UnixNano()))
+	}
+	return b
 }
 
-const scheduleLen = 20
+// The pending index's layouts: every, deadline and attempts; then, when
+// the row has a durable next check, its unix nanoseconds.
+const (
+	scheduleLen     = 20
+	scheduleLenNext = 28
+)
+
+// decodeSchedule reads an index value into sc; false when v carries no
+// schedule (an older layout, with no value).
+func decodeSchedule(v []byte, sc *Schedule) bool {
+	if len(v) != scheduleLen && len(v) != scheduleLenNext {
+		return false
+	}
+	sc.Every = time.Duration(binary.BigEndian.Uint64(v[0:8]))
+	if exp := int64(binary.BigEndian.Uint64(v[8:16])); exp != 0 {
+		sc.Expires = time.Unix(0, exp).UTC()
+	}
+	sc.Attempts = int(binary.BigEndian.Uint32(v[16:20]))
+	if len(v) == scheduleLenNext {
+		sc.Next = time.Unix(0, int64(binary.BigEndian.Uint64(v[20:28]))).UTC()
+	}
+	return true
+}
 
 // Schedule is what arming a pending watch needs.
 type Schedule struct {
@@ -667,6 +763,9 @@ type Schedule struct {
 	Every    time.Duration
 	Expires  time.Time // zero: no deadline (standing)
 	Attempts int
+	// Next is the durable next check (zero: none): the scheduler arms the
+	// watch there instead of at a random point of its interval.
+	Next time.Time
 }
 
 // ForEachPending calls fn with the schedule of every pending watch, read
@@ -687,15 +786,7 @@ func (s *Badger) ForEachPending(ctx context.Context, fn func(Schedule) error) (i
 			copy(sc.ID[:], key[len(key)-16:])
 			var ok bool
 			if err := it.Item().Value(func(v []byte) error {
-				if len(v) != scheduleLen {
-					return nil
-				}
-				sc.Every = time.Duration(binary.BigEndian.Uint64(v[0:8]))
-				if exp := int64(binary.BigEndian.Uint64(v[8:16])); exp != 0 {
-					sc.Expires = time.Unix(0, exp).UTC()
-				}
-				sc.Attempts = int(binary.BigEndian.Uint32(v[16:20]))
-				ok = true
+				ok = decodeSchedule(v, &sc)
 				return nil
 			}); err != nil {
 				return err

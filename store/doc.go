@@ -22,6 +22,13 @@
 //     one transaction; RecoverPushes turns every push left sending into
 //     unknown; PrunePushes deletes final ones older than a cutoff and never
 //     a live one.
+//   - The pending index (s/pending/<id>) carries each pending row's
+//     schedule: every, deadline and attempts (20 bytes), and its durable
+//     next check when it has one (28). ForEachPending reads the index
+//     alone; an older entry with no value is read from its row. A
+//     transition of a pending row keeps its next check; SetNextCheck
+//     rewrites the index entry alone, RecordProbe the row's attempts, note
+//     and fault with it, each only while the row is pending.
 //   - Rows are versioned (a schema version in each row, a store version in
 //     the "v" key). A row this build cannot decode (a newer release's kind
 //     of state or field) is held aside verbatim: reads, lists and prunes

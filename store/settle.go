@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -76,7 +77,8 @@ func (s *Badger) SettleAndMailThen(ctx context.Context, id ID, st Settlement, m 
 		}
 		at := st.SettledAt.UTC()
 		w.State, w.Receipt, w.Outcome, w.SettledAt = st.State, st.Receipt, st.Outcome, &at
-		w.Attempts, w.LastNote = st.Attempts, st.LastNote
+		w.Attempts, w.LastNote, w.LastFault = st.Attempts, st.LastNote, st.LastFault
+		w.NextCheck = time.Time{} // a next check is a pending row's only
 		if err := rewriteRow(txn, Pending, w); err != nil {
 			return err
 		}
@@ -124,7 +126,7 @@ func (s *Badger) CarryAndMailThen(ctx context.Context, id ID, baseline json.RawM
 		if w.State != Pending {
 			return ErrNotPending
 		}
-		w.Baseline, w.Attempts, w.LastNote = baseline, attempts, note
+		w.Baseline, w.Attempts, w.LastNote, w.LastFault = baseline, attempts, note, nil
 		if err := rewriteRow(txn, Pending, w); err != nil {
 			return err
 		}

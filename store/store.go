@@ -32,6 +32,18 @@ type Settlement struct {
 	SettledAt time.Time
 	Attempts  int
 	LastNote  string
+	// LastFault is the final probe's fault, if it had one.
+	LastFault *Fault
+}
+
+// Probe is what a pending row's probes have seen, as RecordProbe keeps
+// it. The scheduler records it only when the note, the fault or the next
+// check changes, so writes follow changes, not probes.
+type Probe struct {
+	Attempts  int
+	Note      string
+	Fault     *Fault
+	NextCheck time.Time // zero: none
 }
 
 // Filter selects rows for List. Empty fields select all.
@@ -58,6 +70,14 @@ type Store interface {
 	// CarryBaseline records a standing row's new baseline. ErrNotPending if
 	// it is no longer pending.
 	CarryBaseline(ctx context.Context, id ID, baseline json.RawMessage, attempts int, note string) error
+	// SetNextCheck records a pending row's durable next check (zero: none)
+	// with its schedule, and nothing else. ErrNotPending if it is no longer
+	// pending.
+	SetNextCheck(ctx context.Context, id ID, next time.Time) error
+	// RecordProbe records what a pending row's probes have seen: the
+	// attempts so far, the last note and fault, and the durable next
+	// check, in one write. ErrNotPending if it is no longer pending.
+	RecordProbe(ctx context.Context, id ID, p Probe) error
 	// List returns the readable rows matching f, oldest first, and how many
 	// rows it skipped because they are held aside.
 	List(ctx context.Context, f Filter) ([]Watch, int, error)

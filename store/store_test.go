@@ -428,3 +428,101 @@ func TestPendingBySubject(t *testing.T) {
 		t.Fatalf("a prefix of a subject matched: %v", got)
 	}
 }
+
+// A durable next check rides in the pending index beside the schedule: Get
+// and ForEachPending see it, a baseline keeps it, an older 20-byte entry
+// still reads (with none) and takes one, and a settled row refuses it.
+func TestNextCheckLivesInThePendingIndex(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	ids := newIDs()
+	a, b := pendingWatch(t, ids, "r", t0), pendingWatch(t, ids, "r", t0)
+	for _, w := range []Watch{a, b} {
+		if err := s.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := t0.Add(time.Hour)
+	if err := s.SetNextCheck(ctx, a.ID, next); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Get(ctx, a.ID); !got.NextCheck.Equal(next) {
+		t.Fatalf("Get: next check %v, want %v", got.NextCheck, next)
+	}
+	if err := s.CarryBaseline(ctx, a.ID, []byte(`{}`), 3, "moved"); err != nil {
+		t.Fatal(err)
+	}
+	// b's entry as the layout before next checks wrote it: 20 bytes.
+	old := scheduleValue(b)
+	if len(old) != scheduleLen {
+		t.Fatalf("a schedule without a next check is %d bytes, want %d", len(old), scheduleLen)
+	}
+	schedules := func() map[ID]Schedule {
+		t.Helper()
+		got := map[ID]Schedule{}
+		if _, err := s.ForEachPending(ctx, func(sc Schedule) error { got[sc.ID] = sc; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	got := schedules()
+	if sa := got[a.ID]; !sa.Next.Equal(next) || sa.Attempts != 3 || sa.Every != time.Minute {
+		t.Fatalf("a after a baseline: %+v", sa)
+	}
+	if sb := got[b.ID]; !sb.Next.IsZero() || sb.Every != time.Minute || !sb.Expires.Equal(*b.ExpiresAt) {
+		t.Fatalf("b (older layout): %+v", sb)
+	}
+	// An entry of the oldest layout, no value: the row gives the schedule.
+	_ = s.db.Update(func(txn *badger.Txn) error { return txn.Set(stateKey(Pending, b.ID), nil) })
+	if err := s.SetNextCheck(ctx, b.ID, next); err != nil {
+		t.Fatal(err)
+	}
+	if sb := schedules()[b.ID]; !sb.Next.Equal(next) || sb.Every != time.Minute || !sb.Expires.Equal(*b.ExpiresAt) {
+		t.Fatalf("b after a next check over an empty entry: %+v", sb)
+	}
+	if err := s.SetNextCheck(ctx, b.ID, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if sb := schedules()[b.ID]; !sb.Next.IsZero() {
+		t.Fatalf("b's next check was not cleared: %+v", sb)
+	}
+	if _, err := s.Settle(ctx, a.ID, Settlement{State: Fired, Receipt: ReceiptUnknown, SettledAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetNextCheck(ctx, a.ID, next); !errors.Is(err, ErrNotPending) {
+		t.Fatalf("a next check on a settled row: %v", err)
+	}
+	if err := s.RecordProbe(ctx, a.ID, Probe{Attempts: 9}); !errors.Is(err, ErrNotPending) {
+		t.Fatalf("a probe record on a settled row: %v", err)
+	}
+}
+
+// RecordProbe writes the attempts, note, fault and next check in one
+// transition; a settlement carries its own fault, and a baseline clears it.
+func TestRecordProbe(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	w := pendingWatch(t, newIDs(), "r", t0)
+	if err := s.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	f := &Fault{Reason: "timeout", Message: "observe ran past 5s"}
+	next := t0.Add(90 * time.Second)
+	if err := s.RecordProbe(ctx, w.ID, Probe{Attempts: 4, Note: "run 7 in progress", Fault: f, NextCheck: next}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, w.ID)
+	if err != nil || got.Attempts != 4 || got.LastNote != "run 7 in progress" || !got.LastFault.Equal(f) || !got.NextCheck.Equal(next) {
+		t.Fatalf("row: %+v %v", got, err)
+	}
+	if err := s.CarryBaseline(ctx, w.ID, []byte(`{}`), 5, "ok"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Get(ctx, w.ID); got.LastFault != nil || !got.NextCheck.Equal(next) {
+		t.Fatalf("after an answer: %+v", got)
+	}
+	settled, err := s.Settle(ctx, w.ID, Settlement{State: Expired, Receipt: ReceiptNone, SettledAt: t0, Attempts: 6, LastNote: "n", LastFault: f})
+	if err != nil || !settled.LastFault.Equal(f) || !settled.NextCheck.IsZero() {
+		t.Fatalf("settled: %+v %v", settled, err)
+	}
+}

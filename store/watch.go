@@ -78,19 +78,43 @@ type Watch struct {
 	State     State           `json:"state"`
 	Receipt   Receipt         `json:"receipt"`
 	// Every is the stored re-check cadence, never derived from other fields.
-	Every     Duration        `json:"every"`
-	Standing  bool            `json:"standing,omitempty"`
-	CreatedAt time.Time       `json:"created_at"`
-	ExpiresAt *time.Time      `json:"expires_at,omitempty"` // nil only for standing watches
-	SettledAt *time.Time      `json:"settled_at,omitempty"`
-	Outcome   *Outcome        `json:"outcome,omitempty"`
-	Attempts  int             `json:"attempts"`
-	LastNote  string          `json:"last_note,omitempty"`
+	Every     Duration   `json:"every"`
+	Standing  bool       `json:"standing,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"` // nil only for standing watches
+	SettledAt *time.Time `json:"settled_at,omitempty"`
+	Outcome   *Outcome   `json:"outcome,omitempty"`
+	Attempts  int        `json:"attempts"`
+	LastNote  string     `json:"last_note,omitempty"`
+	// LastFault is why the last probe that was persisted could not answer
+	// (a timeout, a trap, a plugin error); nil once one answers.
+	LastFault *Fault          `json:"last_fault,omitempty"`
 	Baseline  json.RawMessage `json:"baseline,omitempty"`
 	// Subject names what a pushed watch waits on ("work/<id>"); the host
 	// wakes the pending watches of a subject when it changes, instead of
 	// probing them on a cadence. Empty for probed kinds.
 	Subject string `json:"subject,omitempty"`
+	// NextCheck is a pending watch's durable next check: when its kind
+	// last asked to be probed again, where that differs from its cadence.
+	// It is kept in the pending index beside the schedule, not in the row
+	// (zero: none).
+	NextCheck time.Time `json:"-"`
+}
+
+// Fault is a probe that produced no answer: its reason (timeout, trap,
+// memory, output_too_large, bad_output, raised, instantiate, or error for
+// a call that failed otherwise) and what went wrong.
+type Fault struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message,omitempty"`
+}
+
+// Equal reports whether f and g say the same (both nil included).
+func (f *Fault) Equal(g *Fault) bool {
+	if f == nil || g == nil {
+		return f == g
+	}
+	return *f == *g
 }
 
 // Duration is a time.Duration stored as a Go duration string.

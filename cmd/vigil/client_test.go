@@ -617,3 +617,21 @@ func TestClientFlagsFromTheEnvironment(t *testing.T) {
 		t.Fatalf("no server: %v", err)
 	}
 }
+
+// watch show answers "why is this still pending?": the probes so far, the
+// last probe's time, its note and its fault.
+func TestWatchShowSaysWhatAPendingWatchHasSeen(t *testing.T) {
+	last := time.Date(2026, 12, 1, 18, 30, 5, 0, time.UTC)
+	var b strings.Builder
+	err := printWatch(&b, api.Watch{ID: "01m8nhtng4ra8tgz0tmrscbt6g", Kind: "ci", State: "pending", Receipt: "none", Every: "30s",
+		Attempts: 7, LastProbeAt: &last, LastNote: "run 7 in progress", LastFault: &api.Fault{Reason: "timeout", Message: "observe ran past 5s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"attempts    7", "last probe  2026-12-01T18:30:05Z", "note        run 7 in progress", "fault       timeout: observe ran past 5s"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("show lacks %q:\n%s", want, out)
+		}
+	}
+}

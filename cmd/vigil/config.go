@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -13,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"gopkg.in/yaml.v3"
 
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/observe"
@@ -139,10 +136,8 @@ func loadSettings(flags *pflag.FlagSet, getenv func(string) string) (settings, e
 		if err != nil {
 			return s, &configError{Key: "config", Source: pathSource, Err: err}
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		dec.KnownFields(true)
-		if err := dec.Decode(&s); err != nil && !errors.Is(err, io.EOF) { // an empty file is an empty config
-			return s, &configError{Key: keyOf(err), Source: path, Err: err}
+		if key, err := decodeConfig(data, &s); err != nil {
+			return s, &configError{Key: key, Source: path, Err: err}
 		}
 	}
 	fileSource := path
@@ -199,19 +194,6 @@ func loadSettings(flags *pflag.FlagSet, getenv func(string) string) (settings, e
 	return s, s.validate(sources)
 }
 
-// keyOf pulls the offending key out of a yaml error, when it names one.
-func keyOf(err error) string {
-	msg := err.Error()
-	if i := strings.Index(msg, "field "); i >= 0 {
-		rest := msg[i+len("field "):]
-		if j := strings.IndexByte(rest, ' '); j > 0 {
-			return rest[:j]
-		}
-		return rest
-	}
-	return "config"
-}
-
 // pluginCache is the wazero compilation cache's directory: the setting, or
 // plugin-cache under the data directory.
 func (s settings) pluginCache() string {
@@ -265,7 +247,7 @@ func (s settings) validate(sources map[string]string) error {
 	case strings.ContainsFunc(f.UserAgent, func(r rune) bool { return r < 0x20 || r > 0x7e }):
 		bad("fetch", errors.New("user_agent: printable ASCII only"))
 	}
-	if (s.Observe.Rate < 0 && s.Observe.Rate != -1) || s.Observe.Burst < 0 || s.Observe.Burst > 1_000_000 {
+	if !(s.Observe.Rate >= 0 || s.Observe.Rate == -1) || s.Observe.Burst < 0 || s.Observe.Burst > 1_000_000 { // NaN (.nan) is no rate
 		bad("observe", fmt.Errorf("rate %g, burst %d: want a rate of 0 (the default, 100/s) or more, or -1 for no limit, and a burst of 0 (the default, 200) to 1000000", s.Observe.Rate, s.Observe.Burst))
 	}
 	if err := (observe.Config{Scopes: s.Scopes}).Validate(scheduler.ValidRecipientID); err != nil {

@@ -90,6 +90,8 @@ func TestInvalidSettingsNameTheKey(t *testing.T) {
 		{"env bool", nil, map[string]string{"VIGIL_FSYNC": "sometimes"}, "", "fsync", "VIGIL_FSYNC"},
 		{"file value", nil, nil, "workers: 0\n", "workers", "vigil.yaml"},
 		{"file unknown key", nil, nil, "wokers: 2\n", "wokers", "vigil.yaml"},
+		{"file empty key", nil, nil, "? \n", `""`, "vigil.yaml"},
+		{"file sequence key", nil, nil, "? [a, b]\n: 1\n", "(a non-scalar key)", "vigil.yaml"},
 		{"file bad cidr", nil, nil, "webhook_allow: [localhost]\n", "webhook_allow", "vigil.yaml"},
 		{"short token", nil, nil, "tokens: [{principal: ci, token: short}]\n", "tokens", "vigil.yaml"},
 		{"bad principal", nil, nil, "tokens: [{principal: 'a b', token: 0123456789abcdef}]\n", "tokens", "vigil.yaml"},
@@ -100,6 +102,7 @@ func TestInvalidSettingsNameTheKey(t *testing.T) {
 		{"fetch body", nil, nil, "fetch: {max_body_bytes: -1}\n", "fetch", "vigil.yaml"},
 		{"fetch user agent", nil, nil, "fetch: {user_agent: \"a\\nb\"}\n", "fetch", "vigil.yaml"},
 		{"observe rate", nil, nil, "observe: {rate: -5}\n", "observe", "vigil.yaml"},
+		{"observe rate not a number", nil, nil, "observe: {rate: .nan}\n", "observe", "vigil.yaml"},
 		{"scope without reporters", nil, nil, "scopes: {support: {observe: [{sources: [{name: slack-help, reporters: []}]}]}}\n", "scopes", "vigil.yaml"},
 		{"scope source unknown key", nil, nil, "scopes: {support: {observe: [{sources: [{name: a, reporters: [x], token: y}]}]}}\n", "token", "vigil.yaml"},
 		{"secret name", nil, nil, "secrets: {'GitHub Token': x}\n", "secrets", "vigil.yaml"},
@@ -195,5 +198,30 @@ func TestPluginCacheSetting(t *testing.T) {
 		if err != nil || s.pluginCache() != c.want {
 			t.Errorf("%s: %q, %v; want %q", c.name, s.pluginCache(), err, c.want)
 		}
+	}
+}
+
+// The key a file names wrongly is found from the document's structure: a
+// key nested in a list of mappings, a value of the wrong type, a file that
+// is not a mapping, and an empty file (an empty config).
+func TestConfigKeysFromTheDocument(t *testing.T) {
+	cases := []struct {
+		name, file, key string
+	}{
+		{"nested unknown", "scopes: {s: {routes: [{source: a, sink: b}]}}\n", "sink"},
+		{"wrong type", "workers: many\n", "workers"},
+		{"wrong type nested", "fetch: {max_timeout: soon}\n", "fetch"},
+		{"not a mapping", "- workers\n", "config"},
+		{"not yaml", "workers: [\n", "config"},
+	}
+	for _, c := range cases {
+		_, err := settingsFor(t, nil, nil, c.file)
+		var ce *configError
+		if !errors.As(err, &ce) || ce.Key != c.key {
+			t.Errorf("%s: %v, want the key %q", c.name, err, c.key)
+		}
+	}
+	if s, err := settingsFor(t, nil, nil, "# nothing set\n"); err != nil || s.Workers != defaultSettings().Workers {
+		t.Errorf("an empty config: %+v, %v", s, err)
 	}
 }

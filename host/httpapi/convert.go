@@ -5,6 +5,7 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -21,6 +22,21 @@ func toWatch(w store.Watch) api.Watch {
 	if w.Outcome != nil {
 		o := toOutcome(*w.Outcome)
 		out.Outcome = &o
+	}
+	if f := w.LastFault; f != nil {
+		out.LastFault = &api.Fault{Reason: f.Reason, Message: f.Message}
+	}
+	return out
+}
+
+// withSeen is a pending watch's view with what the scheduler holds in
+// memory: the probes so far and when the last began, which its row has
+// only as of its last write.
+func withSeen(out api.Watch, seen scheduler.Seen) api.Watch {
+	out.Attempts = max(out.Attempts, seen.Attempts)
+	if !seen.LastProbe.IsZero() {
+		t := seen.LastProbe
+		out.LastProbeAt = &t
 	}
 	return out
 }

@@ -38,6 +38,16 @@ type Scheduler interface {
 	Cancel(ctx context.Context, id store.ID, reason string) (store.Watch, error)
 }
 
+// Seer is what the API reads of a pending watch from the scheduler's
+// memory, when its Scheduler has it (a *scheduler.Scheduler does): the
+// probes so far and when the last began, written to the row only with a
+// change.
+type Seer interface {
+	Seen(id store.ID) (scheduler.Seen, bool)
+}
+
+var _ Seer = (*scheduler.Scheduler)(nil)
+
 // Watches reads watch rows.
 type Watches interface {
 	Get(ctx context.Context, id store.ID) (store.Watch, error)
@@ -471,7 +481,13 @@ func (s *server) getWatch(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(toWatch(w))
+	out := toWatch(w)
+	if sr, ok := s.d.Scheduler.(Seer); ok && w.State == store.Pending {
+		if seen, ok := sr.Seen(id); ok {
+			out = withSeen(out, seen)
+		}
+	}
+	return c.JSON(out)
 }
 
 func (s *server) cancelWatch(c *fiber.Ctx) error {

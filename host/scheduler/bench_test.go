@@ -11,8 +11,14 @@ package scheduler
 //	memory/<design>  resident memory and Go heap per watch: vigil's
 //	                 scheduler filled by Prime and by Register, and the
 //	                 designs a Go programmer reaches for first
-//	restart/<cache>  a badger store of that many rows, opened and primed in
-//	                 a new process: memory per watch, Prime's time, disk
+//	restart/<cache>  a badger store of that many rows, each with a durable
+//	                 next check an hour ahead, opened and primed in a new
+//	                 process: memory per watch, Prime's time, disk, and the
+//	                 probes that follow (due in the first minute, and
+//	                 probed over VIGIL_BENCH_IDLE with the loop running);
+//	                 warm-no-next-check is the same store read as the design
+//	                 before durable next checks (each watch jittered across
+//	                 its interval), for comparison
 //	idle/<case>      CPU and wake-ups over VIGIL_BENCH_IDLE (default 10s)
 //	                 with the loop running
 //
@@ -277,7 +283,7 @@ func TestBenchChild(t *testing.T) {
 	case "memory":
 		res = childMemory(t, os.Getenv("VIGIL_BENCH_DESIGN"))
 	case "restart":
-		res = childRestart(t, os.Getenv("VIGIL_BENCH_DIR"))
+		res = childRestart(t, os.Getenv("VIGIL_BENCH_DIR"), os.Getenv("VIGIL_BENCH_DESIGN"))
 	case "idle":
 		res = childIdle(t, os.Getenv("VIGIL_BENCH_CASE"), os.Getenv("VIGIL_BENCH_DIR"))
 	default:
@@ -367,9 +373,13 @@ func BenchmarkWatches(b *testing.B) {
 	// it and shared by them all (the parent runs once, its sub-benchmarks
 	// -count times).
 	ps := &pendingStore{dir: b.TempDir(), n: n}
-	for _, cache := range []string{"warm", "cold"} {
+	for _, cache := range []string{"warm", "cold", "warm-no-next-check"} {
 		b.Run("restart/"+cache, func(b *testing.B) {
 			dir := ps.get(b)
+			design := "next-check"
+			if cache == "warm-no-next-check" {
+				design = "jitter"
+			}
 			var runs []map[string]float64
 			for range b.N {
 				if cache == "cold" {
@@ -379,7 +389,7 @@ func BenchmarkWatches(b *testing.B) {
 					}
 					b.Logf("page cache: %d MiB before, %d MiB after dropping the store's files", before>>20, pageCache()>>20)
 				}
-				r := runChild(b, "restart", "VIGIL_BENCH_DIR="+dir)
+				r := runChild(b, "restart", "VIGIL_BENCH_DIR="+dir, "VIGIL_BENCH_DESIGN="+design)
 				apparent, allocated, err := diskUsage(dir)
 				if err != nil {
 					b.Fatal(err)
@@ -440,7 +450,9 @@ func (p *pendingStore) get(b *testing.B) string {
 
 // build writes the rows with store.Create from 8 goroutines, each row
 // with an id and created_at of the moment it is written, as Register
-// would, then closes the store.
+// would, and as its first probe leaves it (one attempt, the timer's note,
+// the durable next check at its instant an hour ahead, spread over a
+// minute), then closes the store.
 func (p *pendingStore) build(b *testing.B) error {
 	ctx := context.Background()
 	st, err := store.Open(p.dir, store.Options{})
@@ -464,7 +476,9 @@ func (p *pendingStore) build(b *testing.B) error {
 				now := time.Now()
 				id, err := store.NewID(now, ids)
 				if err == nil {
-					err = st.Create(ctx, pop.row(id, i, now.UTC()))
+					w := pop.row(id, i, now.UTC())
+					w.Attempts, w.LastNote, w.NextCheck = 1, "not yet", pop.due(i)
+					err = st.Create(ctx, w)
 				}
 				if err != nil {
 					errs <- err
@@ -657,8 +671,13 @@ func childMemory(t *testing.T, design string) map[string]float64 {
 
 // childRestart is a restart over the store in dir: open it, Prime a
 // scheduler over it, and report the time each took and the process's
-// memory, as Prime leaves it and once the garbage is collected.
-func childRestart(t *testing.T, dir string) map[string]float64 {
+// memory, as Prime leaves it and once the garbage is collected; then how
+// many watches Prime left due in the first minute, and the probes the
+// loop makes over VIGIL_BENCH_IDLE on the wall clock, through fakes that
+// answer as the timer does. design "jitter" reads the store without its
+// next checks: the design before them, each watch at a random point of
+// its interval.
+func childRestart(t *testing.T, dir, design string) map[string]float64 {
 	ctx := context.Background()
 	n := benchWatches(t)
 	m0 := readMem(true)
@@ -670,23 +689,42 @@ func childRestart(t *testing.T, dir string) map[string]float64 {
 	defer st.Close()
 	open := time.Since(start)
 	m1 := readMem(true)
-	ts := &timedStore{Store: st}
-	s := benchScheduler(t, ts, timerFakes(time.Now()), nil, 1)
+	ts := &timedStore{Store: st, noNext: design == "jitter"}
+	fp := timerFakes(time.Now())
+	s := benchScheduler(t, ts, fp, nil, 1)
 	start = time.Now()
 	got, err := s.Prime(ctx)
 	prime := time.Since(start)
 	if err != nil || got != n {
 		t.Fatalf("prime: %d, %v; want %d", got, err, n)
 	}
+	primed := time.Now()
 	rssPrimed, _ := residentBytes()
 	peak := peakResident()
 	m2 := readMem(true)
-	runtime.KeepAlive(s)
+	dueMinute := 0
+	s.mu.Lock()
+	for _, e := range s.h {
+		if e.due < primed.Add(time.Minute).UnixNano() {
+			dueMinute++
+		}
+	}
+	s.mu.Unlock()
+
+	window := benchIdle(t)
+	loopCtx, cancel := context.WithCancel(ctx)
+	done := s.Start(loopCtx)
+	time.Sleep(window)
+	probes := fp.probeCount()
+	cancel()
+	<-done
 	mib := func(v int64) float64 { return float64(v) / (1 << 20) }
 	return map[string]float64{
 		"open-ms":             float64(open.Microseconds()) / 1000,
 		"prime-s":             prime.Seconds(),
 		"prime-read-s":        (ts.read - ts.callback).Seconds(),
+		"due-1min":            float64(dueMinute),
+		"probes-window":       float64(probes),
 		"rss-base-MiB":        mib(m0.rss),
 		"rss-open-MiB":        mib(m1.rss),
 		"rss-primed-MiB":      mib(rssPrimed),
@@ -703,27 +741,26 @@ func childRestart(t *testing.T, dir string) map[string]float64 {
 	}
 }
 
-// timedStore times what Prime spends in the store's ForEach (or List) and,
-// within ForEach, in Prime's own callback, which arms each row.
+// timedStore times what Prime spends in the store's ForEachPending and,
+// within it, in Prime's own callback, which arms each row. With noNext it
+// hands Prime each schedule without its next check.
 type timedStore struct {
 	store.Store
+	noNext         bool
 	read, callback time.Duration
 }
 
-func (t *timedStore) ForEach(ctx context.Context, f store.Filter, fn func(store.Watch) error) (int, error) {
+func (t *timedStore) ForEachPending(ctx context.Context, fn func(store.Schedule) error) (int, error) {
 	start := time.Now()
 	defer func() { t.read += time.Since(start) }()
-	return t.Store.ForEach(ctx, f, func(w store.Watch) error {
+	return t.Store.ForEachPending(ctx, func(sc store.Schedule) error {
 		s := time.Now()
 		defer func() { t.callback += time.Since(s) }()
-		return fn(w)
+		if t.noNext {
+			sc.Next = time.Time{}
+		}
+		return fn(sc)
 	})
-}
-
-func (t *timedStore) List(ctx context.Context, f store.Filter) ([]store.Watch, int, error) {
-	start := time.Now()
-	defer func() { t.read += time.Since(start) }()
-	return t.Store.List(ctx, f)
 }
 
 // childIdle runs the loop on the wall clock over n pending watches and
@@ -736,7 +773,8 @@ func (t *timedStore) List(ctx context.Context, f store.Filter) ([]store.Watch, i
 //
 // In the first two every watch is then re-armed an hour ahead (armAhead),
 // the state once each has been probed once; after-restart keeps Prime's
-// arming, each watch at a random point of its one-minute interval.
+// arming, each watch at its durable next check (an hour ahead, spread
+// over a minute).
 func childIdle(t *testing.T, c, dir string) map[string]float64 {
 	n := benchWatches(t)
 	window := benchIdle(t)

@@ -28,13 +28,27 @@
 //     doubled once per fault in a row (twice the cadence after the
 //     first), capped at Config.MaxBackoff, never past its deadline. The
 //     count lives in memory; any answer ends it.
-//   - A pending answer rewrites nothing. next_due, the attempt count and
-//     the last note live in memory; the store is written on state changes
-//     only (register, settle, receipt, a baseline that moved: a standing
-//     watch's snapshot, or what any kind keeps between probes).
-//   - Prime re-arms recovered watches with jitter across each one's own
-//     interval, so a restart with many watches does not probe them all in
-//     the same instant.
+//   - A pending answer that repeats the last one rewrites nothing. The
+//     store is written on changes only: register, settle, receipt, a
+//     baseline that moved (a standing watch's snapshot, or what any kind
+//     keeps between probes), a first probe, a note or a fault that
+//     differs from the row's, and a next check that differs from the
+//     row's durable one. next_due, the attempt count and when the last
+//     probe ran live in memory between those writes (Seen).
+//   - A next check is durable when the kind's hint differs from now +
+//     every (earlier or later): it is written with the row's schedule, in
+//     the pending index entry, once per new value, and the write is made
+//     on the worker after the probe, never under the lock. A hint that is
+//     only the cadence clears it.
+//   - Prime arms each recovered watch at its durable next check; a watch
+//     never probed at once (it was due at registration); only a watch
+//     without a next check at a random point of its own interval, so a
+//     restart does not probe those in the same instant. The overdue are
+//     spread, oldest due first, over at most one second, or over what
+//     Config.OverdueRate needs when more are overdue than the workers are
+//     assumed to probe in a second: never over their whole interval. A
+//     timer due during the downtime fires within a second of the restart;
+//     one due after it fires on its instant, with no probe before.
 //   - A pushed kind (built into the host, e.g. observe.thread) is probed
 //     once at registration and then only when Poke names its subject, or
 //     at its deadline: the component that changes the subject wakes the

@@ -308,6 +308,29 @@ func TestHammerCapsAndCancels(t *testing.T) {
 	wg.Wait()
 	close(ids)
 	cancels.Wait()
+	// Every watch that settles on its first probe (an even last id byte)
+	// and was not cancelled must fire: wait for the loop to get there,
+	// however loaded the machine, within a bound that only turns a hang
+	// into a failure.
+	for deadline := time.Now().Add(time.Minute); ; {
+		rows, _, err := h.store.List(context.Background(), store.Filter{State: store.Pending})
+		if err != nil {
+			t.Fatal(err)
+		}
+		left := 0
+		for _, w := range rows {
+			if w.ID[15]%2 == 0 {
+				left++
+			}
+		}
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d watches that settle on their first probe are still pending after a minute", left)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	awaitSettledWorkers(t, h.s)
 	cancel()
 	<-done
@@ -342,5 +365,53 @@ func TestHammerCapsAndCancels(t *testing.T) {
 	}
 	if fired == 0 || len(cancelled) == 0 {
 		t.Fatalf("%d fired, %d cancelled: the hammer did not exercise both", fired, len(cancelled))
+	}
+}
+
+// countingGets counts the rows read, for the read-ahead's bound.
+type countingGets struct {
+	store.Store
+	mu   sync.Mutex
+	gets int
+}
+
+func (c *countingGets) Get(ctx context.Context, id store.ID) (store.Watch, error) {
+	c.mu.Lock()
+	c.gets++
+	c.mu.Unlock()
+	return c.Store.Get(ctx, id)
+}
+
+func (c *countingGets) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gets
+}
+
+// A backlog of due watches is probed as it is read, not after: the first
+// probe starts once a bounded look-ahead is filed, however many are due.
+func TestABacklogIsProbedWhileItIsRead(t *testing.T) {
+	h := newHarness(t)
+	cg := &countingGets{Store: h.store}
+	s, err := New(Config{Store: cg, Plugins: h.plugins, Deliver: h.deliver, Clock: h.clock, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.s = s
+	const n = 3000
+	for range n {
+		h.register("ci")
+	}
+	readAtFirst := -1
+	var once sync.Once
+	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) {
+		once.Do(func() { readAtFirst = cg.count() })
+		return pending("not yet")
+	}
+	if got := h.tick(t0); got != n {
+		t.Fatalf("probed %d, want %d", got, n)
+	}
+	if bound := (lookahead + readBatch) * 2; readAtFirst < 0 || readAtFirst > bound {
+		t.Fatalf("%d rows were read before the first probe of %d due; want at most %d", readAtFirst, n, bound)
 	}
 }

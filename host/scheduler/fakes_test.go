@@ -199,6 +199,16 @@ func (c *countingStore) CarryBaseline(ctx context.Context, id store.ID, b json.R
 	return c.Store.CarryBaseline(ctx, id, b, a, n)
 }
 
+func (c *countingStore) RecordProbe(ctx context.Context, id store.ID, p store.Probe) error {
+	c.add()
+	return c.Store.RecordProbe(ctx, id, p)
+}
+
+func (c *countingStore) SetNextCheck(ctx context.Context, id store.ID, next time.Time) error {
+	c.add()
+	return c.Store.SetNextCheck(ctx, id, next)
+}
+
 // harness is a scheduler over a real store in a temp dir, with fakes for
 // the plugins, the delivery and the clock.
 type harness struct {

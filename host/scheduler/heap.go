@@ -13,18 +13,69 @@ import (
 // class the garbage collector never scans inside.
 type entry struct {
 	id       store.ID
-	due      int64 // unix nanoseconds
+	due      int64 // unix nanoseconds; change it with setDue
 	deadline int64 // unix nanoseconds; 0 for a standing watch
 	// every is the cadence in milliseconds, saturating at about 49 days
 	// (a longer cadence is probed every 49 days).
-	every    uint32
-	attempts int32
+	every uint32
+	// tries packs the probes so far (the low 27 bits, saturating) and the
+	// probes in a row that faulted or raised, the exponent of the backoff
+	// (the high 5 bits). Touched only under the scheduler's lock.
+	tries uint32
 	// index is the position in the heap, or where the entry is when it is
 	// not in the heap: inFlight, pokedWhileProbed, inReady.
 	index int32
-	// faults counts the probes in a row that faulted or raised: the
-	// exponent of the backoff. Touched only under the scheduler's lock.
-	faults uint8
+	// seen is when this scheduler last probed the watch, as 1 + the
+	// milliseconds from that probe to due; 0 when it has not (since a
+	// restart), or when the probe is more than about 49 days before due.
+	seen uint32
+}
+
+// The bits of entry.tries.
+const (
+	attemptsBits = 27
+	attemptsMask = 1<<attemptsBits - 1
+)
+
+// attempts is how many probes the watch has had.
+func (e *entry) attempts() int { return int(e.tries & attemptsMask) }
+
+// faults is how many probes in a row faulted or raised.
+func (e *entry) faults() uint8 { return uint8(e.tries >> attemptsBits) }
+
+// setTries sets the attempts (saturating) and the faults in a row (at
+// most maxFaults).
+func (e *entry) setTries(attempts int, faults uint8) {
+	a := uint32(min(max(attempts, 0), attemptsMask))
+	e.tries = uint32(min(faults, maxFaults))<<attemptsBits | a
+}
+
+// lastProbe is when this scheduler last probed the watch; false if it has
+// not.
+func (e *entry) lastProbe() (time.Time, bool) {
+	if e.seen == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, e.due-int64(e.seen-1)*int64(time.Millisecond)), true
+}
+
+// setDue moves e's due time, keeping when it was last probed.
+func (e *entry) setDue(due int64) {
+	last, ok := e.lastProbe()
+	e.due = due
+	if ok {
+		e.probedAt(last)
+	}
+}
+
+// probedAt records that e was probed at t, relative to its due time.
+func (e *entry) probedAt(t time.Time) {
+	d := max(e.due-t.UnixNano(), 0) / int64(time.Millisecond)
+	if d >= math.MaxUint32 {
+		e.seen = 0
+		return
+	}
+	e.seen = uint32(d) + 1
 }
 
 // Where an entry is when it is not in the heap.

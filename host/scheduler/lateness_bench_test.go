@@ -105,7 +105,7 @@ func latenessPass(b *testing.B, design string, timers int, kind string, n int, p
 			return pending("still running")
 		},
 	}
-	s, err := New(Config{Store: st, Plugins: pl, Deliver: &recordingDeliverer{}})
+	s, err := New(Config{Store: st, Plugins: pl, Deliver: &recordingDeliverer{st: st}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func (s *Scheduler) batchTick(ctx context.Context, now time.Time) int {
 				}
 				e := due[i]
 				if ctx.Err() != nil {
-					s.rearm(e, now, false)
+					s.rearm(e, now, time.Time{})
 					continue
 				}
 				w, err := s.cfg.Store.Get(ctx, e.id)

@@ -72,6 +72,9 @@ func newReadyQueue() readyQueue {
 // len is how many entries are due and not yet taken.
 func (q *readyQueue) len() int { return q.n }
 
+// filed is how many entries have been read and filed, and not yet taken.
+func (q *readyQueue) filed() int { return q.n - (len(q.fresh) - q.head) }
+
 // push adds entries that came due, in due order, to be read.
 func (q *readyQueue) push(e *entry) {
 	e.index = inReady

@@ -215,7 +215,7 @@ func (s *Scheduler) Poke(ctx context.Context, subject string) (int, error) {
 		case e == nil:
 			continue
 		case e.index >= 0:
-			e.due = min(e.due, now)
+			e.setDue(min(e.due, now))
 			heap.Fix(&s.h, int(e.index))
 		case e.index == inReady:
 			// Due already: its probe is still to come.
@@ -241,7 +241,7 @@ func (s *Scheduler) Cancel(ctx context.Context, id store.ID, reason string) (sto
 	var attempts int
 	e := s.byID[id]
 	if e != nil {
-		attempts = int(e.attempts)
+		attempts = e.attempts()
 	}
 	s.mu.Unlock()
 	// The store decides: cancel-if-still-pending. A probe's settlement

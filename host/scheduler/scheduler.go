@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"crypto/rand"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	mrand "math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,8 +125,13 @@ type Config struct {
 	MaxDeadline time.Duration
 	// Retention keeps settled rows this long (default 7 days).
 	Retention time.Duration
-	// Jitter spreads recovered watches across their interval; tests seed
-	// it. Default: a randomly seeded source.
+	// OverdueRate is how many overdue watches a second Prime lets come
+	// due after a restart, the pool's assumed capacity (default 1,000 per
+	// worker): up to that many are spread over one second, more over
+	// proportionally longer.
+	OverdueRate int
+	// Jitter spreads recovered watches without a next check across their
+	// interval; tests seed it. Default: a randomly seeded source.
 	Jitter *mrand.Rand
 	// IDs is the randomness of new watch ids (default crypto/rand).
 	IDs io.Reader
@@ -161,6 +168,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Retention <= 0 {
 		c.Retention = 7 * 24 * time.Hour
+	}
+	if c.OverdueRate <= 0 {
+		c.OverdueRate = 1000 * c.Workers
 	}
 	if c.Jitter == nil {
 		c.Jitter = mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64()))
@@ -219,9 +229,13 @@ func (s *Scheduler) signal() {
 	}
 }
 
-// Prime prunes settled rows past the retention and arms every pending row,
-// each at a random point of its own interval (or at once if its deadline
-// has passed). It returns how many it armed.
+// Prime prunes settled rows past the retention and arms every pending
+// row: at its durable next check when it has one; a watch never probed at
+// once (it was due when it was registered); any other at a random point
+// of its own interval; never past its deadline. The overdue (due before
+// now) are spread from now over one second, oldest due first, or over
+// longer when more are overdue than Config.OverdueRate a second. It
+// returns how many it armed.
 func (s *Scheduler) Prime(ctx context.Context) (int, error) {
 	now := s.cfg.Clock.Now()
 	pruned, err := s.cfg.Store.Prune(ctx, now.Add(-s.cfg.Retention))
@@ -234,29 +248,99 @@ func (s *Scheduler) Prime(ctx context.Context) (int, error) {
 	clear(s.byID)
 	s.ready = newReadyQueue()
 	nowN := now.UnixNano()
+	var overdue []*entry
 	// Schedules stream from the store's pending index: no row is decoded,
 	// and only the 48-byte entries stay.
 	held, err := s.cfg.Store.ForEachPending(ctx, func(sc store.Schedule) error {
-		e := &entry{id: sc.ID, every: everyMillis(sc.Every), attempts: int32(sc.Attempts)}
+		e := &entry{id: sc.ID, every: everyMillis(sc.Every)}
+		e.setTries(sc.Attempts, 0)
 		if !sc.Expires.IsZero() {
 			e.deadline = sc.Expires.UnixNano()
 		}
-		e.due = nowN + s.cfg.Jitter.Int64N(max(int64(sc.Every), 1))
-		if e.deadline != 0 && e.deadline < e.due {
-			e.due = max(e.deadline, nowN)
+		e.due = s.recoveredDue(sc, e.deadline, nowN)
+		s.byID[sc.ID] = e
+		if e.due <= nowN {
+			overdue = append(overdue, e)
+			return nil
 		}
 		e.index = int32(len(s.h))
 		s.h = append(s.h, e)
-		s.byID[sc.ID] = e
 		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("scheduler: load pending: %w", err)
 	}
+	s.spread(overdue, nowN)
 	heap.Init(&s.h)
-	s.log.Info("primed", "pending", len(s.h), "pruned", pruned, "held_aside", held)
+	s.log.Info("primed", "pending", len(s.h), "overdue", len(overdue), "pruned", pruned, "held_aside", held)
 	s.signal()
 	return len(s.h), nil
+}
+
+// recoveredDue is when a recovered watch is due, before the overdue are
+// spread: its durable next check; for one never probed, when it was
+// registered (its id's instant); else now plus a random part of its
+// interval, so a restart does not probe them all in the same instant.
+// Never past its deadline.
+func (s *Scheduler) recoveredDue(sc store.Schedule, deadline, now int64) int64 {
+	var due int64
+	switch {
+	case !sc.Next.IsZero():
+		due = sc.Next.UnixNano()
+	case sc.Attempts == 0:
+		due = sc.ID.Time().UnixNano()
+	default:
+		due = now + s.cfg.Jitter.Int64N(max(int64(sc.Every), 1))
+	}
+	if deadline != 0 && deadline < due {
+		due = deadline
+	}
+	return due
+}
+
+// spread arms the overdue entries, oldest due first, evenly from now over
+// one second, or over as many seconds as Config.OverdueRate needs for
+// them: never all at the same instant, and never over their whole
+// interval. The caller holds mu.
+func (s *Scheduler) spread(overdue []*entry, now int64) {
+	if len(overdue) == 0 {
+		return
+	}
+	slices.SortFunc(overdue, func(a, b *entry) int { return cmp.Compare(a.due, b.due) })
+	window := time.Second
+	if rate := s.cfg.OverdueRate; len(overdue) > rate {
+		window = time.Duration(len(overdue)) * time.Second / time.Duration(rate)
+	}
+	step := int64(window) / int64(len(overdue))
+	for i, e := range overdue {
+		e.due = now + int64(i)*step
+		e.index = int32(len(s.h))
+		s.h = append(s.h, e)
+	}
+}
+
+// Seen is what the scheduler knows of a pending watch's probes beyond its
+// row, which is written only when what they see changes: the probes so
+// far, and when the last one began (zero if none has since the
+// scheduler took the watch, e.g. since a restart).
+type Seen struct {
+	Attempts  int
+	LastProbe time.Time
+}
+
+// Seen looks up a pending watch it holds; false if it holds none by id.
+func (s *Scheduler) Seen(id store.ID) (Seen, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.byID[id]
+	if e == nil {
+		return Seen{}, false
+	}
+	out := Seen{Attempts: e.attempts()}
+	if t, ok := e.lastProbe(); ok {
+		out.LastProbe = t.UTC()
+	}
+	return out, true
 }
 
 // NextWake is when the next watch in the heap is due; false when the heap

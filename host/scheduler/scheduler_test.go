@@ -101,12 +101,19 @@ func TestNextCheckIsClamped(t *testing.T) {
 	}
 }
 
+// A pending answer that repeats the last one writes nothing: the first
+// probe records that the watch was probed (and its note), the next 24
+// repeat it.
 func TestPendingRewritesNothing(t *testing.T) {
 	h := newHarness(t)
-	h.register("ci")
+	w := h.register("ci")
+	h.tick(t0)
 	writes := h.counted.count()
-	now := t0
-	for range 25 { // 30 s apart: all before the 15 min deadline
+	if got := h.row(w.ID); got.Attempts != 1 || got.LastNote != "not yet" {
+		t.Fatalf("the first probe was not recorded: %+v", got)
+	}
+	now, _ := h.s.NextWake()
+	for range 24 { // 30 s apart: all before the 15 min deadline
 		h.tick(now)
 		now, _ = h.s.NextWake()
 	}
@@ -114,7 +121,7 @@ func TestPendingRewritesNothing(t *testing.T) {
 		t.Fatalf("only %d probes", n)
 	}
 	if got := h.counted.count(); got != writes {
-		t.Fatalf("%d pending answers wrote to the store %d times", h.plugins.probeCount(), got-writes)
+		t.Fatalf("24 pending answers that repeat the first wrote to the store %d times", got-writes)
 	}
 }
 
@@ -419,14 +426,16 @@ func TestRegistrationRules(t *testing.T) {
 	}
 }
 
-// Prime spreads recovered watches across their own interval.
+// Prime spreads recovered watches that have no next check across their
+// own interval.
 func TestPrimeJitter(t *testing.T) {
 	h := newHarness(t)
 	const n = 1000
 	for range n {
 		h.register("ci")
 	}
-	h.open() // restart: the same rows, a new scheduler
+	h.tick(t0) // each probed once: pending, no next check
+	h.open()   // restart: the same rows, a new scheduler
 	if got, err := h.s.Prime(context.Background()); err != nil || got != n {
 		t.Fatalf("primed %d %v", got, err)
 	}

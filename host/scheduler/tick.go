@@ -15,8 +15,15 @@ import (
 )
 
 // readBatch is how many due entries a worker reads (and files under their
-// kind and recipient) before it takes one to probe.
+// kind and recipient) at a time.
 const readBatch = 32
+
+// lookahead is how many read entries, per worker, may wait filed before a
+// worker probes rather than reads: enough for the fairness rules to see
+// past a run of one kind, few enough that a backlog's first probe does not
+// wait for every due row to be read. A worker that finds no job it may
+// take (every filed kind at its cap) reads on regardless, to find one.
+const lookahead = 4 * readBatch
 
 // maxFaults caps the backoff's exponent; MaxBackoff caps the delay long
 // before it.
@@ -173,9 +180,11 @@ func (s *Scheduler) next(ctx context.Context, untilEmpty bool) ([]*entry, *job) 
 			}
 			return nil, nil
 		}
-		if b := s.ready.unread(readBatch); len(b) > 0 {
-			s.reading++
-			return b, nil
+		if s.ready.filed() < lookahead*s.cfg.Workers {
+			if b := s.ready.unread(readBatch); len(b) > 0 {
+				s.reading++
+				return b, nil
+			}
 		}
 		if j := s.ready.take(limit); j != nil {
 			s.cfg.Metrics.Ready(s.ready.len())
@@ -185,6 +194,10 @@ func (s *Scheduler) next(ctx context.Context, untilEmpty bool) ([]*entry, *job) 
 			}
 			j.e.index = inFlight
 			return nil, j
+		}
+		if b := s.ready.unread(readBatch); len(b) > 0 { // nothing it may take: look further
+			s.reading++
+			return b, nil
 		}
 		if untilEmpty && s.ready.len() == 0 && s.reading == 0 {
 			return nil, nil
@@ -218,7 +231,7 @@ func (s *Scheduler) read(ctx context.Context, batch []*entry, at time.Time) {
 			s.ready.file(e, w)
 		case err != nil && !errors.Is(err, store.ErrNotFound):
 			s.log.Error("reading a due watch", "watch", e.id, "err", err)
-			s.arm(e, now.Add(e.interval()))
+			s.arm(e, now.Add(e.interval()), time.Time{})
 		default:
 			// Gone, held aside, or settled behind our back: stop
 			// scheduling it.
@@ -253,7 +266,7 @@ func (s *Scheduler) now(at time.Time) time.Time {
 // settled answer fires, anything else expires with the observation's
 // note.
 func (s *Scheduler) probe(ctx context.Context, e *entry, w store.Watch, now, at time.Time) {
-	attempts := int(e.attempts) + 1
+	attempts := e.attempts() + 1 // in flight: only this worker writes it
 	final := e.deadline != 0 && now.UnixNano() >= e.deadline
 	// The recipient rides on the context, for a host function that acts on
 	// its behalf (vigil_exec runs in the recipient's workspace).
@@ -265,10 +278,10 @@ func (s *Scheduler) probe(ctx context.Context, e *entry, w store.Watch, now, at 
 		s.cfg.Metrics.Probe(w.Kind, "unwatchable")
 		s.settle(ctx, e, w, store.Unwatchable, store.MessageUnwatchable, store.Outcome{
 			Result: "unwatchable", Summary: fmt.Sprintf("no plugin serves kind %q any more", w.Kind),
-		}, s.now(at), attempts, "unwatchable")
+		}, s.now(at), attempts, "unwatchable", nil)
 		return
 	case ctx.Err() != nil:
-		s.rearm(e, now, false)
+		s.rearm(e, now, time.Time{})
 		return
 	}
 	end := s.now(at)
@@ -276,41 +289,108 @@ func (s *Scheduler) probe(ctx context.Context, e *entry, w store.Watch, now, at 
 	if err != nil {
 		note = "plugin error: " + err.Error()
 	}
+	fault := faultOf(obs, err)
 	if final && (err != nil || obs.Status == abi.StatusPending) {
 		s.cfg.Metrics.Probe(w.Kind, "expired")
-		s.settle(ctx, e, w, store.Expired, store.MessageExpired, expiry(note), end, attempts, note)
+		s.settle(ctx, e, w, store.Expired, store.MessageExpired, expiry(note), end, attempts, note, fault)
 		return
 	}
 	s.cfg.Metrics.Probe(w.Kind, probeResult(obs, err))
-	switch {
-	case err != nil:
-		// The plugin raised (a call for the wrong kind is a routing bug):
-		// loud, and the watch waits, backing off, rather than settle on a
-		// guess.
-		s.log.Error("plugin error", "watch", e.id, "kind", w.Kind, "err", err)
-		s.backoff(e, end)
-		return
-	case obs.Fault != nil:
-		s.log.Warn("plugin fault", "watch", e.id, "kind", w.Kind, "reason", obs.Fault.Reason)
-		s.backoff(e, end)
+	if fault != nil {
+		if err != nil {
+			// The plugin raised (a call for the wrong kind is a routing
+			// bug): loud, and the watch waits, backing off, rather than
+			// settle on a guess.
+			s.log.Error("plugin error", "watch", e.id, "kind", w.Kind, "err", err)
+		} else {
+			s.log.Warn("plugin fault", "watch", e.id, "kind", w.Kind, "reason", obs.Fault.Reason)
+		}
+		// The note stays what the last answer said; the fault says why
+		// this probe gave none. The next check is left as it was.
+		if s.record(ctx, e, w, attempts, w.LastNote, fault, w.NextCheck) {
+			s.backoff(e, now, end)
+		}
 		return
 	}
 	switch obs.Status {
 	case abi.StatusSettled:
-		s.settle(ctx, e, w, store.Fired, store.MessageFired, toOutcome(obs.Outcome), end, attempts, obs.Note)
+		s.settle(ctx, e, w, store.Fired, store.MessageFired, toOutcome(obs.Outcome), end, attempts, obs.Note, nil)
 	case abi.StatusChanged:
-		s.carry(ctx, e, w, obs, end, attempts, true)
+		s.carry(ctx, e, w, obs, now, end, attempts, true)
 	default: // pending
 		// A baseline to record silently: a standing watch's first check,
 		// or what any kind needs to remember between probes (the http
 		// kind's first fingerprint). Written only when it moved, so a
 		// pending answer that repeats it rewrites nothing.
 		if len(obs.Baseline) > 0 && !bytes.Equal(obs.Baseline, w.Baseline) {
-			s.carry(ctx, e, w, obs, end, attempts, false)
+			s.carry(ctx, e, w, obs, now, end, attempts, false)
 			return
 		}
-		s.rearm(e, s.nextDue(e, end, obs.NextCheck), true)
+		if s.record(ctx, e, w, attempts, obs.Note, nil, s.durableNext(e, now, end, obs.NextCheck)) {
+			s.rearm(e, s.nextDue(e, end, obs.NextCheck), now)
+		}
 	}
+}
+
+// faultOf is the fault of a probe that gave no answer: the kind's fault,
+// or the error a plugin raised; nil for an answer.
+func faultOf(obs kind.Observation, err error) *store.Fault {
+	var ce *kind.CallError
+	switch {
+	case err != nil && errors.As(err, &ce):
+		return &store.Fault{Reason: ce.Reason, Message: errText(ce.Err)}
+	case err != nil:
+		return &store.Fault{Reason: "error", Message: err.Error()}
+	case obs.Fault != nil:
+		return &store.Fault{Reason: obs.Fault.Reason, Message: errText(obs.Fault.Err)}
+	}
+	return nil
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// durableNext is the next check a pending answer makes durable: the
+// kind's hint, unless it is none or only the cadence (now + every, for
+// any now from the probe's start to its end); zero otherwise. Prime arms
+// a watch there after a restart.
+func (s *Scheduler) durableNext(e *entry, start, end, hint time.Time) time.Time {
+	every := e.interval()
+	if hint.IsZero() || !hint.Before(start.Add(every)) && !hint.After(end.Add(every)) {
+		return time.Time{}
+	}
+	return hint.UTC()
+}
+
+// record persists what a pending watch's probe saw, when it differs from
+// its row (read when it came due): the note, the fault or the durable
+// next check, and on its first probe the fact that it was probed. A probe
+// that repeats the last answer writes nothing; one whose only news is a
+// next check rewrites the pending index entry alone. The scheduler's lock
+// is not held. It reports false, having dropped the watch, if the watch
+// is no longer pending (a cancel committed first).
+func (s *Scheduler) record(ctx context.Context, e *entry, w store.Watch, attempts int, note string, fault *store.Fault, next time.Time) bool {
+	var err error
+	switch {
+	case note != w.LastNote || !fault.Equal(w.LastFault) || w.Attempts == 0:
+		err = s.cfg.Store.RecordProbe(ctx, e.id, store.Probe{Attempts: attempts, Note: note, Fault: fault, NextCheck: next})
+	case !next.Equal(w.NextCheck):
+		err = s.cfg.Store.SetNextCheck(ctx, e.id, next)
+	}
+	switch {
+	case errors.Is(err, store.ErrNotPending):
+		s.drop(e)
+		return false
+	case err != nil && ctx.Err() == nil:
+		// The schedule in memory is still right; only a restart would
+		// miss what this probe saw.
+		s.log.Error("recording a probe", "watch", e.id, "err", err)
+	}
+	return true
 }
 
 // expiry is the outcome of a watch whose final observation was still
@@ -371,40 +451,44 @@ func (s *Scheduler) backoffDelay(every time.Duration, faults uint8) time.Duratio
 // backoff re-arms e after a fault or a plugin error: end (when the probe
 // came back) plus its cadence doubled once per fault in a row, capped,
 // never past its deadline, so the final observation is still on time.
-func (s *Scheduler) backoff(e *entry, end time.Time) {
+// start is when the probe began.
+func (s *Scheduler) backoff(e *entry, start, end time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.byID[e.id] != e {
 		return // cancelled while it was being probed
 	}
-	e.attempts++
-	e.faults = min(e.faults+1, maxFaults)
-	s.arm(e, e.clamp(end.Add(s.backoffDelay(e.interval(), e.faults))))
+	faults := min(e.faults()+1, maxFaults)
+	e.setTries(e.attempts()+1, faults)
+	s.arm(e, e.clamp(end.Add(s.backoffDelay(e.interval(), faults))), start)
 }
 
 // rearm puts e back in the heap at next, unless it was cancelled
-// meanwhile; probed says whether this pass counted as an attempt (one
-// that answered, so the faults in a row end).
-func (s *Scheduler) rearm(e *entry, next time.Time, probed bool) {
+// meanwhile; probed, when set, is when the probe that answered began (it
+// counts as an attempt, and the faults in a row end).
+func (s *Scheduler) rearm(e *entry, next, probed time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.byID[e.id] != e {
 		return // cancelled while it was being probed
 	}
-	if probed {
-		e.attempts++
-		e.faults = 0
+	if !probed.IsZero() {
+		e.setTries(e.attempts()+1, 0)
 	}
-	s.arm(e, next)
+	s.arm(e, next, probed)
 }
 
 // arm pushes e into the heap at next (at once, if it was poked while in
-// flight) and wakes the loop when e is the new earliest. The caller holds
-// mu.
-func (s *Scheduler) arm(e *entry, next time.Time) {
-	e.due = next.UnixNano()
+// flight) and wakes the loop when e is the new earliest; probed, when
+// set, is when e was just probed. The caller holds mu.
+func (s *Scheduler) arm(e *entry, next, probed time.Time) {
+	due := next.UnixNano()
 	if e.index == pokedWhileProbed {
-		e.due = min(e.due, s.cfg.Clock.Now().UnixNano())
+		due = min(due, s.cfg.Clock.Now().UnixNano())
+	}
+	e.setDue(due)
+	if !probed.IsZero() {
+		e.probedAt(probed)
 	}
 	heap.Push(&s.h, e)
 	if e.index == 0 {
@@ -425,9 +509,9 @@ func (s *Scheduler) drop(e *entry) {
 // (Deliver.Settle: settle-if-still-pending with the mailbox append). The
 // store decides against a cancel: if the cancel committed first, nothing
 // is written and nothing is mailed.
-func (s *Scheduler) settle(ctx context.Context, e *entry, w store.Watch, state store.State, typ store.MessageType, out store.Outcome, now time.Time, attempts int, note string) {
+func (s *Scheduler) settle(ctx context.Context, e *entry, w store.Watch, state store.State, typ store.MessageType, out store.Outcome, now time.Time, attempts int, note string, fault *store.Fault) {
 	settled, err := s.cfg.Deliver.Settle(ctx, e.id, store.Settlement{
-		State: state, Outcome: &out, SettledAt: now, Attempts: attempts, LastNote: note,
+		State: state, Outcome: &out, SettledAt: now, Attempts: attempts, LastNote: note, LastFault: fault,
 	}, store.Message{Kind: w.Kind, Type: typ, Outcome: out})
 	if errors.Is(err, store.ErrNotPending) {
 		s.drop(e)
@@ -436,7 +520,7 @@ func (s *Scheduler) settle(ctx context.Context, e *entry, w store.Watch, state s
 	if err != nil {
 		// Neither persisted nor mailed: try again at the next interval.
 		s.log.Error("persisting an outcome", "watch", e.id, "err", err)
-		s.rearm(e, now.Add(e.interval()), false)
+		s.rearm(e, now.Add(e.interval()), time.Time{})
 		return
 	}
 	s.drop(e)
@@ -448,7 +532,7 @@ func (s *Scheduler) settle(ctx context.Context, e *entry, w store.Watch, state s
 // pending: a cancel that committed first wins, and nothing is written or
 // mailed. The watch stays pending whatever the delivery's fate: only its
 // recipient's lifecycle ends it.
-func (s *Scheduler) carry(ctx context.Context, e *entry, w store.Watch, obs kind.Observation, now time.Time, attempts int, mail bool) {
+func (s *Scheduler) carry(ctx context.Context, e *entry, w store.Watch, obs kind.Observation, start, now time.Time, attempts int, mail bool) {
 	var change *store.Message
 	if mail {
 		change = &store.Message{Kind: w.Kind, Type: store.MessageChanged, Outcome: toOutcome(obs.Outcome)}
@@ -461,13 +545,18 @@ func (s *Scheduler) carry(ctx context.Context, e *entry, w store.Watch, obs kind
 		}
 		// Neither persisted nor mailed: look again at the next interval.
 		s.log.Error("persisting a baseline", "watch", e.id, "err", err)
+	} else if next := s.durableNext(e, start, now, obs.NextCheck); !next.Equal(w.NextCheck) {
+		// The baseline keeps the row's next check; a new one is written
+		// beside it.
+		if !s.record(ctx, e, store.Watch{Attempts: attempts, LastNote: obs.Note, NextCheck: w.NextCheck}, attempts, obs.Note, nil, next) {
+			return
+		}
 	}
 	s.mu.Lock()
 	live := s.byID[e.id] == e
 	if live {
-		e.attempts = int32(attempts)
-		e.faults = 0
-		s.arm(e, s.nextDue(e, now, obs.NextCheck))
+		e.setTries(attempts, 0)
+		s.arm(e, s.nextDue(e, now, obs.NextCheck), start)
 	}
 	s.mu.Unlock()
 	if live && mail && err == nil && !mailed {

@@ -1,0 +1,137 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/store"
+)
+
+// scriptedPlugins is fakePlugins whose observe answers what answer says.
+type scriptedPlugins struct {
+	fakePlugins
+	mu     sync.Mutex
+	answer func() (plugin.Observation, error)
+}
+
+func (p *scriptedPlugins) Observe(context.Context, abi.ObserveRequest) (plugin.Observation, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.answer()
+}
+
+func (p *scriptedPlugins) set(f func() (plugin.Observation, error)) {
+	p.mu.Lock()
+	p.answer = f
+	p.mu.Unlock()
+}
+
+// GET /api/v1/watches/{id} answers "why is this still pending?": the
+// probes so far and the last one's time from the scheduler's memory
+// (newer than the row, which is written only when what they saw changed),
+// the last answer's note and the last probe's fault, in the documented
+// schema.
+func TestAPIShowsWhatAPendingWatchHasSeen(t *testing.T) {
+	pl := &scriptedPlugins{}
+	pl.set(func() (plugin.Observation, error) {
+		return plugin.Observation{Status: abi.StatusPending, Note: "run 7 in progress"}, nil
+	})
+	st := apitest.NewStack(t, apitest.Config{Plugins: pl, Clock: fixedClock{t0}})
+	f := &fixture{app: New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: pl}, Options{})}
+	code, b := f.do(t, "POST", "/api/v1/watches", `{"kind":"ci","params":{},"recipient":{"id":"agent-1"}}`)
+	if code != 201 {
+		t.Fatalf("register: %d %s", code, b)
+	}
+	var w api.Watch
+	_ = json.Unmarshal(b, &w)
+	ctx := context.Background()
+	st.Scheduler.Tick(ctx, t0) // pending, with a note: written
+	pl.set(func() (plugin.Observation, error) {
+		ce := &kind.CallError{Kind: "ci", Export: "observe", Reason: kind.FaultTimeout, Err: errors.New("observe ran past 5s")}
+		return plugin.Observation{Status: abi.StatusPending, Note: "plugin fault: timeout: observe ran past 5s", Fault: ce}, nil
+	})
+	st.Scheduler.Tick(ctx, t0.Add(30*time.Second)) // a fault: written
+	last := t0.Add(90 * time.Second)               // backed off to twice the cadence
+	if n := st.Scheduler.Tick(ctx, last); n != 1 { // the same fault: not written
+		t.Fatalf("the third probe: %d probed", n)
+	}
+	if row, _ := st.Store.Get(ctx, mustID(t, w.ID)); row.Attempts != 2 {
+		t.Fatalf("the row holds %d attempts, want 2: the repeated fault was written", row.Attempts)
+	}
+
+	code, b = f.do(t, "GET", "/api/v1/watches/"+w.ID, "")
+	if code != 200 {
+		t.Fatalf("get: %d %s", code, b)
+	}
+	var got api.Watch
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.State != "pending" || got.Attempts != 3 || got.LastProbeAt == nil || !got.LastProbeAt.Equal(last) ||
+		got.LastNote != "run 7 in progress" || got.LastFault == nil || *got.LastFault != (api.Fault{Reason: "timeout", Message: "observe ran past 5s"}) {
+		t.Fatalf("pending watch: %s", b)
+	}
+	validateAgainst(t, "Watch", b)
+
+	// An answer ends the fault.
+	pl.set(func() (plugin.Observation, error) {
+		return plugin.Observation{Status: abi.StatusPending, Note: "run 7 in progress"}, nil
+	})
+	next, _ := st.Scheduler.NextWake()
+	st.Scheduler.Tick(ctx, next)
+	_, b = f.do(t, "GET", "/api/v1/watches/"+w.ID, "")
+	got = api.Watch{}
+	_ = json.Unmarshal(b, &got)
+	if got.Attempts != 4 || got.LastFault != nil || got.LastProbeAt == nil || !got.LastProbeAt.Equal(next) {
+		t.Fatalf("after an answer: %s", b)
+	}
+	validateAgainst(t, "Watch", b)
+}
+
+// validateAgainst checks body against a schema of api/openapi.yaml.
+func validateAgainst(t *testing.T, schema string, body []byte) {
+	t.Helper()
+	_, raw := openAPI(t)
+	jdoc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	if err := c.AddResource("file:///openapi.json", jdoc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("file:///openapi.json#/components/schemas/" + schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(v); err != nil {
+		t.Fatalf("%s does not match the %s schema: %v", body, schema, err)
+	}
+}
+
+func mustID(t *testing.T, s string) store.ID {
+	t.Helper()
+	id, err := store.ParseID(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
