@@ -40,8 +40,10 @@ type Config struct {
 	PluginCache string
 	PluginDir   string
 	Bundled     fs.FS
-	Fsync       bool
-	Workers     int
+	// Fsync acknowledges a store write only once it is fsynced (group
+	// commit): store.Options.SyncWrites. serve turns it on by default.
+	Fsync   bool
+	Workers int
 	// WebhookAllow are the ranges webhooks may reach although the guard
 	// refuses them by default.
 	WebhookAllow []netip.Prefix

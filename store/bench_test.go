@@ -6,8 +6,9 @@ package store
 //	go test -run XXX -bench . -benchmem ./store/
 //
 // BenchmarkCreate is registration's write: new pending rows, from 1
-// goroutine and from several, with Options.SyncWrites off (the default) and
-// on. BenchmarkGet is a probe's read. BenchmarkList is a restart's read of
+// goroutine and from several, with Options.SyncWrites off (sync=false), on
+// (sync=true: group commit) and on with SyncEachCommit (sync=each: badger's
+// own sync per commit). BenchmarkGet is a probe's read. BenchmarkList is a restart's read of
 // VIGIL_BENCH_LIST_ROWS pending rows (default 100000): the product's List,
 // and sketches of cheaper ways to read the same rows, to show where the
 // time goes (they are not product code).
@@ -92,10 +93,17 @@ func createRows(s *Badger, rows *benchRows, g, n int) ([]ID, error) {
 // BenchmarkCreate is Create of new pending rows; one op is one row, and
 // rows/s the throughput.
 func BenchmarkCreate(b *testing.B) {
-	for _, syncWrites := range []bool{false, true} {
+	for _, d := range []struct {
+		name string
+		opt  Options
+	}{
+		{"false", Options{}},
+		{"true", Options{SyncWrites: true}},
+		{"each", Options{SyncWrites: true, SyncEachCommit: true}},
+	} {
 		for _, g := range []int{1, 8, 64} {
-			b.Run(fmt.Sprintf("sync=%t/goroutines=%d", syncWrites, g), func(b *testing.B) {
-				s, err := Open(b.TempDir(), Options{SyncWrites: syncWrites})
+			b.Run(fmt.Sprintf("sync=%s/goroutines=%d", d.name, g), func(b *testing.B) {
+				s, err := Open(b.TempDir(), d.opt)
 				if err != nil {
 					b.Fatal(err)
 				}

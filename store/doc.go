@@ -62,20 +62,68 @@
 //     index and is checked on the decoded row. CountPending counts a
 //     recipient's pending watches from its index by key, decoding none.
 //
-// What survives what, with the options Open uses (SyncWrites off unless
-// Options.SyncWrites):
-//   - A process crash (kill -9) loses nothing that was committed: badger
-//     writes each commit to its write-ahead log (a memory-mapped file)
-//     before Commit returns, and the kernel keeps those pages after the
-//     process dies. "Register answered" therefore means "the row exists".
-//   - A power loss or kernel crash can lose the commits since the kernel
-//     last wrote those pages back (typically seconds). With
-//     Options.SyncWrites each commit is fsynced before it returns. Badger
-//     v4.9 syncs each commit of a batch on its own rather than once per
-//     batch, so even many concurrent writers reach only about 8,000 rows/s
-//     that way (docs/BENCHMARKS.md). The default favours registration
-//     speed; operators who need power-loss durability turn SyncWrites on
-//     and accept that rate.
+// What survives what. A write is acknowledged when the call that makes
+// it returns without error: Create and CreateIfRunning (a registration),
+// SettleAndMail and CarryAndMail (an outcome and its mail), AppendIfRunning,
+// the outbox's push records, AppendEvent (an observed record), the
+// recipient writes and the Work routes. All of them commit through one
+// path (update), so all of them get the guarantee Options chose:
+//   - Options.SyncWrites (vigil serve's default, --fsync): a write is
+//     acknowledged only once it is on stable storage. It survives a
+//     process crash (kill -9), a kernel crash and a power loss. After its
+//     transaction commits, the writer waits for a sync that started after
+//     its commit (group commit, below); a lone writer waits for one fsync.
+//     A sync that fails fails its writers and every later write (ErrSync):
+//     after a failed fsync the kernel may have dropped the pages, and a
+//     later fsync can succeed without them, so nothing more is promised
+//     until the store is reopened.
+//   - SyncWrites off (--fsync=false, fsync: false, VIGIL_FSYNC=false): a
+//     write is acknowledged once badger has written it to its write-ahead
+//     log, a memory-mapped file. It survives a process crash (kill -9, an
+//     out-of-memory kill, a panic): the kernel keeps those pages after the
+//     process dies. A kernel crash or a power loss can lose what the
+//     kernel had not yet written back, typically the last seconds of
+//     acknowledged writes, and a fired watch may then fire again.
+//   - SyncEachCommit (with SyncWrites): badger's own SyncWrites, one fsync
+//     per commit, shared by none; the same guarantee at a fraction of the
+//     rate, kept to be measured against (docs/BENCHMARKS.md).
+//
+// What a reader sees: a commit is visible to readers as soon as badger
+// has applied it, before its sync finishes. ReadMailbox waits, after its
+// read, for a sync that covers what it read (at once when nothing has been
+// committed since the last sync), so a mailbox reader never moves its
+// cursor past a message a power loss could undo. Other reads (a watch's
+// GET, a listing, AppendEvent's first look for a duplicate) may show, for
+// at most one sync, a write that a power loss in that window would undo;
+// its writer has not been answered yet. A kill -9 undoes nothing either
+// way.
+//
+// Group commit. badger v4.9.6 does not group synced commits: with its
+// SyncWrites each request of a write batch msyncs the log on its own. So
+// the store opens badger with SyncWrites off and syncs itself, leader and
+// followers: a writer that has committed joins the next sync round. If no
+// sync is running it leads the round, running the sync on its own
+// goroutine (a lone writer waits for its fsync and nothing else); writers
+// that commit while a sync runs join the next round, and one of them leads
+// it when the running sync ends. A round's sync starts after each of its
+// writers had committed, so it covers them all. There is no goroutine of
+// the store's own to stop: Close waits for the running sync, runs the
+// round still waiting, and refuses later ones (ErrClosed), so it never
+// hangs on a writer nor leaves one waiting. The sync is db.Sync (the
+// active write-ahead log and the value log), plus an fsync of any older
+// write-ahead log badger switched away from and has not yet flushed to a
+// table (db.Sync does not touch it), and of the directory when a log file
+// appeared. Mailbox and event appends hold their lock around the
+// transaction only, not around the wait, so they share syncs too.
+//
+// Rejected: a commit queue batching the waiting writers' changes into one
+// badger WriteBatch and one sync. It gives the same sharing of fsyncs but
+// gives up badger's per-transaction conflict detection, which the
+// conditional transitions rely on (settle only if pending, create only if
+// the recipient is running, a cancel and a settlement never both win):
+// writes in one batch would have to be checked against each other by
+// hand. Group sync keeps every transaction as it is and only moves the
+// wait.
 //
 // What it must never do: decide anything about scheduling or delivery.
 // Which transition to make, and when, is the scheduler's; whether and when

@@ -107,9 +107,7 @@ func (s *Badger) AppendEvent(ctx context.Context, e Event) (out Event, duplicate
 	case !errors.Is(err, errNotThere):
 		return Event{}, false, err
 	}
-	s.eventMu.Lock()
-	defer s.eventMu.Unlock()
-	err = s.update(ctx, func(txn *badger.Txn) error {
+	err = s.updateLocked(ctx, &s.eventMu, func(txn *badger.Txn) error {
 		prev, found, dup, err := sameEvent(txn, e)
 		if found || err != nil {
 			out, duplicate = prev, dup

@@ -86,11 +86,9 @@ type storedMessage struct {
 // the mailbox of a recipient that is running at that instant. It returns
 // the message with its Seq, and the recipient as read.
 func (s *Badger) AppendIfRunning(ctx context.Context, rid string, m Message) (Message, RecipientRecord, error) {
-	s.appendMu.Lock()
-	defer s.appendMu.Unlock()
 	var out Message
 	var rec RecipientRecord
-	err := s.update(ctx, func(txn *badger.Txn) error {
+	err := s.updateLocked(ctx, &s.appendMu, func(txn *badger.Txn) error {
 		var err error
 		rec, err = runningRecipient(txn, rid)
 		if err != nil {
@@ -160,7 +158,9 @@ func appendMessage(txn *badger.Txn, rid string, m Message) (Message, error) {
 
 // ReadMailbox returns up to limit messages of the recipient with Seq after
 // after, in order. A message this build cannot decode is skipped (held
-// aside), never an error for the others.
+// aside), never an error for the others. With SyncWrites it returns only
+// durable messages: a reader never takes a cursor past a message that a
+// power loss could undo.
 func (s *Badger) ReadMailbox(ctx context.Context, rid string, after uint64, limit int) ([]Message, error) {
 	var out []Message
 	err := s.db.View(func(txn *badger.Txn) error {
@@ -183,6 +183,9 @@ func (s *Badger) ReadMailbox(ctx context.Context, rid string, after uint64, limi
 		}
 		return nil
 	})
+	if err == nil && len(out) > 0 {
+		err = s.durableRead()
+	}
 	return out, err
 }
 

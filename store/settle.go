@@ -38,16 +38,23 @@ func (s *Badger) fail(at string) error {
 // st.State is fired, expired or unwatchable; st.Receipt is ignored. m's
 // WatchID is the row's id; its ID and At are the caller's.
 func (s *Badger) SettleAndMail(ctx context.Context, id ID, st Settlement, m Message) (Watch, Mailed, error) {
+	return s.SettleAndMailThen(ctx, id, st, m, nil)
+}
+
+// SettleAndMailThen is SettleAndMail that, when it succeeds and then is
+// not nil, calls then with what it mailed before returning: once the
+// commit is durable, and after the then of every earlier SettleAndMailThen
+// and CarryAndMailThen commit. Concurrent callers so learn of their mail in
+// mailbox order, holding no lock across the sync they share.
+func (s *Badger) SettleAndMailThen(ctx context.Context, id ID, st Settlement, m Message, then func(Mailed)) (Watch, Mailed, error) {
 	switch st.State {
 	case Fired, Expired, Unwatchable:
 	default:
 		return Watch{}, Mailed{}, fmt.Errorf("store: settle and mail as %q", st.State)
 	}
-	s.appendMu.Lock()
-	defer s.appendMu.Unlock()
 	var out Watch
 	var mailed Mailed
-	err := s.update(ctx, func(txn *badger.Txn) error {
+	err := s.updateInOrder(ctx, &s.appendMu, func(txn *badger.Txn) error {
 		mailed = Mailed{}
 		w, err := getRow(txn, id)
 		if err != nil {
@@ -85,12 +92,20 @@ func (s *Badger) SettleAndMail(ctx context.Context, id ID, st Settlement, m Mess
 		m.WatchID = id
 		mailed, err = mail(txn, rec, m, false)
 		return err
-	})
+	}, thenMailed(then, &mailed))
 	if err == nil {
 		s.noteRetained(RetainedSettled, *out.SettledAt)
 		s.noteMailed(mailed)
 	}
 	return out, mailed, err
+}
+
+// thenMailed is then(*mailed), or nil when then is.
+func thenMailed(then func(Mailed), mailed *Mailed) func() {
+	if then == nil {
+		return nil
+	}
+	return func() { then(*mailed) }
 }
 
 // CarryAndMail records a standing (or remembering) watch's new baseline
@@ -99,10 +114,14 @@ func (s *Badger) SettleAndMail(ctx context.Context, id ID, st Settlement, m Mess
 // (re-checked for liveness before it is sent). ErrNotPending, with nothing
 // written or mailed, if the row is no longer pending.
 func (s *Badger) CarryAndMail(ctx context.Context, id ID, baseline json.RawMessage, attempts int, note string, change *Message) (Mailed, error) {
-	s.appendMu.Lock()
-	defer s.appendMu.Unlock()
+	return s.CarryAndMailThen(ctx, id, baseline, attempts, note, change, nil)
+}
+
+// CarryAndMailThen is CarryAndMail with then called as SettleAndMailThen
+// calls it.
+func (s *Badger) CarryAndMailThen(ctx context.Context, id ID, baseline json.RawMessage, attempts int, note string, change *Message, then func(Mailed)) (Mailed, error) {
 	var mailed Mailed
-	err := s.update(ctx, func(txn *badger.Txn) error {
+	err := s.updateInOrder(ctx, &s.appendMu, func(txn *badger.Txn) error {
 		mailed = Mailed{}
 		w, err := getRow(txn, id)
 		if err != nil {
@@ -133,7 +152,7 @@ func (s *Badger) CarryAndMail(ctx context.Context, id ID, baseline json.RawMessa
 		m.WatchID = id
 		mailed, err = mail(txn, rec, m, true)
 		return err
-	})
+	}, thenMailed(then, &mailed))
 	if err == nil {
 		s.noteMailed(mailed)
 	}

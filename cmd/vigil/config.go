@@ -28,7 +28,7 @@ import (
 //	plugin_cache: ./vigil-data/plugin-cache
 //	plugins: ./plugins
 //	workers: 4
-//	fsync: false
+//	fsync: true
 //	webhook_allow: [127.0.0.0/8]
 //	recipient_max_refs: 1000
 //	recipient_max_pending: 10000
@@ -98,7 +98,8 @@ type token struct {
 }
 
 func defaultSettings() settings {
-	return settings{Listen: "127.0.0.1:7878", Data: "./vigil-data", Workers: scheduler.DefaultWorkers}
+	// fsync on: acknowledge only what is on stable storage (store/doc.go).
+	return settings{Listen: "127.0.0.1:7878", Data: "./vigil-data", Workers: scheduler.DefaultWorkers, Fsync: true}
 }
 
 // The largest bounds an operator may set per recipient: far above any

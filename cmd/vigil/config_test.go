@@ -28,15 +28,15 @@ func settingsFor(t *testing.T, args []string, env map[string]string, file string
 }
 
 func TestSettingsPrecedence(t *testing.T) {
-	file := "workers: 2\ndata: /from/file\nplugins: /plugins/file\nfsync: true\n"
+	file := "workers: 2\ndata: /from/file\nplugins: /plugins/file\nfsync: false\n"
 	env := map[string]string{"VIGIL_WORKERS": "3", "VIGIL_DATA": "/from/env"}
 
 	s, err := settingsFor(t, nil, nil, "")
-	if err != nil || s.Workers != 4 || s.Data != "./vigil-data" || s.Listen != "127.0.0.1:7878" || s.Fsync {
+	if err != nil || s.Workers != 4 || s.Data != "./vigil-data" || s.Listen != "127.0.0.1:7878" || !s.Fsync {
 		t.Fatalf("defaults: %+v %v", s, err)
 	}
 	s, err = settingsFor(t, nil, nil, file)
-	if err != nil || s.Workers != 2 || s.Data != "/from/file" || !s.Fsync {
+	if err != nil || s.Workers != 2 || s.Data != "/from/file" || s.Fsync {
 		t.Fatalf("file over defaults: %+v %v", s, err)
 	}
 	s, err = settingsFor(t, nil, env, file)
@@ -46,6 +46,33 @@ func TestSettingsPrecedence(t *testing.T) {
 	s, err = settingsFor(t, []string{"--workers", "5", "--fsync=false"}, env, file)
 	if err != nil || s.Workers != 5 || s.Data != "/from/env" || s.Fsync {
 		t.Fatalf("flags over env: %+v %v", s, err)
+	}
+}
+
+// fsync is on unless a flag, the environment or the file turns it off,
+// with the usual precedence.
+func TestFsyncIsOnByDefault(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		file string
+		want bool
+	}{
+		{"default", nil, nil, "", true},
+		{"file off", nil, nil, "fsync: false\n", false},
+		{"env off", nil, map[string]string{"VIGIL_FSYNC": "false"}, "", false},
+		{"flag off", []string{"--fsync=false"}, nil, "", false},
+		{"env on over file off", nil, map[string]string{"VIGIL_FSYNC": "true"}, "fsync: false\n", true},
+		{"flag on over env off", []string{"--fsync"}, map[string]string{"VIGIL_FSYNC": "false"}, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := settingsFor(t, tt.args, tt.env, tt.file)
+			if err != nil || s.Fsync != tt.want {
+				t.Fatalf("fsync %v (err %v), want %v", s.Fsync, err, tt.want)
+			}
+		})
 	}
 }
 

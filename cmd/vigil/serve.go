@@ -44,6 +44,15 @@ through. A recipient holds at most --recipient-max-refs refs and
 --recipient-max-pending pending watches; past them, a PUT or a
 registration is a 422 naming the setting.
 
+Durability (--fsync, on by default): a registration, a settlement and its
+mail, a mailbox append, an observed record or a recipient change is
+acknowledged only once it is fsynced, so it survives a power loss or a
+kernel crash as well as a kill -9; concurrent writes share one fsync.
+With --fsync=false (fsync: false, VIGIL_FSYNC=false) it is acknowledged
+once it is in the store's log in the page cache: it survives kill -9 and
+any crash of vigil itself, but a power loss or kernel crash can lose the
+last seconds of acknowledged writes.
+
 Plugins load from the bundled set and, with --plugins, from a directory of
 .wasm files and its registry.json. SIGHUP reloads the plugins and the
 config file's observe scopes; SIGINT and SIGTERM stop the host after
@@ -62,7 +71,7 @@ in-flight requests and probes finish.`,
 	cmd.Flags().String("data", d.Data, "data directory (store and plugin compilation cache)")
 	cmd.Flags().String("plugin-cache", "", "plugin compilation cache directory, shareable between hosts (default DATA/plugin-cache)")
 	cmd.Flags().String("plugins", "", "plugin directory: *.wasm and an optional registry.json")
-	cmd.Flags().Bool("fsync", false, "fsync every store commit (survives power loss; slower registration)")
+	cmd.Flags().Bool("fsync", d.Fsync, "acknowledge a write only once it is fsynced, concurrent writes sharing one fsync: survives power loss; --fsync=false survives kill -9 only")
 	cmd.Flags().Int("workers", d.Workers, "probe workers: a small fixed pool, never scaled with the watches; no kind or recipient holds more than workers-1 (at most 16)")
 	cmd.Flags().StringArray("webhook-allow", nil, "a CIDR webhooks may reach although it is loopback or private (repeatable)")
 	cmd.Flags().Int("recipient-max-refs", recipients.DefaultMaxRefs, "refs one recipient may hold")

@@ -68,10 +68,21 @@ type Delivery struct {
 	hub *hub
 	// mailMu is held across each mail-writing store call and the enqueue
 	// of the push it wrote, so the outbox learns of a recipient's pushes in
-	// mailbox order. The store serialises the same calls on its append
-	// lock, so this costs no concurrency.
+	// mailbox order, when the store is not an orderedMailer (which keeps
+	// that order itself without holding a lock across its syncs).
 	mailMu sync.Mutex
 }
+
+// orderedMailer is the optional side of a Store that calls back, in
+// mailbox order, once a mail-writing commit is durable (store.Badger's
+// SettleAndMailThen): concurrent settlements then share the store's syncs
+// instead of queueing on mailMu for one each.
+type orderedMailer interface {
+	SettleAndMailThen(ctx context.Context, id store.ID, st store.Settlement, m store.Message, then func(store.Mailed)) (store.Watch, store.Mailed, error)
+	CarryAndMailThen(ctx context.Context, id store.ID, baseline json.RawMessage, attempts int, note string, change *store.Message, then func(store.Mailed)) (store.Mailed, error)
+}
+
+var _ orderedMailer = (*store.Badger)(nil)
 
 // New builds a Delivery.
 func New(cfg Config) (*Delivery, error) {
@@ -107,6 +118,10 @@ func (d *Delivery) Settle(ctx context.Context, id store.ID, st store.Settlement,
 		return store.Watch{}, fmt.Errorf("delivery: message id: %w", err)
 	}
 	m.ID, m.At = mid, now
+	if om, ok := d.cfg.Store.(orderedMailer); ok {
+		w, _, err := om.SettleAndMailThen(ctx, id, st, m, d.mailed)
+		return w, err
+	}
 	d.mailMu.Lock()
 	defer d.mailMu.Unlock()
 	w, mailed, err := d.cfg.Store.SettleAndMail(ctx, id, st, m)
@@ -135,6 +150,14 @@ func (d *Delivery) Carry(ctx context.Context, id store.ID, baseline json.RawMess
 		m.ID, m.At = mid, now
 		change = &m
 	}
+	if om, ok := d.cfg.Store.(orderedMailer); ok {
+		mailed, err := om.CarryAndMailThen(ctx, id, baseline, attempts, note, change, func(m store.Mailed) {
+			if change != nil {
+				d.mailed(m)
+			}
+		})
+		return err == nil && change != nil && mailed.Message != nil, err
+	}
 	d.mailMu.Lock()
 	defer d.mailMu.Unlock()
 	mailed, err := d.cfg.Store.CarryAndMail(ctx, id, baseline, attempts, note, change)
@@ -149,7 +172,7 @@ func (d *Delivery) Carry(ctx context.Context, id store.ID, baseline json.RawMess
 }
 
 // mailed wakes the recipient's readers and hands the push to the outbox;
-// the caller holds mailMu.
+// the caller holds mailMu, or it is an orderedMailer's then.
 func (d *Delivery) mailed(m store.Mailed) {
 	if m.Message == nil {
 		d.cfg.Metrics.Delivery(store.ReceiptRejected, "mailbox")

@@ -1,9 +1,9 @@
 package httpapi
 
 // Benchmarks of the API on a real listener: the fiber server on
-// 127.0.0.1, a badger store in a temporary directory with the default
-// options (SyncWrites off: the durability the store documents), the
-// scheduler, delivery and recipients service as vigil serve builds them.
+// 127.0.0.1, a badger store in a temporary directory (SyncWrites off
+// unless a case says fsync=group or fsync=each), the scheduler, delivery
+// and recipients service as vigil serve builds them.
 // Run with
 //
 //	go test -run XXX -bench . -benchmem ./host/httpapi/
@@ -16,7 +16,10 @@ package httpapi
 // or the real runtime over the bundled timer plugin (plugins=wasm). With
 // loop=on the scheduler's loop runs as in the product, so each new watch
 // is also probed once at once (probes/s); with loop=off only the
-// registration path runs.
+// registration path runs. fsync is the store's durability: off
+// (--fsync=false), group (SyncWrites with group commit: serve's default)
+// or each (badger's own SyncWrites, one fsync per commit: the --fsync of
+// before group commit).
 //
 // BenchmarkRegisterWrk is the same through wrk(1), when it is on the PATH
 // (Debian: apt-get install wrk): one wrk thread, c connections, for
@@ -214,12 +217,17 @@ type wallClockBench struct{}
 
 func (wallClockBench) Now() time.Time { return time.Now() }
 
-// openBenchStore opens a store in dir with the default options; the
-// benchmark's cleanup closes it (after the servers over it have stopped,
-// when it is opened before them).
+// openBenchStore opens a store in dir with the default options (fsync
+// off); the benchmark's cleanup closes it (after the servers over it have
+// stopped, when it is opened before them).
 func openBenchStore(b *testing.B, dir string) *store.Badger {
 	b.Helper()
-	st, err := store.Open(dir, store.Options{})
+	return openBenchStoreWith(b, dir, store.Options{})
+}
+
+func openBenchStoreWith(b *testing.B, dir string, opt store.Options) *store.Badger {
+	b.Helper()
+	st, err := store.Open(dir, opt)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -273,28 +281,46 @@ func (r *registrations) post(client *http.Client, url string, i int) error {
 	return nil
 }
 
-// registerCases calls run for every plugin set × loop × connections case,
-// with the real runtime started once for all of them.
-func registerCases(b *testing.B, conns []int, run func(b *testing.B, pl benchPlugins, loop bool, c int)) {
+// durability is one way the store acknowledges a commit.
+type durability struct {
+	name string
+	opt  store.Options
+}
+
+// durabilities are the three: not synced, group commit, a sync per
+// commit.
+func durabilities() []durability {
+	return []durability{
+		{"off", store.Options{}},
+		{"group", store.Options{SyncWrites: true}},
+		{"each", store.Options{SyncWrites: true, SyncEachCommit: true}},
+	}
+}
+
+// registerCases calls run for every plugin set × loop × durability ×
+// connections case, with the real runtime started once for all of them.
+func registerCases(b *testing.B, conns []int, run func(b *testing.B, pl benchPlugins, loop bool, opt store.Options, c int)) {
 	var rt *wasmHost
 	for _, pls := range []string{"fake", "wasm"} {
 		for _, loop := range []bool{false, true} {
-			for _, c := range conns {
-				name := fmt.Sprintf("plugins=%s/loop=%s/conns=%d", pls, map[bool]string{false: "off", true: "on"}[loop], c)
-				b.Run(name, func(b *testing.B) {
-					var pl benchPlugins = timerFake{}
-					if pls == "wasm" {
-						if rt == nil {
-							h, err := wasmRuntime()
-							if err != nil {
-								b.Fatal(err)
+			for _, d := range durabilities() {
+				for _, c := range conns {
+					name := fmt.Sprintf("plugins=%s/loop=%s/fsync=%s/conns=%d", pls, map[bool]string{false: "off", true: "on"}[loop], d.name, c)
+					b.Run(name, func(b *testing.B) {
+						var pl benchPlugins = timerFake{}
+						if pls == "wasm" {
+							if rt == nil {
+								h, err := wasmRuntime()
+								if err != nil {
+									b.Fatal(err)
+								}
+								rt = &h
 							}
-							rt = &h
+							pl = *rt
 						}
-						pl = *rt
-					}
-					run(b, pl, loop, c)
-				})
+						run(b, pl, loop, d.opt, c)
+					})
+				}
 			}
 		}
 	}
@@ -307,8 +333,8 @@ func registerCases(b *testing.B, conns []int, run func(b *testing.B, pl benchPlu
 // the top of this file.
 func BenchmarkRegisterHTTP(b *testing.B) {
 	regs := newRegistrations()
-	registerCases(b, []int{8, 32, 64}, func(b *testing.B, pl benchPlugins, loop bool, c int) {
-		st := openBenchStore(b, b.TempDir())
+	registerCases(b, []int{1, 8, 64}, func(b *testing.B, pl benchPlugins, loop bool, opt store.Options, c int) {
+		st := openBenchStoreWith(b, b.TempDir(), opt)
 		srv := startServer(b, st, pl, serverOpts{loop: loop})
 		client := keepAlive(c)
 		defer client.CloseIdleConnections()
@@ -375,10 +401,10 @@ func BenchmarkRegisterWrk(b *testing.B) {
 	if err := os.WriteFile(script, []byte(fmt.Sprintf("at = %q\n", regs.at)+wrkScript), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	registerCases(b, []int{8, 32, 64}, func(b *testing.B, pl benchPlugins, loop bool, c int) {
+	registerCases(b, []int{8, 32, 64}, func(b *testing.B, pl benchPlugins, loop bool, opt store.Options, c int) {
 		var sum struct{ reqs, secs, p50, p99 float64 }
 		for range b.N {
-			st := openBenchStore(b, b.TempDir())
+			st := openBenchStoreWith(b, b.TempDir(), opt)
 			srv := startServer(b, st, pl, serverOpts{loop: loop})
 			probes0 := srv.probes.n.Load()
 			out, err := exec.Command(wrk, "-t1", "-c"+strconv.Itoa(c), "-d"+wrkDur, "-s", script, srv.url).CombinedOutput()

@@ -53,7 +53,8 @@ func NewStack(tb testing.TB, cfg Config) *Stack {
 		ids = seeded{rand.NewChaCha8([32]byte{7})}
 	}
 	c, err := core.New(context.Background(), core.Config{
-		StoreDir: tb.TempDir(), Kinds: cfg.Plugins, Clock: cfg.Clock, IDs: ids, Deliver: cfg.Deliver,
+		// fsync off, for speed: the store's tests cover the synced path.
+		StoreDir: tb.TempDir(), Store: store.Options{SyncWrites: false}, Kinds: cfg.Plugins, Clock: cfg.Clock, IDs: ids, Deliver: cfg.Deliver,
 	})
 	if err != nil {
 		tb.Fatal(err)
