@@ -209,7 +209,12 @@ func (h *harness) unanswered() {
 
 func (h *harness) register(ctx context.Context, rng *rand.Rand, epoch int) {
 	h.mu.Lock()
-	r := h.recips[rng.IntN(len(h.recips))]
+	// A third of the registrations go to the webhook's recipient, so
+	// there are pushes in flight to catch.
+	r := h.byRecip["hook"]
+	if rng.IntN(3) > 0 {
+		r = h.recips[rng.IntN(len(h.recips))]
+	}
 	certainRunning := r.running && !r.uncertain && !r.busy
 	h.mu.Unlock()
 	sent := time.Now()
