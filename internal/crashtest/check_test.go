@@ -15,9 +15,10 @@ import (
 // settled states a timer can end in, and whether a message goes with it.
 func mailed(state string) bool { return state == "fired" || state == "expired" }
 
-// judge says whether w, as read at now, is a state rec's history allows;
-// "" when it is.
-func (h *harness) judge(rec *watchRec, w api.Watch, now, readyAt time.Time) string {
+// judge says whether w is a state rec's history allows; "" when it is.
+// A timer due before overdue must have settled, unless a cancel or a pause
+// of its recipient went out (a pause cancels it).
+func (h *harness) judge(rec *watchRec, w api.Watch, overdue time.Time) string {
 	r := h.byRecip[rec.recipient]
 	paused := r.pausedSince(rec.sent)
 	switch w.State {
@@ -25,8 +26,8 @@ func (h *harness) judge(rec *watchRec, w api.Watch, now, readyAt time.Time) stri
 		if rec.cancelAcked {
 			return "pending after its cancel was answered 200"
 		}
-		if rec.at.Before(readyAt) && now.Sub(readyAt) > 2*h.b.fireBound && !paused && !rec.cancelSent {
-			return fmt.Sprintf("still pending %v after readiness; due %v before it", now.Sub(readyAt).Round(time.Millisecond), readyAt.Sub(rec.at).Round(time.Millisecond))
+		if rec.at.Before(overdue) && !paused && !r.uncertain && !rec.cancelSent {
+			return fmt.Sprintf("still pending, due %v before %v", overdue.Sub(rec.at).Round(time.Millisecond), overdue.Format(time.StampMilli))
 		}
 	case "fired":
 		if rec.cancelAcked {
@@ -111,9 +112,11 @@ func (h *harness) timeDowntimeFirings(t *testing.T, n int, killAt, readyAt time.
 // check runs after a restart, before the load resumes: the watches not yet
 // verified final (and a sample of those that are), every mailbox from the
 // verified cursor on, the webhook rules, and, when full, every Work.
-func (h *harness) check(t *testing.T, n int, full bool) {
+func (h *harness) check(t *testing.T, n int, readyAt time.Time, full bool) {
 	t.Helper()
-	now := time.Now()
+	// By the bound after readiness, every timer due before readiness has
+	// fired: wait that long, and none may be pending.
+	time.Sleep(time.Until(readyAt.Add(h.b.fireBound + 200*time.Millisecond)))
 	h.mu.Lock()
 	var todo []*watchRec
 	var final []*watchRec
@@ -129,7 +132,6 @@ func (h *harness) check(t *testing.T, n int, full bool) {
 	for range min(20, len(final)) {
 		todo = append(todo, final[rng.IntN(len(final))])
 	}
-	readyAt := now.Add(-h.readiness[len(h.readiness)-1]) // close enough: the checks run after it
 	got := map[string]api.Watch{}
 	for _, rec := range todo {
 		var w api.Watch
@@ -139,7 +141,7 @@ func (h *harness) check(t *testing.T, n int, full bool) {
 		}
 		got[rec.id] = w
 	}
-	h.judgeAll(t, n, got, now, readyAt)
+	h.judgeAll(t, n, got, readyAt)
 	h.checkMail(t, n)
 	h.checkPushes(n)
 	if full {
@@ -150,14 +152,14 @@ func (h *harness) check(t *testing.T, n int, full bool) {
 // judgeAll judges each read watch against its ledger entry and its mail.
 // The watches are read before the mailboxes, so a watch read settled has
 // its message in the mailbox read after it (they are one transaction).
-func (h *harness) judgeAll(t *testing.T, n int, got map[string]api.Watch, now, readyAt time.Time) {
+func (h *harness) judgeAll(t *testing.T, n int, got map[string]api.Watch, overdue time.Time) {
 	t.Helper()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for id, w := range got {
 		rec := h.watches[id]
 		rec.state = w.State
-		if why := h.judge(rec, w, now, readyAt); why != "" {
+		if why := h.judge(rec, w, overdue); why != "" {
 			h.problemLocked("STATE", "watch %s after restart %d: %s", id, n, why)
 			continue
 		}
@@ -436,8 +438,8 @@ func (h *harness) finish(t *testing.T) {
 	}
 	h.stateCounts = counts
 	h.mu.Unlock()
-	readyAt := now.Add(-time.Hour) // every timer is due by now: none may be pending
-	h.judgeAll(t, n, got, now, readyAt)
+	// Every timer has been due for seconds: none may be pending.
+	h.judgeAll(t, n, got, now.Add(-h.b.fireBound))
 	// Re-read every mailbox from 1 and compare it with the verified copy.
 	for _, r := range h.recips {
 		mc := h.mail[r.id]

@@ -136,7 +136,7 @@ func TestCrash(t *testing.T) {
 			}
 		} else {
 			h.timeDowntimeFirings(t, n, killAt, readyAt)
-			h.check(t, n, n%10 == 0)
+			h.check(t, n, readyAt, n%10 == 0)
 			if t.Failed() || h.failed() {
 				break
 			}

@@ -216,6 +216,7 @@ func (h *harness) register(ctx context.Context, rng *rand.Rand, epoch int) {
 		r = h.recips[rng.IntN(len(h.recips))]
 	}
 	certainRunning := r.running && !r.uncertain && !r.busy
+	puts := r.puts
 	h.mu.Unlock()
 	sent := time.Now()
 	at := sent.Add(time.Duration(200+rng.IntN(4800)) * time.Millisecond).UTC()
@@ -233,13 +234,20 @@ func (h *harness) register(ctx context.Context, rng *rand.Rand, epoch int) {
 		h.order = append(h.order, rec)
 		h.acks.regs++
 		h.mu.Unlock()
-	case status == http.StatusConflict && certainRunning:
+	case status == http.StatusConflict && certainRunning && h.samePuts(r, puts):
 		// Only a pause this ledger does not know about could refuse it.
 		h.problem("STATE", "registration for %s, running by every acknowledged PUT, refused: %d %s", r.id, status, body)
 	case status == http.StatusConflict:
 	default:
 		h.problem("API", "registration for %s: %d %s", r.id, status, body)
 	}
+}
+
+// samePuts reports whether no PUT of r went out since it had made puts.
+func (h *harness) samePuts(r *recipRec, puts int) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return r.puts == puts
 }
 
 func (h *harness) cancel(ctx context.Context, rng *rand.Rand) {
@@ -283,6 +291,7 @@ func (h *harness) flip(ctx context.Context, rng *rand.Rand) {
 		return
 	}
 	r.busy = true
+	r.puts++
 	running := !r.running
 	var pause *window
 	if !running {

@@ -33,6 +33,7 @@ type recipRec struct {
 	pausable bool
 
 	busy bool // a PUT is in flight: one at a time, so their order is known
+	puts int  // PUTs sent so far
 	// running is the last acknowledged status; uncertain is set while a
 	// PUT went out that was never answered (it may or may not have landed).
 	running   bool
