@@ -45,8 +45,8 @@ bench-smoke:
     bash .ci/bench-smoke
 
 # The crash harness, long: KILLS SIGKILLs of the real host under load,
-# each restart checked (docs/RELIABILITY.md); about 4 s a kill, so the
-# default 500 take about 35 min. `bash .ci/crash` is the CI budget.
+# each restart checked (docs/RELIABILITY.md); 4 to 6 s a kill, so the
+# default 500 take 35 to 50 min. `bash .ci/crash` is the CI budget.
 crash KILLS="500":
     VIGIL_CRASH_KILLS={{KILLS}} VIGIL_CRASH_WALL=3h go test -count=1 -timeout 4h -run '^TestCrash$' -v ./internal/crashtest/
 
