@@ -44,6 +44,12 @@ bench:
 bench-smoke:
     bash .ci/bench-smoke
 
+# The crash harness, long: KILLS SIGKILLs of the real host under load,
+# each restart checked (docs/RELIABILITY.md); 4 to 6 s a kill, so the
+# default 500 take 35 to 50 min. `bash .ci/crash` is the CI budget.
+crash KILLS="500":
+    VIGIL_CRASH_KILLS={{KILLS}} VIGIL_CRASH_WALL=3h go test -count=1 -timeout 4h -run '^TestCrash$' -v ./internal/crashtest/
+
 # Fuzz every parser of outside input, SECONDS each (every func Fuzz* in
 # the test files: .ci/fuzz finds them); FILTER narrows them by name.
 fuzz SECONDS="120" FILTER=".":
