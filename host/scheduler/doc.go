@@ -44,11 +44,12 @@
 //     never probed at once (it was due at registration); only a watch
 //     without a next check at a random point of its own interval, so a
 //     restart does not probe those in the same instant. The overdue are
-//     spread, oldest due first, over at most one second, or over what
-//     Config.OverdueRate needs when more are overdue than the workers are
-//     assumed to probe in a second: never over their whole interval. A
-//     timer due during the downtime fires within a second of the restart;
-//     one due after it fires on its instant, with no probe before.
+//     spread, oldest due first, at Config.OverdueRate a second (what the
+//     workers are assumed to probe): a few within milliseconds, fewer than
+//     the rate within a second, more over as long as the rate needs, and
+//     never over their whole interval. A timer due during the downtime
+//     fires within a second of the restart; one due after it fires on its
+//     instant, with no probe before.
 //   - A pushed kind (built into the host, e.g. observe.thread) is probed
 //     once at registration and then only when Poke names its subject, or
 //     at its deadline: the component that changes the subject wakes the

@@ -233,9 +233,9 @@ func (s *Scheduler) signal() {
 // row: at its durable next check when it has one; a watch never probed at
 // once (it was due when it was registered); any other at a random point
 // of its own interval; never past its deadline. The overdue (due before
-// now) are spread from now over one second, oldest due first, or over
-// longer when more are overdue than Config.OverdueRate a second. It
-// returns how many it armed.
+// now) are spread from now at Config.OverdueRate a second, oldest due
+// first: within a second when fewer than that are overdue. It returns how
+// many it armed.
 func (s *Scheduler) Prime(ctx context.Context) (int, error) {
 	now := s.cfg.Clock.Now()
 	pruned, err := s.cfg.Store.Prune(ctx, now.Add(-s.cfg.Retention))
@@ -298,19 +298,20 @@ func (s *Scheduler) recoveredDue(sc store.Schedule, deadline, now int64) int64 {
 	return due
 }
 
-// spread arms the overdue entries, oldest due first, evenly from now over
-// one second, or over as many seconds as Config.OverdueRate needs for
-// them: never all at the same instant, and never over their whole
-// interval. The caller holds mu.
+// spread arms the overdue entries, oldest due first, evenly from now at
+// Config.OverdueRate a second: within a second when there are fewer than
+// that, over as many seconds as the rate needs when there are more; never
+// all at the same instant, and never over their whole interval. The
+// caller holds mu.
 func (s *Scheduler) spread(overdue []*entry, now int64) {
 	if len(overdue) == 0 {
 		return
 	}
 	slices.SortFunc(overdue, func(a, b *entry) int { return cmp.Compare(a.due, b.due) })
-	window := time.Second
-	if rate := s.cfg.OverdueRate; len(overdue) > rate {
-		window = time.Duration(len(overdue)) * time.Second / time.Duration(rate)
-	}
+	// Paced at the workers' capacity: a few overdue watches are all
+	// probed within a few milliseconds, a million over as long as the
+	// workers need, and none of them waits out its interval.
+	window := time.Duration(len(overdue)) * time.Second / time.Duration(s.cfg.OverdueRate)
 	step := int64(window) / int64(len(overdue))
 	for i, e := range overdue {
 		e.due = now + int64(i)*step
