@@ -63,6 +63,8 @@ type Badger struct {
 	// floors says where each retained class's live records begin, as far
 	// as this process has pruned it (see retention.go).
 	floors floors
+	// pending caches each recipient's pending count (pendingcount.go).
+	pending *pendingCounts
 }
 
 var _ Store = (*Badger)(nil)
@@ -104,7 +106,7 @@ func Open(dir string, opt Options) (*Badger, error) {
 	if err != nil {
 		return nil, classifyOpenError(dir, err)
 	}
-	s := &Badger{db: db, floors: newFloors()}
+	s := &Badger{db: db, floors: newFloors(), pending: newPendingCounts()}
 	if opt.SyncWrites && !opt.SyncEachCommit {
 		var sy syncer = newBadgerSyncer(db, dir)
 		if opt.syncer != nil {
@@ -324,6 +326,9 @@ func (s *Badger) Create(ctx context.Context, w Watch) error {
 	if err == nil && w.State != Pending && w.SettledAt != nil {
 		s.noteRetained(RetainedSettled, *w.SettledAt)
 	}
+	if err == nil && w.State == Pending {
+		s.pending.add(w.Recipient.ID, 1)
+	}
 	return err
 }
 
@@ -383,6 +388,9 @@ func (s *Badger) transition(ctx context.Context, id ID, f func(w *Watch) error) 
 	})
 	if err == nil && from == Pending && out.State != Pending && out.SettledAt != nil {
 		s.noteRetained(RetainedSettled, *out.SettledAt)
+	}
+	if err == nil && from == Pending && out.State != Pending {
+		s.pending.add(out.Recipient.ID, -1)
 	}
 	return out, err
 }

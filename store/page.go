@@ -136,11 +136,24 @@ func readRow(txn *badger.Txn, id ID) (Watch, error) {
 }
 
 // CountPending counts a recipient's pending watches, stopping at upTo (a
-// count of upTo means "at least upTo"; upTo <= 0 counts them all). It
-// walks the recipient's index by key and asks the pending index about
-// each, decoding no row: the cost is the recipient's own rows, never the
-// store's.
+// count of upTo means "at least upTo"; upTo <= 0 counts them all). Away
+// from upTo it answers from the count the commits keep (pendingcount.go);
+// near it, and for a recipient not counted yet, it walks the recipient's
+// index by key and asks the pending index about each, decoding no row:
+// the cost is the recipient's own rows, never the store's.
 func (s *Badger) CountPending(ctx context.Context, recipient string, upTo int) (int, error) {
+	if c, ok := s.pending.get(recipient); ok && (upTo <= 0 || c < upTo-recountMargin(upTo)) {
+		return c, nil
+	}
+	n, err := s.countPending(ctx, recipient, upTo)
+	if err == nil {
+		s.pending.set(recipient, n)
+	}
+	return n, err
+}
+
+// countPending is CountPending's exact walk.
+func (s *Badger) countPending(ctx context.Context, recipient string, upTo int) (int, error) {
 	n := 0
 	err := s.db.View(func(txn *badger.Txn) error {
 		prefix, _ := indexPrefix(Filter{Recipient: recipient})

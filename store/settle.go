@@ -96,6 +96,7 @@ func (s *Badger) SettleAndMailThen(ctx context.Context, id ID, st Settlement, m 
 	if err == nil {
 		s.noteRetained(RetainedSettled, *out.SettledAt)
 		s.noteMailed(mailed)
+		s.pending.add(out.Recipient.ID, -1)
 	}
 	return out, mailed, err
 }
@@ -195,7 +196,7 @@ func (s *Badger) CreateIfRunning(ctx context.Context, w Watch) error {
 	if !w.State.Valid() || !w.Receipt.Valid() {
 		return fmt.Errorf("store: create: state %q receipt %q", w.State, w.Receipt)
 	}
-	return s.update(ctx, func(txn *badger.Txn) error {
+	err := s.update(ctx, func(txn *badger.Txn) error {
 		if _, err := runningRecipient(txn, w.Recipient.ID); err != nil {
 			return err
 		}
@@ -204,4 +205,8 @@ func (s *Badger) CreateIfRunning(ctx context.Context, w Watch) error {
 		}
 		return createRow(txn, w)
 	})
+	if err == nil && w.State == Pending {
+		s.pending.add(w.Recipient.ID, 1)
+	}
+	return err
 }
