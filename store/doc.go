@@ -88,6 +88,13 @@
 //     per commit, shared by none; the same guarantee at a fraction of the
 //     rate, kept to be measured against (docs/BENCHMARKS.md).
 //
+// Any other backend states its guarantee the same way, per setting. For
+// NATS JetStream (the cluster backend the design plans) the file store
+// syncs on an interval by default, so a single replica acknowledges before
+// the disk unless the server runs with sync_always; replicas (R3) are the
+// usual answer, surviving the loss of a node rather than a power cut of
+// all of them.
+//
 // What a reader sees: a commit is visible to readers as soon as badger
 // has applied it, before its sync finishes. ReadMailbox waits, after its
 // read, for a sync that covers what it read (at once when nothing has been
