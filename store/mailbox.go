@@ -192,41 +192,12 @@ func (s *Badger) ReadMailbox(ctx context.Context, rid string, after uint64, limi
 // pruneMessages deletes messages older than cutoff, in batches, with
 // their time index entries, decoding every message: Prune's backstop.
 func (s *Badger) pruneMessages(ctx context.Context, cutoff time.Time) (int, error) {
-	total := 0
-	for {
-		var victims [][]byte
-		err := s.db.View(func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: mailboxPfx, PrefetchValues: true})
-			defer it.Close()
-			for it.Rewind(); it.Valid() && len(victims) < 2*pruneBatch; it.Next() {
-				var sm storedMessage
-				if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &sm) }); err != nil || sm.V != rowVersion {
-					continue // held aside
-				}
-				if sm.At.Before(cutoff) {
-					rid, seq, _ := splitPushKey(it.Item().Key()[len(mailboxPfx):])
-					victims = append(victims, it.Item().KeyCopy(nil), messageAtKey(sm.At, rid, seq))
-				}
-			}
-			return nil
-		})
-		if err != nil || len(victims) == 0 {
-			return total, err
+	return s.pruneScan(ctx, mailboxPfx, func(key, v []byte) ([]byte, bool) {
+		var sm storedMessage
+		if err := json.Unmarshal(v, &sm); err != nil || sm.V != rowVersion || !sm.At.Before(cutoff) {
+			return nil, false // held aside, or kept
 		}
-		err = s.update(ctx, func(txn *badger.Txn) error {
-			for _, k := range victims {
-				if err := txn.Delete(k); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return total, err
-		}
-		total += len(victims) / 2
-		if len(victims) < 2*pruneBatch {
-			return total, nil
-		}
-	}
+		rid, seq, _ := splitPushKey(key[len(mailboxPfx):])
+		return messageAtKey(sm.At, rid, seq), true
+	})
 }

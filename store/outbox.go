@@ -305,31 +305,47 @@ func (s *Badger) DisableWebhook(ctx context.Context, rid, url, reason string, at
 // never pruned. It decodes every record: Prune's backstop for records
 // written before the index; PruneOldest keeps the class while running.
 func (s *Badger) PrunePushes(ctx context.Context, cutoff time.Time) (int, error) {
+	return s.pruneScan(ctx, pushPfx, func(_, v []byte) ([]byte, bool) {
+		var sp storedPush
+		if err := json.Unmarshal(v, &sp); err != nil || sp.V != rowVersion || !sp.State.Final() || !sp.UpdatedAt.Before(cutoff) {
+			return nil, false // held aside, live, or kept
+		}
+		return pushAtKey(sp.UpdatedAt, sp.Recipient, sp.Seq), true
+	})
+}
+
+// pruneScan is the backstop prune of the records under prefix: in
+// batches, each read in one view (deciding every record) and deleted in
+// one transaction, it deletes each record victim says to, with the index
+// key victim names beside it, and returns how many records it deleted.
+// victim gets the record's key and value; it must not keep them.
+func (s *Badger) pruneScan(ctx context.Context, prefix []byte, victim func(key, value []byte) (index []byte, ok bool)) (int, error) {
 	total := 0
 	for {
-		var victims [][]byte
+		var dels [][]byte
 		err := s.db.View(func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: pushPfx, PrefetchValues: true})
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true})
 			defer it.Close()
-			for it.Rewind(); it.Valid() && len(victims) < 2*pruneBatch; it.Next() {
+			for it.Rewind(); it.Valid() && len(dels) < 2*pruneBatch; it.Next() {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				var sp storedPush
-				if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &sp) }); err != nil || sp.V != rowVersion {
-					continue // held aside
+				var index []byte
+				var ok bool
+				if err := it.Item().Value(func(v []byte) error { index, ok = victim(it.Item().Key(), v); return nil }); err != nil {
+					return err
 				}
-				if sp.State.Final() && sp.UpdatedAt.Before(cutoff) {
-					victims = append(victims, it.Item().KeyCopy(nil), pushAtKey(sp.UpdatedAt, sp.Recipient, sp.Seq))
+				if ok {
+					dels = append(dels, it.Item().KeyCopy(nil), index)
 				}
 			}
 			return nil
 		})
-		if err != nil || len(victims) == 0 {
+		if err != nil || len(dels) == 0 {
 			return total, err
 		}
 		err = s.update(ctx, func(txn *badger.Txn) error {
-			for _, k := range victims {
+			for _, k := range dels {
 				if err := txn.Delete(k); err != nil {
 					return err
 				}
@@ -339,8 +355,8 @@ func (s *Badger) PrunePushes(ctx context.Context, cutoff time.Time) (int, error)
 		if err != nil {
 			return total, err
 		}
-		total += len(victims) / 2
-		if len(victims) < 2*pruneBatch {
+		total += len(dels) / 2
+		if len(dels) < 2*pruneBatch {
 			return total, nil
 		}
 	}
