@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/internal/fakeclock"
+
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
@@ -20,23 +22,6 @@ import (
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // noPlugins is a plugin runtime with no kinds: only the built-in one.
 type noPlugins struct{}
@@ -55,7 +40,7 @@ func (s seeded) Read(p []byte) (int, error) { return s.r.Read(p) }
 
 type rig struct {
 	t     *testing.T
-	clock *fakeClock
+	clock *fakeclock.Clock
 	stack *apitest.Stack
 	ob    *Observer
 }
@@ -70,7 +55,7 @@ func helpConfig(reporters ...string) Config {
 
 func newRig(t *testing.T, cfg Config, opts ...func(*Options)) *rig {
 	t.Helper()
-	clock := &fakeClock{now: t0}
+	clock := fakeclock.At(t0)
 	o := Options{Clock: clock, IDs: seeded{rand.NewChaCha8([32]byte{3})}, Principal: scheduler.ValidRecipientID}
 	for _, f := range opts {
 		f(&o)

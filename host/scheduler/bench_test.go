@@ -56,6 +56,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/internal/fakeclock"
+
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
@@ -875,7 +877,7 @@ func benchTick(b *testing.B, real bool, workers int) {
 	}
 	defer st.Close()
 	deliver := &recordingDeliverer{st: st}
-	s, err := New(Config{Store: st, Plugins: pl, Deliver: deliver, Clock: &fakeClock{now: pop.now}, Workers: workers})
+	s, err := New(Config{Store: st, Plugins: pl, Deliver: deliver, Clock: fakeclock.At(pop.now), Workers: workers})
 	if err != nil {
 		b.Fatal(err)
 	}

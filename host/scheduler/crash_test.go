@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/internal/fakeclock"
+
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/store"
@@ -44,7 +46,7 @@ func TestCrashChild(t *testing.T) {
 		kinds:   map[string]plugin.Info{"ci": {Kind: "ci", DefaultEvery: 30 * time.Second}},
 		observe: func(abi.ObserveRequest) (plugin.Observation, error) { return settled("success") },
 	}
-	s, err := New(Config{Store: st, Plugins: plugins, Deliver: killingDeliverer{}, Clock: &fakeClock{now: t0}})
+	s, err := New(Config{Store: st, Plugins: plugins, Deliver: killingDeliverer{}, Clock: fakeclock.At(t0)})
 	if err != nil {
 		t.Fatal(err)
 	}

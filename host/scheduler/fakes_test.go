@@ -9,30 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/internal/fakeclock"
+
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/store"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-
-// fakeClock is a clock tests move by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
 
 // fakePlugins stands in for the plugin runtime: kinds with scripted
 // answers. observe is called for every probe.
@@ -218,7 +202,7 @@ type harness struct {
 	counted *countingStore
 	plugins *fakePlugins
 	deliver *recordingDeliverer
-	clock   *fakeClock
+	clock   *fakeclock.Clock
 	s       *Scheduler
 }
 
@@ -236,7 +220,7 @@ func newHarness(t *testing.T) *harness {
 			observe: func(abi.ObserveRequest) (plugin.Observation, error) { return pending("not yet") },
 		},
 		deliver: &recordingDeliverer{},
-		clock:   &fakeClock{now: t0},
+		clock:   fakeclock.At(t0),
 	}
 	h.open()
 	return h

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/internal/fakeclock"
+
 	"github.com/vigilhq/vigil/host/upkeep"
 	"github.com/vigilhq/vigil/store"
 )
@@ -32,7 +34,7 @@ func BenchmarkPruneBacklog(b *testing.B) {
 			f.settled(t0.Add(-30*day + time.Duration(i)*time.Millisecond))
 		}
 		cs := &countingStore{Badger: f.st}
-		u, err := upkeep.New(upkeep.Config{Store: cs, Clock: &fakeClock{now: t0}, Classes: []upkeep.Class{
+		u, err := upkeep.New(upkeep.Config{Store: cs, Clock: fakeclock.At(t0), Classes: []upkeep.Class{
 			{Class: store.RetainedSettled, Retention: 7 * day}, {Class: store.RetainedMessages, Retention: 7 * day},
 		}})
 		if err != nil {

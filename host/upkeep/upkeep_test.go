@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/internal/fakeclock"
+
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/fetch"
@@ -23,23 +25,6 @@ import (
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 const day = 24 * time.Hour
-
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
 
 type seeded struct{ r *rand.ChaCha8 }
 
@@ -143,7 +128,7 @@ func TestArmedAtOldestPlusRetention(t *testing.T) {
 	f := newFixture(t)
 	old := f.settled(t0.Add(-3 * time.Hour))
 	young := f.settled(t0.Add(-time.Hour))
-	clock := &fakeClock{now: t0}
+	clock := fakeclock.At(t0)
 	u := newUpkeep(t, upkeep.Config{Store: f.st, Clock: clock, Classes: []upkeep.Class{
 		{Class: store.RetainedSettled, Retention: 2 * time.Hour},
 		{Class: store.RetainedMessages, Retention: 5 * time.Hour},
@@ -178,7 +163,7 @@ func TestNothingRetainedNoTimer(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	f.event(observe.Stream, "item", t0.Add(-30*day)) // observed items are no class of the upkeep
-	u := newUpkeep(t, upkeep.Config{Store: f.st, Clock: &fakeClock{now: t0}})
+	u := newUpkeep(t, upkeep.Config{Store: f.st, Clock: fakeclock.At(t0)})
 	f.st.OnRetained(u.Notify)
 	if err := u.Prime(ctx); err != nil {
 		t.Fatal(err)
@@ -237,7 +222,7 @@ func TestBatchesAreBounded(t *testing.T) {
 		ids = append(ids, f.settled(t0.Add(-10*day+time.Duration(i)*time.Second)))
 	}
 	cs := &countingStore{Badger: f.st}
-	u := newUpkeep(t, upkeep.Config{Store: cs, Clock: &fakeClock{now: t0}, Batch: batch, Classes: settledOnly(7 * day)})
+	u := newUpkeep(t, upkeep.Config{Store: cs, Clock: fakeclock.At(t0), Batch: batch, Classes: settledOnly(7 * day)})
 	if err := u.Prime(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +256,7 @@ func TestPrunedWhileRunning(t *testing.T) {
 	f := newFixture(t)
 	old := f.settled(t0.Add(-8 * day))
 	young := f.settled(t0.Add(-day))
-	clock := &fakeClock{now: t0}
+	clock := fakeclock.At(t0)
 	u := newUpkeep(t, upkeep.Config{Store: f.st, Clock: clock})
 	f.st.OnRetained(u.Notify)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -315,7 +300,7 @@ func TestObservedItemsSurvive(t *testing.T) {
 	f.event(observe.SkippedStream, "item-2", t0.Add(-30*day))
 	f.event(fetch.StreamFacts, "fact-1", t0.Add(-30*day))
 	f.event(fetch.StreamDeadLetters, "dead-1", t0.Add(-30*day))
-	u := newUpkeep(t, upkeep.Config{Store: f.st, Clock: &fakeClock{now: t0}})
+	u := newUpkeep(t, upkeep.Config{Store: f.st, Clock: fakeclock.At(t0)})
 	if err := u.Prime(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +333,7 @@ func TestObservedItemsSurvive(t *testing.T) {
 func TestStuckClassWaitsOneRetention(t *testing.T) {
 	ctx := context.Background()
 	st := &stuckStore{at: t0.Add(-10 * day)}
-	u := newUpkeep(t, upkeep.Config{Store: st, Clock: &fakeClock{now: t0}, Classes: settledOnly(7 * day)})
+	u := newUpkeep(t, upkeep.Config{Store: st, Clock: fakeclock.At(t0), Classes: settledOnly(7 * day)})
 	if err := u.Prime(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +357,7 @@ func (s *stuckStore) PruneOldest(context.Context, store.Retained, time.Time, int
 func TestStoreErrorRetried(t *testing.T) {
 	ctx := context.Background()
 	boom := errors.New("boom")
-	u := newUpkeep(t, upkeep.Config{Store: failingStore{boom}, Clock: &fakeClock{now: t0}, Classes: settledOnly(7 * day)})
+	u := newUpkeep(t, upkeep.Config{Store: failingStore{boom}, Clock: fakeclock.At(t0), Classes: settledOnly(7 * day)})
 	err := u.Prime(ctx)
 	var ue *upkeep.Error
 	if !errors.Is(err, boom) || !errors.As(err, &ue) || ue.Op != "oldest" || ue.Class != store.RetainedSettled {
@@ -416,7 +401,7 @@ func TestLargePruneDoesNotBlockProbing(t *testing.T) {
 	for i := range rows {
 		f.settled(t0.Add(-30*day + time.Duration(i)*time.Second))
 	}
-	clock := &fakeClock{now: t0}
+	clock := fakeclock.At(t0)
 	kinds := kind.NewRegistry()
 	if err := kinds.Register("test", nowKind{}); err != nil {
 		t.Fatal(err)
