@@ -15,16 +15,28 @@ func TestPendingCountFollowsTheCommits(t *testing.T) {
 	s := openTest(t, t.TempDir())
 	ids := newIDs()
 	recipients := []string{"agent-a", "agent-b"}
+	for _, r := range recipients { // running, so a settlement can mail
+		if _, err := s.EnsureRecipient(ctx, r, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var pending []Watch
 	rapid.Check(t, func(rt *rapid.T) {
 		for range rapid.IntRange(1, 40).Draw(rt, "ops") {
-			switch op := rapid.IntRange(0, 2).Draw(rt, "op"); {
+			switch op := rapid.IntRange(0, 3).Draw(rt, "op"); {
 			case op == 0 || len(pending) == 0:
 				w := pendingWatch(t, ids, rapid.SampledFrom(recipients).Draw(rt, "recipient"), t0)
 				if err := s.Create(ctx, w); err != nil {
 					rt.Fatal(err)
 				}
 				pending = append(pending, w)
+			case op == 3: // settled with its message, as the scheduler settles
+				i := rapid.IntRange(0, len(pending)-1).Draw(rt, "which")
+				out := Outcome{Result: "done"}
+				if _, _, err := s.SettleAndMail(ctx, pending[i].ID, Settlement{State: Fired, Outcome: &out, SettledAt: t0}, Message{Kind: "timer", Type: MessageFired, Outcome: out}); err != nil {
+					rt.Fatal(err)
+				}
+				pending = append(pending[:i], pending[i+1:]...)
 			default:
 				i := rapid.IntRange(0, len(pending)-1).Draw(rt, "which")
 				state := map[int]State{1: Fired, 2: Cancelled}[op]
