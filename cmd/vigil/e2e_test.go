@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vigilhq/vigil/internal/servetest"
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
@@ -40,11 +43,7 @@ func buildVigil(t *testing.T) string {
 		if built.err != nil {
 			return
 		}
-		built.bin = filepath.Join(built.dir, "vigil")
-		out, err := exec.Command(wasmbuild.Go(), "build", "-o", built.bin, ".").CombinedOutput()
-		if err != nil {
-			built.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		built.bin, built.err = servetest.Build(built.dir)
 	})
 	if built.err != nil {
 		t.Fatal(built.err)
@@ -68,12 +67,10 @@ func TestMain(m *testing.M) {
 
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := servetest.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
 	return addr
 }
 
@@ -269,32 +266,18 @@ func TestObserveRecipe(t *testing.T) {
 	}
 }
 
-// readyBound is how long a test waits for a started vigil serve to answer.
-// A first start compiles every bundled plugin; on a fresh machine whose
-// other cores are busy (a cold build cache, a parallel go test) that alone
-// has taken minutes, so the bound is generous: a server that is healthy
-// answers in well under a second from the shared compilation cache.
-const readyBound = 5 * time.Minute
-
 // waitHealthy returns once the server at base answers /healthz; the
-// process exiting first, or readyBound passing, fails the test, saying
-// what it waited for and what the server logged.
+// process exiting first, or servetest.ReadyBound passing, fails the test,
+// saying what it waited for and what the server logged.
 func waitHealthy(t *testing.T, s *server, base string) {
 	t.Helper()
-	start := time.Now()
-	for time.Since(start) < readyBound {
-		if resp, err := http.Get(base + "/healthz"); err == nil {
-			resp.Body.Close()
-			return
-		}
-		select {
-		case <-s.exited:
-			t.Fatalf("vigil serve exited before answering GET %s/healthz: %v\n%s", base, s.err, s.logs)
-		case <-time.After(50 * time.Millisecond):
-		}
+	_, err := servetest.WaitHealthy(base, s.exited, servetest.ReadyBound)
+	if errors.Is(err, servetest.ErrExited) {
+		t.Fatalf("%v (%s): %v\n%s", err, base, s.err, s.logs)
 	}
-	t.Fatalf("vigil serve did not answer GET %s/healthz within %v (a first start compiles the plugins into %s); its log:\n%s",
-		base, readyBound, wasmbuild.CacheDir(), s.logs)
+	if err != nil {
+		t.Fatalf("%v; its log:\n%s", err, s.logs)
+	}
 }
 
 // fencedBlockAfter returns the first ```lang block after heading.

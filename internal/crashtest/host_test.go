@@ -1,9 +1,8 @@
 package crashtest
 
 import (
+	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,13 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/internal/servetest"
+
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 )
-
-// readyBound is how long one start may take to answer /healthz. A warm
-// compilation cache makes a start well under two seconds; a cold one
-// compiles every bundled plugin first, on a machine other tests share.
-const readyBound = 3 * time.Minute
 
 // buildVigil builds cmd/vigil into dir, or returns VIGIL_CRASH_BIN when it
 // is set (a binary built elsewhere, such as a deliberately broken copy).
@@ -26,10 +22,9 @@ func buildVigil(t *testing.T, dir string) string {
 	if bin := os.Getenv("VIGIL_CRASH_BIN"); bin != "" {
 		return bin
 	}
-	bin := filepath.Join(dir, "vigil")
-	out, err := exec.Command(wasmbuild.Go(), "build", "-o", bin, "github.com/vigilhq/vigil/cmd/vigil").CombinedOutput()
+	bin, err := servetest.Build(dir)
 	if err != nil {
-		t.Fatalf("go build ./cmd/vigil: %v\n%s", err, out)
+		t.Fatal(err)
 	}
 	return bin
 }
@@ -37,12 +32,10 @@ func buildVigil(t *testing.T, dir string) string {
 // freeAddr is a loopback address nothing listens on at the moment.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := servetest.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
 	return addr
 }
 
@@ -99,24 +92,14 @@ func (h hostSpec) start(t *testing.T, n int) (*proc, time.Time) {
 	go func() { p.waitErr = cmd.Wait(); close(p.exited) }()
 	t.Cleanup(p.kill)
 
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(readyBound)
-	for time.Now().Before(deadline) {
-		if resp, err := client.Get(h.base() + "/healthz"); err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p, time.Now()
-			}
-		}
-		select {
-		case <-p.exited:
-			t.Fatalf("start %d: vigil serve exited before answering /healthz: %v\n%s", n, p.waitErr, tail(p.log))
-		case <-time.After(20 * time.Millisecond):
-		}
+	ready, err := servetest.WaitHealthy(h.base(), p.exited, servetest.ReadyBound)
+	if errors.Is(err, servetest.ErrExited) {
+		t.Fatalf("start %d: %v: %v\n%s", n, err, p.waitErr, tail(p.log))
 	}
-	t.Fatalf("start %d: vigil serve did not answer GET %s/healthz within %v (a first start compiles the plugins into %s)\n%s",
-		n, h.base(), readyBound, wasmbuild.CacheDir(), tail(p.log))
-	return nil, time.Time{}
+	if err != nil {
+		t.Fatalf("start %d: %v\n%s", n, err, tail(p.log))
+	}
+	return p, ready
 }
 
 // tail is the end of a log file, for a failure message.
