@@ -121,11 +121,11 @@ func operation(doc map[string]any, method, path string) (string, map[string]any)
 	return "", nil
 }
 
-// What the server answers is what the document says: a documented status,
-// a documented content type, a body that validates against the documented
-// schema, and for an error a code the operation lists for that status.
-func TestResponsesMatchOpenAPI(t *testing.T) {
-	doc, raw := openAPI(t)
+// openAPICompiler compiles schemas of api/openapi.yaml, as
+// file:///openapi.json#/components/schemas/NAME.
+func openAPICompiler(t *testing.T) *jsonschema.Compiler {
+	t.Helper()
+	_, raw := openAPI(t)
 	jdoc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		t.Fatal(err)
@@ -136,6 +136,15 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 	if err := c.AddResource("file:///openapi.json", jdoc); err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+// What the server answers is what the document says: a documented status,
+// a documented content type, a body that validates against the documented
+// schema, and for an error a code the operation lists for that status.
+func TestResponsesMatchOpenAPI(t *testing.T) {
+	doc, _ := openAPI(t)
+	c := openAPICompiler(t)
 	esc := strings.NewReplacer("~", "~0", "/", "~1")
 
 	f := newFixture(t)

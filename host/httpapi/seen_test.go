@@ -103,18 +103,7 @@ func TestAPIShowsWhatAPendingWatchHasSeen(t *testing.T) {
 // validateAgainst checks body against a schema of api/openapi.yaml.
 func validateAgainst(t *testing.T, schema string, body []byte) {
 	t.Helper()
-	_, raw := openAPI(t)
-	jdoc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	if err := c.AddResource("file:///openapi.json", jdoc); err != nil {
-		t.Fatal(err)
-	}
-	sch, err := c.Compile("file:///openapi.json#/components/schemas/" + schema)
+	sch, err := openAPICompiler(t).Compile("file:///openapi.json#/components/schemas/" + schema)
 	if err != nil {
 		t.Fatal(err)
 	}
