@@ -624,7 +624,7 @@ func (s *Badger) ForEach(ctx context.Context, f Filter, fn func(Watch) error) (i
 			if err != nil {
 				return err
 			}
-			if (f.State != "" && w.State != f.State) || (f.Kind != "" && w.Kind != f.Kind) {
+			if (f.State != "" && w.State != f.State) || (f.Kind != "" && w.Kind != f.Kind) || (f.RegisteredBy != "" && w.RegisteredBy != f.RegisteredBy) {
 				continue
 			}
 			if err := fn(w); err != nil {

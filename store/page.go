@@ -27,6 +27,9 @@ type Query struct {
 	// early, short or even empty, with Next set: a filter that matches
 	// few rows never makes one request walk the whole store.
 	Budget int
+	// Match, when set, keeps only the decoded rows it accepts (who may
+	// see a row, for one); like Kind, it is checked within the budget.
+	Match func(Watch) bool
 }
 
 // Page is one page of a listing.
@@ -44,8 +47,9 @@ type Page struct {
 // first. It walks the narrowest index the filter allows (the recipient's,
 // else the state's, else the rows) from q.After: a state filter on a
 // recipient's index is checked by key, without decoding the row, and only
-// rows that match every filter but the kind are decoded. Kind has no index
-// of its own; it is checked on the decoded row, within the page's budget.
+// rows that match every filter but the kind are decoded. Kind,
+// RegisteredBy and Match have no index; they are checked on the decoded
+// row, within the page's budget.
 func (s *Badger) ListPage(ctx context.Context, q Query) (Page, error) {
 	if q.Limit < 1 {
 		return Page{}, fmt.Errorf("store: list page: limit %d, want at least 1", q.Limit)
@@ -97,7 +101,8 @@ func (s *Badger) ListPage(ctx context.Context, q Query) (Page, error) {
 			case err != nil:
 				return err
 			}
-			if (q.Kind != "" && w.Kind != q.Kind) || (q.State != "" && w.State != q.State) {
+			if (q.Kind != "" && w.Kind != q.Kind) || (q.State != "" && w.State != q.State) ||
+				(q.RegisteredBy != "" && w.RegisteredBy != q.RegisteredBy) || (q.Match != nil && !q.Match(w)) {
 				continue
 			}
 			p.Watches = append(p.Watches, w)

@@ -51,6 +51,9 @@ type Filter struct {
 	Recipient string
 	State     State
 	Kind      string
+	// RegisteredBy keeps the rows that principal registered. Like Kind,
+	// it has no index; it is checked on the decoded row.
+	RegisteredBy string
 }
 
 // Store is the persistence the scheduler needs. Every method commits before

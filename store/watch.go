@@ -75,8 +75,13 @@ type Watch struct {
 	Kind      string          `json:"kind"`
 	Params    json.RawMessage `json:"params"`
 	Recipient Recipient       `json:"recipient"`
-	State     State           `json:"state"`
-	Receipt   Receipt         `json:"receipt"`
+	// RegisteredBy is the principal that registered the watch, when that
+	// is not the host itself (a standing watch the host reconciles has
+	// none). The watch belongs to its recipient; the registering
+	// principal may show and cancel it too.
+	RegisteredBy string  `json:"registered_by,omitempty"`
+	State        State   `json:"state"`
+	Receipt      Receipt `json:"receipt"`
 	// Every is the stored re-check cadence, never derived from other fields.
 	Every     Duration   `json:"every"`
 	Standing  bool       `json:"standing,omitempty"`

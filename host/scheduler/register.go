@@ -18,8 +18,11 @@ type Registration struct {
 	Kind      string
 	Params    json.RawMessage
 	Recipient store.Recipient
-	Every     *time.Duration
-	ExpiresAt *time.Time
+	// RegisteredBy is the principal registering the watch ("" for the
+	// host's own, such as the standing watches it reconciles).
+	RegisteredBy string
+	Every        *time.Duration
+	ExpiresAt    *time.Time
 }
 
 // Refusal codes of registration, beside the kinds' (api's table of codes).
@@ -152,7 +155,7 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 		params = adm.Params
 	}
 	w := store.Watch{
-		ID: id, Kind: r.Kind, Params: params, Recipient: r.Recipient,
+		ID: id, Kind: r.Kind, Params: params, Recipient: r.Recipient, RegisteredBy: r.RegisteredBy,
 		State: store.Pending, Receipt: store.ReceiptNone, Every: store.Duration(every),
 		Standing: info.Standing, CreatedAt: now, ExpiresAt: expires, Subject: adm.Subject,
 	}
