@@ -149,13 +149,16 @@ type Watch struct {
 	Kind      string          `json:"kind"`
 	Params    json.RawMessage `json:"params"`
 	Recipient RecipientRef    `json:"recipient"`
-	State     string          `json:"state"`
-	Receipt   string          `json:"receipt"`
-	Every     string          `json:"every"`
-	CreatedAt time.Time       `json:"created_at"`
-	ExpiresAt *time.Time      `json:"expires_at"`
-	SettledAt *time.Time      `json:"settled_at,omitempty"`
-	Outcome   *Outcome        `json:"outcome,omitempty"`
+	// RegisteredBy is the principal that registered the watch; absent
+	// for the host's own (standing watches it reconciles).
+	RegisteredBy string     `json:"registered_by,omitempty"`
+	State        string     `json:"state"`
+	Receipt      string     `json:"receipt"`
+	Every        string     `json:"every"`
+	CreatedAt    time.Time  `json:"created_at"`
+	ExpiresAt    *time.Time `json:"expires_at"`
+	SettledAt    *time.Time `json:"settled_at,omitempty"`
+	Outcome      *Outcome   `json:"outcome,omitempty"`
 	// Attempts is the probes so far.
 	Attempts int    `json:"attempts"`
 	LastNote string `json:"last_note,omitempty"`

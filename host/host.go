@@ -16,6 +16,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/vigilhq/vigil/host/authz"
 	"github.com/vigilhq/vigil/host/core"
 	"github.com/vigilhq/vigil/host/fetch"
 	"github.com/vigilhq/vigil/host/httpapi"
@@ -47,8 +48,9 @@ type Config struct {
 	// WebhookAllow are the ranges webhooks may reach although the guard
 	// refuses them by default.
 	WebhookAllow []netip.Prefix
-	// Tokens maps bearer tokens to principals; none: unauthenticated.
-	Tokens map[string]string
+	// Tokens are the bearer tokens and their principals' grants; none:
+	// unauthenticated, one local principal (authz.Local).
+	Tokens []authz.Token
 	// Secrets are the resolved secrets plugins' fetches may use, by name.
 	Secrets map[string]string
 	Fetch   FetchConfig
@@ -77,6 +79,8 @@ type Host struct {
 	Issuer   *fetch.Issuer
 	Upkeep   *upkeep.Upkeep
 	App      *fiber.App
+	// Auth holds the tokens and grants in force.
+	Auth *authz.Guard
 	// Pending is how many watches Prime armed.
 	Pending int
 
@@ -101,6 +105,13 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		return nil, errors.New("host: the data directory must not be empty")
 	}
 	h := &Host{log: log}
+	policy := authz.Local()
+	if len(cfg.Tokens) > 0 {
+		if policy, err = authz.Compile(cfg.Tokens); err != nil {
+			return nil, fmt.Errorf("tokens: %w", err)
+		}
+	}
+	h.Auth = authz.NewGuard(policy)
 	defer func() {
 		if err != nil {
 			_ = h.Close()
@@ -159,8 +170,8 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	h.base, h.stopStreams = context.WithCancel(context.Background())
 	h.App = httpapi.New(httpapi.Deps{
 		Scheduler: h.Core.Scheduler, Watches: st, Mailboxes: h.Core.Delivery, Recipients: h.Core.Recipients,
-		Plugins: h.Runtime, Logger: log, Base: h.base, DeadLetters: h.Issuer, Observe: h.Observer,
-	}, httpapi.Options{Tokens: cfg.Tokens, Metrics: h.Metrics.Handler()})
+		Plugins: h.Runtime, Logger: log, Base: h.base, DeadLetters: h.Issuer, Observe: h.Observer, Refusals: h.Metrics,
+	}, httpapi.Options{Auth: h.Auth, Metrics: h.Metrics.Handler()})
 	return h, nil
 }
 
@@ -197,15 +208,25 @@ func (h *Host) Run(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// Reload puts new observe scopes in force (nil keeps them) and reloads the
-// plugins: what SIGHUP does.
-func (h *Host) Reload(ctx context.Context, scopes map[string]observe.Scope) {
-	if scopes != nil {
-		if err := h.Observer.SetConfig(observe.Config{Scopes: scopes}); err != nil {
+// Reloaded is the part of the configuration a reload puts in force.
+type Reloaded struct {
+	Scopes map[string]observe.Scope
+	Tokens []authz.Token
+}
+
+// Reload puts next's scopes, tokens and grants in force (nil keeps the
+// configuration; a part that is invalid keeps its old self, logged) and
+// reloads the plugins: what SIGHUP does. A principal whose token is gone
+// or whose grant changed is revoked at once: its open streams and long
+// polls end.
+func (h *Host) Reload(ctx context.Context, next *Reloaded) {
+	if next != nil {
+		if err := h.Observer.SetConfig(observe.Config{Scopes: next.Scopes}); err != nil {
 			h.log.Error("config reload failed; keeping the scopes in force", "err", err)
 		} else {
-			h.log.Info("scopes reloaded", "scopes", len(scopes))
+			h.log.Info("scopes reloaded", "scopes", len(next.Scopes))
 		}
+		h.reloadTokens(next.Tokens)
 	}
 	rep, err := h.Runtime.Reload(ctx)
 	if err != nil {
@@ -213,6 +234,23 @@ func (h *Host) Reload(ctx context.Context, scopes map[string]observe.Scope) {
 		return
 	}
 	h.log.Info("plugins reloaded", "kinds", len(rep.Loaded), "problems", len(rep.Problems))
+}
+
+func (h *Host) reloadTokens(tokens []authz.Token) {
+	policy := authz.Local()
+	if len(tokens) > 0 {
+		var err error
+		if policy, err = authz.Compile(tokens); err != nil {
+			h.log.Error("config reload failed; keeping the tokens in force", "err", err)
+			return
+		}
+	}
+	revoked, err := h.Auth.Swap(policy)
+	if err != nil {
+		h.log.Error("config reload failed; keeping the tokens in force", "err", err)
+		return
+	}
+	h.log.Info("tokens reloaded", "principals", policy.Principals(), "revoked", revoked)
 }
 
 // Close releases what New built, in the reverse order: the plugin runtime,

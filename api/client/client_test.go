@@ -21,11 +21,13 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/api/client"
+	"github.com/vigilhq/vigil/host/authz"
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/httpapi"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/authztest"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -315,7 +317,7 @@ func TestBearerToken(t *testing.T) {
 // Against a server with tokens: the right one passes, and a wrong one is
 // the envelope's unauthorized.
 func TestBearerTokenOnTheServer(t *testing.T) {
-	o := httpapi.Options{Tokens: map[string]string{"s3cret-token-for-ci-bot": "ci-bot"}}
+	o := httpapi.Options{Auth: authztest.Guard(t, map[string]string{"s3cret-token-for-ci-bot": "ci-bot"}, authz.Admin)}
 	ctx := context.Background()
 	f := newFixtureWith(t, o, client.WithToken("s3cret-token-for-ci-bot"))
 	if _, err := f.c.ListPlugins(ctx); err != nil {

@@ -15,11 +15,13 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/authz"
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/httpapi"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/authztest"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -597,7 +599,7 @@ func TestPluginLsAndReload(t *testing.T) {
 // --server and --token default to VIGIL_SERVER and VIGIL_TOKEN; a server
 // that does not answer is named.
 func TestClientFlagsFromTheEnvironment(t *testing.T) {
-	f := newCLIFixture(t, httpapi.Options{Tokens: map[string]string{"s3cret-token-for-ci-bot": "ci-bot"}})
+	f := newCLIFixture(t, httpapi.Options{Auth: authztest.Guard(t, map[string]string{"s3cret-token-for-ci-bot": "ci-bot"}, authz.Admin)})
 	t.Setenv("VIGIL_SERVER", f.url)
 	t.Setenv("VIGIL_TOKEN", "s3cret-token-for-ci-bot")
 	ctx := context.Background()

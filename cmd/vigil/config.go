@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/authz"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
@@ -33,8 +34,17 @@ import (
 //	recipient_max_refs: 1000
 //	recipient_max_pending: 10000
 //	tokens:
-//	  - principal: ci-bot
+//	  - principal: agent-7            # acts for recipient agent-7 only
 //	    token: "a long random string"
+//	  - principal: orchestrator
+//	    token: "another long random string"
+//	    recipients: [orchestrator]    # the default: its own name
+//	    roles: [orchestrator]         # registers watches for others...
+//	    register_for: ["worker-*"]    # ...these ones
+//	    scopes: [support]             # lists, claims and completes its Work
+//	  - principal: ops
+//	    token: "a third long random string"
+//	    roles: [operator]             # reads everything; admin does everything
 //	fetch:
 //	  max_timeout: 120s
 //	  min_interval: 1s
@@ -89,12 +99,17 @@ type fetchSettings struct {
 	UserAgent    string        `yaml:"user_agent"`
 }
 
-// token maps a bearer token to the principal it authenticates. Tokens come
-// from the config file only: a flag or an environment variable would put
-// them in process listings and shell history.
+// token maps a bearer token to the principal it authenticates, and says
+// what that principal may do (host/authz, docs/authorization.md). Tokens
+// come from the config file only: a flag or an environment variable would
+// put them in process listings and shell history.
 type token struct {
-	Principal string `yaml:"principal"`
-	Token     string `yaml:"token"`
+	Principal   string       `yaml:"principal"`
+	Token       string       `yaml:"token"`
+	Recipients  []string     `yaml:"recipients"`
+	RegisterFor []string     `yaml:"register_for"`
+	Scopes      []string     `yaml:"scopes"`
+	Roles       []authz.Role `yaml:"roles"`
 }
 
 func defaultSettings() settings {
@@ -225,17 +240,10 @@ func (s settings) validate(sources map[string]string) error {
 	if s.MaxPending < 0 || s.MaxPending > maxPendingBound {
 		bad("recipient_max_pending", fmt.Errorf("%d: want 1 to %d (0 for the default, %d)", s.MaxPending, maxPendingBound, recipients.DefaultMaxPending))
 	}
-	seen := map[string]bool{}
-	for i, t := range s.Tokens {
-		switch {
-		case !scheduler.ValidRecipientID(t.Principal):
-			bad("tokens", fmt.Errorf("tokens[%d].principal %q: %s", i, t.Principal, scheduler.RecipientIDGrammar))
-		case len(t.Token) < 16:
-			bad("tokens", fmt.Errorf("tokens[%d] (principal %s): a token needs at least 16 characters", i, t.Principal))
-		case seen[t.Token]:
-			bad("tokens", fmt.Errorf("tokens[%d] (principal %s): the same token is given twice", i, t.Principal))
+	if len(s.Tokens) > 0 {
+		if _, err := authz.Compile(s.authTokens()); err != nil {
+			bad("tokens", err)
 		}
-		seen[t.Token] = true
 	}
 	switch f := s.Fetch; {
 	case f.MaxTimeout < 0 || f.MaxTimeout > 10*time.Minute:
@@ -311,13 +319,16 @@ func (s settings) allowPrefixes() []netip.Prefix {
 	return out
 }
 
-func (s settings) tokenMap() map[string]string {
+// authTokens is the tokens and grants as host/authz takes them.
+func (s settings) authTokens() []authz.Token {
 	if len(s.Tokens) == 0 {
 		return nil
 	}
-	m := make(map[string]string, len(s.Tokens))
+	out := make([]authz.Token, 0, len(s.Tokens))
 	for _, t := range s.Tokens {
-		m[t.Token] = t.Principal
+		out = append(out, authz.Token{Principal: t.Principal, Token: t.Token, Grant: authz.Grant{
+			Recipients: t.Recipients, RegisterFor: t.RegisterFor, Scopes: t.Scopes, Roles: t.Roles,
+		}})
 	}
-	return m
+	return out
 }

@@ -5,8 +5,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vigilhq/vigil/host/authz"
 )
 
 // settingsFor parses serve's flags from args and resolves the settings
@@ -96,6 +99,11 @@ func TestInvalidSettingsNameTheKey(t *testing.T) {
 		{"short token", nil, nil, "tokens: [{principal: ci, token: short}]\n", "tokens", "vigil.yaml"},
 		{"bad principal", nil, nil, "tokens: [{principal: 'a b', token: 0123456789abcdef}]\n", "tokens", "vigil.yaml"},
 		{"token twice", nil, nil, "tokens: [{principal: a, token: 0123456789abcdef}, {principal: b, token: 0123456789abcdef}]\n", "tokens", "vigil.yaml"},
+		{"unknown role", nil, nil, "tokens: [{principal: a, token: 0123456789abcdef, roles: [boss]}]\n", "tokens", "vigil.yaml"},
+		{"bad recipient pattern", nil, nil, "tokens: [{principal: a, token: 0123456789abcdef, recipients: ['team/*']}]\n", "tokens", "vigil.yaml"},
+		{"register_for without the role", nil, nil, "tokens: [{principal: a, token: 0123456789abcdef, register_for: ['w-*']}]\n", "tokens", "vigil.yaml"},
+		{"bad scope pattern", nil, nil, "tokens: [{principal: a, token: 0123456789abcdef, scopes: [Support]}]\n", "tokens", "vigil.yaml"},
+		{"token unknown key", nil, nil, "tokens: [{principal: a, token: 0123456789abcdef, role: admin}]\n", "role", "vigil.yaml"},
 		{"open listen without tokens", []string{"--listen", "0.0.0.0:7878"}, nil, "", "listen", "--listen"},
 		{"fetch timeout", nil, nil, "fetch: {max_timeout: 1h}\n", "fetch", "vigil.yaml"},
 		{"fetch unknown key", nil, nil, "fetch: {max_timeot: 1s}\n", "max_timeot", "vigil.yaml"},
@@ -171,8 +179,27 @@ func TestRecipientBoundsSettings(t *testing.T) {
 
 func TestTokensOpenTheListenAddress(t *testing.T) {
 	s, err := settingsFor(t, []string{"--listen", "0.0.0.0:7878"}, nil, "tokens:\n  - principal: ci-bot\n    token: 0123456789abcdef0123\n")
-	if err != nil || s.tokenMap()["0123456789abcdef0123"] != "ci-bot" {
+	if ts := s.authTokens(); err != nil || len(ts) != 1 || ts[0].Principal != "ci-bot" || ts[0].Token != "0123456789abcdef0123" {
 		t.Fatalf("%+v %v", s, err)
+	}
+}
+
+// A grant the config gets wrong is named down to its entry and field, and
+// a good one reaches host/authz whole.
+func TestGrantSettings(t *testing.T) {
+	file := "tokens:\n  - principal: orch\n    token: 0123456789abcdef0123\n    recipients: [orch, 'team-*']\n    roles: [orchestrator, operator]\n    register_for: ['worker-*']\n    scopes: [support]\n"
+	s, err := settingsFor(t, nil, nil, file)
+	ts := s.authTokens()
+	if err != nil || len(ts) != 1 {
+		t.Fatalf("%v %+v", err, ts)
+	}
+	g := ts[0].Grant
+	if !slices.Equal(g.Recipients, []string{"orch", "team-*"}) || !slices.Equal(g.RegisterFor, []string{"worker-*"}) || !slices.Equal(g.Scopes, []string{"support"}) || !slices.Equal(g.Roles, []authz.Role{authz.Orchestrator, authz.Operator}) {
+		t.Fatalf("grant %+v", g)
+	}
+	_, err = settingsFor(t, nil, nil, "tokens: [{principal: a, token: 0123456789abcdef}, {principal: b, token: 0123456789abcdeX, roles: [operator, boss]}]\n")
+	if err == nil || !strings.Contains(err.Error(), "tokens[1].roles[1]") || !strings.Contains(err.Error(), "boss") || strings.Contains(err.Error(), "0123456789abcdeX") {
+		t.Fatalf("want the entry named and the token kept out: %v", err)
 	}
 }
 

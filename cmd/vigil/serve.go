@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vigilhq/vigil/host"
-	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/plugins"
 )
@@ -55,7 +54,8 @@ last seconds of acknowledged writes.
 
 Plugins load from the bundled set and, with --plugins, from a directory of
 .wasm files and its registry.json. SIGHUP reloads the plugins and the
-config file's observe scopes; SIGINT and SIGTERM stop the host after
+config file's observe scopes, tokens and grants (a revoked token stops
+working at once, and its open streams and long polls end); SIGINT and SIGTERM stop the host after
 in-flight requests and probes finish.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -80,8 +80,8 @@ in-flight requests and probes finish.`,
 }
 
 // serve runs the host. reload, when not nil, re-reads the settings on
-// SIGHUP; only the observe scopes take effect without a restart, and the
-// plugins are reloaded.
+// SIGHUP; only the observe scopes, the tokens and the grants take effect
+// without a restart, and the plugins are reloaded.
 func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (settings, error)) error {
 	log := newLogger(stderr)
 	secrets, err := f.resolveSecrets(os.Getenv)
@@ -90,7 +90,7 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 	}
 	h, err := host.New(ctx, host.Config{
 		Data: f.Data, PluginCache: f.pluginCache(), PluginDir: f.Plugins, Bundled: plugins.Bundled(),
-		Fsync: f.Fsync, Workers: f.Workers, WebhookAllow: f.allowPrefixes(), Tokens: f.tokenMap(), Secrets: secrets,
+		Fsync: f.Fsync, Workers: f.Workers, WebhookAllow: f.allowPrefixes(), Tokens: f.authTokens(), Secrets: secrets,
 		Fetch: host.FetchConfig{
 			MaxTimeout: f.Fetch.MaxTimeout, MinInterval: f.Fetch.MinInterval, MaxBodyBytes: f.Fetch.MaxBodyBytes, UserAgent: f.Fetch.UserAgent,
 		},
@@ -123,15 +123,15 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 			case <-runCtx.Done():
 				return
 			case <-hup:
-				var scopes map[string]observe.Scope
+				var next *host.Reloaded
 				if reload != nil {
-					if next, err := reload(); err != nil {
-						log.Error("config reload failed; keeping the scopes in force", "err", err)
+					if f, err := reload(); err != nil {
+						log.Error("config reload failed; keeping the scopes, tokens and grants in force", "err", err)
 					} else {
-						scopes = next.Scopes
+						next = &host.Reloaded{Scopes: f.Scopes, Tokens: f.authTokens()}
 					}
 				}
-				h.Reload(runCtx, scopes)
+				h.Reload(runCtx, next)
 			}
 		}
 	}()

@@ -15,7 +15,7 @@ func toOutcome(o store.Outcome) api.Outcome {
 
 func toWatch(w store.Watch) api.Watch {
 	out := api.Watch{
-		ID: w.ID.String(), Kind: w.Kind, Params: w.Params, Recipient: api.RecipientRef{ID: w.Recipient.ID},
+		ID: w.ID.String(), Kind: w.Kind, Params: w.Params, Recipient: api.RecipientRef{ID: w.Recipient.ID}, RegisteredBy: w.RegisteredBy,
 		State: string(w.State), Receipt: string(w.Receipt), Every: time.Duration(w.Every).String(),
 		CreatedAt: w.CreatedAt, ExpiresAt: w.ExpiresAt, SettledAt: w.SettledAt, Attempts: w.Attempts, LastNote: w.LastNote,
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/authz"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/store"
@@ -66,6 +67,9 @@ func (s *server) listWork(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if err := s.allow(c, authz.Action{Verb: authz.ReadScope, Scope: scope}); err != nil {
+		return err
+	}
 	st := store.WorkState(c.Query("state"))
 	if st != "" && !st.Valid() {
 		return &api.Error{Code: api.CodeInvalidField, Field: "state", Message: "want open or completed"}
@@ -81,12 +85,28 @@ func (s *server) listWork(c *fiber.Ctx) error {
 	return c.JSON(out)
 }
 
-func (s *server) getWork(c *fiber.Ctx) error {
-	id, err := parseID(c, "work item")
+// workFor reads the Work item the route's :id names, as the principal may
+// see it: an unknown id, a malformed one and one it may not see all answer
+// the same 404.
+func (s *server) workFor(c *fiber.Ctx) (store.Work, []store.WorkInput, error) {
+	v, _ := param(c, "id")
+	notFound := &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no work item %q", v)}
+	id, err := store.ParseID(v)
 	if err != nil {
-		return err
+		return store.Work{}, nil, notFound
 	}
 	w, in, err := s.d.Observe.GetWork(c.UserContext(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return w, nil, notFound
+	}
+	if err != nil {
+		return w, nil, err
+	}
+	return w, in, s.visible(c, authz.Action{Verb: authz.SeeWork, Scope: w.Scope, Recipient: w.ClaimedBy, ID: w.ID.String()}, notFound)
+}
+
+func (s *server) getWork(c *fiber.Ctx) error {
+	w, in, err := s.workFor(c)
 	if err != nil {
 		return err
 	}
@@ -94,7 +114,7 @@ func (s *server) getWork(c *fiber.Ctx) error {
 }
 
 func (s *server) claimWork(c *fiber.Ctx) error {
-	id, err := parseID(c, "work item")
+	w, _, err := s.workFor(c)
 	if err != nil {
 		return err
 	}
@@ -105,19 +125,34 @@ func (s *server) claimWork(c *fiber.Ctx) error {
 	if !scheduler.ValidRecipientID(req.Recipient.ID) {
 		return &api.Error{Code: api.CodeInvalidRecipient, Field: "recipient.id", Message: scheduler.RecipientIDGrammar}
 	}
-	w, in, err := s.d.Observe.ClaimWork(c.UserContext(), id, req.Recipient.ID)
+	if err := s.allow(c, authz.Action{Verb: authz.WorkScope, Scope: w.Scope}); err != nil {
+		return err
+	}
+	if err := s.allow(c, authz.Action{Verb: authz.ActFor, Recipient: req.Recipient.ID}); err != nil {
+		return err
+	}
+	w, in, err := s.d.Observe.ClaimWork(c.UserContext(), w.ID, req.Recipient.ID)
 	if err != nil {
 		return err
 	}
 	return c.JSON(toWork(w, in))
 }
 
+// completeWork completes a Work item: one claimed, by a principal that
+// acts for its claimer; one not claimed, by one that works its scope.
 func (s *server) completeWork(c *fiber.Ctx) error {
-	id, err := parseID(c, "work item")
+	w, _, err := s.workFor(c)
 	if err != nil {
 		return err
 	}
-	w, err := s.d.Observe.CompleteWork(c.UserContext(), id)
+	need := authz.Action{Verb: authz.WorkScope, Scope: w.Scope}
+	if w.ClaimedBy != "" {
+		need = authz.Action{Verb: authz.ActFor, Recipient: w.ClaimedBy}
+	}
+	if err := s.allow(c, need); err != nil {
+		return err
+	}
+	w, err = s.d.Observe.CompleteWork(c.UserContext(), w.ID)
 	if err != nil {
 		return err
 	}

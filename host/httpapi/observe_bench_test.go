@@ -55,12 +55,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/host/authz"
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/authztest"
 	"github.com/vigilhq/vigil/internal/benchtest"
 	"github.com/vigilhq/vigil/store"
 )
@@ -137,7 +139,7 @@ func startObserveServer(b *testing.B, o observeServerOpts) *observeServer {
 	base, wake := context.WithCancel(context.Background())
 	recips := recipients.New(st, sched, kinds, wallClockBench{}, nil)
 	app := New(Deps{Scheduler: sched, Watches: st, Mailboxes: del, Recipients: recips, Plugins: timerFake{}, Observe: ob, Base: base},
-		Options{Tokens: tokens})
+		Options{Auth: benchGuard(b, tokens)})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -445,4 +447,12 @@ func startWakeLoad(b *testing.B, srv *observeServer, rate int) func() (int, floa
 	}
 	b.Cleanup(func() { halt() })
 	return halt
+}
+
+// benchGuard is the policy of tokens, or the local one without any.
+func benchGuard(b *testing.B, tokens map[string]string) *authz.Guard {
+	if len(tokens) == 0 {
+		return nil
+	}
+	return authztest.Guard(b, tokens)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"mime"
@@ -22,6 +23,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/authz"
+	"github.com/vigilhq/vigil/internal/authztest"
 )
 
 // servedLater is documented in api/openapi.yaml before the route that
@@ -58,12 +61,16 @@ func obj(v any) map[string]any {
 // and with tokens when some are given.
 func fullApp(t *testing.T, f *fixture, tokens map[string]string) *fiber.App {
 	t.Helper()
+	var guard *authz.Guard
+	if len(tokens) > 0 {
+		guard = authztest.Guard(t, tokens, authz.Admin)
+	}
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		_, _ = io.WriteString(w, "# vigil\n")
 	})
 	return New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins{}, DeadLetters: fakeDeadLetters{}, Observe: f.ob},
-		Options{Tokens: tokens, Metrics: metrics, BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
+		Options{Auth: guard, Metrics: metrics, BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
 }
 
 var fiberParam = regexp.MustCompile(`:([A-Za-z0-9_]+)`)
@@ -145,7 +152,6 @@ func openAPICompiler(t *testing.T) *jsonschema.Compiler {
 func TestResponsesMatchOpenAPI(t *testing.T) {
 	doc, _ := openAPI(t)
 	c := openAPICompiler(t)
-	esc := strings.NewReplacer("~", "~0", "/", "~1")
 
 	f := newFixture(t)
 	open, locked := fullApp(t, f, nil), fullApp(t, f, map[string]string{"a-token-for-the-openapi-test": "tester"})
@@ -274,60 +280,69 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 			}
 		}
 
-		tmpl, op := operation(doc, s.method, strings.Split(path, "?")[0])
-		if op == nil {
-			t.Errorf("%s: no documented operation", where)
-			continue
-		}
-		status := strconv.Itoa(resp.StatusCode)
-		docResp := obj(obj(op["responses"])[status])
-		ptr := "#/paths/" + esc.Replace(tmpl) + "/" + strings.ToLower(s.method) + "/responses/" + status
-		if ref, ok := docResp["$ref"].(string); ok {
-			ptr = ref
-			name := strings.TrimPrefix(ref, "#/components/responses/")
-			docResp = obj(obj(obj(doc["components"])["responses"])[name])
-		}
-		if docResp == nil {
-			t.Errorf("%s: answered %d, which the document does not list for %s %s: %s", where, resp.StatusCode, s.method, tmpl, b)
-			continue
-		}
-		content := obj(docResp["content"])
-		if len(content) == 0 {
-			if len(b) != 0 {
-				t.Errorf("%s: %d is documented without a body, got %q", where, resp.StatusCode, b)
-			}
-			continue
-		}
-		mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-		if _, ok := content[mt]; !ok {
-			t.Errorf("%s: content type %q, documented %v", where, resp.Header.Get("Content-Type"), slices.Sorted(maps.Keys(content)))
-			continue
-		}
-		if mt != "application/json" {
-			continue
-		}
-		sch, err := c.Compile("file:///openapi.json" + ptr + "/content/application~1json/schema")
-		if err != nil {
-			t.Fatalf("%s: %v", where, err)
-		}
-		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-		if err != nil {
-			t.Errorf("%s: not JSON: %s", where, b)
-			continue
-		}
-		if err := sch.Validate(inst); err != nil {
-			t.Errorf("%s: %d body does not match the document: %s\n%v", where, resp.StatusCode, b, err)
-		}
-		if resp.StatusCode >= 400 {
-			var env api.ErrorEnvelope
-			_ = json.Unmarshal(b, &env)
-			codes, _ := obj(op["x-error-codes"])[status].([]any)
-			if !slices.Contains(codes, any(env.Error.Code)) {
-				t.Errorf("%s: answered %d %s, which x-error-codes does not list for %s %s (%v)", where, resp.StatusCode, env.Error.Code, s.method, tmpl, codes)
-			}
+		if msg := conforms(doc, c, s.method, path, resp, b); msg != "" {
+			t.Errorf("%s: %s", where, msg)
 		}
 	}
 	if watchID == "" {
 		t.Fatal("no watch was created")
 	}
+}
+
+// conforms says how a response differs from what api/openapi.yaml
+// documents for its operation ("" when it does not): a documented status,
+// a documented content type, a body that validates against the
+// documented schema, and for an error a code x-error-codes lists for
+// that status.
+func conforms(doc map[string]any, c *jsonschema.Compiler, method, path string, resp *http.Response, b []byte) string {
+	esc := strings.NewReplacer("~", "~0", "/", "~1")
+	tmpl, op := operation(doc, method, strings.Split(path, "?")[0])
+	if op == nil {
+		return "no documented operation"
+	}
+	status := strconv.Itoa(resp.StatusCode)
+	docResp := obj(obj(op["responses"])[status])
+	ptr := "#/paths/" + esc.Replace(tmpl) + "/" + strings.ToLower(method) + "/responses/" + status
+	if ref, ok := docResp["$ref"].(string); ok {
+		ptr = ref
+		name := strings.TrimPrefix(ref, "#/components/responses/")
+		docResp = obj(obj(obj(doc["components"])["responses"])[name])
+	}
+	if docResp == nil {
+		return fmt.Sprintf("answered %d, which the document does not list for %s %s: %s", resp.StatusCode, method, tmpl, b)
+	}
+	content := obj(docResp["content"])
+	if len(content) == 0 {
+		if len(b) != 0 {
+			return fmt.Sprintf("%d is documented without a body, got %q", resp.StatusCode, b)
+		}
+		return ""
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if _, ok := content[mt]; !ok {
+		return fmt.Sprintf("content type %q, documented %v", resp.Header.Get("Content-Type"), slices.Sorted(maps.Keys(content)))
+	}
+	if mt != "application/json" {
+		return ""
+	}
+	sch, err := c.Compile("file:///openapi.json" + ptr + "/content/application~1json/schema")
+	if err != nil {
+		return err.Error()
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		return fmt.Sprintf("not JSON: %s", b)
+	}
+	if err := sch.Validate(inst); err != nil {
+		return fmt.Sprintf("%d body does not match the document: %s\n%v", resp.StatusCode, b, err)
+	}
+	if resp.StatusCode >= 400 {
+		var env api.ErrorEnvelope
+		_ = json.Unmarshal(b, &env)
+		codes, _ := obj(op["x-error-codes"])[status].([]any)
+		if !slices.Contains(codes, any(env.Error.Code)) {
+			return fmt.Sprintf("answered %d %s, which x-error-codes does not list for %s %s (%v)", resp.StatusCode, env.Error.Code, method, tmpl, codes)
+		}
+	}
+	return ""
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/authz"
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/plugin"
@@ -99,17 +99,21 @@ type Deps struct {
 	Plugins     Plugins
 	DeadLetters DeadLetters
 	Observe     Observe
-	Logger      *slog.Logger
+	// Refusals counts refused requests (nil: not counted).
+	Refusals Refusals
+	Logger   *slog.Logger
 	// Base ends long polls and streams when the server shuts down.
 	Base context.Context
 }
 
 // Options tune the server.
 type Options struct {
-	// Tokens maps bearer tokens to the principals they authenticate. With
-	// none, the API is unauthenticated (the caller binds to loopback only).
-	Tokens map[string]string
-	// Metrics, when set, is served at /metrics (behind the tokens, if any).
+	// Auth holds the policy in force: the tokens, the principals they
+	// authenticate and their grants. Nil is authz.Local(): no tokens, one
+	// local principal that may do everything (the caller binds to
+	// loopback only).
+	Auth *authz.Guard
+	// Metrics, when set, is served at /metrics (to the operator role).
 	Metrics http.Handler
 	// BodyLimit bounds a request body (default 1 MiB).
 	BodyLimit int
@@ -134,9 +138,11 @@ const (
 )
 
 type server struct {
-	d   Deps
-	o   Options
-	log *slog.Logger
+	d        Deps
+	o        Options
+	log      *slog.Logger
+	refusals Refusals
+	routes   []fiber.Route
 }
 
 // New builds the fiber app with every route.
@@ -156,7 +162,13 @@ func New(d Deps, o Options) *fiber.App {
 	if d.Base == nil {
 		d.Base = context.Background()
 	}
-	s := &server{d: d, o: o, log: d.Logger.With("component", "api")}
+	if o.Auth == nil {
+		o.Auth = authz.NewGuard(authz.Local())
+	}
+	s := &server{d: d, o: o, log: d.Logger.With("component", "api"), refusals: d.Refusals}
+	if s.refusals == nil {
+		s.refusals = nopRefusals{}
+	}
 	app := fiber.New(fiber.Config{
 		AppName:               "vigil",
 		DisableStartupMessage: true,
@@ -185,7 +197,13 @@ func New(d Deps, o Options) *fiber.App {
 	})
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	if o.Metrics != nil {
-		app.Get("/metrics", s.authenticate, adaptor.HTTPHandler(o.Metrics))
+		metrics := adaptor.HTTPHandler(o.Metrics)
+		app.Get("/metrics", s.authenticate, func(c *fiber.Ctx) error {
+			if err := s.allow(c, authz.Action{Verb: authz.Operate}); err != nil {
+				return err
+			}
+			return metrics(c)
+		})
 	}
 	v1 := app.Group("/api/v1", s.authenticate)
 	v1.Get("/openapi.yaml", func(c *fiber.Ctx) error {
@@ -209,10 +227,10 @@ func New(d Deps, o Options) *fiber.App {
 	v1.Get("/work/:id", s.observing, s.getWork)
 	v1.Post("/work/:id/claim", s.observing, s.claimWork)
 	v1.Post("/work/:id/complete", s.observing, s.completeWork)
-	routes := app.GetRoutes(true)
+	s.routes = app.GetRoutes(true)
 	app.Use(func(c *fiber.Ctx) error {
 		var allowed []string
-		for _, r := range routes {
+		for _, r := range s.routes {
 			if r.Method != c.Method() && r.Method != fiber.MethodHead && matches(r.Path, c.Path()) {
 				allowed = append(allowed, r.Method)
 			}
@@ -224,43 +242,6 @@ func New(d Deps, o Options) *fiber.App {
 		return &api.Error{Code: api.CodeNotFound, Message: "no route " + c.Method() + " " + c.Path()}
 	})
 	return app
-}
-
-type principalKey struct{}
-
-// LocalPrincipal is the principal of every request to a server with no
-// tokens (which binds to loopback only): configuration names it, as a
-// reporter for example, to act from the same machine in development.
-const LocalPrincipal = "local"
-
-// Principal is the authenticated principal of a request: the token's, or
-// LocalPrincipal when the server has no tokens.
-func Principal(c *fiber.Ctx) string {
-	p, _ := c.Locals(principalKey{}).(string)
-	return p
-}
-
-// authenticate requires a bearer token when tokens are configured. Every
-// token is compared in constant time, so the time taken says nothing about
-// how close a guess was.
-func (s *server) authenticate(c *fiber.Ctx) error {
-	if len(s.o.Tokens) == 0 {
-		c.Locals(principalKey{}, LocalPrincipal)
-		return c.Next()
-	}
-	got, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
-	principal := ""
-	for tok, p := range s.o.Tokens {
-		if subtle.ConstantTimeCompare([]byte(got), []byte(tok)) == 1 {
-			principal = p
-		}
-	}
-	if !ok || principal == "" {
-		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="vigil"`)
-		return &api.Error{Code: api.CodeUnauthorized, Message: "a valid bearer token is required (Authorization: Bearer <token>)"}
-	}
-	c.Locals(principalKey{}, principal)
-	return c.Next()
 }
 
 // matches reports whether path fits a route pattern with :params.
@@ -338,6 +319,13 @@ func transportAPIError(err error) *api.Error {
 
 func (s *server) errorHandler(c *fiber.Ctx, err error) error {
 	e := toAPIError(err)
+	var rf *refused
+	switch {
+	case errors.As(err, &rf):
+		s.audit(c, e.Code, rf.reason)
+	case e.Code == api.CodeNotAReporter:
+		s.audit(c, e.Code, e.Message)
+	}
 	if e.Code == api.CodeInternal {
 		s.log.Error("request failed", "method", c.Method(), "path", c.Path(), "err", err)
 	}
@@ -391,17 +379,6 @@ func param(c *fiber.Ctx, name string) (v string, ok bool) {
 	return v, true
 }
 
-// parseID reads the :id of a route about a what ("watch", "work item"); a
-// malformed id is not found, as an unknown one is.
-func parseID(c *fiber.Ctx, what string) (store.ID, error) {
-	v, _ := param(c, "id")
-	id, err := store.ParseID(v)
-	if err != nil {
-		return id, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no %s %q", what, v)}
-	}
-	return id, nil
-}
-
 func recipientParam(c *fiber.Ctx) (string, error) {
 	id, ok := param(c, "id")
 	if !ok || !scheduler.ValidRecipientID(id) {
@@ -418,7 +395,13 @@ func (s *server) createWatch(c *fiber.Ctx) error {
 	if req.Kind == "" {
 		return &api.Error{Code: api.CodeInvalidField, Field: "kind", Message: "required"}
 	}
-	reg := scheduler.Registration{Kind: req.Kind, Params: req.Params, Recipient: store.Recipient{ID: req.Recipient.ID}, ExpiresAt: req.ExpiresAt}
+	if !scheduler.ValidRecipientID(req.Recipient.ID) {
+		return &api.Error{Code: api.CodeInvalidRecipient, Field: "recipient.id", Message: scheduler.RecipientIDGrammar}
+	}
+	if err := s.allow(c, authz.Action{Verb: authz.Register, Recipient: req.Recipient.ID}); err != nil {
+		return err
+	}
+	reg := scheduler.Registration{Kind: req.Kind, Params: req.Params, Recipient: store.Recipient{ID: req.Recipient.ID}, RegisteredBy: Principal(c), ExpiresAt: req.ExpiresAt}
 	if req.Every != "" {
 		d, err := time.ParseDuration(req.Every)
 		if err != nil {
@@ -440,9 +423,12 @@ func (s *server) createWatch(c *fiber.Ctx) error {
 // listWatches answers one page of watches, oldest first, and the cursor
 // of the next page when there may be more.
 func (s *server) listWatches(c *fiber.Ctx) error {
-	f := store.Filter{Recipient: c.Query("recipient"), State: store.State(c.Query("state")), Kind: c.Query("kind")}
+	f := store.Filter{Recipient: c.Query("recipient"), State: store.State(c.Query("state")), Kind: c.Query("kind"), RegisteredBy: c.Query("registered_by")}
 	if f.Recipient != "" && !scheduler.ValidRecipientID(f.Recipient) {
 		return &api.Error{Code: api.CodeInvalidRecipient, Field: "recipient", Message: fmt.Sprintf("recipient id %q: %s", f.Recipient, scheduler.RecipientIDGrammar)}
+	}
+	if f.RegisteredBy != "" && !scheduler.ValidRecipientID(f.RegisteredBy) {
+		return &api.Error{Code: api.CodeInvalidField, Field: "registered_by", Message: fmt.Sprintf("principal %q: %s", f.RegisteredBy, scheduler.RecipientIDGrammar)}
 	}
 	if f.State != "" && !f.State.Valid() {
 		return &api.Error{Code: api.CodeInvalidField, Field: "state", Message: "want pending, fired, expired, cancelled, undeliverable or unwatchable"}
@@ -458,7 +444,26 @@ func (s *server) listWatches(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.d.Watches.ListPage(c.UserContext(), store.Query{Filter: f, After: after, Limit: limit})
+	// An explicit filter the principal may not use is refused, never an
+	// empty list that would read as "no watches here"; without one, the
+	// list holds only what the principal may see.
+	q := store.Query{Filter: f, After: after, Limit: limit}
+	if f.Recipient != "" {
+		if err := s.allow(c, authz.Action{Verb: authz.Read, Recipient: f.Recipient}); err != nil {
+			return err
+		}
+	}
+	if f.RegisteredBy != "" {
+		if err := s.allow(c, authz.Action{Verb: authz.ListRegistered, RegisteredBy: f.RegisteredBy}); err != nil {
+			return err
+		}
+	}
+	if p := principal(c); f.Recipient == "" && f.RegisteredBy == "" && !p.Operator() {
+		q.Match = func(w store.Watch) bool {
+			return p.Allows(authz.Action{Verb: authz.SeeWatch, Recipient: w.Recipient.ID, RegisteredBy: w.RegisteredBy})
+		}
+	}
+	p, err := s.d.Watches.ListPage(c.UserContext(), q)
 	if err != nil {
 		return err
 	}
@@ -472,15 +477,32 @@ func (s *server) listWatches(c *fiber.Ctx) error {
 	return c.JSON(out)
 }
 
-func (s *server) getWatch(c *fiber.Ctx) error {
-	id, err := parseID(c, "watch")
+// watchFor reads the watch the route's :id names, as the principal may
+// see it: an unknown id, a malformed one and one it may not see all answer
+// the same 404.
+func (s *server) watchFor(c *fiber.Ctx) (store.Watch, error) {
+	v, _ := param(c, "id")
+	notFound := &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no watch %q", v)}
+	id, err := store.ParseID(v)
 	if err != nil {
-		return err
+		return store.Watch{}, notFound
 	}
 	w, err := s.d.Watches.Get(c.UserContext(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return w, notFound
+	}
+	if err != nil {
+		return w, err
+	}
+	return w, s.visible(c, authz.Action{Verb: authz.SeeWatch, Recipient: w.Recipient.ID, RegisteredBy: w.RegisteredBy, ID: w.ID.String()}, notFound)
+}
+
+func (s *server) getWatch(c *fiber.Ctx) error {
+	w, err := s.watchFor(c)
 	if err != nil {
 		return err
 	}
+	id := w.ID
 	out := toWatch(w)
 	if sr, ok := s.d.Scheduler.(Seer); ok && w.State == store.Pending {
 		if seen, ok := sr.Seen(id); ok {
@@ -491,14 +513,14 @@ func (s *server) getWatch(c *fiber.Ctx) error {
 }
 
 func (s *server) cancelWatch(c *fiber.Ctx) error {
-	id, err := parseID(c, "watch")
+	w, err := s.watchFor(c)
 	if err != nil {
 		return err
 	}
-	if _, err := s.d.Watches.Get(c.UserContext(), id); err != nil {
+	if err := s.allow(c, authz.Action{Verb: authz.ChangeWatch, Recipient: w.Recipient.ID, RegisteredBy: w.RegisteredBy, ID: w.ID.String()}); err != nil {
 		return err
 	}
-	w, err := s.d.Scheduler.Cancel(c.UserContext(), id, "cancelled through the API")
+	w, err = s.d.Scheduler.Cancel(c.UserContext(), w.ID, "cancelled through the API by "+Principal(c))
 	if err != nil {
 		return err
 	}
@@ -510,6 +532,9 @@ func (s *server) listPlugins(c *fiber.Ctx) error {
 }
 
 func (s *server) reloadPlugins(c *fiber.Ctx) error {
+	if err := s.allow(c, authz.Action{Verb: authz.Administer, What: "reload the plugins"}); err != nil {
+		return err
+	}
 	rep, err := s.d.Plugins.Reload(c.UserContext())
 	if err != nil {
 		return err
@@ -520,6 +545,9 @@ func (s *server) reloadPlugins(c *fiber.Ctx) error {
 func (s *server) putRecipient(c *fiber.Ctx) error {
 	id, err := recipientParam(c)
 	if err != nil {
+		return err
+	}
+	if err := s.allow(c, authz.Action{Verb: authz.ActFor, Recipient: id}); err != nil {
 		return err
 	}
 	var req api.RecipientRequest
@@ -545,6 +573,9 @@ func (s *server) getRecipient(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if err := s.allow(c, authz.Action{Verb: authz.Read, Recipient: id}); err != nil {
+		return err
+	}
 	rec, err := s.d.Recipients.Get(c.UserContext(), id)
 	if err != nil {
 		return err
@@ -555,6 +586,9 @@ func (s *server) getRecipient(c *fiber.Ctx) error {
 func (s *server) deleteRecipient(c *fiber.Ctx) error {
 	id, err := recipientParam(c)
 	if err != nil {
+		return err
+	}
+	if err := s.allow(c, authz.Action{Verb: authz.ActFor, Recipient: id}); err != nil {
 		return err
 	}
 	if err := s.d.Recipients.Delete(c.UserContext(), id); err != nil {
@@ -586,6 +620,9 @@ func (s *server) readMailbox(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if err := s.allow(c, authz.Action{Verb: authz.Read, Recipient: id}); err != nil {
+		return err
+	}
 	after, err := cursor(c)
 	if err != nil {
 		return err
@@ -601,9 +638,12 @@ func (s *server) readMailbox(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(s.d.Base)
+	ctx, cancel := s.requestContext(c)
 	defer cancel()
 	msgs, err := s.d.Mailboxes.Read(ctx, id, after, limit, wait)
+	if principal(c).Revoked() {
+		return revokedError()
+	}
 	if err != nil {
 		return err
 	}
@@ -621,6 +661,9 @@ func limitParam(c *fiber.Ctx) (int, error) { return parseLimit(c.Query("limit"))
 // readDeadLetters answers the fetch commands refused before any request
 // went out, oldest first, from ?after=.
 func (s *server) readDeadLetters(c *fiber.Ctx) error {
+	if err := s.allow(c, authz.Action{Verb: authz.Administer, What: "read the fetch dead letters"}); err != nil {
+		return err
+	}
 	after, err := cursor(c)
 	if err != nil {
 		return err
@@ -655,6 +698,9 @@ func (s *server) streamMailbox(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if err := s.allow(c, authz.Action{Verb: authz.Read, Recipient: id}); err != nil {
+		return err
+	}
 	after, err := cursor(c)
 	if err != nil {
 		return err
@@ -665,8 +711,15 @@ func (s *server) streamMailbox(c *fiber.Ctx) error {
 	c.Set("Content-Type", "text/event-stream")
 	c.Set("Cache-Control", "no-cache")
 	c.Set("Connection", "keep-alive")
-	base := s.d.Base
+	// The stream ends when the server shuts down or the token is revoked.
+	base, cancel := s.requestContext(c)
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer cancel()
+		// A comment first: the client has the headers, and knows the
+		// stream is open, before the first message or keep-alive.
+		if _, err := w.WriteString(": open\n\n"); err != nil || w.Flush() != nil {
+			return
+		}
 		cur := after
 		for base.Err() == nil {
 			msgs, err := s.d.Mailboxes.Read(base, id, cur, 100, s.o.StreamWait)

@@ -18,12 +18,14 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/authz"
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/authztest"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -371,7 +373,7 @@ func TestBearerTokens(t *testing.T) {
 	f := newFixture(t)
 	var seen string
 	app := New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins{}},
-		Options{Tokens: map[string]string{"s3cret-token-for-ci-bot": "ci-bot"}})
+		Options{Auth: authztest.Guard(t, map[string]string{"s3cret-token-for-ci-bot": "ci-bot"})})
 	try := func(auth string) int {
 		req := httptest.NewRequest("GET", "/api/v1/plugins", nil)
 		if auth != "" {
@@ -392,7 +394,7 @@ func TestBearerTokens(t *testing.T) {
 		t.Fatalf("valid token: %d", got)
 	}
 	// The principal is what handlers see.
-	srv := &server{o: Options{Tokens: map[string]string{"s3cret-token-for-ci-bot": "ci-bot"}}}
+	srv := &server{o: Options{Auth: authztest.Guard(t, map[string]string{"s3cret-token-for-ci-bot": "ci-bot"})}}
 	probe := fiber.New()
 	probe.Get("/whoami", srv.authenticate, func(c *fiber.Ctx) error { seen = Principal(c); return nil })
 	req := httptest.NewRequest("GET", "/whoami", nil)
@@ -401,7 +403,7 @@ func TestBearerTokens(t *testing.T) {
 		t.Fatalf("principal %q %v", seen, err)
 	}
 	// Without tokens every request is the local principal.
-	open := &server{}
+	open := &server{o: Options{Auth: authz.NewGuard(authz.Local())}}
 	probe = fiber.New()
 	probe.Get("/whoami", open.authenticate, func(c *fiber.Ctx) error { seen = Principal(c); return nil })
 	if _, err := probe.Test(httptest.NewRequest("GET", "/whoami", nil)); err != nil || seen != LocalPrincipal {
@@ -491,7 +493,7 @@ func TestObserveRecordOverHTTP(t *testing.T) {
 	var logs bytes.Buffer
 	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}, Observe: ob,
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
-		Options{Tokens: map[string]string{"token-of-the-tester-0123": "tester", "token-of-mallory-0123456": "mallory"}})
+		Options{Auth: authztest.Guard(t, map[string]string{"token-of-the-tester-0123": "tester", "token-of-mallory-0123456": "mallory"})})
 	do := func(token, body string) (*http.Response, []byte) {
 		req := httptest.NewRequest("POST", "/api/v1/scopes/support/observe", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")

@@ -47,6 +47,7 @@ type Metrics struct {
 	fetches     *prometheus.CounterVec
 	observed    *prometheus.CounterVec
 	routed      *prometheus.CounterVec
+	refusals    *prometheus.CounterVec
 }
 
 // New builds the registry. states, when set, backs vigil_watches.
@@ -95,8 +96,12 @@ func New(states StateCounter) *Metrics {
 			Name: "vigil_observed_routed_total",
 			Help: "Observed items routed, by action (created, appended, skipped, dropped).",
 		}, []string{"action"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_api_refusals_total",
+			Help: "API requests authorization refused, by route (GET /api/v1/watches/:id) and code (unauthorized, forbidden, not_a_reporter, and not_found for an id the principal may not see).",
+		}, []string{"route", "code"}),
 	}
-	m.reg.MustRegister(m.pluginCalls, m.faults, m.probes, m.lag, m.ready, m.deliveries, m.pushes, m.fetches, m.observed, m.routed,
+	m.reg.MustRegister(m.pluginCalls, m.faults, m.probes, m.lag, m.ready, m.deliveries, m.pushes, m.fetches, m.observed, m.routed, m.refusals,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if states != nil {
 		m.reg.MustRegister(&watchCollector{states: states, desc: prometheus.NewDesc(
@@ -129,6 +134,9 @@ func (m *Metrics) Record(outcome string) { m.observed.WithLabelValues(outcome).I
 
 // Route implements observe.Metrics.
 func (m *Metrics) Route(action string) { m.routed.WithLabelValues(action).Inc() }
+
+// Refused implements httpapi.Refusals.
+func (m *Metrics) Refused(route, code string) { m.refusals.WithLabelValues(route, code).Inc() }
 
 // Probe implements scheduler.Metrics.
 func (m *Metrics) Probe(kind, result string) { m.probes.WithLabelValues(kind, result).Inc() }

@@ -1,0 +1,137 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/authz"
+)
+
+// Refusals counts the requests authorization refused, by route and code.
+type Refusals interface {
+	Refused(route, code string)
+}
+
+type nopRefusals struct{}
+
+func (nopRefusals) Refused(string, string) {}
+
+type principalKey struct{}
+
+// LocalPrincipal is the principal of every request to a server with no
+// tokens (which binds to loopback only): configuration names it, as a
+// reporter for example, to act from the same machine in development.
+const LocalPrincipal = authz.LocalName
+
+// Principal is the authenticated principal's name: the token's, or
+// LocalPrincipal when the server has no tokens.
+func Principal(c *fiber.Ctx) string {
+	if p := principal(c); p != nil {
+		return p.Name
+	}
+	return ""
+}
+
+func principal(c *fiber.Ctx) *authz.Principal {
+	p, _ := c.Locals(principalKey{}).(*authz.Principal)
+	return p
+}
+
+// refused is an authorization refusal on its way to the error handler,
+// which logs and counts it (never the token) before answering e.
+type refused struct {
+	e      *api.Error
+	reason string
+}
+
+func (r *refused) Error() string { return r.reason }
+func (r *refused) Unwrap() error { return r.e }
+
+// authenticate finds the request's principal in the policy in force: a
+// bearer token's, or the local principal when there are no tokens.
+func (s *server) authenticate(c *fiber.Ctx) error {
+	got, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
+	if !ok {
+		got = "" // another scheme, or a bare token: no bearer token
+	}
+	p, ok := s.o.Auth.Policy().Authenticate(got)
+	if !ok {
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="vigil"`)
+		reason := "no bearer token"
+		if got != "" {
+			reason = "an unknown bearer token"
+		}
+		return &refused{e: &api.Error{Code: api.CodeUnauthorized, Message: "a valid bearer token is required (Authorization: Bearer <token>)"}, reason: reason}
+	}
+	c.Locals(principalKey{}, p)
+	return c.Next()
+}
+
+// allow is the one check every route makes before it returns or changes
+// anything: nil, or 403 forbidden naming what the principal lacks.
+func (s *server) allow(c *fiber.Ctx, a authz.Action) error {
+	p := principal(c)
+	if p == nil {
+		return &api.Error{Code: api.CodeInternal, Message: "internal error"} // a route outside authenticate: a bug
+	}
+	err := p.Check(a)
+	var d *authz.Denied
+	if errors.As(err, &d) {
+		return &refused{e: &api.Error{Code: api.CodeForbidden, Message: d.Error()}, reason: d.Error()}
+	}
+	return err
+}
+
+// visible is allow for a route that names only an id: an item the
+// principal may not see answers exactly as an unknown one (notFound), so
+// an id leaks neither its existence nor its owner.
+func (s *server) visible(c *fiber.Ctx, a authz.Action, notFound *api.Error) error {
+	p := principal(c)
+	if p == nil {
+		return &api.Error{Code: api.CodeInternal, Message: "internal error"}
+	}
+	if err := p.Check(a); err != nil {
+		return &refused{e: notFound, reason: "hidden: " + err.Error()}
+	}
+	return nil
+}
+
+// audit logs and counts a refused request.
+func (s *server) audit(c *fiber.Ctx, code, reason string) {
+	route := s.routeOf(c)
+	s.refusals.Refused(route, code)
+	s.log.Warn("request refused", "principal", Principal(c), "route", route, "code", code, "reason", reason)
+}
+
+// routeOf is the request's route template ("GET /api/v1/watches/:id"),
+// or "unrouted".
+func (s *server) routeOf(c *fiber.Ctx) string {
+	for _, r := range s.routes {
+		if r.Method == c.Method() && matches(r.Path, c.Path()) {
+			return r.Method + " " + r.Path
+		}
+	}
+	return "unrouted"
+}
+
+// requestContext is the context of a request that waits (a long poll, a
+// stream): it ends when the server shuts down or the principal's token is
+// revoked.
+func (s *server) requestContext(c *fiber.Ctx) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(s.d.Base)
+	p := principal(c)
+	if p == nil {
+		return ctx, cancel
+	}
+	stop := context.AfterFunc(p.Revocation(), cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// revokedError answers a wait the principal's revocation ended.
+func revokedError() error {
+	return &refused{e: &api.Error{Code: api.CodeUnauthorized, Message: "the bearer token was revoked"}, reason: "the token was revoked while the request waited"}
+}
