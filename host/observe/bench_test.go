@@ -5,7 +5,8 @@ package observe
 //
 //	go test -run XXX -bench . -benchmem ./host/observe/
 //
-// BenchmarkRecord is Observer.Record with no rate limit (Rate -1), from g
+// BenchmarkRecord is Observer.Record with no budget (Rate and RunPerMinute
+// -1), from g
 // goroutines: items=new records distinct items (an event appended each
 // time), items=duplicate records exact repeats of items recorded before the
 // clock starts (the answer "duplicate": the de-duplication check alone,
@@ -73,7 +74,7 @@ func BenchmarkRecord(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.Cleanup(func() { _ = st.Close() })
-				ob, err := New(Options{Store: st, Clock: benchWallClock{}, Rate: -1, Principal: scheduler.ValidRecipientID}, helpConfig("watcher"))
+				ob, err := New(Options{Store: st, Clock: benchWallClock{}, Rate: -1, RunPerMinute: -1, Principal: scheduler.ValidRecipientID}, helpConfig("watcher"))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -163,7 +164,7 @@ func newWakeRig(b *testing.B) *wakeRig {
 	stamps := &wakeStamps{}
 	stack := apitest.NewStack(b, apitest.Config{Plugins: reg, Clock: benchWallClock{},
 		Deliver: func(d *delivery.Delivery, _ *store.Badger) scheduler.Deliverer { return stampDeliver{d, stamps} }})
-	ob, err := New(Options{Store: stampStore{stack.Store, stamps}, Clock: benchWallClock{}, Rate: -1, Principal: scheduler.ValidRecipientID}, helpConfig("watcher"))
+	ob, err := New(Options{Store: stampStore{stack.Store, stamps}, Clock: benchWallClock{}, Rate: -1, RunPerMinute: -1, Principal: scheduler.ValidRecipientID}, helpConfig("watcher"))
 	if err != nil {
 		b.Fatal(err)
 	}
