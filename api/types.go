@@ -26,6 +26,10 @@ const (
 	CodeOnceConflict        = "once_conflict"
 	CodeWorkConflict        = "work_conflict"
 	CodeRateLimited         = "rate_limited"
+	// CodeObserveUnavailable: the scope has no observe entry (its last was
+	// removed, or it never had one), so it has no record operation. It is
+	// not CodeNotAReporter: no principal may record there.
+	CodeObserveUnavailable = "observe_unavailable"
 	// CodeDestinationRefused: a destination the watch would fetch is an
 	// address the fetch guard always refuses (loopback, private,
 	// link-local, metadata); setting names the range grant that allows it.
@@ -41,7 +45,7 @@ func Status(code string) int {
 		return 401
 	case CodeForbidden, CodeNotAReporter:
 		return 403
-	case CodeNotFound:
+	case CodeNotFound, CodeObserveUnavailable:
 		return 404
 	case CodeMethodNotAllowed:
 		return 405
@@ -246,23 +250,27 @@ type DeadLetters struct {
 }
 
 // ObserveRequest records an item seen in an outside source. The reporter
-// is the authenticated principal, never a field.
+// is the authenticated principal, never a field. Run names the run that
+// saw the item (a scheduled job's occurrence, a CI run): kept on the event
+// for audit, part of no identity, and the key of a per-run budget.
 type ObserveRequest struct {
 	Item     string `json:"item"`
 	Thread   string `json:"thread"`
 	Text     string `json:"text,omitempty"`
 	Revision string `json:"revision,omitempty"`
 	Source   string `json:"source,omitempty"`
+	Run      string `json:"run,omitempty"`
 }
 
 // ObservedEvent is the event a record made (or, for a duplicate, the
-// first record's event).
+// first record's event: its reporter, and its run when it named one).
 type ObservedEvent struct {
 	Seq        uint64    `json:"seq"`
 	Key        string    `json:"key"`
 	Type       string    `json:"type"`
 	Source     string    `json:"source"`
 	Reporter   string    `json:"reporter"`
+	Run        string    `json:"run,omitempty"`
 	OccurredAt time.Time `json:"occurred_at"`
 }
 

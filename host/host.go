@@ -60,6 +60,9 @@ type Config struct {
 	Scopes       map[string]observe.Scope
 	Limits       recipients.Limits
 	Logger       *slog.Logger
+
+	// ObserveRunPerMinute bounds recording per run of a principal.
+	ObserveRunPerMinute int
 }
 
 // FetchConfig tunes the fetch issuer.
@@ -155,7 +158,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		return nil, err
 	}
 	if h.Observer, err = observe.New(observe.Options{
-		Store: st, Clock: wallClock{}, Logger: log, Rate: cfg.ObserveRate, Burst: cfg.ObserveBurst,
+		Store: st, Clock: wallClock{}, Logger: log, Rate: cfg.ObserveRate, Burst: cfg.ObserveBurst, RunPerMinute: cfg.ObserveRunPerMinute,
 		Principal: scheduler.ValidRecipientID, Metrics: h.Metrics,
 	}, observe.Config{Scopes: cfg.Scopes}); err != nil {
 		return nil, fmt.Errorf("scopes: %w", err)

@@ -26,6 +26,10 @@ type Event struct {
 	// Actor is who caused the event, kept for audit. It is part of no
 	// identity: a repeat by another actor is still a repeat.
 	Actor string `json:"actor,omitempty"`
+	// Run names the run that caused it (an observed record's reporter
+	// passes it), kept for audit beside Actor and, like Actor, part of no
+	// identity.
+	Run string `json:"run,omitempty"`
 	// Address is the key the event is addressed to (an observed thread's
 	// key), derived from the payload, so it is no part of the comparison
 	// either.

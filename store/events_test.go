@@ -35,15 +35,16 @@ func TestEventsAppendInOrderPerStream(t *testing.T) {
 func TestEventsKeyIsIdempotent(t *testing.T) {
 	s := openTest(t, t.TempDir())
 	ctx := context.Background()
-	e := Event{Stream: "s", Key: "k", Type: "t", OccurredAt: time.Unix(0, 0).UTC(), Payload: []byte(`{"x":1}`), Actor: "alice"}
+	e := Event{Stream: "s", Key: "k", Type: "t", OccurredAt: time.Unix(0, 0).UTC(), Payload: []byte(`{"x":1}`), Actor: "alice", Run: "run-1"}
 	first, dup, err := s.AppendEvent(ctx, e)
 	if err != nil || dup {
 		t.Fatal(err, dup)
 	}
-	// A repeat by another actor is a repeat: the actor is no identity.
-	e.Actor = "bob"
+	// A repeat by another actor, in another run, is a repeat: neither is
+	// an identity, and the first event's are kept.
+	e.Actor, e.Run = "bob", "run-2"
 	again, dup, err := s.AppendEvent(ctx, e)
-	if err != nil || !dup || again.Seq != first.Seq || again.Actor != "alice" {
+	if err != nil || !dup || again.Seq != first.Seq || again.Actor != "alice" || again.Run != "run-1" {
 		t.Fatalf("repeat: %+v dup=%v err=%v", again, dup, err)
 	}
 	e.Payload = []byte(`{"x":2}`)

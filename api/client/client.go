@@ -214,7 +214,11 @@ func (c *Client) DeadLetters(ctx context.Context, after uint64, limit int) (api.
 }
 
 // Record records an item seen in an outside source of scope. The reporter
-// is the client's principal. An exact repeat answers Duplicate.
+// is the client's principal; req.Run, when set, names the run that saw the
+// item (kept on the event, no part of its identity, the key of the per-run
+// budget). An exact repeat answers Duplicate and spends no budget. A scope
+// with no observe entry left is an *api.Error with code
+// observe_unavailable.
 func (c *Client) Record(ctx context.Context, scope string, req api.ObserveRequest) (api.ObserveResult, error) {
 	var out api.ObserveResult
 	err := c.do(ctx, http.MethodPost, "/api/v1/scopes/"+url.PathEscape(scope)+"/observe", nil, req, &out)

@@ -56,6 +56,7 @@ import (
 //	observe:
 //	  rate: 100
 //	  burst: 200
+//	  run_per_minute: 1000
 //	scopes:
 //	  support:
 //	    observe:
@@ -84,10 +85,12 @@ type settings struct {
 	Scopes     map[string]observe.Scope `yaml:"scopes"`
 }
 
-// observeSettings bound recording per principal (config file only).
+// observeSettings bound recording per principal and per run of a
+// principal (config file only).
 type observeSettings struct {
-	Rate  float64 `yaml:"rate"`
-	Burst int     `yaml:"burst"`
+	Rate         float64 `yaml:"rate"`
+	Burst        int     `yaml:"burst"`
+	RunPerMinute int     `yaml:"run_per_minute"`
 }
 
 // fetchSettings tune the fetch issuer (config file only). Zero values take
@@ -257,6 +260,9 @@ func (s settings) validate(sources map[string]string) error {
 	}
 	if !(s.Observe.Rate >= 0 || s.Observe.Rate == -1) || s.Observe.Burst < 0 || s.Observe.Burst > 1_000_000 { // NaN (.nan) is no rate
 		bad("observe", fmt.Errorf("rate %g, burst %d: want a rate of 0 (the default, 100/s) or more, or -1 for no limit, and a burst of 0 (the default, 200) to 1000000", s.Observe.Rate, s.Observe.Burst))
+	}
+	if n := s.Observe.RunPerMinute; n < -1 || n > 1_000_000 {
+		bad("observe", fmt.Errorf("run_per_minute %d: want 0 (the default, %d new items a minute per run) to 1000000, or -1 for no limit", n, observe.DefaultRunPerMinute))
 	}
 	if err := (observe.Config{Scopes: s.Scopes}).Validate(scheduler.ValidRecipientID); err != nil {
 		bad("scopes", err)

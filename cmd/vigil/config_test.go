@@ -111,6 +111,8 @@ func TestInvalidSettingsNameTheKey(t *testing.T) {
 		{"fetch user agent", nil, nil, "fetch: {user_agent: \"a\\nb\"}\n", "fetch", "vigil.yaml"},
 		{"observe rate", nil, nil, "observe: {rate: -5}\n", "observe", "vigil.yaml"},
 		{"observe rate not a number", nil, nil, "observe: {rate: .nan}\n", "observe", "vigil.yaml"},
+		{"observe run budget", nil, nil, "observe: {run_per_minute: -2}\n", "observe", "vigil.yaml"},
+		{"observe run budget too large", nil, nil, "observe: {run_per_minute: 1000001}\n", "observe", "vigil.yaml"},
 		{"scope without reporters", nil, nil, "scopes: {support: {observe: [{sources: [{name: slack-help, reporters: []}]}]}}\n", "scopes", "vigil.yaml"},
 		{"scope source unknown key", nil, nil, "scopes: {support: {observe: [{sources: [{name: a, reporters: [x], token: y}]}]}}\n", "token", "vigil.yaml"},
 		{"secret name", nil, nil, "secrets: {'GitHub Token': x}\n", "secrets", "vigil.yaml"},

@@ -217,7 +217,8 @@ func TestReadmeQuickStart(t *testing.T) {
 
 // docs/observe.md's recipe runs as written (with curl and with the built
 // vigil on PATH) against a server configured with the doc's YAML: the
-// repeat is a duplicate and the thread gets one Work with both items.
+// run is answered on the event, the repeat is a duplicate and the thread
+// gets one Work with both items.
 func TestObserveRecipe(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl is not installed; the recipe uses it")
@@ -243,7 +244,8 @@ func TestObserveRecipe(t *testing.T) {
 	if err != nil {
 		t.Fatalf("recipe failed: %v\n%s\n%s", err, out, s.logs)
 	}
-	if !strings.Contains(string(out), `"duplicate":false`) || !strings.Contains(string(out), "recorded\t") || !strings.Contains(string(out), "duplicate\t") {
+	if !strings.Contains(string(out), `"duplicate":false`) || !strings.Contains(string(out), `"run":"help-reader@`) ||
+		!strings.Contains(string(out), "recorded\t") || !strings.Contains(string(out), "duplicate\t") {
 		t.Fatalf("recipe output:\n%s", out)
 	}
 	// The router runs beside the API: give it a bounded moment.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,7 +29,7 @@ func newObserve(stdout io.Writer) *cobra.Command {
 	)
 	var record *cobra.Command
 	record = &cobra.Command{
-		Use:   "record SCOPE --item ID --thread ID [--text T | --text-file F] [--revision R] [--source S]",
+		Use:   "record SCOPE --item ID --thread ID [--text T | --text-file F] [--revision R] [--source S] [--run RUN]",
 		Short: "Record an item; a repeat is a duplicate, an edit a new revision",
 		Long: `Record one item seen in an outside source of SCOPE. The reporter is this
 client's principal (its token), which the server's configuration must list
@@ -40,11 +41,28 @@ same thread and text is a duplicate and changes nothing (exit 0, "duplicate"
 on stderr); with other text it is refused (once_conflict). An edit is a new
 --revision, the source's own edit mark.
 
+--run names the run that saw the item (default $VIGIL_RUN), such as a
+scheduled job's occurrence: it is kept on the event for audit and is no
+part of the item's identity. Recording is budgeted per principal and per
+run (1000 new items a minute by default); records naming no run are one
+run of the principal. A repeat never spends budget, so rereading a source
+is never refused for what was already recorded.
+
+A scope with no observe entry left answers observe_unavailable.
+
 --text-file - reads the text from standard input.`,
 		Example: `  vigil observe record support --item 1700000000.0001 --thread 1700000000.0001 \
-      --text "printer on fire"`,
+      --text "printer on fire" --run "nightly@2026-12-01T20:00:00+00:00"`,
 		Args: cobra.ExactArgs(1),
 		RunE: cf.run(func(ctx context.Context, c *client.Client, args []string) error {
+			switch {
+			case !record.Flags().Changed("run"):
+				rec.Run = os.Getenv("VIGIL_RUN") // empty is unset, as for VIGIL_SERVER
+			case rec.Run == "":
+				// An unset variable expanded into --run "$RUN" is a
+				// mistake to report, not a record with no run.
+				return errors.New("--run is empty: name the run that saw the item, or leave --run out")
+			}
 			if textFile != "" {
 				var b []byte
 				var err error
@@ -80,6 +98,7 @@ on stderr); with other text it is refused (once_conflict). An edit is a new
 	fl.StringVar(&textFile, "text-file", "", "read the text from this file (- for standard input)")
 	fl.StringVar(&rec.Revision, "revision", "", "the source's edit mark of the item")
 	fl.StringVar(&rec.Source, "source", "", "the source (when the principal reports several)")
+	fl.StringVar(&rec.Run, "run", "", "the run that saw the item (default $VIGIL_RUN)")
 	_ = record.MarkFlagRequired("item")
 	_ = record.MarkFlagRequired("thread")
 	record.MarkFlagsMutuallyExclusive("text", "text-file")

@@ -122,6 +122,34 @@ func TestObserveRecordAndWorkCommands(t *testing.T) {
 	}
 }
 
+// --run (or VIGIL_RUN) names the run that saw the item: answered on the
+// event, the first run's for a repeat; an empty --run is refused before
+// anything is sent, and a bad one is the server's invalid_field run.
+func TestObserveRecordNamesItsRun(t *testing.T) {
+	f := newObserveFixture(t)
+	res := decodeJSON[api.ObserveResult](t, f.vigil(t, "observe", "record", "support", "--item", "m1", "--thread", "T1", "--run", "nightly@1", "--json"))
+	if res.Event.Run != "nightly@1" || res.Duplicate {
+		t.Fatalf("record: %+v", res)
+	}
+	t.Setenv("VIGIL_RUN", "nightly@2")
+	res = decodeJSON[api.ObserveResult](t, f.vigil(t, "observe", "record", "support", "--item", "m2", "--thread", "T1", "--json"))
+	if res.Event.Run != "nightly@2" {
+		t.Fatalf("run from VIGIL_RUN: %+v", res)
+	}
+	res = decodeJSON[api.ObserveResult](t, f.vigil(t, "observe", "record", "support", "--item", "m1", "--thread", "T1", "--json"))
+	if !res.Duplicate || res.Event.Run != "nightly@1" {
+		t.Fatalf("repeat in another run: %+v", res)
+	}
+	_, errOut, err := run(t, context.Background(), "observe", "record", "support", "--item", "m3", "--thread", "T1", "--run", "", "--server", f.url)
+	if err == nil || !strings.Contains(err.Error()+errOut, "--run is empty") {
+		t.Fatalf("empty --run: %v %s", err, errOut)
+	}
+	_, errOut, err = run(t, context.Background(), "observe", "record", "support", "--item", "m3", "--thread", "T1", "--run", "a b", "--server", f.url)
+	if err == nil || !strings.Contains(err.Error()+errOut, "invalid_field") || !strings.Contains(err.Error()+errOut, "run") {
+		t.Fatalf("bad --run: %v %s", err, errOut)
+	}
+}
+
 func TestFetchDeadLettersCommand(t *testing.T) {
 	f := newObserveFixture(t)
 	resp := f.is.Fetch(context.Background(), plugin.FetchCall{Kind: "http", Entry: plugin.Entry{Capabilities: []string{"fetch"}, FetchHosts: []string{"*"}},

@@ -94,7 +94,7 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 		Fetch: host.FetchConfig{
 			MaxTimeout: f.Fetch.MaxTimeout, MinInterval: f.Fetch.MinInterval, MaxBodyBytes: f.Fetch.MaxBodyBytes, UserAgent: f.Fetch.UserAgent,
 		},
-		ObserveRate: f.Observe.Rate, ObserveBurst: f.Observe.Burst, Scopes: f.Scopes,
+		ObserveRate: f.Observe.Rate, ObserveBurst: f.Observe.Burst, ObserveRunPerMinute: f.Observe.RunPerMinute, Scopes: f.Scopes,
 		Limits: recipients.Limits{MaxRefs: f.MaxRefs, MaxPending: f.MaxPending}, Logger: log,
 	})
 	if err != nil {

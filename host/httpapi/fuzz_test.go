@@ -37,7 +37,7 @@ type fuzzAPI struct {
 func newFuzzAPI(f *testing.F) *fuzzAPI {
 	f.Helper()
 	st := apitest.NewStack(f, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
-	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fixedClock{t0}, Waker: st.Scheduler, Rate: -1}, observeConfig())
+	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fixedClock{t0}, Waker: st.Scheduler, Rate: -1, RunPerMinute: -1}, observeConfig())
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -290,6 +290,9 @@ func FuzzRecordObserved(f *testing.F) {
 		{"nowhere", `{"item":"m","thread":"T"}`},
 		{"support", `{"item":"","thread":"T"}`},
 		{"support", `{"item":"m","thread":"T","reporter":"me"}`},
+		{"support", `{"item":"m4","thread":"T","run":"nightly@1"}`},
+		{"support", `{"item":"m4","thread":"T","run":""}`},
+		{"gone", `{"item":"m","thread":"T"}`},
 	} {
 		f.Add(s.scope, []byte(s.body))
 	}

@@ -33,10 +33,23 @@ func scopeParam(c *fiber.Ctx) (string, error) {
 	return scope, nil
 }
 
+// recordable is what an observer may also say: whether a scope has the
+// record operation at all (observe.Observer.Recordable), asked before the
+// body is read, so a scope whose last observe entry is gone answers so
+// whatever is sent. Without it, Record says the same after decoding.
+type recordable interface {
+	Recordable(scope string) error
+}
+
 func (s *server) recordObserved(c *fiber.Ctx) error {
 	scope, err := scopeParam(c)
 	if err != nil {
 		return err
+	}
+	if r, ok := s.d.Observe.(recordable); ok {
+		if err := r.Recordable(scope); err != nil {
+			return err
+		}
 	}
 	rec, err := observe.DecodeRecord(c.Body())
 	if err != nil {
@@ -53,7 +66,7 @@ func (s *server) recordObserved(c *fiber.Ctx) error {
 	var item observe.ItemV1
 	_ = json.Unmarshal(got.Event.Payload, &item)
 	out := api.ObserveResult{Duplicate: got.Duplicate, ThreadKey: got.ThreadKey, Event: api.ObservedEvent{
-		Seq: got.Event.Seq, Key: got.Event.Key, Type: got.Event.Type, Source: item.Source, Reporter: got.Event.Actor, OccurredAt: got.Event.OccurredAt,
+		Seq: got.Event.Seq, Key: got.Event.Key, Type: got.Event.Type, Source: item.Source, Reporter: got.Event.Actor, Run: got.Event.Run, OccurredAt: got.Event.OccurredAt,
 	}}
 	status := fiber.StatusCreated
 	if got.Duplicate {

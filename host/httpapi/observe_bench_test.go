@@ -22,10 +22,11 @@ package httpapi
 //	                 requests; routed/s is how many it routed while the
 //	                 clock ran (below items/s: it fell behind)
 //	router=off       recording only
-//	limiter=off      observe Options Rate -1: no rate limit
-//	limiter=default  the documented default (100 items/s, burst 200 per
-//	                 principal), with requests spread over 256 principals so
-//	                 no request is refused (a 429 fails the benchmark)
+//	limiter=off      observe Options Rate and RunPerMinute -1: no budget
+//	limiter=default  the documented defaults (100 items/s, burst 200 per
+//	                 principal; 1000 new items a minute per run), with
+//	                 requests spread over 256 principals so no request is
+//	                 refused (a 429 fails the benchmark)
 //	principals=N     N=0: no tokens (every request is the local principal);
 //	                 else N bearer tokens, request i sent with token i mod N
 //
@@ -71,7 +72,8 @@ import (
 const observeBenchText = "printer on fire in room 4\\nsince 9am; the queue is stuck and jobs pile up"
 
 type observeServerOpts struct {
-	// rate is the observe Options Rate (0: the default limiter; -1: none).
+	// rate is the observe Options Rate (0: the default budgets; -1: none,
+	// RunPerMinute -1 too).
 	rate float64
 	// principals is how many bearer tokens (0: none, the local principal).
 	principals int
@@ -112,7 +114,11 @@ func startObserveServer(b *testing.B, o observeServerOpts) *observeServer {
 		Observe: []observe.Entry{{Sources: []observe.Source{{Name: "slack-help", Reporters: reporters}}}},
 		Routes:  []observe.Route{{Source: "slack-help"}},
 	}}}
-	ob, err := observe.New(observe.Options{Store: st, Clock: wallClockBench{}, Rate: o.rate, Principal: scheduler.ValidRecipientID}, cfg)
+	oo := observe.Options{Store: st, Clock: wallClockBench{}, Rate: o.rate, Principal: scheduler.ValidRecipientID}
+	if o.rate < 0 {
+		oo.RunPerMinute = -1
+	}
+	ob, err := observe.New(oo, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // not valid percent-encoding is refused, never half-decoded.
 func TestPathParamsArePercentDecoded(t *testing.T) {
 	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
-	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fixedClock{t0}, Rate: -1}, observeConfig())
+	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fixedClock{t0}, Rate: -1, RunPerMinute: -1}, observeConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,6 +92,7 @@ func observeConfig() observe.Config {
 	return observe.Config{Scopes: map[string]observe.Scope{
 		"support": {Observe: []observe.Entry{{Sources: []observe.Source{{Name: "slack-help", Reporters: []string{LocalPrincipal, "tester"}}}}}, Routes: []observe.Route{{Source: "slack-help"}}},
 		"closed":  {Observe: []observe.Entry{{Sources: []observe.Source{{Name: "mail", Reporters: []string{"someone-else"}}}}}},
+		"gone":    {Routes: []observe.Route{{Source: "mail"}}}, // its last observe entry removed
 	}}
 }
 

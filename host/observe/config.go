@@ -158,6 +158,20 @@ func (v *view) scope(scope string) bool {
 	return ok
 }
 
+// recordable says whether scope has the record operation: the
+// configuration names it (else ErrUnknownScope) and one of its observe
+// entries is left (else observe_unavailable). Every entry declares at
+// least one source, so a scope declaring none has no entry.
+func (v *view) recordable(scope string) error {
+	if !v.scope(scope) {
+		return fmt.Errorf("%w %q", ErrUnknownScope, scope)
+	}
+	if len(v.declared[scope]) == 0 {
+		return &Error{Code: CodeObserveUnavailable, Message: fmt.Sprintf("scope %s has no observe entry, so nothing can be recorded there", scope)}
+	}
+	return nil
+}
+
 // reported is the sources of scope that principal is a reporter of,
 // sorted.
 func (v *view) reported(scope, principal string) []string { return v.reporting[scope][principal] }

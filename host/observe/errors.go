@@ -12,10 +12,13 @@ const (
 	CodeInvalidField  = api.CodeInvalidField
 	CodeInvalidParams = api.CodeInvalidParams
 	CodeNotAReporter  = api.CodeNotAReporter
-	CodeOnceConflict  = api.CodeOnceConflict
-	CodeRateLimited   = api.CodeRateLimited
-	CodeNotFound      = api.CodeNotFound
-	CodeWorkConflict  = api.CodeWorkConflict
+	// CodeObserveUnavailable is a record in a scope with no observe entry
+	// left: the operation goes with the last entry.
+	CodeObserveUnavailable = api.CodeObserveUnavailable
+	CodeOnceConflict       = api.CodeOnceConflict
+	CodeRateLimited        = api.CodeRateLimited
+	CodeNotFound           = api.CodeNotFound
+	CodeWorkConflict       = api.CodeWorkConflict
 )
 
 // Error is a refusal the caller can act on: the API's one error type

@@ -12,6 +12,9 @@ import (
 func FuzzDecodeRecord(f *testing.F) {
 	for _, seed := range []string{
 		`{"item":"m1","thread":"T","text":"hi","revision":"r1","source":"slack-help"}`,
+		`{"item":"m1","thread":"T","run":"nightly@2026-12-01T20:00:00+00:00"}`,
+		`{"item":"m1","thread":"T","run":""}`,
+		`{"item":"m1","thread":"T","run":"a b"}`,
 		`{"item":"m","thread":"T","text":"\ud83d\ude00"}`,
 		`{"item":"m","thread":"T","text":"\udc00"}`,
 		`{"item":"m","thread":"T","text":"\\ud800"}`,
@@ -34,7 +37,10 @@ func FuzzDecodeRecord(f *testing.F) {
 		if err := r.Validate(); err != nil {
 			t.Fatalf("accepted an invalid record: %v", err)
 		}
-		for _, s := range []string{r.Item, r.Thread, r.Text, r.Revision, r.Source} {
+		if r.Run != "" && !validRun(r.Run) {
+			t.Fatalf("accepted run %q", r.Run)
+		}
+		for _, s := range []string{r.Item, r.Thread, r.Text, r.Revision, r.Source, r.Run} {
 			if !utf8.ValidString(s) {
 				t.Fatalf("accepted invalid UTF-8: %q", s)
 			}

@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -8,13 +9,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/time/rate"
 
 	"github.com/vigilhq/vigil/store"
 )
@@ -22,6 +20,7 @@ import (
 // Store is what the observer needs of the store.
 type Store interface {
 	AppendEvent(ctx context.Context, e store.Event) (store.Event, bool, error)
+	EventByKey(ctx context.Context, stream, key string) (store.Event, error)
 	ReadEvents(ctx context.Context, stream string, after uint64, limit int) ([]store.Event, error)
 	RouterCursor(ctx context.Context, name string) (uint64, error)
 	RouteBatch(ctx context.Context, steps []store.RouteStep) ([]store.Routed, error)
@@ -51,6 +50,10 @@ type Options struct {
 	// burst 200). A negative Rate is no limit.
 	Rate  float64
 	Burst int
+	// RunPerMinute bounds recording per run of a principal: new items per
+	// minute, which a run may also spend at once (default
+	// DefaultRunPerMinute). A negative value is no limit.
+	RunPerMinute int
 	// IDs is the randomness of Work ids (default crypto/rand).
 	IDs io.Reader
 	// Principal validates reporter names in the configuration.
@@ -72,6 +75,9 @@ type nopMetrics struct{}
 func (nopMetrics) Record(string) {}
 func (nopMetrics) Route(string)  {}
 
+// DefaultRunPerMinute is the default per-run budget: new items per minute.
+const DefaultRunPerMinute = 1000
+
 // WorkKind is the kind of Work an observed thread becomes, and the
 // built-in watch kind its agent parks on between turns.
 const WorkKind = "observe.thread"
@@ -85,8 +91,7 @@ type Observer struct {
 	log *slog.Logger
 	cfg atomic.Pointer[view]
 
-	mu       sync.Mutex
-	limiters map[string]*rate.Limiter
+	budgets *budgets
 
 	routeMu sync.Mutex // one routing pass at a time
 	wake    chan struct{}
@@ -106,10 +111,20 @@ func New(o Options, cfg Config) (*Observer, error) {
 	if o.Burst <= 0 {
 		o.Burst = 200
 	}
+	if o.RunPerMinute == 0 {
+		o.RunPerMinute = DefaultRunPerMinute
+	}
+	var perPrincipal, perRun limit
+	if o.Rate > 0 {
+		perPrincipal = limit{rate: o.Rate, size: float64(o.Burst)}
+	}
+	if o.RunPerMinute > 0 {
+		perRun = limit{rate: float64(o.RunPerMinute) / 60, size: float64(o.RunPerMinute)}
+	}
 	if o.Metrics == nil {
 		o.Metrics = nopMetrics{}
 	}
-	ob := &Observer{o: o, log: o.Logger.With("component", "observe"), limiters: map[string]*rate.Limiter{}, wake: make(chan struct{}, 1)}
+	ob := &Observer{o: o, log: o.Logger.With("component", "observe"), budgets: newBudgets(perPrincipal, perRun), wake: make(chan struct{}, 1)}
 	if err := ob.SetConfig(cfg); err != nil {
 		return nil, err
 	}
@@ -141,9 +156,11 @@ type Recorded struct {
 
 // Record records r for principal in scope. The reporter is principal,
 // never a field of r. It returns the event (the first one again for an
-// exact repeat, with Duplicate set), or an *Error: not_a_reporter,
-// invalid_field (source), once_conflict, rate_limited; or ErrUnknownScope.
-// The text is stored on the event and never logged.
+// exact repeat, with Duplicate set), or an *Error: observe_unavailable,
+// not_a_reporter, invalid_field (source), once_conflict, rate_limited; or
+// ErrUnknownScope. Only a new event spends budget: a repeat is answered
+// as a duplicate however spent the budgets are. The text is stored on the
+// event and never logged.
 func (ob *Observer) Record(ctx context.Context, principal, scope string, r Record) (Recorded, error) {
 	got, err := ob.record(ctx, principal, scope, r)
 	var e *Error
@@ -162,13 +179,22 @@ func (ob *Observer) Record(ctx context.Context, principal, scope string, r Recor
 	return got, err
 }
 
+// Recordable says whether scope has the record operation, whatever the
+// record and its principal: nil, ErrUnknownScope for a scope the
+// configuration does not name, or observe_unavailable for a scope with no
+// observe entry (its last one removed): the operation goes with the last
+// entry. The API asks it before it reads the body.
+func (ob *Observer) Recordable(scope string) error {
+	return ob.cfg.Load().recordable(scope)
+}
+
 func (ob *Observer) record(ctx context.Context, principal, scope string, r Record) (Recorded, error) {
 	if err := r.Validate(); err != nil {
 		return Recorded{}, err
 	}
 	v := ob.cfg.Load()
-	if !v.scope(scope) {
-		return Recorded{}, fmt.Errorf("%w %q", ErrUnknownScope, scope)
+	if err := v.recordable(scope); err != nil {
+		return Recorded{}, err
 	}
 	mine := v.reported(scope, principal)
 	source := r.Source
@@ -183,20 +209,26 @@ func (ob *Observer) record(ctx context.Context, principal, scope string, r Recor
 		return Recorded{}, &Error{Code: CodeNotAReporter, Field: "source", Message: fmt.Sprintf("principal %q is not a reporter of source %s in scope %s", principal, source, scope)}
 	}
 	now := ob.o.Clock.Now().UTC()
-	if wait, ok := ob.allow(principal, now); !ok {
-		return Recorded{}, &Error{Code: CodeRateLimited, Message: fmt.Sprintf("principal %q is over its recording rate; retry in %s", principal, wait.Round(time.Millisecond)), RetryAfter: wait}
-	}
 	payload, err := json.Marshal(ItemV1{Source: source, Item: r.Item, Revision: r.Revision, Thread: r.Thread, Text: r.Text})
 	if err != nil {
 		return Recorded{}, err
 	}
 	key := threadKey(scope, source, r.Thread)
-	e, dup, err := ob.o.Store.AppendEvent(ctx, store.Event{
+	e := store.Event{
 		Stream: Stream, Key: Once(scope, source, r.Item, r.Revision), Type: EventRecorded,
-		OccurredAt: now, Payload: payload, Actor: principal, Address: key,
-	})
+		OccurredAt: now, Payload: payload, Actor: principal, Run: r.Run, Address: key,
+	}
+	ref, ok := ob.budgets.take(principal, r.Run, now)
+	if !ok {
+		// Over budget: a repeat is still answered, from a read alone.
+		return ob.repeat(ctx, e, r, source, principal, ref)
+	}
+	got, dup, err := ob.o.Store.AppendEvent(ctx, e)
+	if dup || err != nil {
+		ob.budgets.refund(principal, r.Run, now) // nothing was added
+	}
 	if errors.Is(err, store.ErrEventConflict) {
-		return Recorded{}, &Error{Code: CodeOnceConflict, Message: fmt.Sprintf("item %q revision %q of source %s was recorded with another thread or text; an edit is a new revision", r.Item, r.Revision, source)}
+		return Recorded{}, onceConflict(r, source)
 	}
 	if err != nil {
 		return Recorded{}, fmt.Errorf("observe: record: %w", err)
@@ -204,33 +236,36 @@ func (ob *Observer) record(ctx context.Context, principal, scope string, r Recor
 	if !dup {
 		ob.signal()
 	}
-	return Recorded{Event: e, Duplicate: dup, ThreadKey: key}, nil
+	return Recorded{Event: got, Duplicate: dup, ThreadKey: key}, nil
 }
 
-// allow takes one token of principal's limiter at now, or says how long to
-// wait for one.
-func (ob *Observer) allow(principal string, now time.Time) (time.Duration, bool) {
-	if ob.o.Rate < 0 {
-		return 0, true
+// repeat answers a record over budget: the first event again when it is
+// an exact repeat of one (the store's rule: the same type and payload),
+// once_conflict when its identity names another, and rate_limited when it
+// is new.
+func (ob *Observer) repeat(ctx context.Context, e store.Event, r Record, source, principal string, ref refusal) (Recorded, error) {
+	prev, err := ob.o.Store.EventByKey(ctx, e.Stream, e.Key)
+	switch {
+	case err == nil && prev.Type == e.Type && bytes.Equal(prev.Payload, e.Payload):
+		return Recorded{Event: prev, Duplicate: true, ThreadKey: e.Address}, nil
+	case err == nil:
+		return Recorded{}, onceConflict(r, source)
+	case !errors.Is(err, store.ErrNotFound):
+		return Recorded{}, fmt.Errorf("observe: record: %w", err)
 	}
-	ob.mu.Lock()
-	l := ob.limiters[principal]
-	if l == nil {
-		l = rate.NewLimiter(rate.Limit(ob.o.Rate), ob.o.Burst)
-		ob.limiters[principal] = l
+	msg := fmt.Sprintf("principal %q is over its recording rate; retry in %s", principal, ref.wait.Round(time.Millisecond))
+	if ref.run {
+		run := "the unnamed run"
+		if r.Run != "" {
+			run = fmt.Sprintf("run %q", r.Run)
+		}
+		msg = fmt.Sprintf("%s of principal %q is over its budget of %d new items per minute; retry in %s", run, principal, ob.o.RunPerMinute, ref.wait.Round(time.Millisecond))
 	}
-	ob.mu.Unlock()
-	if l.AllowN(now, 1) {
-		return 0, true
-	}
-	// The time until one token is back.
-	r := l.ReserveN(now, 1)
-	wait := r.DelayFrom(now)
-	r.CancelAt(now)
-	if wait <= 0 || wait == rate.InfDuration {
-		wait = time.Duration(math.Ceil(float64(time.Second) / ob.o.Rate))
-	}
-	return wait, false
+	return Recorded{}, &Error{Code: CodeRateLimited, Message: msg, RetryAfter: ref.wait}
+}
+
+func onceConflict(r Record, source string) error {
+	return &Error{Code: CodeOnceConflict, Message: fmt.Sprintf("item %q revision %q of source %s was recorded with another thread or text; an edit is a new revision", r.Item, r.Revision, source)}
 }
 
 func (ob *Observer) signal() {

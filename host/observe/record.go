@@ -21,16 +21,25 @@ const (
 	MaxThread   = 256
 	MaxRevision = 128
 	MaxText     = 16 << 10
+	MaxRun      = 128
 )
 
+// RunGrammar says what a run id may be.
+const RunGrammar = "1 to 128 bytes of letters, digits and . _ - : / @ +"
+
 // Record is what an executor reports: an item it saw in an outside source.
-// The reporter is never a field: it is the authenticated principal.
+// The reporter is never a field: it is the authenticated principal. Run
+// names the run that saw the item (the reporter's own id for it, such as
+// a scheduled job's occurrence); it is kept on the event for audit, is
+// part of no identity and is the key of the per-run budget. A record that
+// names no run is of its principal's one unnamed run.
 type Record struct {
 	Item     string `json:"item"`
 	Thread   string `json:"thread"`
 	Text     string `json:"text"`
 	Revision string `json:"revision,omitempty"`
 	Source   string `json:"source,omitempty"`
+	Run      string `json:"run,omitempty"`
 }
 
 // ItemV1 is the payload of an observe.item.recorded event
@@ -58,8 +67,9 @@ const (
 // DecodeRecord reads a record strictly: one JSON object, only the known
 // fields, each a string of valid UTF-8 (encoding/json would quietly turn
 // invalid bytes and lone surrogate escapes into U+FFFD; here they are
-// refused), then Validate. Every failure is an *Error naming the field
-// (or the body).
+// refused), then Validate. A run given as "" is refused (a run left out is
+// left out, not empty: an unset variable in a script is a mistake to
+// report). Every failure is an *Error naming the field (or the body).
 func DecodeRecord(body []byte) (Record, error) {
 	var r Record
 	if len(bytes.TrimSpace(body)) == 0 {
@@ -76,7 +86,7 @@ func DecodeRecord(body []byte) (Record, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return r, &Error{Code: CodeMalformed, Message: "trailing data after the JSON body"}
 	}
-	targets := map[string]*string{"item": &r.Item, "thread": &r.Thread, "text": &r.Text, "revision": &r.Revision, "source": &r.Source}
+	targets := map[string]*string{"item": &r.Item, "thread": &r.Thread, "text": &r.Text, "revision": &r.Revision, "source": &r.Source, "run": &r.Run}
 	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		dst, ok := targets[name]
 		if !ok {
@@ -91,6 +101,9 @@ func DecodeRecord(body []byte) (Record, error) {
 		}
 		if err := json.Unmarshal(raw, dst); err != nil {
 			return r, &Error{Code: CodeInvalidField, Field: name, Message: "want a string"}
+		}
+		if name == "run" && r.Run == "" {
+			return r, &Error{Code: CodeInvalidField, Field: "run", Message: "empty: want " + RunGrammar + ", or leave run out"}
 		}
 	}
 	return r, r.Validate()
@@ -149,9 +162,9 @@ func hex4(b []byte) (rune, bool) {
 }
 
 // Validate checks the bounds: item and thread 1-256 bytes, revision at
-// most 128, text at most 16 KiB, all valid UTF-8, and a source, when
-// given, in the source grammar. The first failure is returned, naming its
-// field. Nothing of the text is echoed.
+// most 128, text at most 16 KiB, all valid UTF-8, a source, when given, in
+// the source grammar, and a run, when given, in the run grammar. The first
+// failure is returned, naming its field. Nothing of the text is echoed.
 func (r Record) Validate() error {
 	for _, f := range []struct {
 		name     string
@@ -175,7 +188,30 @@ func (r Record) Validate() error {
 	if r.Source != "" && !validName(r.Source) {
 		return &Error{Code: CodeInvalidField, Field: "source", Message: fmt.Sprintf("want 1-%d of a-z 0-9 . _ -", MaxSourceName)}
 	}
+	if r.Run != "" && !validRun(r.Run) {
+		return &Error{Code: CodeInvalidField, Field: "run", Message: fmt.Sprintf("%d bytes: want %s", len(r.Run), RunGrammar)}
+	}
 	return nil
+}
+
+// validRun is the run grammar: 1 to MaxRun bytes of ASCII letters, digits
+// and . _ - : / @ +, enough for a job's occurrence ("nightly@2026-12-01T20:00:00+00:00")
+// or a CI run ("actions/runs/123/attempts/2"), and nothing a log line or a
+// terminal would read as structure.
+func validRun(s string) bool {
+	if len(s) == 0 || len(s) > MaxRun {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("._-:/@+", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // Once is the item's de-duplication identity: a digest of scope, source,

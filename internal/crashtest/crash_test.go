@@ -64,7 +64,7 @@ func readBudget(t *testing.T) (budget, bool) {
 }
 
 // The observe configuration: one scope, one source the local principal
-// reports, routed into Work; no rate limit, so the load is never refused.
+// reports, routed into Work; no budget, so the load is never refused.
 const observeConfig = `scopes:
   crash:
     observe:
@@ -75,6 +75,7 @@ const observeConfig = `scopes:
       - source: chat
 observe:
   rate: -1
+  run_per_minute: -1
 `
 
 // TestCrash runs the real vigil serve under a mixed load, kills it with
