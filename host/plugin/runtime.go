@@ -323,12 +323,17 @@ type candidate struct {
 // Reload reads the bundled set and the plugin directory again and swaps in
 // the result. Unchanged files keep their compiled module and warm
 // instances; a call in flight finishes on the module it started on.
+//
+// It logs what loaded, what did not and why, and a count of each, or the
+// error that kept the set before in force: here, so a reload says the
+// same whoever asked for it (SIGHUP, POST /api/v1/plugins/reload, start).
 func (r *Runtime) Reload(ctx context.Context) (Report, error) {
 	r.reload.Lock()
 	defer r.reload.Unlock()
 
 	reg, cands, err := r.scan()
 	if err != nil {
+		r.log.Error("plugin reload failed; keeping the plugins loaded before", "err", err)
 		return Report{}, err
 	}
 	old := r.set.Load()
@@ -378,6 +383,7 @@ func (r *Runtime) Reload(ctx context.Context) (Report, error) {
 	for _, p := range rep.Problems {
 		r.log.Warn("plugin not loaded", "file", p.File, "kind", p.Kind, "rule", p.Rule, "err", p.Err)
 	}
+	r.log.Info("plugins loaded", "kinds", len(rep.Loaded), "problems", len(rep.Problems))
 	return rep, nil
 }
 
@@ -393,6 +399,15 @@ func (r *Runtime) resolve(kind string, ls []*loaded, reg Registry, next *pluginS
 	if want := reg.Kinds[kind].Wasm; want != "" {
 		for _, l := range ls {
 			if r.cfg.Dir != "" && l.mod.file == filepath.Join(r.cfg.Dir, want) {
+				// The pin settles the conflict; every other claimant is
+				// a file the host does not load, and says so.
+				for _, o := range ls {
+					if o != l {
+						next.problems = append(next.problems, &LoadError{File: o.mod.file, Kind: kind, Rule: RuleKindPinned,
+							Err: fmt.Errorf("it claims kind %s, which kinds.%s.wasm in %s gives to %s; remove the file, or name it in kinds.%s.wasm",
+								kind, kind, RegistryFile, l.mod.file, kind)})
+					}
+				}
 				return l, true
 			}
 		}
