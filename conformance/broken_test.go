@@ -11,6 +11,8 @@ import (
 // it is built to fail.
 var brokenTargets = map[string]string{
 	"wallclock":        ObserveNoWallClock,
+	"farfuture":        ObserveNoWallClock,
+	"wallclockparams":  ObserveNoWallClock,
 	"failure503":       ObserveFetchFailure,
 	"wrongkind":        ObserveWrongKind,
 	"nondeterministic": ObserveDeterministic,

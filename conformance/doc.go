@@ -18,6 +18,13 @@
 //     for the generated params, so two runs check the same things.
 //   - A check that cannot run says why and which check to fix first; it
 //     never passes silently.
+//   - A plugin that reads the guest's clock instead of the input's now is
+//     caught whatever instant its params name: observe.no-wall-clock
+//     moves the guest's clock to both ends of what a WASI clock can say
+//     (1970 and 2262), with now fixed, on the example and on every
+//     admitted generated params. Clocks close together (the default and a
+//     year on, suite 2) both lie before an instant in the future, and a
+//     plugin comparing its clock with one passed.
 //
 // What it must never do:
 //   - Judge a plugin by anything but the contract (api/abi,

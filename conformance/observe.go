@@ -145,8 +145,15 @@ func (s *suite) deterministic(ctx context.Context) (Status, string) {
 	return Pass, "the same answer five times, two of them on other instances"
 }
 
-// noWallClock observes the example on a runtime whose guest clock is a
-// year on from wazero's fake one, and compares.
+// noWallClock observes the example, and then each admitted generated
+// params, on two runtimes whose guest wall clocks lie at the far ends of
+// what a guest clock can say (earliestGuestClock, latestGuestClock), the
+// input's now the same each time, and compares each answer with the one
+// under the default clock. Far apart, so a plugin that compares the guest's
+// clock with any instant, its example's one far in the future included,
+// answers differently under one of them; on generated params too, so a
+// plugin that reads the clock only for params other than its example's
+// is caught.
 func (s *suite) noWallClock(ctx context.Context) (Status, string) {
 	if s.nondet {
 		return Skip, "observe is not deterministic (observe.deterministic), so a clock's effect cannot be told apart"
@@ -157,20 +164,133 @@ func (s *suite) noWallClock(ctx context.Context) (Status, string) {
 			return Skip, "observe is not deterministic under the default clock (observe.deterministic)"
 		}
 	}
-	rt, err := s.newRuntime(ctx, skewedClock())
-	if err != nil {
-		return Fail, err.Error()
+	var clocks []guestRuntime
+	defer func() {
+		for _, g := range clocks {
+			_ = g.rt.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	for _, at := range []time.Time{earliestGuestClock, latestGuestClock} {
+		rt, err := s.newRuntime(ctx, guestClock(at))
+		if err != nil {
+			return Fail, err.Error()
+		}
+		clocks = append(clocks, guestRuntime{at: at, rt: rt})
 	}
-	defer func() { _ = rt.Close(context.WithoutCancel(ctx)) }()
-	c := s.observeExample(ctx, rt, "with the guest's clock a year on", nil, answerOK)
-	if c.obs.Fault != nil && budgetFault(c.obs.Fault) {
-		return Skip, "the observation with the clock moved ran past a bound (observe.budget)"
+
+	want := obsKey(s.first.obs)
+	for _, g := range clocks {
+		c := s.observeExample(ctx, g.rt, "with the guest's clock at "+g.label(), nil, answerOK)
+		if c.obs.Fault != nil && budgetFault(c.obs.Fault) {
+			return Skip, "the observation with the clock moved ran past a bound (observe.budget)"
+		}
+		if !c.answered() || !bytes.Equal(obsKey(c.obs), want) {
+			return Fail, fmt.Sprintf("with the guest's wall clock at %s and now %s, the example answered %s; under the default clock %s",
+				g.label(), suiteNow.Format(time.RFC3339), clip([]byte(c.describe())), clip(want))
+		}
 	}
-	if want := obsKey(s.first.obs); !c.answered() || !bytes.Equal(obsKey(c.obs), want) {
-		return Fail, fmt.Sprintf("with the guest's wall clock a year on, the same input answered %s; under the default clock %s",
-			clip([]byte(c.describe())), clip(want))
+	st, gen := s.noWallClockGenerated(ctx, clocks)
+	if st != Pass {
+		return st, gen + " (the example answered the same under each clock)"
 	}
-	return Pass, "the same answer with the guest's wall clock a year on"
+	return Pass, fmt.Sprintf("the same answer with the guest's wall clock at %s and at %s (now %s), on the example and %s",
+		clocks[0].label(), clocks[1].label(), suiteNow.Format(time.RFC3339), gen)
+}
+
+// guestRuntime is a runtime whose guest wall clock starts at at.
+type guestRuntime struct {
+	at time.Time
+	rt *plugin.Runtime
+}
+
+func (g guestRuntime) label() string { return g.at.Format(time.DateOnly) }
+
+// noWallClockGenerated observes each admitted generated params under the
+// default clock and under each of clocks, and compares. A params whose
+// answers differ is observed again under the default clock: if that
+// answer differs too, the params are not deterministic, which is no
+// clock's doing (robustness and observe.deterministic speak to that), and
+// they are left out. Params that come back with no answer are left out,
+// and after maxRobustnessProblems of those the rest are not tried: a
+// plugin that hangs on them would spend its timeout on each.
+func (s *suite) noWallClockGenerated(ctx context.Context, clocks []guestRuntime) (Status, string) {
+	gs := s.generatedParams(ctx)
+	var idx []int
+	for i, ok := range gs.admitted {
+		if ok {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return Pass, "on no generated params (none was admitted)"
+	}
+	var (
+		mu                 sync.Mutex
+		bad                []string
+		compared, unanswer int
+		nondet             int
+	)
+	stop := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(bad) > 0 || unanswer >= maxRobustnessProblems
+	}
+	each(len(idx), observeWorkers(), stop, func(j int) {
+		params := gs.params[idx[j]]
+		req := abi.ObserveRequest{Kind: s.info.Kind, WatchID: suiteWatchID, Params: params, Now: suiteNow, Attempt: 1}
+		base := s.observe(ctx, s.rt, "", req, answerOK)
+		if !base.answered() {
+			mu.Lock()
+			unanswer++
+			mu.Unlock()
+			return
+		}
+		want := obsKey(base.obs)
+		for _, g := range clocks {
+			c := s.observe(ctx, g.rt, "", req, answerOK)
+			if !c.answered() {
+				mu.Lock()
+				unanswer++
+				mu.Unlock()
+				return
+			}
+			if bytes.Equal(obsKey(c.obs), want) {
+				continue
+			}
+			if again := s.observe(ctx, s.rt, "", req, answerOK); !again.answered() || !bytes.Equal(obsKey(again.obs), want) {
+				mu.Lock()
+				nondet++
+				mu.Unlock()
+				return
+			}
+			mu.Lock()
+			bad = append(bad, fmt.Sprintf("params %s: with the guest's wall clock at %s, answered %s; under the default clock %s",
+				clip(params), g.label(), clip(obsKey(c.obs)), clip(want)))
+			mu.Unlock()
+			return
+		}
+		mu.Lock()
+		compared++
+		mu.Unlock()
+	})
+	if len(bad) > 0 {
+		return Fail, "generated " + bad[0]
+	}
+	msg := fmt.Sprintf("on %d admitted generated params (seed %d)", compared, s.opts.Seed)
+	var left []string
+	if nondet > 0 {
+		left = append(left, fmt.Sprintf("%d not deterministic under the default clock", nondet))
+	}
+	if unanswer > 0 {
+		left = append(left, fmt.Sprintf("%d with no answer", unanswer))
+	}
+	if len(left) > 0 {
+		msg += "; left out: " + strings.Join(left, ", ")
+	}
+	if n := len(idx) - compared - nondet - unanswer; n > 0 {
+		msg += fmt.Sprintf("; %d not tried after %d with no answer", n, unanswer)
+	}
+	return Pass, msg
 }
 
 // fetchFailure observes the example with every fetch failing each way;

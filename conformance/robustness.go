@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,11 +28,12 @@ func (s *suite) robustness(ctx context.Context) {
 		return // skipped: the example already ran past a bound
 	}
 	t := time.Now()
-	params := generate(s.info.Schema, s.example, s.opts.Generated, s.opts.Seed)
-	workers := min(4, max(2, runtime.GOMAXPROCS(0)))
+	gs := s.generatedParams(ctx)
+	params, admitted, refused := gs.params, gs.admitted, gs.refused
+	workers := observeWorkers()
 
 	var mu sync.Mutex
-	var problems []string
+	problems := slices.Clone(gs.problems)
 	note := func(p json.RawMessage, what string) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -43,28 +45,6 @@ func (s *suite) robustness(ctx context.Context) {
 		return len(problems) >= maxRobustnessProblems
 	}
 
-	admitted := make([]bool, len(params))
-	refused := 0
-	each(len(params), workers, enough, func(i int) {
-		_, err := s.admit(ctx, params[i])
-		if timedOut(err) {
-			// Once more: a loaded machine can miss a bound that the same
-			// call keeps when it is not. A plugin that hangs on these
-			// params times out again.
-			_, err = s.admit(ctx, params[i])
-		}
-		var ref *plugin.Refusal
-		switch {
-		case err == nil:
-			admitted[i] = true
-		case errors.As(err, &ref):
-			mu.Lock()
-			refused++
-			mu.Unlock()
-		default:
-			note(params[i], "admit came back with "+err.Error())
-		}
-	})
 	statuses := map[string]int{}
 	each(len(params), workers, enough, func(i int) {
 		if !admitted[i] {
@@ -104,6 +84,51 @@ func (s *suite) robustness(ctx context.Context) {
 	}
 	s.record(RobustnessGenerated, Pass, took, "%d params (seed %d): %d refused, %d admitted and answered (%s)",
 		len(params), s.opts.Seed, refused, total, strings.Join(answered, ", "))
+}
+
+// observeWorkers is how many calls the suite's generated params make side
+// by side.
+func observeWorkers() int { return min(4, max(2, runtime.GOMAXPROCS(0))) }
+
+// generatedParams generates the params robustness.generated-params and
+// observe.no-wall-clock try, and admits each once, the first time either
+// asks. Admits never run beside observes, so a fetch counted during them
+// is admit's. It stops admitting after maxRobustnessProblems admits that
+// neither refused nor admitted.
+func (s *suite) generatedParams(ctx context.Context) *generatedSet {
+	if s.generated != nil {
+		return s.generated
+	}
+	params := generate(s.info.Schema, s.example, s.opts.Generated, s.opts.Seed)
+	gs := &generatedSet{params: params, admitted: make([]bool, len(params))}
+	var mu sync.Mutex
+	enough := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(gs.problems) >= maxRobustnessProblems
+	}
+	each(len(params), observeWorkers(), enough, func(i int) {
+		_, err := s.admit(ctx, params[i])
+		if timedOut(err) {
+			// Once more: a loaded machine can miss a bound that the same
+			// call keeps when it is not. A plugin that hangs on these
+			// params times out again.
+			_, err = s.admit(ctx, params[i])
+		}
+		var ref *plugin.Refusal
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err == nil:
+			gs.admitted[i] = true
+		case errors.As(err, &ref):
+			gs.refused++
+		default:
+			gs.problems = append(gs.problems, fmt.Sprintf("%s: %s", clip(params[i]), "admit came back with "+err.Error()))
+		}
+	})
+	s.generated = gs
+	return gs
 }
 
 // timedOut reports whether err is a plugin call that ran out of its time.

@@ -63,10 +63,23 @@ var (
 	suiteWatchID = "conformance"
 )
 
-// skewedClock is wazero's fake clock a year on: where it starts, moved a
-// year, a millisecond on per reading, as wazero's moves.
-func skewedClock() func() time.Time {
-	start := time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC)
+// The guest wall clocks observe.no-wall-clock runs the plugin under, with
+// the input's now fixed: the earliest instant a WASI clock can say (its
+// timestamps count nanoseconds from 1970), and one near the latest
+// wazero's can (it holds them in an int64, which ends in April 2262).
+// Whatever instant a plugin compares the guest's clock with, one of the
+// two lies before it and the other after, so a plugin that reads the
+// guest's clock instead of now answers differently under them whatever
+// its example. Clocks closer together (wazero's default, 2022, and a year
+// on) both lie before an instant in the future and miss it.
+var (
+	earliestGuestClock = time.Unix(0, 0).UTC()
+	latestGuestClock   = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// guestClock is a guest wall clock starting at start and moving a
+// millisecond on per reading, as wazero's fake one does.
+func guestClock(start time.Time) func() time.Time {
 	var reads atomic.Int64
 	return func() time.Time { return start.Add(time.Duration(reads.Add(1)-1) * time.Millisecond) }
 }
@@ -106,6 +119,20 @@ type suite struct {
 	first        *obsCall // the example's first observation
 	exampleCalls []*obsCall
 	nondet       bool // observe.deterministic saw two answers
+
+	// generated is robustness's params, each admitted once; nil until
+	// the first check that needs them (generatedParams).
+	generated *generatedSet
+}
+
+// generatedSet is the generated params and what admitting each answered.
+type generatedSet struct {
+	params   []json.RawMessage
+	admitted []bool
+	refused  int
+	// problems are admits that neither refused nor admitted, as
+	// robustness.generated-params reports them.
+	problems []string
 }
 
 // obsCall is one observe through the runtime.

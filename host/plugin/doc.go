@@ -15,7 +15,12 @@
 //     memory does not grow with load.
 //   - A bad plugin (a file that does not compile, a describe that breaks the
 //     contract, two files claiming one kind) is reported by file and rule in
-//     Problems and never affects the others.
+//     Problems and never affects the others. Where the registry pins the
+//     file of a contested kind, each file it sets aside is reported too
+//     (kind.pinned), never silently ignored; so is a plugin whose kind the
+//     host serves itself (kind.host), which the host's kind keeps.
+//   - Every load and reload logs what loaded, what did not and why, from
+//     Reload itself, so SIGHUP and the API's reload say the same.
 //   - Reload swaps a new generation of plugins in atomically. Unchanged
 //     files keep their module; a call in flight finishes on the module it
 //     started on, which closes when its last call returns.

@@ -42,6 +42,16 @@ func (e *RegistryError) Error() string {
 
 func (e *RegistryError) Unwrap() error { return e.Err }
 
+// RuleKindPinned is the rule of a file that claims a kind another file
+// serves because the registry's kinds.<kind>.wasm names that one: the
+// kind is served, and this file is not loaded.
+const RuleKindPinned = "kind.pinned"
+
+// RuleKindHost is the rule of a plugin whose kind the host serves itself
+// (a built-in such as observe.thread): the host's stays, and the plugin is
+// not loaded.
+const RuleKindHost = "kind.host"
+
 // LoadError is one plugin file, or one registry entry, that could not be
 // served. It names the file and the rule; it never stops the other plugins.
 type LoadError struct {

@@ -70,3 +70,38 @@ func TestRuntimeRegistersItsKinds(t *testing.T) {
 		t.Fatalf("after Close the registry serves %+v, want only the host's kind", got)
 	}
 }
+
+// A plugin whose kind the host serves itself is not served, and not
+// silently so: it is in Problems (and so in GET /api/v1/plugins) under
+// kind.host, on the first load and on every reload, and the runtime does
+// not list it as loaded.
+func TestAPluginOfAHostKindIsReported(t *testing.T) {
+	reg := kind.NewRegistry()
+	if err := reg.Register("host", hostKind{"timer"}); err != nil {
+		t.Fatal(err)
+	}
+	r := newRuntime(t, Config{Kinds: reg})
+	check := func(when string, ps []*LoadError) {
+		t.Helper()
+		if len(ps) != 1 || ps[0].Rule != RuleKindHost || ps[0].Kind != "timer" || ps[0].File != "bundled:timer/timer.wasm" {
+			t.Fatalf("%s: problems %v, want one %s for the bundled timer", when, ps, RuleKindHost)
+		}
+		if _, ok := r.Lookup("timer"); ok {
+			t.Fatalf("%s: the runtime lists a timer plugin the host does not serve", when)
+		}
+		if info, ok := reg.Lookup("timer"); !ok || !info.Pushed {
+			t.Fatalf("%s: the host's own timer kind was displaced: %+v %v", when, info, ok)
+		}
+	}
+	check("at load", r.Problems())
+	rep, err := r.Reload(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("on reload", rep.Problems)
+	for _, in := range rep.Loaded {
+		if in.Kind == "timer" {
+			t.Fatalf("the reload reports timer loaded: %+v", in)
+		}
+	}
+}

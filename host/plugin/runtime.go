@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"os"
 	"path"
@@ -277,10 +278,11 @@ func (k runtimeKind) Observe(ctx context.Context, req abi.ObserveRequest) (Obser
 
 // register makes set's kinds what the runtime serves in cfg.Kinds. A kind
 // the host already serves itself (a built-in) stays the host's, and the
-// plugin claiming it is logged and left out.
-func (r *Runtime) register(set *pluginSet) {
+// plugin claiming it is left out; the conflicts are returned, for the
+// caller to report.
+func (r *Runtime) register(set *pluginSet) (dropped []*kind.ConflictError) {
 	if r.cfg.Kinds == nil {
-		return
+		return nil
 	}
 	var ks []kind.Kind
 	if set != nil {
@@ -298,9 +300,9 @@ func (r *Runtime) register(set *pluginSet) {
 			if err != nil {
 				r.log.Error("registering the plugins' kinds", "err", err)
 			}
-			return
+			return dropped
 		}
-		r.log.Warn("plugin not served: the host serves its kind itself", "kind", ce.Kind, "served_by", ce.Holder)
+		dropped = append(dropped, ce)
 		ks = slices.DeleteFunc(ks, func(k kind.Kind) bool { return k.Info().Kind == ce.Kind })
 	}
 }
@@ -323,12 +325,17 @@ type candidate struct {
 // Reload reads the bundled set and the plugin directory again and swaps in
 // the result. Unchanged files keep their compiled module and warm
 // instances; a call in flight finishes on the module it started on.
+//
+// It logs what loaded, what did not and why, and a count of each, or the
+// error that kept the set before in force: here, so a reload says the
+// same whoever asked for it (SIGHUP, POST /api/v1/plugins/reload, start).
 func (r *Runtime) Reload(ctx context.Context) (Report, error) {
 	r.reload.Lock()
 	defer r.reload.Unlock()
 
 	reg, cands, err := r.scan()
 	if err != nil {
+		r.log.Error("plugin reload failed; keeping the plugins loaded before", "err", err)
 		return Report{}, err
 	}
 	old := r.set.Load()
@@ -365,7 +372,22 @@ func (r *Runtime) Reload(ctx context.Context) (Report, error) {
 		}
 	}
 	r.set.Store(next)
-	r.register(next)
+	if dropped := r.register(next); len(dropped) > 0 {
+		// A kind the host serves itself is not this generation's either:
+		// out of what it lists and serves, and in its problems.
+		amended := &pluginSet{kinds: maps.Clone(next.kinds), problems: slices.Clone(next.problems), modules: next.modules, registry: next.registry}
+		for _, ce := range dropped {
+			l, ok := amended.kinds[ce.Kind]
+			if !ok {
+				continue
+			}
+			delete(amended.kinds, ce.Kind)
+			amended.problems = append(amended.problems, &LoadError{File: l.info.File, Kind: ce.Kind, Rule: RuleKindHost,
+				Err: fmt.Errorf("the host serves kind %s itself (%s), so this plugin is not loaded; give the plugin's kind another name", ce.Kind, ce.Holder)})
+		}
+		r.set.Store(amended)
+		next = amended
+	}
 	for _, m := range old.modules {
 		if !kept[m] {
 			m.retire(ctx)
@@ -378,6 +400,7 @@ func (r *Runtime) Reload(ctx context.Context) (Report, error) {
 	for _, p := range rep.Problems {
 		r.log.Warn("plugin not loaded", "file", p.File, "kind", p.Kind, "rule", p.Rule, "err", p.Err)
 	}
+	r.log.Info("plugins loaded", "kinds", len(rep.Loaded), "problems", len(rep.Problems))
 	return rep, nil
 }
 
@@ -393,6 +416,15 @@ func (r *Runtime) resolve(kind string, ls []*loaded, reg Registry, next *pluginS
 	if want := reg.Kinds[kind].Wasm; want != "" {
 		for _, l := range ls {
 			if r.cfg.Dir != "" && l.mod.file == filepath.Join(r.cfg.Dir, want) {
+				// The pin settles the conflict; every other claimant is
+				// a file the host does not load, and says so.
+				for _, o := range ls {
+					if o != l {
+						next.problems = append(next.problems, &LoadError{File: o.mod.file, Kind: kind, Rule: RuleKindPinned,
+							Err: fmt.Errorf("it claims kind %s, which kinds.%s.wasm in %s gives to %s; remove the file, or name it in kinds.%s.wasm",
+								kind, kind, RegistryFile, l.mod.file, kind)})
+					}
+				}
 				return l, true
 			}
 		}

@@ -1,10 +1,12 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -215,7 +217,8 @@ func TestTwoPluginsClaimingOneKind(t *testing.T) {
 		}
 	}
 
-	// The registry settles it.
+	// The registry settles it: b.wasm serves, and each file it set aside
+	// is reported, not ignored.
 	if err := os.WriteFile(filepath.Join(dir, RegistryFile), []byte(`{"kinds":{"timer":{"wasm":"b.wasm"}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -224,9 +227,107 @@ func TestTwoPluginsClaimingOneKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	info, ok := r.Lookup("timer")
-	if !ok || info.File != filepath.Join(dir, "b.wasm") || len(rep.Problems) != 0 {
+	if !ok || info.File != filepath.Join(dir, "b.wasm") {
 		t.Fatalf("after choosing: %+v %v", info, rep.Problems)
 	}
+	checkPinned(t, rep.Problems, filepath.Join(dir, "b.wasm"), "bundled:timer/timer.wasm", filepath.Join(dir, "a.wasm"))
+	checkPinned(t, r.Problems(), filepath.Join(dir, "b.wasm"), "bundled:timer/timer.wasm", filepath.Join(dir, "a.wasm"))
+}
+
+// checkPinned checks that the problems are one kind.pinned for the timer
+// kind per file in setAside, in order, each naming the file that serves.
+func checkPinned(t *testing.T, ps []*LoadError, serves string, setAside ...string) {
+	t.Helper()
+	var files []string
+	for _, p := range ps {
+		files = append(files, p.File)
+		if p.Rule != RuleKindPinned || p.Kind != "timer" || !strings.Contains(p.Error(), serves) || !strings.Contains(p.Error(), "kinds.timer.wasm") {
+			t.Errorf("problem %v: want %s for kind timer naming %s and the setting", p, RuleKindPinned, serves)
+		}
+	}
+	slices.Sort(files)
+	want := slices.Sorted(slices.Values(setAside))
+	if !slices.Equal(files, want) {
+		t.Fatalf("problems name %v, want %v", files, want)
+	}
+}
+
+// A reload logs what loaded, each file that did not (a pinned-out one
+// included) and a count, whoever asked for it: the API's reload calls
+// Reload alone, so the log must come from here.
+func TestReloadLogsWhatLoadedAndWhatNot(t *testing.T) {
+	timer := filepath.Join("..", "..", "plugins", "timer", "timer.wasm")
+	dir := t.TempDir()
+	copyFile(t, timer, filepath.Join(dir, "a.wasm"))
+	if err := os.WriteFile(filepath.Join(dir, RegistryFile), []byte(`{"kinds":{"timer":{"wasm":"a.wasm"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var buf syncBuffer
+	r := newRuntime(t, Config{Dir: dir, Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
+	buf.Reset()
+	if _, err := r.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	type line struct {
+		Msg, Kind, File, Rule string
+		Kinds, Problems       int
+	}
+	var got []line
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var ln line
+		if err := json.Unmarshal([]byte(l), &ln); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		got = append(got, ln)
+	}
+	has := func(want line) bool { return slices.Contains(got, want) }
+	loaded := len(r.Plugins())
+	for _, want := range []line{
+		{Msg: "plugin loaded", Kind: "timer", File: filepath.Join(dir, "a.wasm")},
+		{Msg: "plugin not loaded", Kind: "timer", File: "bundled:timer/timer.wasm", Rule: RuleKindPinned},
+		{Msg: "plugins loaded", Kinds: loaded, Problems: 1},
+	} {
+		if !has(want) {
+			t.Errorf("no log line %+v in:\n%s", want, buf.String())
+		}
+	}
+
+	// A reload that cannot read the registry keeps the plugins before,
+	// and says so.
+	if err := os.WriteFile(filepath.Join(dir, RegistryFile), []byte(`{"kinds":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	buf.Reset()
+	if _, err := r.Reload(context.Background()); err == nil {
+		t.Fatal("a broken registry reloaded")
+	}
+	if !strings.Contains(buf.String(), "plugin reload failed") {
+		t.Fatalf("the failed reload logged:\n%s", buf.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *syncBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
 }
 
 func TestConcurrentCallsNeverShareAnInstance(t *testing.T) {

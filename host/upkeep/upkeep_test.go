@@ -460,3 +460,57 @@ func TestLargePruneDoesNotBlockProbing(t *testing.T) {
 		t.Fatal("the young row was pruned")
 	}
 }
+
+// sevenDays is the retention window seed 002 states, written out here
+// and not taken from the package, so that changing the window fails this
+// test rather than moving it along.
+const sevenDays = 168 * time.Hour
+
+// Retention is pinned: every class vigil serve keeps is kept seven days,
+// and an upkeep built with the defaults prunes a settled row, its message
+// and a fetch fact exactly seven days after they were written, not a
+// nanosecond before.
+func TestRetentionIsSevenDays(t *testing.T) {
+	want := map[store.Retained]bool{
+		store.RetainedSettled: true, store.RetainedMessages: true, store.RetainedPushes: true,
+		store.RetainedEvents(fetch.StreamFacts): true, store.RetainedEvents(fetch.StreamDeadLetters): true,
+	}
+	classes := upkeep.DefaultClasses()
+	if len(classes) != len(want) {
+		t.Fatalf("default classes %v, want %d of them", classes, len(want))
+	}
+	for _, c := range classes {
+		if !want[c.Class] {
+			t.Errorf("default class %s is not one of the retained classes", c.Class)
+		}
+		if c.Retention != sevenDays {
+			t.Errorf("%s is kept %v, want seven days", c.Class, c.Retention)
+		}
+	}
+
+	ctx := context.Background()
+	f := newFixture(t)
+	id := f.settled(t0)
+	f.event(fetch.StreamFacts, "fact", t0)
+	u := newUpkeep(t, upkeep.Config{Store: f.st, Clock: fakeclock.At(t0)}) // the defaults
+	if err := u.Prime(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantWake(t, u, t0.Add(sevenDays))
+	if n, err := u.Tick(ctx, t0.Add(sevenDays-time.Nanosecond)); err != nil || n != 0 || !f.exists(id) {
+		t.Fatalf("a tick a nanosecond before seven days pruned %d (%v); row kept %v", n, err, f.exists(id))
+	}
+	// The settled row, its message and the fact, a class a tick.
+	total := 0
+	for range 5 {
+		n, err := u.Tick(ctx, t0.Add(sevenDays))
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += n
+	}
+	if total != 3 || f.exists(id) {
+		t.Fatalf("the ticks at seven days pruned %d, want 3; row kept %v", total, f.exists(id))
+	}
+	wantNoWake(t, u)
+}

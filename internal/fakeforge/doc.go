@@ -1,7 +1,8 @@
 // Package fakeforge is a fake code forge for tests only: an httptest
 // server on 127.0.0.1 that speaks the small subset of the GitHub and Gitea
 // REST APIs the bundled ci and ticket plugins read (a commit's check runs,
-// its combined status, an issue), plus plain pages for the http plugin, and
+// its combined status, an issue and its comments, and who the token is),
+// plus plain pages for the http plugin, and
 // a Fetcher that performs a plugin's fetch against it with net/http.
 //
 // It owns faking a forge's answers and its failures (a path that answers

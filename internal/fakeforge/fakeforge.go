@@ -42,7 +42,20 @@ type Issue struct {
 	State    string // open or closed
 	Body     string // "" is reported as null, as GitHub does
 	Draft    bool   // reported only when true
-	Comments int
+	Comments int    // the count the issue reports
+	// Assignees are reported as assignees (and the first as assignee).
+	Assignees []string
+	// UpdatedAt is reported as updated_at when set.
+	UpdatedAt time.Time
+	// Thread is what the issue's comments endpoint lists, oldest first;
+	// Comments is reported as given, so a test can make the two disagree.
+	Thread []Comment
+}
+
+// Comment is one comment of an issue's thread.
+type Comment struct {
+	Author string
+	Body   string
 }
 
 type commitKey struct{ repo, sha string }
@@ -70,6 +83,7 @@ type Forge struct {
 	statuses map[commitKey][]Status
 	issues   map[issueKey]Issue
 	pages    map[string]page
+	viewer   string // the login /user answers for a request with a token; "" answers 401
 	faults   map[string]fault
 	counts   map[string]int
 	headers  map[string][]http.Header
@@ -134,6 +148,15 @@ func (f *Forge) SetIssue(repo string, number int, is Issue) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.issues[issueKey{repo, number}] = is
+}
+
+// SetViewer makes GET /user (both dialects) answer login for a request
+// that carries a token; "" (the default) answers 401, a forge that cannot
+// say who the token is.
+func (f *Forge) SetViewer(login string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.viewer = login
 }
 
 // SetPage makes path (outside the forge's API) answer status with body,
@@ -246,9 +269,17 @@ func (f *Forge) serve(w http.ResponseWriter, r *http.Request) {
 	if gitea {
 		path = strings.TrimPrefix(path, GiteaPrefix)
 	}
+	if path == "/user" {
+		if f.viewer == "" || r.Header.Get("Authorization") == "" {
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"message": "Requires authentication"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"id": 1, "login": f.viewer})
+		return
+	}
 	seg := strings.Split(strings.TrimPrefix(path, "/"), "/")
 	// repos/{owner}/{name}/commits/{sha}/check-runs|status
-	// repos/{owner}/{name}/issues/{number}
+	// repos/{owner}/{name}/issues/{number}[/comments]
 	if len(seg) < 5 || seg[0] != "repos" {
 		notFound(w)
 		return
@@ -267,6 +298,14 @@ func (f *Forge) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.serveIssue(w, n, is)
+	case len(seg) == 6 && seg[3] == "issues" && seg[5] == "comments":
+		n, err := strconv.Atoi(seg[4])
+		is, ok := f.issues[issueKey{repo, n}]
+		if err != nil || !ok {
+			notFound(w)
+			return
+		}
+		f.serveComments(w, r, is, gitea)
 	default:
 		notFound(w)
 	}
@@ -336,14 +375,40 @@ func (f *Forge) serveStatus(w http.ResponseWriter, r *http.Request, k commitKey,
 }
 
 func (f *Forge) serveIssue(w http.ResponseWriter, n int, is Issue) {
-	out := map[string]any{"number": n, "title": is.Title, "state": is.State, "comments": is.Comments, "body": nil}
+	out := map[string]any{"number": n, "title": is.Title, "state": is.State, "comments": is.Comments, "body": nil,
+		"assignee": nil, "assignees": []any{}}
 	if is.Body != "" {
 		out["body"] = is.Body
 	}
 	if is.Draft {
 		out["draft"] = true
 	}
+	if len(is.Assignees) > 0 {
+		var as []map[string]string
+		for _, a := range is.Assignees {
+			as = append(as, map[string]string{"login": a})
+		}
+		out["assignees"], out["assignee"] = as, as[0]
+	}
+	if !is.UpdatedAt.IsZero() {
+		out["updated_at"] = is.UpdatedAt.UTC().Format(time.RFC3339)
+	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// serveComments lists an issue's thread, oldest first: a page of it on
+// GitHub (per_page, page), all of it on Gitea, whose issue comments
+// endpoint does not page.
+func (f *Forge) serveComments(w http.ResponseWriter, r *http.Request, is Issue, gitea bool) {
+	all := make([]map[string]any, len(is.Thread))
+	for i, c := range is.Thread {
+		all[i] = map[string]any{"id": i + 1, "body": c.Body, "user": map[string]string{"login": c.Author}}
+	}
+	if !gitea {
+		pg := paginate(r, len(all), "per_page")
+		all = all[pg.lo:pg.hi]
+	}
+	writeJSON(w, http.StatusOK, orEmpty(all))
 }
 
 type span struct{ lo, hi int }

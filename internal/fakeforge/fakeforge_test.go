@@ -99,3 +99,33 @@ func TestFetcherRefuses(t *testing.T) {
 		t.Fatalf("a refused fetch reached the forge: %v", ff.Paths())
 	}
 }
+
+// An issue's thread pages on GitHub and comes whole on Gitea; /user says
+// who a token is, and nothing without one or before SetViewer.
+func TestCommentsAndViewer(t *testing.T) {
+	ff := New(t)
+	ff.SetIssue("o/r", 7, Issue{Title: "t", State: "open", Comments: 3, Assignees: []string{"bot"},
+		UpdatedAt: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC),
+		Thread:    []Comment{{"ann", "one"}, {"bob", "two"}, {"cy", "three"}}})
+	f := Fetcher{MaxTimeout: time.Second}
+	for _, tt := range []struct{ url, want string }{
+		{ff.URL() + "/repos/o/r/issues/7", `"assignees":[{"login":"bot"}]`},
+		{ff.URL() + "/repos/o/r/issues/7", `"updated_at":"2026-11-30T12:00:00Z"`},
+		{ff.URL() + "/repos/o/r/issues/7/comments?per_page=2&page=2", `[{"body":"three","id":3,"user":{"login":"cy"}}]`},
+		{ff.GiteaURL() + "/repos/o/r/issues/7/comments?page=2&limit=2", `"body":"one"`},
+	} {
+		if resp := get(t, f, tt.url); resp.Status != 200 || !strings.Contains(string(resp.Body), tt.want) {
+			t.Errorf("%s: %d %s, want %s", tt.url, resp.Status, resp.Body, tt.want)
+		}
+	}
+	if resp := get(t, f, ff.URL()+"/user"); resp.Status != 401 {
+		t.Fatalf("/user before SetViewer: %d", resp.Status)
+	}
+	ff.SetViewer("vigil-bot")
+	if resp := get(t, f, ff.GiteaURL()+"/user"); resp.Status != 200 || !strings.Contains(string(resp.Body), `"login":"vigil-bot"`) {
+		t.Fatalf("/user: %d %s", resp.Status, resp.Body)
+	}
+	if resp, _ := f.Fetch(sdk.FetchRequest{Method: "GET", URL: ff.URL() + "/user"}); resp.Status != 401 {
+		t.Fatalf("/user without a token: %d", resp.Status)
+	}
+}

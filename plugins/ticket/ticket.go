@@ -22,6 +22,29 @@ type Params struct {
 	forge.Ref
 	// Number is the issue's or pull request's number.
 	Number int `json:"number"`
+	// IgnoreMarkers are the markers an issue-ops tool writes into its own
+	// comments: a new comment whose body holds any of them is the tool's,
+	// not a person's, and is no change. Absent: DefaultMarkers; [] none.
+	IgnoreMarkers *[]string `json:"ignore_markers,omitempty"`
+}
+
+// DefaultMarkers are the issue-ops markers a ticket watch ignores when its
+// params name none: those of a sticky status comment and of a handover
+// note, the two comments an agent's issue-ops tool writes on a ticket.
+var DefaultMarkers = []string{"<!-- issue-ops:sticky -->", "<!-- issue-ops:handover -->"}
+
+// Bounds of ignore_markers.
+const (
+	maxMarkers     = 16
+	maxMarkerBytes = 256
+)
+
+// markers are the markers p ignores.
+func (p Params) markers() []string {
+	if p.IgnoreMarkers == nil {
+		return DefaultMarkers
+	}
+	return *p.IgnoreMarkers
 }
 
 const schema = `{
@@ -30,7 +53,10 @@ const schema = `{
   "properties": {
     ` + forge.SchemaProperties + `,
     "number": {"type": "integer", "minimum": 1, "maximum": 2147483647,
-               "description": "the issue's or pull request's number"}
+               "description": "the issue's or pull request's number"},
+    "ignore_markers": {"type": "array", "maxItems": 16,
+                       "items": {"type": "string", "minLength": 1, "maxLength": 256},
+                       "description": "markers an issue-ops tool writes into its comments: a new comment holding one is not a change (default: <!-- issue-ops:sticky --> and <!-- issue-ops:handover -->; [] for none)"}
   },
   "required": ["forge", "repo", "number"],
   "additionalProperties": false
@@ -56,6 +82,17 @@ func admit(p Params, g sdk.Grants) error {
 	if p.Number < 1 || p.Number > 1<<31-1 {
 		return sdk.InvalidParams("number", "%d: want an issue number from 1", p.Number)
 	}
+	if p.IgnoreMarkers != nil {
+		ms := *p.IgnoreMarkers
+		if len(ms) > maxMarkers {
+			return sdk.InvalidParams("ignore_markers", "%d markers: want at most %d", len(ms), maxMarkers)
+		}
+		for _, m := range ms {
+			if m == "" || len(m) > maxMarkerBytes {
+				return sdk.InvalidParams("ignore_markers", "want each marker 1 to %d bytes", maxMarkerBytes)
+			}
+		}
+	}
 	return p.Ref.Admit(Kind, g)
 }
 
@@ -74,6 +111,9 @@ type Change struct {
 	Changed []string `json:"changed"`
 	Before  Snapshot `json:"before"`
 	After   Snapshot `json:"after"`
+	// NewComments counts the new comments a person wrote (no marker, not
+	// the token's own account), when the comment count rose.
+	NewComments int `json:"new_comments,omitempty"`
 }
 
 // observe reads the ticket once and compares it with the baseline.
@@ -120,14 +160,135 @@ func observe(p Params, in sdk.Input) (sdk.Result, error) {
 		return sdk.Pending("could not tell: the answer has no title or state"), nil
 	}
 	changed, said := diff(before, after)
+	persons := 0
+	if after.Comments > before.Comments {
+		// The count rose: only a new comment a person wrote is news.
+		var note string
+		if persons, note = newComments(p, in, after.Comments-before.Comments, after.Comments); note != "" {
+			return sdk.Pending(note), nil
+		}
+		if persons == 0 {
+			changed, said = withoutComments(changed, said)
+		}
+	}
 	if len(changed) == 0 {
+		if after != before {
+			// Only comments the tool or the token's own account wrote:
+			// recorded, so they are not looked at again, and not mailed.
+			return sdk.Baseline(after), nil
+		}
 		return sdk.Pending("no change"), nil
 	}
 	return sdk.Changed(sdk.Outcome{
 		Result:  "changed",
 		Summary: fmt.Sprintf("%s#%d: %s", p.Repo, p.Number, strings.Join(said, ", ")),
-		Detail:  Change{Changed: changed, Before: before, After: after},
+		Detail:  Change{Changed: changed, Before: before, After: after, NewComments: persons},
 	}, after), nil
+}
+
+// commentsPage is how many comments one GET of a GitHub thread asks for.
+const commentsPage = 100
+
+// comment is one comment as both forges list it.
+type comment struct {
+	Body *string `json:"body"`
+	User *struct {
+		Login string `json:"login"`
+	} `json:"user"`
+}
+
+// newComments reads the newest k comments of a thread of total and counts
+// those a person wrote: without any of the watch's markers, and not by the
+// account the watch's token is (when the forge can say which that is;
+// when it cannot, the markers alone decide). A non-empty note is "could
+// not tell", and the caller keeps the baseline as it was.
+//
+// GitHub pages a thread, oldest first: the newest k are on the last page,
+// and on the one before when k reaches past it; so at most two pages are
+// read. Gitea lists a thread whole. New comments past what was read (more
+// than one page and a bit in one interval) count as a person's: nothing
+// says they are not.
+func newComments(p Params, in sdk.Input, k, total int) (persons int, note string) {
+	base := p.Base() + "/repos/" + p.Repo + "/issues/" + strconv.Itoa(p.Number) + "/comments"
+	var thread []comment
+	if p.Forge == forge.GitHub {
+		last := (total + commentsPage - 1) / commentsPage
+		first := last
+		if onLast := total - (last-1)*commentsPage; k > onLast && last > 1 {
+			first = last - 1
+		}
+		for page := first; page <= last; page++ {
+			var cs []comment
+			u := fmt.Sprintf("%s?per_page=%d&page=%d", base, commentsPage, page)
+			if note := p.Get(in, u, "comments", &cs); note != "" {
+				return 0, note
+			}
+			thread = append(thread, cs...)
+		}
+	} else if note := p.Get(in, base, "comments", &thread); note != "" {
+		return 0, note
+	}
+	fresh := thread[max(0, len(thread)-k):]
+	persons = k - len(fresh) // not read: a person's, for all anyone knows
+	viewer, asked, known := "", false, false
+	for _, c := range fresh {
+		body := ""
+		if c.Body != nil {
+			body = *c.Body
+		}
+		if hasMarker(body, p.markers()) {
+			continue
+		}
+		if c.User != nil && c.User.Login != "" {
+			if !asked {
+				viewer, known = viewerOf(p.Ref, in)
+				asked = true
+			}
+			if known && strings.EqualFold(c.User.Login, viewer) {
+				continue
+			}
+		}
+		persons++
+	}
+	return persons, ""
+}
+
+// viewerOf asks the forge which account the watch's token authenticates
+// as: one GET of {api_base}/user, which GitHub and Gitea answer alike. ok
+// is false when the forge cannot tell: no token (an anonymous read has no
+// account), a failed fetch, an answer that is not 200, or one without a
+// login. It lives here, not in package forge, because only the ticket
+// kind asks it.
+func viewerOf(f forge.Ref, in sdk.Input) (login string, ok bool) {
+	if f.TokenRef == "" {
+		return "", false
+	}
+	var u struct {
+		Login string `json:"login"`
+	}
+	if note := f.Get(in, f.Base()+"/user", "viewer", &u); note != "" || u.Login == "" {
+		return "", false
+	}
+	return u.Login, true
+}
+
+func hasMarker(body string, markers []string) bool {
+	for _, m := range markers {
+		if m != "" && strings.Contains(body, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutComments drops "comments" from what diff found.
+func withoutComments(changed, said []string) ([]string, []string) {
+	for i, c := range changed {
+		if c == "comments" {
+			return append(changed[:i:i], changed[i+1:]...), append(said[:i:i], said[i+1:]...)
+		}
+	}
+	return changed, said
 }
 
 // diff names the fields that moved, and says how in words.

@@ -5,7 +5,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -229,6 +232,17 @@ func TestAdmit(t *testing.T) {
 		{name: "ok", params: ok, grants: gh},
 		{name: "ok, a granted secret", params: with(func(p *Params) { p.TokenRef = "gh" }), grants: gh},
 		{name: "number 0", params: with(func(p *Params) { p.Number = 0 }), grants: gh, field: "number"},
+		{name: "ok, markers of its own", params: with(func(p *Params) { p.IgnoreMarkers = &[]string{"[bot]"} }), grants: gh},
+		{name: "ok, no markers", params: with(func(p *Params) { p.IgnoreMarkers = &[]string{} }), grants: gh},
+		{name: "an empty marker", params: with(func(p *Params) { p.IgnoreMarkers = &[]string{"[bot]", ""} }), grants: gh, field: "ignore_markers"},
+		{name: "a marker too long", params: with(func(p *Params) { p.IgnoreMarkers = &[]string{strings.Repeat("x", 257)} }), grants: gh, field: "ignore_markers"},
+		{name: "too many markers", params: with(func(p *Params) {
+			ms := make([]string, 17)
+			for i := range ms {
+				ms[i] = "m"
+			}
+			p.IgnoreMarkers = &ms
+		}), grants: gh, field: "ignore_markers"},
 		{name: "bad forge", params: with(func(p *Params) { p.Forge = "jira" }), grants: gh, field: "forge"},
 		{name: "gitea needs api_base", params: with(func(p *Params) { p.Forge = forge.Gitea }), grants: gh, field: "api_base"},
 		{name: "bad repo", params: with(func(p *Params) { p.Repo = "a/b/c" }), grants: gh, field: "repo"},
@@ -259,6 +273,10 @@ func TestSchema(t *testing.T) {
 		`{"forge":"github","repo":"a/b","number":"7"}`:                                                              false,
 		`{"forge":"github","repo":"a/b"}`:                                                                           false,
 		`{"forge":"github","repo":"a/b","number":7,"x":true}`:                                                       false,
+		`{"forge":"github","repo":"a/b","number":7,"ignore_markers":["<!-- mine -->"]}`:                             true,
+		`{"forge":"github","repo":"a/b","number":7,"ignore_markers":[]}`:                                            true,
+		`{"forge":"github","repo":"a/b","number":7,"ignore_markers":[""]}`:                                          false,
+		`{"forge":"github","repo":"a/b","number":7,"ignore_markers":"<!-- mine -->"}`:                               false,
 	})
 	if err := admit(Plugin.Example, grants("api.github.com")); err != nil {
 		t.Errorf("the example does not admit: %v", err)
@@ -307,5 +325,222 @@ func TestAdmitNamesTheAPIBase(t *testing.T) {
 		if err != nil || !got.OK || len(got.Destinations) != 1 || got.Destinations[0] != tt.want {
 			t.Fatalf("%s: admit = %+v, %v; want %+v", raw, got, err, tt.want)
 		}
+	}
+}
+
+// sticky and handover are comments an issue-ops tool writes, each with
+// one of the default markers.
+var (
+	sticky   = fakeforge.Comment{Author: "vigil-bot", Body: "status: building\n<!-- issue-ops:sticky -->"}
+	handover = fakeforge.Comment{Author: "someone", Body: "<!-- issue-ops:handover -->\nhanded to agent-2"}
+)
+
+// thread is n comments by people, oldest first.
+func thread(n int) []fakeforge.Comment {
+	out := make([]fakeforge.Comment, n)
+	for i := range out {
+		out[i] = fakeforge.Comment{Author: "ann", Body: fmt.Sprintf("comment %d", i+1)}
+	}
+	return out
+}
+
+// What a new comment is: only one a person wrote counts. A comment that
+// holds an issue-ops marker (the defaults, or the watch's own) or that
+// the token's own account wrote is recorded in the baseline silently.
+// Where the forge cannot say which account the token is (no token, or
+// /user refused), the markers alone decide, and still keep the tool's
+// comments out.
+func TestNewComments(t *testing.T) {
+	markers := func(ms ...string) *[]string { ms = append([]string{}, ms...); return &ms }
+	tests := []struct {
+		name    string
+		forge   string
+		token   bool   // the watch names a token
+		viewer  string // who /user says the token is; "" cannot tell
+		ignore  *[]string
+		old     int                 // comments before, by people
+		added   []fakeforge.Comment // the new ones
+		edit    func(is *fakeforge.Issue)
+		changed []string // nil: silent
+		persons int
+	}{
+		{name: "a person's comment", old: 2, added: thread(1), changed: []string{"comments"}, persons: 1},
+		{name: "the sticky marker", old: 2, added: []fakeforge.Comment{sticky}},
+		{name: "the handover marker", old: 2, added: []fakeforge.Comment{handover}},
+		{name: "the token's own login", token: true, viewer: "vigil-bot", old: 2,
+			added: []fakeforge.Comment{{Author: "vigil-bot", Body: "done"}}},
+		{name: "the token's own login, in another case", token: true, viewer: "Vigil-Bot", old: 2,
+			added: []fakeforge.Comment{{Author: "vigil-bot", Body: "done"}}},
+		{name: "another login than the token's", token: true, viewer: "vigil-bot", old: 2,
+			added: []fakeforge.Comment{{Author: "ann", Body: "done"}}, changed: []string{"comments"}, persons: 1},
+		{name: "markers alone are enough when the forge cannot report its login", token: true, old: 2,
+			added: []fakeforge.Comment{sticky}},
+		{name: "markers alone are enough with no token", old: 2, added: []fakeforge.Comment{sticky, handover}},
+		{name: "the forge cannot report its login: an unmarked comment counts", token: true, old: 2,
+			added: []fakeforge.Comment{{Author: "vigil-bot", Body: "done"}}, changed: []string{"comments"}, persons: 1},
+		{name: "the watch's own markers", ignore: markers("[bot]"), old: 2,
+			added: []fakeforge.Comment{{Author: "x", Body: "[bot] nightly"}}},
+		{name: "the watch's own markers replace the defaults", ignore: markers("[bot]"), old: 2,
+			added: []fakeforge.Comment{sticky}, changed: []string{"comments"}, persons: 1},
+		{name: "no markers at all", ignore: markers(), old: 2,
+			added: []fakeforge.Comment{sticky}, changed: []string{"comments"}, persons: 1},
+		{name: "a marker and a person's", old: 2, added: append([]fakeforge.Comment{sticky}, thread(1)...),
+			changed: []string{"comments"}, persons: 1},
+		{name: "a marker beside a title change", old: 2, added: []fakeforge.Comment{sticky},
+			edit: func(is *fakeforge.Issue) { is.Title = "Crash on start (macOS)" }, changed: []string{"title"}},
+		{name: "two markers across a page boundary", old: 99, added: []fakeforge.Comment{sticky, handover}},
+		{name: "a person's comment on the last page", old: 150, added: thread(1), changed: []string{"comments"}, persons: 1},
+		{name: "gitea: a marker", forge: forge.Gitea, old: 2, added: []fakeforge.Comment{sticky}},
+		{name: "gitea: a person's comment", forge: forge.Gitea, old: 2, added: thread(1), changed: []string{"comments"}, persons: 1},
+		{name: "gitea: the token's own login", forge: forge.Gitea, token: true, viewer: "vigil-bot", old: 2,
+			added: []fakeforge.Comment{{Author: "vigil-bot", Body: "done"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ff := fakeforge.New(t)
+			ff.SetViewer(tt.viewer)
+			is := issue
+			is.Thread, is.Comments = thread(tt.old), tt.old
+			ff.SetIssue(repo, 7, is)
+			ref := forge.Ref{Forge: forge.GitHub, APIBase: ff.URL(), Repo: repo}
+			if tt.forge == forge.Gitea {
+				ref = forge.Ref{Forge: forge.Gitea, APIBase: ff.GiteaURL(), Repo: repo}
+			}
+			if tt.token {
+				ref.TokenRef = "gh"
+			}
+			p := Params{Ref: ref, Number: 7, IgnoreMarkers: tt.ignore}
+			before := firstLook(t, p)
+
+			is.Thread = append(slices.Clone(is.Thread), tt.added...)
+			is.Comments = len(is.Thread)
+			if tt.edit != nil {
+				tt.edit(&is)
+			}
+			ff.SetIssue(repo, 7, is)
+			got := observeWith(t, p, before)
+			var after Snapshot
+			if err := json.Unmarshal(got.Baseline, &after); err != nil || after.Comments != is.Comments {
+				t.Fatalf("observe = %+v: want the new count %d in the baseline (%v)", got, is.Comments, err)
+			}
+			if tt.changed == nil {
+				if got.Status != abi.StatusPending || got.Outcome != nil {
+					t.Fatalf("observe = %+v, want the new count recorded silently", got)
+				}
+			} else {
+				if got.Status != abi.StatusChanged {
+					t.Fatalf("observe = %+v, want changed %v", got, tt.changed)
+				}
+				var c Change
+				if err := json.Unmarshal(got.Outcome.Detail, &c); err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(c.Changed, tt.changed) || c.NewComments != tt.persons {
+					t.Fatalf("detail %s, want changed %v, %d new by a person", got.Outcome.Detail, tt.changed, tt.persons)
+				}
+			}
+			// Recorded, the same thread again is no change, and lists
+			// nothing more.
+			n := len(ff.Paths())
+			if again := observeWith(t, p, got.Baseline); again.Status != abi.StatusPending || again.Note != "no change" {
+				t.Fatalf("after = %+v", again)
+			}
+			if len(ff.Paths()) != n {
+				t.Fatalf("an unchanged count listed the thread: %v", ff.Paths())
+			}
+		})
+	}
+}
+
+// The thread is read only when the count rises, and the token's account
+// is asked for only when a new comment carries no marker, once a look.
+func TestNewCommentsReadsOnlyWhatItNeeds(t *testing.T) {
+	ff := fakeforge.New(t)
+	ff.SetViewer("vigil-bot")
+	is := issue
+	is.Thread, is.Comments = thread(2), 2
+	ff.SetIssue(repo, 7, is)
+	p := Params{Ref: forge.Ref{Forge: forge.GitHub, APIBase: ff.URL(), Repo: repo, TokenRef: "gh"}, Number: 7}
+	base := firstLook(t, p)
+	comments := "/repos/" + repo + "/issues/7/comments"
+	if ff.Requests(comments) != 0 || ff.Requests("/user") != 0 {
+		t.Fatalf("the first look read %v", ff.Paths())
+	}
+
+	is.Thread = append(slices.Clone(is.Thread), sticky, handover)
+	is.Comments = 4
+	ff.SetIssue(repo, 7, is)
+	got := observeWith(t, p, base)
+	if ff.Requests(comments) != 1 || ff.Requests("/user") != 0 || got.Outcome != nil {
+		t.Fatalf("marked comments: %d thread reads, %d viewer reads, %+v", ff.Requests(comments), ff.Requests("/user"), got)
+	}
+	is.Thread = append(slices.Clone(is.Thread), fakeforge.Comment{Author: "vigil-bot", Body: "a"}, fakeforge.Comment{Author: "ann", Body: "b"})
+	is.Comments = 6
+	ff.SetIssue(repo, 7, is)
+	got = observeWith(t, p, got.Baseline)
+	if ff.Requests(comments) != 2 || ff.Requests("/user") != 1 || got.Status != abi.StatusChanged {
+		t.Fatalf("unmarked comments: %d thread reads, %d viewer reads, %+v", ff.Requests(comments), ff.Requests("/user"), got)
+	}
+}
+
+// A thread that cannot be read is "could not tell": pending with a note,
+// and the baseline stays as it was, so the comments are looked at again.
+func TestNewCommentsCouldNotTell(t *testing.T) {
+	ff := fakeforge.New(t)
+	is := issue
+	is.Thread, is.Comments = thread(2), 2
+	ff.SetIssue(repo, 7, is)
+	p := Params{Ref: forge.Ref{Forge: forge.GitHub, APIBase: ff.URL(), Repo: repo}, Number: 7}
+	base := firstLook(t, p)
+	is.Thread, is.Comments = thread(3), 3
+	ff.SetIssue(repo, 7, is)
+	ff.Fail("/repos/"+repo+"/issues/7/comments", 503, 0)
+	got := observeWith(t, p, base)
+	want := abi.ObserveResponse{Status: abi.StatusPending, Note: "could not tell: the forge answered 503 for the comments"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("observe = %+v, want %+v", got, want)
+	}
+}
+
+// What a person did not change is no change: an edit of the assignees
+// (the tool assigns itself) or of the last-updated time (a sticky edit
+// moves it), alone, is silent and records nothing.
+func TestAssigneesAndUpdatedAtAreSilent(t *testing.T) {
+	for name, edit := range map[string]func(is *fakeforge.Issue){
+		"assignees":    func(is *fakeforge.Issue) { is.Assignees = []string{"vigil-bot", "ann"} },
+		"updated_at":   func(is *fakeforge.Issue) { is.UpdatedAt = now.Add(time.Minute) },
+		"both at once": func(is *fakeforge.Issue) { is.Assignees, is.UpdatedAt = []string{"vigil-bot"}, now.Add(time.Hour) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			ff := fakeforge.New(t)
+			is := issue
+			is.Assignees, is.UpdatedAt = []string{"ann"}, now
+			ff.SetIssue(repo, 7, is)
+			p := Params{Ref: forge.Ref{Forge: forge.GitHub, APIBase: ff.URL(), Repo: repo}, Number: 7}
+			before := firstLook(t, p)
+			edit(&is)
+			ff.SetIssue(repo, 7, is)
+			want := abi.ObserveResponse{Status: abi.StatusPending, Note: "no change"}
+			if got := observeWith(t, p, before); !reflect.DeepEqual(got, want) {
+				t.Fatalf("observe = %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
+// Without a token there is no account to ask about: an unmarked comment
+// counts, and /user is never asked.
+func TestNoTokenAsksNoViewer(t *testing.T) {
+	ff := fakeforge.New(t)
+	ff.SetViewer("vigil-bot")
+	is := issue
+	is.Thread, is.Comments = thread(2), 2
+	ff.SetIssue(repo, 7, is)
+	p := Params{Ref: forge.Ref{Forge: forge.GitHub, APIBase: ff.URL(), Repo: repo}, Number: 7}
+	base := firstLook(t, p)
+	is.Thread, is.Comments = append(thread(2), fakeforge.Comment{Author: "vigil-bot", Body: "done"}), 3
+	ff.SetIssue(repo, 7, is)
+	if got := observeWith(t, p, base); got.Status != abi.StatusChanged || ff.Requests("/user") != 0 {
+		t.Fatalf("observe = %+v, %d viewer reads", got, ff.Requests("/user"))
 	}
 }

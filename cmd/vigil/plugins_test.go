@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/plugin"
+)
+
+// pinnedDir is a plugin directory holding a copy of the bundled timer as
+// a.wasm, which the registry pins for kind timer: the bundled timer.wasm
+// claims the kind too, and is set aside.
+func pinnedDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	b, err := os.ReadFile(filepath.Join("..", "..", "plugins", "timer", "timer.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a.wasm"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, plugin.RegistryFile), []byte(`{"kinds":{"timer":{"wasm":"a.wasm"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+const bundledTimer = "bundled:timer/timer.wasm"
+
+// vigil plugins lists the file a pin set aside, in text and in JSON, and
+// does not fail the gate for it: the kind is served by the file named.
+func TestPluginsReportsAPinnedOutFile(t *testing.T) {
+	dir := pinnedDir(t)
+	out, errOut, err := run(t, context.Background(), "plugins", "--data", t.TempDir(), "--plugins", dir)
+	if err != nil {
+		t.Fatalf("a pinned-out file failed the gate: %v\n%s", err, errOut)
+	}
+	if !strings.Contains(out, filepath.Join(dir, "a.wasm")) {
+		t.Fatalf("the pinned file does not serve timer:\n%s", out)
+	}
+	if !strings.Contains(errOut, "not loaded: "+bundledTimer) || !strings.Contains(errOut, plugin.RuleKindPinned) {
+		t.Fatalf("the bundled timer set aside is not reported:\n%s", errOut)
+	}
+
+	out, _, err = run(t, context.Background(), "plugins", "--data", t.TempDir(), "--plugins", dir, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Problems []api.PluginProblem `json:"problems"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Problems) != 1 || got.Problems[0].File != bundledTimer || got.Problems[0].Rule != plugin.RuleKindPinned ||
+		got.Problems[0].Kind != "timer" {
+		t.Fatalf("problems %+v", got.Problems)
+	}
+
+	// A real failure beside it still fails the gate.
+	if err := os.WriteFile(filepath.Join(dir, "junk.wasm"), []byte("not wasm"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, context.Background(), "plugins", "--data", t.TempDir(), "--plugins", dir); err == nil ||
+		!strings.Contains(err.Error(), "1 plugin(s) not loaded") {
+		t.Fatalf("err = %v, want one failure counted", err)
+	}
+}
+
+// The served API lists the file a pin set aside in its problems, on GET
+// and on a reload, and a reload through the API logs what loaded and what
+// did not, as the start does.
+func TestAPIReportsAndLogsAPinnedOutFile(t *testing.T) {
+	bin := buildVigil(t)
+	dir := pinnedDir(t)
+	addr := freePort(t)
+	s := startServer(t, bin, addr, filepath.Join(t.TempDir(), "data"), "--plugins", dir)
+	base := "http://" + addr
+
+	pinned := func(l api.PluginList) bool {
+		return slices.ContainsFunc(l.Problems, func(p api.PluginProblem) bool {
+			return p.File == bundledTimer && p.Kind == "timer" && p.Rule == plugin.RuleKindPinned
+		})
+	}
+	resp, err := http.Get(base + "/api/v1/plugins")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list api.PluginList
+	err = json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || !pinned(list) {
+		t.Fatalf("GET /api/v1/plugins: %d %v %+v", resp.StatusCode, err, list.Problems)
+	}
+	code, body := postJSON(t, base+"/api/v1/plugins/reload", `{}`)
+	list = api.PluginList{}
+	if err := json.Unmarshal(body, &list); err != nil || code != 200 || !pinned(list) {
+		t.Fatalf("POST /api/v1/plugins/reload: %d %v %s", code, err, body)
+	}
+	if err := s.stop(syscall.SIGTERM); err != nil {
+		t.Logf("serve exited: %v", err)
+	}
+	logs := s.logs.String()
+	// Once at the start, once for the reload through the API.
+	for _, want := range []string{"plugins loaded", plugin.RuleKindPinned} {
+		if n := strings.Count(logs, want); n != 2 {
+			t.Errorf("%q logged %d times, want 2 (the start and the API's reload):\n%s", want, n, logs)
+		}
+	}
+}

@@ -1,0 +1,34 @@
+// Command nondetparams answers its example the same every time, and every
+// other params with a count of the calls its instance has served, so two
+// observations of generated params never agree, whatever the clock. The
+// suite must not blame that on the guest's clock: observe.no-wall-clock
+// leaves such params out and says so.
+package main
+
+import (
+	"fmt"
+
+	"github.com/vigilhq/vigil/conformance/testdata/base"
+	"github.com/vigilhq/vigil/sdk"
+)
+
+func init() {
+	p := base.Plugin("quirk.nondetparams", false)
+	example := p.Example
+	calls := 0
+	p.Observe = func(p base.Params, in sdk.Input) (sdk.Result, error) {
+		resp, note := base.Fetch(p, in)
+		if note != "" {
+			return sdk.Pending(note), nil
+		}
+		o := base.Ok(p, in, base.Fingerprint(resp))
+		if p != example {
+			calls++
+			o.Summary += fmt.Sprintf(" (call %d)", calls)
+		}
+		return sdk.Settled(o), nil
+	}
+	sdk.Register(p)
+}
+
+func main() {}
