@@ -170,12 +170,19 @@ var wireTypes = map[string]reflect.Type{
 	"Work":             reflect.TypeFor[Work](),
 	"WorkList":         reflect.TypeFor[WorkList](),
 	"ClaimRequest":     reflect.TypeFor[ClaimRequest](),
+	"PhaseRequest":     reflect.TypeFor[PhaseRequest](),
+	"Phase":            reflect.TypeFor[Phase](),
+	"ActivityRequest":  reflect.TypeFor[ActivityRequest](),
+	"Activity":         reflect.TypeFor[Activity](),
+	"ReminderRequest":  reflect.TypeFor[ReminderRequest](),
+	"Reminder":         reflect.TypeFor[Reminder](),
 }
 
 // requestTypes are decoded strictly from request bodies: their schemas
 // refuse unknown fields, and what they require is what the server needs
 // rather than what omitempty says.
-var requestTypes = map[string]bool{"ObserveRequest": true, "ClaimRequest": true, "WatchRequest": true, "RecipientRequest": true, "WebhookRequest": true, "Ref": true, "RecipientRef": true}
+var requestTypes = map[string]bool{"ObserveRequest": true, "ClaimRequest": true, "WatchRequest": true, "RecipientRequest": true, "WebhookRequest": true, "Ref": true, "RecipientRef": true,
+	"PhaseRequest": true, "ActivityRequest": true, "ReminderRequest": true}
 
 type jsonField struct {
 	name      string

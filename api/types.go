@@ -360,6 +360,53 @@ type Recipient struct {
 	Workspace string       `json:"workspace,omitempty"`
 	CreatedAt time.Time    `json:"created_at"`
 	UpdatedAt time.Time    `json:"updated_at"`
+	// Phase, Activity and ReminderEvery are set through their own routes
+	// (…/phase, …/activity, …/reminder), never by a PUT of the recipient.
+	Phase         *Phase    `json:"phase,omitempty"`
+	Activity      *Activity `json:"activity,omitempty"`
+	ReminderEvery string    `json:"reminder_every,omitempty"`
+}
+
+// PhaseRequest is the body of PUT /api/v1/recipients/{id}/phase.
+type PhaseRequest struct {
+	Name string `json:"name"`
+	Text string `json:"text,omitempty"`
+}
+
+// Phase is what a recipient last said it is working on. Seeded is true
+// when the principal that reported it (ReportedBy) was not acting as the
+// recipient itself; the phase reminder acts only on a phase that is not.
+type Phase struct {
+	Name       string    `json:"name"`
+	Text       string    `json:"text,omitempty"`
+	ReportedBy string    `json:"reported_by"`
+	Seeded     bool      `json:"seeded"`
+	ReportedAt time.Time `json:"reported_at"`
+}
+
+// ActivityRequest is the body of POST /api/v1/recipients/{id}/activity:
+// counts to add.
+type ActivityRequest struct {
+	Replies   int64 `json:"replies,omitempty"`
+	ToolCalls int64 `json:"tool_calls,omitempty"`
+}
+
+// Activity is the counts that move while a recipient works; At is the
+// last report.
+type Activity struct {
+	Replies   uint64     `json:"replies"`
+	ToolCalls uint64     `json:"tool_calls"`
+	At        *time.Time `json:"at,omitempty"`
+}
+
+// ReminderRequest is the body of PUT /api/v1/recipients/{id}/reminder.
+type ReminderRequest struct {
+	Every string `json:"every"`
+}
+
+// Reminder is a recipient's opt-in to the phase reminder.
+type Reminder struct {
+	Every string `json:"every"`
 }
 
 // Plugin is a loaded plugin.

@@ -20,6 +20,11 @@ const (
 	MessageExpired     MessageType = "expired"
 	MessageChanged     MessageType = "changed"
 	MessageUnwatchable MessageType = "unwatchable"
+	// MessageReminder is a notice the host sends on its own initiative
+	// (host/reminder): a recipient still working on an old phase report is
+	// asked to report again. It is never peer mail and never a watch's
+	// outcome.
+	MessageReminder MessageType = "reminder"
 )
 
 // Message is one entry of a recipient's mailbox. Seq and ID are assigned

@@ -62,6 +62,39 @@ type RecipientRecord struct {
 	Workspace string    `json:"workspace,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Phase is what the recipient last said it is working on, nil before
+	// any report; Activity the counts that move while it works. Both are
+	// written by ReportPhase and ReportActivity only, and kept by
+	// PutRecipient.
+	Phase    *Phase   `json:"phase,omitempty"`
+	Activity Activity `json:"activity,omitzero"`
+	// ReminderEvery is the recipient's opt-in to the phase reminder
+	// (host/reminder): how often it is checked and how old a report must
+	// be; zero is no reminder. Written by SetReminder only, kept by
+	// PutRecipient.
+	ReminderEvery Duration `json:"reminder_every,omitempty"`
+}
+
+// Phase is a recipient's reported phase: a short name (build, review,
+// handoff, blocked, …) and optional text, with who reported it and when.
+type Phase struct {
+	Name string `json:"name"`
+	Text string `json:"text,omitempty"`
+	// ReportedBy is the principal that reported it. Seeded is true when
+	// that principal was not acting as the recipient itself (an operator,
+	// or the host, setting a phase on its behalf): such a phase is not the
+	// recipient's own claim.
+	ReportedBy string    `json:"reported_by"`
+	Seeded     bool      `json:"seeded,omitempty"`
+	ReportedAt time.Time `json:"reported_at"`
+}
+
+// Activity is the counts that move while a recipient works. They only
+// grow (saturating at the largest uint64); At is the last report.
+type Activity struct {
+	Replies   uint64    `json:"replies"`
+	ToolCalls uint64    `json:"tool_calls"`
+	At        time.Time `json:"at,omitzero"`
 }
 
 type storedRecipient struct {
@@ -116,8 +149,11 @@ func (s *Badger) GetRecipient(ctx context.Context, id string) (RecipientRecord, 
 	return r, err
 }
 
-// PutRecipient writes a recipient, keeping its creation time, and returns
-// the record as it was before; existed is false for a new recipient.
+// PutRecipient writes a recipient, keeping its creation time, its phase,
+// activity and reminder opt-in (which only their own calls write, so a
+// client replacing the record cannot erase a report or race one), and
+// returns the record as it was before; existed is false for a new
+// recipient.
 func (s *Badger) PutRecipient(ctx context.Context, r RecipientRecord) (prev RecipientRecord, existed bool, err error) {
 	if !r.Status.Valid() {
 		return prev, false, fmt.Errorf("store: recipient status %q", r.Status)
@@ -128,6 +164,7 @@ func (s *Badger) PutRecipient(ctx context.Context, r RecipientRecord) (prev Reci
 		case gerr == nil:
 			prev, existed = old, true
 			r.CreatedAt = old.CreatedAt
+			r.Phase, r.Activity, r.ReminderEvery = old.Phase, old.Activity, old.ReminderEvery
 		case errors.Is(gerr, ErrNotFound):
 			prev, existed = RecipientRecord{}, false
 		default:
@@ -136,6 +173,55 @@ func (s *Badger) PutRecipient(ctx context.Context, r RecipientRecord) (prev Reci
 		return putRecipient(txn, r)
 	})
 	return prev, existed, err
+}
+
+// ReportPhase sets a recipient's phase and returns the record.
+// ErrNotFound if the recipient does not exist: a report never creates one.
+func (s *Badger) ReportPhase(ctx context.Context, id string, p Phase) (RecipientRecord, error) {
+	p.ReportedAt = p.ReportedAt.UTC()
+	return s.editRecipient(ctx, id, func(r *RecipientRecord) { r.Phase = &p })
+}
+
+// ReportActivity adds replies and toolCalls to a recipient's activity
+// counts (saturating), sets its At, and returns the record. ErrNotFound if
+// the recipient does not exist.
+func (s *Badger) ReportActivity(ctx context.Context, id string, replies, toolCalls uint64, at time.Time) (RecipientRecord, error) {
+	return s.editRecipient(ctx, id, func(r *RecipientRecord) {
+		r.Activity.Replies = addSaturating(r.Activity.Replies, replies)
+		r.Activity.ToolCalls = addSaturating(r.Activity.ToolCalls, toolCalls)
+		r.Activity.At = at.UTC()
+	})
+}
+
+// SetReminder sets a recipient's reminder opt-in (zero: none) and returns
+// the record. ErrNotFound if the recipient does not exist.
+func (s *Badger) SetReminder(ctx context.Context, id string, every time.Duration) (RecipientRecord, error) {
+	if every < 0 {
+		return RecipientRecord{}, fmt.Errorf("store: reminder interval %s", every)
+	}
+	return s.editRecipient(ctx, id, func(r *RecipientRecord) { r.ReminderEvery = Duration(every) })
+}
+
+// editRecipient applies f to a stored recipient in one transaction.
+func (s *Badger) editRecipient(ctx context.Context, id string, f func(*RecipientRecord)) (RecipientRecord, error) {
+	var out RecipientRecord
+	err := s.update(ctx, func(txn *badger.Txn) error {
+		r, err := getRecipient(txn, id)
+		if err != nil {
+			return err
+		}
+		f(&r)
+		out = r
+		return putRecipient(txn, r)
+	})
+	return out, err
+}
+
+func addSaturating(a, b uint64) uint64 {
+	if a+b < a {
+		return ^uint64(0)
+	}
+	return a + b
 }
 
 // EnsureRecipient returns the recipient, creating it running with a

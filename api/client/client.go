@@ -178,6 +178,35 @@ func (c *Client) DeleteRecipient(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/api/v1/recipients/"+url.PathEscape(id), nil, nil, nil)
 }
 
+// ReportPhase reports what the recipient is working on. The server
+// records the token's principal as the reporter; a principal not acting
+// as the recipient itself sets a seeded phase, which the phase reminder
+// never acts on.
+func (c *Client) ReportPhase(ctx context.Context, id string, req api.PhaseRequest) (api.Phase, error) {
+	var out api.Phase
+	err := c.do(ctx, http.MethodPut, "/api/v1/recipients/"+url.PathEscape(id)+"/phase", nil, req, &out)
+	return out, err
+}
+
+// ReportActivity adds to the recipient's activity counts and returns them.
+func (c *Client) ReportActivity(ctx context.Context, id string, req api.ActivityRequest) (api.Activity, error) {
+	var out api.Activity
+	err := c.do(ctx, http.MethodPost, "/api/v1/recipients/"+url.PathEscape(id)+"/activity", nil, req, &out)
+	return out, err
+}
+
+// SetReminder opts the recipient in to the phase reminder every interval.
+func (c *Client) SetReminder(ctx context.Context, id string, every time.Duration) (api.Reminder, error) {
+	var out api.Reminder
+	err := c.do(ctx, http.MethodPut, "/api/v1/recipients/"+url.PathEscape(id)+"/reminder", nil, api.ReminderRequest{Every: every.String()}, &out)
+	return out, err
+}
+
+// ClearReminder opts the recipient out of the phase reminder.
+func (c *Client) ClearReminder(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/api/v1/recipients/"+url.PathEscape(id)+"/reminder", nil, nil, nil)
+}
+
 // ReadMailbox reads up to limit messages after the cursor after. With
 // wait > 0 and nothing to read, the server holds the request until a
 // message lands or wait passes (it allows at most 60 s). A zero limit

@@ -358,6 +358,40 @@ func TestRecipients(t *testing.T) {
 	wantAPIError(t, err, api.CodeNotFound, "", "")
 }
 
+// Phase and activity reports reach the recipient's record; their refusals
+// are *api.Error values naming the field.
+func TestPhaseAndActivity(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.c.PutRecipient(ctx, "agent-1", api.RecipientRequest{Status: "running"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.c.ReportPhase(ctx, "agent-1", api.PhaseRequest{Name: "build", Text: "the parser"})
+	if err != nil || p.Name != "build" || p.Text != "the parser" || p.Seeded || p.ReportedBy != "local" {
+		t.Fatalf("%+v %v", p, err)
+	}
+	_, err = f.c.ReportPhase(ctx, "agent-1", api.PhaseRequest{Name: "Build"})
+	wantAPIError(t, err, api.CodeInvalidField, "name", "")
+	a, err := f.c.ReportActivity(ctx, "agent-1", api.ActivityRequest{Replies: 1, ToolCalls: 2})
+	if err != nil || a.Replies != 1 || a.ToolCalls != 2 {
+		t.Fatalf("%+v %v", a, err)
+	}
+	_, err = f.c.ReportActivity(ctx, "agent-1", api.ActivityRequest{ToolCalls: -1})
+	wantAPIError(t, err, api.CodeInvalidField, "tool_calls", "")
+	// This fixture's host serves no reminder kind.
+	_, err = f.c.SetReminder(ctx, "agent-1", 10*time.Minute)
+	wantAPIError(t, err, api.CodeWatchUnobservable, "every", "")
+	if err := f.c.ClearReminder(ctx, "agent-1"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.c.GetRecipient(ctx, "agent-1")
+	if err != nil || r.Phase == nil || r.Phase.Name != "build" || r.Activity == nil || r.Activity.ToolCalls != 2 || r.ReminderEvery != "" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	_, err = f.c.ReportPhase(ctx, "nobody", api.PhaseRequest{Name: "build"})
+	wantAPIError(t, err, api.CodeNotFound, "", "")
+}
+
 // A long poll holds until the message lands, and the cursor reads on.
 func TestReadMailboxLongPoll(t *testing.T) {
 	f := newFixture(t)

@@ -563,6 +563,46 @@ func TestRecipientSetShow(t *testing.T) {
 	}
 }
 
+// The phase, activity and reminder commands report through the API and
+// show on the recipient; their refusals name the field.
+func TestRecipientPhaseActivityReminder(t *testing.T) {
+	f := newCLIFixture(t, httpapi.Options{})
+	f.mustVigil(t, "recipient", "set", "agent-1", "--status", "running")
+	out := f.mustVigil(t, "recipient", "phase", "agent-1", "build", "--text", "the parser")
+	if !strings.Contains(out, "build (by local") || !strings.Contains(out, "the parser") || strings.Contains(out, "seeded") {
+		t.Fatalf("phase:\n%s", out)
+	}
+	a := decodeJSON[api.Activity](t, f.mustVigil(t, "recipient", "activity", "agent-1", "--replies", "2", "--tool-calls", "3", "--json"))
+	if a.Replies != 2 || a.ToolCalls != 3 {
+		t.Fatalf("activity: %+v", a)
+	}
+	out = f.mustVigil(t, "recipient", "show", "agent-1")
+	if !strings.Contains(out, "phase") || !strings.Contains(out, "2 replies, 3 tool calls") {
+		t.Fatalf("show:\n%s", out)
+	}
+	// This server's kinds have no reminder; "off" always works.
+	_, _, err := f.vigil(t, "recipient", "reminder", "agent-1", "10m")
+	if err == nil || !strings.HasPrefix(err.Error(), "watch_unobservable: ") {
+		t.Fatalf("reminder: %v", err)
+	}
+	if out := f.mustVigil(t, "recipient", "reminder", "agent-1", "off"); !strings.Contains(out, "off") {
+		t.Fatalf("off:\n%s", out)
+	}
+	for _, args := range [][]string{
+		{"recipient", "reminder", "agent-1", "soon"},
+		{"recipient", "phase", "agent-1", "Build"},
+		{"recipient", "activity", "agent-1", "--replies", "-1"},
+	} {
+		if _, _, err := f.vigil(t, args...); err == nil {
+			t.Errorf("vigil %v: no error", args)
+		}
+	}
+	_, _, err = f.vigil(t, "recipient", "phase", "agent-1", "Build")
+	if err == nil || !strings.Contains(err.Error(), "(field: name)") {
+		t.Fatalf("bad name: %v", err)
+	}
+}
+
 // A refusal prints as `vigil: <code>: <message> (field: …)` and exits 1.
 func TestErrorOutput(t *testing.T) {
 	f := newCLIFixture(t, httpapi.Options{})

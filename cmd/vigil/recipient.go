@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,7 +23,8 @@ func newRecipient(stdout, stderr io.Writer) *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	addClientFlags(cmd, &cf)
-	cmd.AddCommand(newRecipientSet(&cf, stdout), newRecipientShow(&cf, stdout))
+	cmd.AddCommand(newRecipientSet(&cf, stdout), newRecipientShow(&cf, stdout),
+		newRecipientPhase(&cf, stdout), newRecipientActivity(&cf, stdout), newRecipientReminder(&cf, stdout))
 	return cmd
 }
 
@@ -127,6 +129,127 @@ func printRecipient(w io.Writer, r api.Recipient) error {
 	if r.Workspace != "" {
 		kv = append(kv, "workspace", r.Workspace)
 	}
+	if p := r.Phase; p != nil {
+		kv = append(kv, "phase", phaseText(*p))
+	}
+	if a := r.Activity; a != nil {
+		kv = append(kv, "activity", activityText(*a))
+	}
+	kv = append(kv, "reminder_every", r.ReminderEvery)
 	kv = append(kv, "created", timeText(&r.CreatedAt), "updated", timeText(&r.UpdatedAt))
 	return fields(w, kv...)
+}
+
+func phaseText(p api.Phase) string {
+	by := "by " + p.ReportedBy
+	if p.Seeded {
+		by += ", seeded"
+	}
+	s := fmt.Sprintf("%s (%s, %s)", p.Name, by, timeText(&p.ReportedAt))
+	if p.Text != "" {
+		s += ": " + strings.ReplaceAll(p.Text, "\n", " ")
+	}
+	return s
+}
+
+func activityText(a api.Activity) string {
+	s := fmt.Sprintf("%d replies, %d tool calls", a.Replies, a.ToolCalls)
+	if a.At != nil {
+		s += " (last " + timeText(a.At) + ")"
+	}
+	return s
+}
+
+func newRecipientPhase(cf *clientFlags, stdout io.Writer) *cobra.Command {
+	var text string
+	cmd := &cobra.Command{
+		Use:   "phase RECIPIENT NAME [--text TEXT]",
+		Short: "Report what a recipient is working on",
+		Long: `Report RECIPIENT's phase: NAME is short (build, review, handoff, blocked,
+...: 1-32 of a-z 0-9 . _ -, starting with a letter), --text says more (at
+most 500 bytes).
+
+The server records who reported it. A phase reported with the recipient's
+own token is its own; one reported with another principal's token (an
+operator's, on its behalf) is seeded, and the phase reminder never acts on
+a seeded phase. A recipient that opted in (vigil recipient reminder) is
+reminded once of a report that is an interval old while it keeps working;
+handoff and blocked are never reminded of.`,
+		Args: cobra.ExactArgs(2),
+		RunE: cf.run(func(ctx context.Context, c *client.Client, args []string) error {
+			p, err := c.ReportPhase(ctx, args[0], api.PhaseRequest{Name: args[1], Text: text})
+			if err != nil {
+				return err
+			}
+			if cf.json {
+				return printJSON(stdout, p)
+			}
+			return fields(stdout, "phase", phaseText(p))
+		}),
+	}
+	cmd.Flags().StringVar(&text, "text", "", "what the phase is about, in a few words")
+	return cmd
+}
+
+func newRecipientActivity(cf *clientFlags, stdout io.Writer) *cobra.Command {
+	var replies, toolCalls int64
+	cmd := &cobra.Command{
+		Use:   "activity RECIPIENT [--replies N] [--tool-calls N]",
+		Short: "Add to a recipient's activity counts",
+		Long: `Add N replies and N tool calls (each 0 to 1,000,000) to RECIPIENT's
+activity counts, for example from a hook after each turn. The phase
+reminder reminds only a recipient whose counts moved since its previous
+check: a stall or one long tool call freezes them.`,
+		Args: cobra.ExactArgs(1),
+		RunE: cf.run(func(ctx context.Context, c *client.Client, args []string) error {
+			a, err := c.ReportActivity(ctx, args[0], api.ActivityRequest{Replies: replies, ToolCalls: toolCalls})
+			if err != nil {
+				return err
+			}
+			if cf.json {
+				return printJSON(stdout, a)
+			}
+			return fields(stdout, "activity", activityText(a))
+		}),
+	}
+	cmd.Flags().Int64Var(&replies, "replies", 0, "replies to add")
+	cmd.Flags().Int64Var(&toolCalls, "tool-calls", 0, "tool calls to add")
+	return cmd
+}
+
+func newRecipientReminder(cf *clientFlags, stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "reminder RECIPIENT EVERY|off",
+		Short: "Opt a recipient in to (or out of) the phase reminder",
+		Long: `Opt RECIPIENT in to the phase reminder every EVERY (a Go duration from 1m
+to 24h), or out with "off". While it runs, the host checks it every
+interval and mails it a message of type reminder when, and only when, its
+own phase report is at least an interval old, is not handoff or blocked,
+has not been reminded of yet, and its activity moved since the previous
+check: one reminder per report. A stopped recipient is never reminded.`,
+		Args: cobra.ExactArgs(2),
+		RunE: cf.run(func(ctx context.Context, c *client.Client, args []string) error {
+			if args[1] == "off" {
+				if err := c.ClearReminder(ctx, args[0]); err != nil {
+					return err
+				}
+				if cf.json {
+					return printJSON(stdout, struct{}{})
+				}
+				return fields(stdout, "reminder", "off")
+			}
+			every, err := time.ParseDuration(args[1])
+			if err != nil {
+				return fmt.Errorf("EVERY %q: want a Go duration such as 10m, or off", args[1])
+			}
+			r, err := c.SetReminder(ctx, args[0], every)
+			if err != nil {
+				return err
+			}
+			if cf.json {
+				return printJSON(stdout, r)
+			}
+			return fields(stdout, "reminder_every", r.Every)
+		}),
+	}
 }

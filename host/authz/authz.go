@@ -76,7 +76,7 @@ type Policy struct {
 // Local is the policy of a server without tokens: every request is the
 // local principal, which may do everything.
 func Local() *Policy {
-	return &Policy{local: newPrincipal(Principal{Name: LocalName, admin: true, operator: true, orchestrator: true})}
+	return &Policy{local: newPrincipal(Principal{Name: LocalName, actFor: []string{"*"}, admin: true, operator: true, orchestrator: true})}
 }
 
 // Compile checks every token and grant, returning every problem (each a
@@ -231,6 +231,11 @@ func matchAny(patterns []string, name string) bool {
 func (p *Principal) ActsFor(recipient string) bool {
 	return p.admin || matchAny(p.actFor, recipient)
 }
+
+// ActsAs reports whether the principal's grant names recipient, so that
+// what it says of the recipient (its phase) is the recipient's own word.
+// The admin role acts for every recipient but as none of them.
+func (p *Principal) ActsAs(recipient string) bool { return matchAny(p.actFor, recipient) }
 
 // Verb is what an Action does.
 type Verb int

@@ -12,6 +12,7 @@ import (
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/netguard"
 	"github.com/vigilhq/vigil/host/recipients"
+	"github.com/vigilhq/vigil/host/reminder"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/store"
 )
@@ -31,7 +32,8 @@ type Config struct {
 	StoreDir string
 	Store    store.Options
 	// Kinds the scheduler serves. Nil: a new registry, Core.Registry,
-	// where the plugin runtime and the built-in kinds register.
+	// where the plugin runtime and the built-in kinds register, the phase
+	// reminder (host/reminder) registered in it here.
 	Kinds scheduler.Kinds
 	// Clock (default the wall clock) and Logger (default discard) reach
 	// every component.
@@ -99,6 +101,10 @@ func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 	if c.Kinds == nil {
 		c.Registry = kind.NewRegistry()
 		c.Kinds = c.Registry
+		// The host's own standing kind, kept by the recipients' reconciler.
+		if err = reminder.New(c.Store).Register(c.Registry); err != nil {
+			return nil, fmt.Errorf("registering %s: %w", reminder.Name, err)
+		}
 	}
 	var clock delivery.Clock
 	if cfg.Clock != nil {

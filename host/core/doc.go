@@ -1,5 +1,6 @@
 // Package core is the composition root of the host's core: the store, the
-// kind registry, delivery with its outbox, the scheduler and the
+// kind registry (with the host's phase reminder kind in it, whose watches
+// the recipients keep), delivery with its outbox, the scheduler and the
 // recipients, built in one place and in one order, with the goroutines
 // they own started and stopped here. `vigil serve` builds it through
 // package host (which adds the plugin runtime, fetch, exec, observe and

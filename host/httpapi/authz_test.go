@@ -250,6 +250,10 @@ func TestGrantsOnEveryRoute(t *testing.T) {
 		{"PUT", "/api/v1/recipients/agent-1", `{"status":"paused"}`, [7]int{200, 403, 403, 403, 200, 401, 401}},
 		{"GET", "/api/v1/recipients/agent-1", "", [7]int{200, 403, 403, 200, 200, 401, 401}},
 		{"DELETE", "/api/v1/recipients/agent-1", "", [7]int{204, 403, 403, 403, 204, 401, 401}},
+		{"PUT", "/api/v1/recipients/agent-1/phase", `{"name":"build"}`, [7]int{200, 403, 403, 403, 200, 401, 401}},
+		{"POST", "/api/v1/recipients/agent-1/activity", `{"replies":3,"tool_calls":5}`, [7]int{200, 403, 403, 403, 200, 401, 401}},
+		{"PUT", "/api/v1/recipients/agent-1/reminder", `{"every":"10m"}`, [7]int{422, 403, 403, 403, 422, 401, 401}}, // no reminder kind in this fixture
+		{"DELETE", "/api/v1/recipients/agent-1/reminder", "", [7]int{204, 403, 403, 403, 204, 401, 401}},
 		{"GET", "/api/v1/recipients/agent-1/mailbox", "", [7]int{200, 403, 403, 200, 200, 401, 401}},
 		{"GET", "/api/v1/recipients/agent-1/mailbox/stream", "", [7]int{200, 403, 403, 200, 200, 401, 401}},
 		{"GET", "/api/v1/fetch/dead-letters", "", [7]int{403, 403, 403, 403, 200, 401, 401}},

@@ -61,6 +61,17 @@ func toRecipient(r store.RecipientRecord) api.Recipient {
 	for _, ref := range r.Refs {
 		out.Refs = append(out.Refs, api.Ref{Kind: ref.Kind, Params: ref.Params})
 	}
+	if r.Phase != nil {
+		p := toPhase(*r.Phase)
+		out.Phase = &p
+	}
+	if r.Activity != (store.Activity{}) {
+		a := toActivity(r.Activity)
+		out.Activity = &a
+	}
+	if r.ReminderEvery > 0 {
+		out.ReminderEvery = time.Duration(r.ReminderEvery).String()
+	}
 	return out
 }
 

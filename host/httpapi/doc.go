@@ -18,6 +18,12 @@
 // 4xx with a named code. Path parameters are percent-decoded (param)
 // before any handler reads them.
 //
+// Who reports a recipient's phase is the request's principal; whether it
+// acts as the recipient itself (so the phase is its own claim, which the
+// phase reminder acts on, rather than one seeded on its behalf) is
+// decided in one place, reportsAsSelf in phase.go: the seam the
+// authorization check replaces.
+//
 // Rejected alternative: the server in api/. api/ is the wire contract and
 // the Go client, which clients import; a server there would make the
 // contract package depend on the whole host.

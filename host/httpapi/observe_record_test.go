@@ -13,6 +13,7 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/authztest"
 )
 
 // recordApp serves the API with an observer of observeConfig whose
@@ -27,7 +28,7 @@ func recordApp(t *testing.T, burst int, logs io.Writer) func(token, scope, body 
 		t.Fatal(err)
 	}
 	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}, Observe: ob, Logger: log},
-		Options{Tokens: map[string]string{"token-of-the-tester-0123": "tester", "token-of-mallory-0123456": "mallory"}})
+		Options{Auth: authztest.Guard(t, map[string]string{"token-of-the-tester-0123": "tester", "token-of-mallory-0123456": "mallory"})})
 	return func(token, scope, body string) (*http.Response, []byte) {
 		req := httptest.NewRequest("POST", "/api/v1/scopes/"+scope+"/observe", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")

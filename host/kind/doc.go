@@ -6,7 +6,9 @@
 //
 // Two sources register kinds: the wasm runtime (host/plugin), one Kind per
 // loaded plugin, replaced as a whole on every reload; and the host's own
-// built-in kinds (observe.thread), each registering itself. The scheduler
+// built-in kinds (observe.thread, recipient.reminder), each registering
+// itself. Only a built-in kind sets an Observation's Type, the message
+// type its change is mailed as. The scheduler
 // and the recipients depend on this package only, never on host/plugin, so
 // a built-in kind and a plugin are served through the same calls, and a
 // new source of kinds is one more Replace.

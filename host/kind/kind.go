@@ -77,6 +77,11 @@ type Observation struct {
 	NextCheck time.Time // zero: no hint
 	Outcome   *abi.Outcome
 	Baseline  json.RawMessage
+	// Type is the message type a change is mailed as; empty is
+	// store.MessageChanged. Only the host's own kinds set it (the phase
+	// reminder's store.MessageReminder): the plugin runtime never does, so
+	// a plugin cannot pass its change off as a notice of the host's.
+	Type store.MessageType
 	// Fault is set when the kind could not answer (timeout, trap, memory,
 	// output over the cap or off contract). The observation is then
 	// pending: "I could not tell" is never a failed outcome.

@@ -9,9 +9,22 @@
 //     the reason as the row's last note. A probe that finishes after that
 //     cancel mails nothing (the store's settle-if-pending decides: see
 //     host/scheduler).
-//   - While a recipient runs, it has exactly one standing watch per
-//     attached ref, and none for a ref it no longer has; nobody registers
-//     standing watches by hand.
+//   - While a recipient runs, it has exactly the standing watches its
+//     record asks for: one per attached ref, and one phase reminder
+//     (host/reminder) at its reminder_every when it opted in; none for a
+//     ref it no longer has or an interval it left. Which standing watches
+//     a record asks for is said in one place (standing, a list of entries
+//     each deriving its watches from the record), so a third standing
+//     kind is one entry there, never a second reconciler racing this one.
+//     Nobody registers standing watches by hand: the reconciler's
+//     registrations carry the reminder's mark, which its Admit requires.
+//   - A recipient reports its phase (a name from a small grammar, bounded
+//     text) and its activity counts (bounded steps, which only grow); the
+//     record keeps who reported the phase and whether that principal acted
+//     as the recipient itself (the API decides, and says so) or seeded it.
+//     A report needs an existing recipient and creates none; a PUT of the
+//     record keeps the reports and the opt-in (the store does, in the
+//     transaction), so a client replacing its webhook cannot erase them.
 //   - Reconciliation compares the stored record with the stored watches and
 //     repairs the difference, so it is idempotent: a lost event, a crash or
 //     a restart is repaired by the next pass. One pass runs over every

@@ -16,6 +16,7 @@ import (
 	"github.com/vigilhq/vigil/api/webhooks"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/netguard"
+	"github.com/vigilhq/vigil/host/reminder"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/store"
 )
@@ -152,6 +153,7 @@ const (
 	CodeDestinationRefused = api.CodeDestinationRefused
 	CodeTooManyRefs        = api.CodeTooManyRefs
 	CodeTooManyPending     = api.CodeTooManyPending
+	CodeWatchUnobservable  = api.CodeWatchUnobservable
 )
 
 // Put validates and stores a recipient, then reconciles its watches.
@@ -272,8 +274,9 @@ func (s *Service) CheckPending(ctx context.Context, recipient string) error {
 }
 
 // Reconcile makes a recipient's pending watches match its record: none
-// unless it is running; while it runs, one standing watch per attached ref.
-// It is idempotent.
+// unless it is running; while it runs, the standing watches standing
+// derives from its record (one per attached ref, the reminder when it
+// opted in). It is idempotent.
 func (s *Service) Reconcile(ctx context.Context, id string) error {
 	rec, err := s.store.GetRecipient(ctx, id)
 	status := rec.Status
@@ -292,13 +295,13 @@ func (s *Service) Reconcile(ctx context.Context, id string) error {
 		}
 		return nil
 	}
-	wanted := map[string]store.Ref{}
-	for _, ref := range rec.Refs {
-		key, err := refKey(ref.Kind, ref.Params)
+	wanted := map[string]standingWatch{}
+	for _, sw := range standing(rec) {
+		key, err := refKey(sw.Kind, sw.Params)
 		if err != nil {
 			continue
 		}
-		wanted[key] = ref
+		wanted[key] = sw
 	}
 	have := map[string]bool{}
 	for _, w := range pending {
@@ -307,22 +310,64 @@ func (s *Service) Reconcile(ctx context.Context, id string) error {
 		}
 		key, err := refKey(w.Kind, w.Params)
 		if _, want := wanted[key]; err != nil || !want || have[key] {
-			s.cancel(ctx, w, "ref detached")
+			s.cancel(ctx, w, "no longer wanted by the recipient's record")
 			continue
 		}
 		have[key] = true
 	}
 	var errs []error
-	for key, ref := range wanted {
+	// The reconciler's registrations carry its mark: a kind it keeps (the
+	// reminder) admits no other.
+	ctx = reminder.WithReconciler(ctx)
+	for key, sw := range wanted {
 		if have[key] {
 			continue
 		}
-		_, err := s.sched.Register(ctx, scheduler.Registration{Kind: ref.Kind, Params: ref.Params, Recipient: store.Recipient{ID: id}})
+		_, err := s.sched.Register(ctx, scheduler.Registration{Kind: sw.Kind, Params: sw.Params, Every: sw.Every, Recipient: store.Recipient{ID: id}})
 		if err != nil {
-			errs = append(errs, fmt.Errorf("standing watch %s for %s: %w", ref.Kind, id, err))
+			errs = append(errs, fmt.Errorf("standing watch %s for %s: %w", sw.Kind, id, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// standingWatch is one standing watch a running recipient keeps: its
+// kind and params (its identity), and its cadence (nil: the kind's).
+type standingWatch struct {
+	Kind   string
+	Params json.RawMessage
+	Every  *time.Duration
+}
+
+// standing is the one place that says which standing watches a running
+// recipient keeps, each entry deriving its own from the record. A third
+// standing kind is one more entry here, never a second reconciler racing
+// this one over the same record.
+func standing(rec store.RecipientRecord) []standingWatch {
+	var out []standingWatch
+	for _, from := range []func(store.RecipientRecord) []standingWatch{
+		attachedRefs,  // one per ref a client attached (a ticket's changes)
+		reminderOptIn, // the phase reminder, at the interval it opted into
+	} {
+		out = append(out, from(rec)...)
+	}
+	return out
+}
+
+func attachedRefs(rec store.RecipientRecord) []standingWatch {
+	out := make([]standingWatch, 0, len(rec.Refs))
+	for _, ref := range rec.Refs {
+		out = append(out, standingWatch{Kind: ref.Kind, Params: ref.Params})
+	}
+	return out
+}
+
+func reminderOptIn(rec store.RecipientRecord) []standingWatch {
+	every := time.Duration(rec.ReminderEvery)
+	if every <= 0 {
+		return nil
+	}
+	return []standingWatch{{Kind: reminder.Name, Params: reminder.ParamsFor(every), Every: &every}}
 }
 
 func (s *Service) cancel(ctx context.Context, w store.Watch, reason string) {

@@ -93,7 +93,9 @@
 //   - A standing watch's new baseline and its change mail are one
 //     transaction (Deliver.Carry), conditional on the watch still pending,
 //     so a crash neither loses nor repeats a notice and a cancel that won
-//     sends no stale change.
+//     sends no stale change. The change is mailed as changed, or as the
+//     type a host kind's observation names (the phase reminder's
+//     reminder); a plugin's observation names none.
 //
 // What it must never do: decide whether something settled (that is the
 // plugin's answer), or how a message reaches its recipient (that is the

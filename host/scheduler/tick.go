@@ -536,6 +536,9 @@ func (s *Scheduler) carry(ctx context.Context, e *entry, w store.Watch, obs kind
 	var change *store.Message
 	if mail {
 		change = &store.Message{Kind: w.Kind, Type: store.MessageChanged, Outcome: toOutcome(obs.Outcome)}
+		if obs.Type != "" {
+			change.Type = obs.Type // a host kind's own notice (the reminder)
+		}
 	}
 	mailed, err := s.cfg.Deliver.Carry(ctx, e.id, obs.Baseline, attempts, obs.Note, change)
 	if err != nil {
