@@ -123,7 +123,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	st.OnRetained(h.Upkeep.Notify)
 	if h.Issuer, err = fetch.New(fetch.Config{
 		MaxTimeout: cfg.Fetch.MaxTimeout, MinInterval: cfg.Fetch.MinInterval, MaxBody: cfg.Fetch.MaxBodyBytes,
-		UserAgent: cfg.Fetch.UserAgent, Secrets: cfg.Secrets, Log: st, Logger: log,
+		UserAgent: cfg.Fetch.UserAgent, Secrets: cfg.Secrets, Log: st, Logger: log, Metrics: h.Metrics,
 	}); err != nil {
 		return nil, fmt.Errorf("fetch: %w", err)
 	}

@@ -67,6 +67,18 @@ var (
 	_ EventReader = (*store.Badger)(nil)
 )
 
+// Metrics hears of the issuer's trade-offs; *metrics.Metrics is one.
+type Metrics interface {
+	// FetchNotHeld is one origin result the cache could not keep without
+	// dropping a fresh one: the next read of its resource goes to the
+	// origin again.
+	FetchNotHeld()
+}
+
+type nopMetrics struct{}
+
+func (nopMetrics) FetchNotHeld() {}
+
 // Config configures an Issuer. Zero fields take the defaults.
 type Config struct {
 	// MaxTimeout caps a command's timeout_seconds (default 120 s).
@@ -76,7 +88,9 @@ type Config struct {
 	// own timeout.
 	DefaultTimeout time.Duration
 	// MinInterval is both the least time between two requests to one
-	// origin and how long a resource's result is held (default 1 s).
+	// origin and the shortest time a resource's result is held (default
+	// 1 s); a watch whose cadence is longer is served a result younger
+	// than its cadence (plugin.FetchCall.Every).
 	MinInterval time.Duration
 	// QuietPeriod without a 429 or 503 resets an origin's raised interval
 	// (default 30 min).
@@ -94,9 +108,13 @@ type Config struct {
 	// copied.
 	Secrets map[string]string
 	// MaxCacheBytes bounds what the issuer keeps of held results and
-	// stored responses (default 64 MiB; at least MaxBody).
+	// stored responses (default 64 MiB; at least MaxBody). A fresh result
+	// is never dropped to make room: when the cache is full of them, a new
+	// result is not held, and Metrics hears of it.
 	MaxCacheBytes int64
-	Clock         Clock
+	// Metrics counts what the issuer could not hold (nil: nothing).
+	Metrics Metrics
+	Clock   Clock
 	// Resolver answers every name lookup of the issuer: the check before
 	// a request and the dial itself (default net.DefaultResolver).
 	Resolver netguard.Resolver
@@ -136,6 +154,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Clock == nil {
 		c.Clock = wallClock{}
+	}
+	if c.Metrics == nil {
+		c.Metrics = nopMetrics{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

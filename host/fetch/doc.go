@@ -31,9 +31,15 @@
 //     value is attached here, as "authorization: Bearer …", and appears in
 //     no log line, fact, response or error.
 //  3. Held results: an identical command (same method, URL, headers and
-//     secret name) within Config.MinInterval of the last result for that
-//     resource is answered from it, from_cache set, without a request.
-//     Identical commands in flight together share one origin request.
+//     secret name) is answered from the last result for that resource,
+//     from_cache set, without a request, while that result is younger than
+//     the reader's own hold: the cadence of the watch being observed
+//     (plugin.FetchCall.Every, which the scheduler puts on the probe's
+//     context), and never less than Config.MinInterval. So N watches of
+//     one issue at a one-minute cadence cost one origin read a minute,
+//     whatever N, and a watch at 10 s is never served a result older than
+//     10 s. Identical commands in flight together share one origin
+//     request.
 //  4. The destination guard (host/netguard, one Guard per set of the
 //     kind's private_ranges): the name is resolved and every address it
 //     answers is checked; a refused one is destination_refused, before
@@ -79,7 +85,8 @@
 //
 // What is held, retried and dead-lettered:
 //   - Held: every result of an origin request, failures included, for
-//     MinInterval from when it was obtained. A refusal before the cache
+//     each reader's hold (its cadence, at least MinInterval) from when it
+//     was obtained. A refusal before the cache
 //     (invalid_request_options, not_granted) is never held, nor is
 //     rate_limited, which is decided from each command's own time left.
 //   - Retried: nothing. The issuer makes one attempt per command; a
@@ -106,10 +113,25 @@
 // never values; the secret by name only. An event log that fails is
 // logged and never fails the fetch.
 //
-// Bounds: the cache drops a resource not used for 10×MinInterval and keeps
-// the held and stored bodies under Config.MaxCacheBytes, least recently
-// used dropped first; both on access, with no goroutine of its own.
-// Pacing state is kept only for origins asked or refusing recently. One
+// Bounds, and the memory they trade: the held and stored bodies stay under
+// Config.MaxCacheBytes (default 64 MiB), on access, with no goroutine of
+// its own. An entry is fresh while its result is younger than the longest
+// hold among the readers it was fetched for or served (this generation and
+// the one before), and a fresh entry is never dropped to make room: a busy
+// fleet dropping the ticket a hundred watches share, least recently used,
+// would turn one read a minute into a hundred. An entry that is no longer
+// fresh is kept for its validators, and for a slower reader it may still
+// serve, until room is needed; room is made from those, the first to have
+// stopped being fresh first. When every entry is fresh and the cap is
+// reached, a new result is not held: its resource's reads go to the origin
+// (still paced per origin) until room frees up, and each such result is
+// counted (Metrics.FetchNotHeld, vigil_fetch_not_held_total). So memory is
+// the cap, reached and kept when the host has fetched that much, and
+// under a cap full of fresh results the cost moves to origin reads, which
+// the metric shows, rather than to a silent re-read of what many watches
+// share. The alternative, evicting fresh entries, bounds memory the same
+// and breaks the one-read-per-interval promise exactly when the fleet is
+// largest. Pacing state is kept only for origins asked or refusing recently. One
 // guard and transport is kept per distinct set of private ranges (at most
 // 64), so connections are reused across a kind's fetches.
 //
@@ -122,9 +144,14 @@
 // private one at the dial is refused at the dial, and no byte is sent to
 // it.
 //
-// Why one hold interval for both the pacing and the cache: vigil promises
-// one read per resource per interval however many watches ask, and the
-// origin's minimum interval is that promise seen from the origin's side.
+// Why the reader's cadence, not only MinInterval, holds a result: vigil
+// promises one read per resource per interval however many watches ask
+// (seed 002: one read attempt per ticket per minute, however many
+// workspaces). MinInterval is that promise seen from the origin's side and
+// is all a fetch outside a probe gets; a watch's cadence is how stale an
+// answer it already accepts between probes, so serving it a result younger
+// than that changes nothing it could observe, and four watches probing one
+// issue 15 s apart share one read a minute instead of making four.
 //
 // Rejected alternative: retrying a failed fetch inside the issuer. A
 // plugin call has its own timeout and the scheduler its own cadence; a

@@ -115,7 +115,7 @@ func (i *Issuer) Fetch(ctx context.Context, call plugin.FetchCall) abi.FetchResp
 
 	key := resourceKey(cmd)
 	i.mu.Lock()
-	held, ok := i.cache.fresh(key, now)
+	held, ok := i.cache.fresh(key, now, call.Every)
 	i.mu.Unlock()
 	if ok {
 		held.FromCache = true
@@ -198,7 +198,7 @@ func (i *Issuer) grant(call plugin.FetchCall, cmd Command) *Error {
 func (i *Issuer) issue(ctx context.Context, o occasion, call plugin.FetchCall, cmd Command, key string, budget time.Duration) outcome {
 	start := i.cfg.Clock.Now()
 	i.mu.Lock()
-	held, ok := i.cache.fresh(key, start)
+	held, ok := i.cache.fresh(key, start, call.Every)
 	v := i.cache.validators(key)
 	i.mu.Unlock()
 	if ok {
@@ -216,8 +216,12 @@ func (i *Issuer) issue(ctx context.Context, o occasion, call plugin.FetchCall, c
 	now := i.cfg.Clock.Now()
 	if res.fail == nil || res.fail.Reason != abi.FetchRateLimited {
 		i.mu.Lock()
-		i.cache.put(key, o.URL, now, res.update)
+		kept := i.cache.put(key, o.URL, now, res.update, call.Every)
 		i.mu.Unlock()
+		if !kept {
+			i.cfg.Metrics.FetchNotHeld()
+			i.log.Debug("fetch result not held: the cache is full of fresh results", o.attrs()...)
+		}
 	}
 	switch {
 	case res.fail != nil:

@@ -321,7 +321,7 @@ func fetchHostFunction(hc *hostCtx) extism.HostFunction {
 			if hc.fetch == nil {
 				return fetchFailure(abi.FetchUnavailable, "this host has no fetch issuer")
 			}
-			return hc.fetch.Fetch(ctx, FetchCall{Kind: kind, Entry: entry, Request: req})
+			return hc.fetch.Fetch(ctx, FetchCall{Kind: kind, Entry: entry, Request: req, Every: CadenceFrom(ctx)})
 		}()
 		kind, _ := hc.get()
 		outcome := "ok"

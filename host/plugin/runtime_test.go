@@ -313,6 +313,27 @@ func TestFetchNeedsItsGrant(t *testing.T) {
 	}
 }
 
+// The cadence the scheduler puts on the call's context reaches the
+// Fetcher on the call, so the issuer can hold a result for it.
+func TestFetchCarriesTheCadence(t *testing.T) {
+	f := &blockingFetcher{entered: make(chan FetchCall, 2), release: make(chan struct{})}
+	close(f.release)
+	r := newRuntime(t, Config{Dir: pluginDir(t, fetchGrant, "fetcher"), Fetcher: f})
+	req := abi.ObserveRequest{Kind: "test.fetcher", Now: t0, Params: json.RawMessage(`{"url":"https://example.org/x"}`)}
+	if _, err := r.Observe(WithCadence(context.Background(), time.Minute), req); err != nil {
+		t.Fatal(err)
+	}
+	if call := <-f.entered; call.Every != time.Minute {
+		t.Fatalf("every on the fetch call: %s", call.Every)
+	}
+	if _, err := r.Observe(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if call := <-f.entered; call.Every != 0 {
+		t.Fatalf("every outside a probe: %s", call.Every)
+	}
+}
+
 func TestFetchHonoursTheCallTimeout(t *testing.T) {
 	f := &blockingFetcher{entered: make(chan FetchCall, 1), release: make(chan struct{})}
 	r := newRuntime(t, Config{Dir: pluginDir(t, fetchGrant, "fetcher"), Fetcher: f, Limits: Limits{ObserveTimeout: 200 * time.Millisecond}})
