@@ -1,6 +1,7 @@
 package abi
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 )
@@ -145,17 +146,54 @@ type ObserveResponse struct {
 // FetchRequest is what a plugin passes to vigil_fetch. Only GET and HEAD.
 //
 // Headers and TimeoutSeconds are optional and screened before anything is
-// sent (see the fetch issuer); a zero TimeoutSeconds means the host's
-// default. Secret names a credential in the host's configuration that the
-// kind is granted (Grants.Secrets): the host adds it as an
-// "authorization: Bearer …" header at issue time, so its value is never in
-// a watch row, in plugin memory or in a log.
+// sent (see the fetch issuer). TimeoutSeconds bounds each operation of the
+// fetch (the connect, each read); absent means the host's default, and a
+// timeout_seconds of 0 on the wire is refused, since zero is not a
+// duration and absent is not zero (TimeoutGiven tells the two apart; a Go
+// plugin, whose zero is omitted, cannot send one). Secret names a
+// credential in the host's configuration that the kind is granted
+// (Grants.Secrets): the host adds it as an "authorization: Bearer …"
+// header at issue time, so its value is never in a watch row, in plugin
+// memory or in a log.
 type FetchRequest struct {
 	Method         string            `json:"method"`
 	URL            string            `json:"url"`
 	Headers        map[string]string `json:"headers,omitempty"`
 	TimeoutSeconds float64           `json:"timeout_seconds,omitempty"`
 	Secret         string            `json:"secret,omitempty"`
+
+	// timeoutGiven: the JSON decoded named timeout_seconds with a number.
+	timeoutGiven bool
+}
+
+// TimeoutGiven reports whether the request names a timeout: decoded from
+// JSON, whether timeout_seconds was there with a number (0 included; null
+// is absent); built in Go, whether TimeoutSeconds is not zero.
+func (r FetchRequest) TimeoutGiven() bool { return r.timeoutGiven || r.TimeoutSeconds != 0 }
+
+// UnmarshalJSON decodes a request strictly (an unknown field or trailing
+// data is an error, as StrictUnmarshal), keeping whether timeout_seconds
+// was given.
+func (r *FetchRequest) UnmarshalJSON(data []byte) error {
+	if string(bytes.TrimSpace(data)) == "null" {
+		return nil
+	}
+	type plain FetchRequest // without this method
+	var w struct {
+		plain
+		// Shallower than plain's field of the same name, so it is the one
+		// decoded.
+		TimeoutSeconds *float64 `json:"timeout_seconds"`
+	}
+	if err := StrictUnmarshal(data, &w); err != nil {
+		return err
+	}
+	*r = FetchRequest(w.plain)
+	r.TimeoutSeconds, r.timeoutGiven = 0, w.TimeoutSeconds != nil
+	if w.TimeoutSeconds != nil {
+		r.TimeoutSeconds = *w.TimeoutSeconds
+	}
+	return nil
 }
 
 // FetchResponse is what vigil_fetch answers: either a response or, when

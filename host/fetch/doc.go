@@ -18,9 +18,10 @@
 //     MaxHeaderBytes of them, counted as the bytes of each name plus its
 //     trimmed value, the issuer's default user-agent counted in neither;
 //     an authorization header together with a secret; a timeout_seconds
-//     that is negative, NaN, infinite, under a millisecond or over
-//     Config.MaxTimeout (zero, which JSON cannot tell from absent, is the
-//     default). Names are lower-cased and merged over the issuer's
+//     that is zero, negative, NaN, infinite, under a millisecond or over
+//     Config.MaxTimeout (zero is not a duration, and absent is not zero:
+//     an absent one is Config.DefaultTimeout; abi.FetchRequest keeps which
+//     it was). Names are lower-cased and merged over the issuer's
 //     {"user-agent": Config.UserAgent}, the command winning: exactly one
 //     user-agent goes out. Nothing inside a value is touched. A message
 //     names the offending header, never its value.
@@ -48,9 +49,10 @@
 //     requests; a 429 or 503 raises the interval to 2 s, then 4 s, then
 //     8 s, or to a longer Retry-After (seconds or HTTP-date, capped at
 //     QuietPeriod) for the next request; QuietPeriod without either resets
-//     it. A command whose wait is longer than the time it has left (its
-//     timeout, bounded by its context) is rate_limited at once, without
-//     waiting and without taking a slot.
+//     it. The wait is one operation: a command whose wait is longer than
+//     its timeout, or than the time it has left (the whole-fetch bound,
+//     and its context), is rate_limited at once, without waiting and
+//     without taking a slot.
 //  6. The request, on a transport whose dialer resolves again and checks
 //     each address with the guard's DialControl where the connection is
 //     made; redirects, at most Config.MaxRedirects, each hop re-checked for
@@ -59,7 +61,16 @@
 //     most MaxRedirects of them, inside the one command's time. A revalidation sends the stored ETag and
 //     Last-Modified, screened again first; a 304 answers the stored
 //     response with not_modified set.
-//  7. The answer: a body over Config.MaxBody is too_large; response header
+//  7. The bounds, all on the Clock (and the caller's context): the
+//     command's timeout (timeout_seconds, else Config.DefaultTimeout) bounds
+//     each operation (the resolve, the connect with its TLS, the wait for
+//     the answer's headers, each read of the body) and is re-armed at each
+//     sign of progress; Config.MaxFetchTime (default 120 s, never less than
+//     MaxTimeout) bounds the whole fetch, so a body trickled a byte at a
+//     time ends there. Either passing is a timeout failure (held, not
+//     dead-lettered): the plugin cannot tell, and answers pending. It is
+//     not a refusal: the same command may well succeed next time.
+//  8. The answer: a body over Config.MaxBody is too_large; response header
 //     names in lower case, first value each; the fingerprint is the hex
 //     SHA-256 of the body. Any HTTP status is a response: the plugin reads
 //     it and decides.
@@ -74,7 +85,9 @@
 //	destination_refused      an address the guard refuses, at resolve, dial
 //	                         or redirect                                       yes   yes
 //	rate_limited             the origin's pacing wait exceeds the time left    no    no
-//	timeout                  the timeout or the call's deadline ran out        yes   no
+//	timeout                  an operation outlasted the command's timeout,
+//	                         the fetch its whole-fetch bound, or the call
+//	                         its deadline                                      yes   no
 //	connect_failed           DNS failure, refused or reset connection, TLS or
 //	                         malformed answer: no response from the origin     yes   no
 //	too_large                the body is over MaxBody                          yes   no
