@@ -21,6 +21,10 @@ const (
 	HostNamespace = "extism:host/user"
 	HostFetch     = "vigil_fetch"
 	HostExec      = "vigil_exec"
+	// HostExtractionFailed tells the host that the bytes a fetch answered
+	// failed the plugin's extraction (ExtractionFailedRequest in,
+	// ExtractionFailedResponse out); a kind granted fetch may call it.
+	HostExtractionFailed = "vigil_extraction_failed"
 )
 
 // Capabilities a plugin may declare. A plugin that declares one the operator
@@ -213,6 +217,30 @@ type FetchResponse struct {
 	FromCache   bool              `json:"from_cache,omitempty"`
 	NotModified bool              `json:"not_modified,omitempty"`
 	Failure     *FetchFailure     `json:"failure,omitempty"`
+}
+
+// ExtractionFailedRequest is what a plugin passes to
+// vigil_extraction_failed: the request it made, as it made it, and the
+// Fingerprint of the answer whose bytes it could not extract what it
+// needed from (not JSON, a path absent, a page without its title). The
+// host then forgets the validators (ETag, Last-Modified) it stored for
+// that resource, if they are the validators of those bytes: the next fetch
+// goes out unconditional, and a 304 cannot re-confirm a broken extraction
+// for as long as the origin keeps answering 304. A condition the bytes
+// answer (a value that is there and differs from the one wanted) is not a
+// failed extraction.
+type ExtractionFailedRequest struct {
+	Request     FetchRequest `json:"request"`
+	Fingerprint string       `json:"fingerprint"`
+}
+
+// ExtractionFailedResponse is what vigil_extraction_failed answers: Forgot
+// says stored validators of those bytes were forgotten (false: there were
+// none, or they belong to other bytes since); Failure, when the request
+// was refused or the host keeps no validators.
+type ExtractionFailedResponse struct {
+	Forgot  bool          `json:"forgot"`
+	Failure *FetchFailure `json:"failure,omitempty"`
 }
 
 // ExecRequest is what a plugin passes to vigil_exec: a program and its

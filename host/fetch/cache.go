@@ -226,6 +226,21 @@ func (c *cache) clearValidators(url string) {
 	}
 }
 
+// forget forgets the stored validators and response of key when the
+// stored response is the one whose fingerprint is fp, and reports whether
+// it did. Validators stored since for other bytes stay: they were not the
+// ones the failure was about. The held result stays too: it is what the
+// other readers of this interval are answered, a read of its own.
+func (c *cache) forget(key, fp string) bool {
+	r := c.m[key]
+	if r == nil || r.stored == nil || r.stored.Fingerprint != fp {
+		return false
+	}
+	r.etag, r.lastModified, r.stored = "", "", nil
+	c.resize(r)
+	return true
+}
+
 // conditional returns the headers a revalidation adds to cmd for the
 // stored validators v: if-none-match for the ETag, if-modified-since for
 // the Last-Modified. Each value is screened again with the refusal

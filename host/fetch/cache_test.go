@@ -413,3 +413,81 @@ func TestFlightRechecksTheHold(t *testing.T) {
 		t.Fatalf("%d facts", len(facts))
 	}
 }
+
+// A plugin that could not extract what it needs from an answer tells the
+// host, which forgets that answer's validators: the next fetch is
+// unconditional, so a 304 cannot re-confirm the broken extraction. A
+// report about other bytes than the stored ones forgets nothing.
+func TestExtractionFailedForgetsValidators(t *testing.T) {
+	var mu sync.Mutex
+	etag := `"v1"`
+	srv := etagOrigin(t, &etag, &mu)
+	h := newHarness(t, Config{})
+	ctx := t.Context()
+	call := get(srv.URL + "/doc")
+	first := h.Fetch(ctx, call)
+	report := func(fp string) abi.ExtractionFailedResponse {
+		return h.ExtractionFailed(ctx, plugin.ExtractionCall{Kind: call.Kind, Entry: call.Entry,
+			Request: abi.ExtractionFailedRequest{Request: call.Request, Fingerprint: fp}})
+	}
+
+	// Other bytes (a later answer's, say): the stored validators stay.
+	if r := report(fingerprint([]byte("other bytes"))); r.Forgot || r.Failure != nil {
+		t.Fatalf("a report on other bytes: %+v", r)
+	}
+	h.clock.Advance(time.Second)
+	if r := h.Fetch(ctx, call); !r.NotModified || srv.last().Get("If-None-Match") != `"v1"` {
+		t.Fatalf("after a report on other bytes the fetch was not conditional: %+v", r)
+	}
+
+	if r := report(first.Fingerprint); !r.Forgot || r.Failure != nil {
+		t.Fatalf("report: %+v", r)
+	}
+	h.clock.Advance(time.Second)
+	r := h.Fetch(ctx, call)
+	if got := srv.last(); got.Get("If-None-Match") != "" || got.Get("If-Modified-Since") != "" {
+		t.Fatalf("after the report the fetch was conditional: if-none-match %q", got.Get("If-None-Match"))
+	}
+	if r.NotModified || r.Status != 200 || string(r.Body) != `body of "v1"` {
+		t.Fatalf("after the report: %+v", r)
+	}
+	// The full answer stored its validators again.
+	h.clock.Advance(time.Second)
+	if r := h.Fetch(ctx, call); !r.NotModified {
+		t.Fatalf("the next fetch: %+v", r)
+	}
+	if facts := h.events(t, StreamFacts); len(facts) != 4 {
+		t.Fatalf("%d facts: a report is no origin request", len(facts))
+	}
+}
+
+// A report is screened and granted like the fetch it is about.
+func TestExtractionFailedRefusals(t *testing.T) {
+	h := newHarness(t, Config{})
+	ctx := t.Context()
+	fp := fingerprint(nil)
+	for _, tc := range []struct {
+		name   string
+		call   plugin.ExtractionCall
+		reason string
+	}{
+		{"no fingerprint", plugin.ExtractionCall{Kind: "probe", Entry: loopback(),
+			Request: abi.ExtractionFailedRequest{Request: abi.FetchRequest{Method: "GET", URL: "http://127.0.0.1/x"}}}, abi.FetchInvalidRequestOptions},
+		{"upper-case fingerprint", plugin.ExtractionCall{Kind: "probe", Entry: loopback(),
+			Request: abi.ExtractionFailedRequest{Request: abi.FetchRequest{Method: "GET", URL: "http://127.0.0.1/x"}, Fingerprint: strings.ToUpper(fp)}}, abi.FetchInvalidRequestOptions},
+		{"a request the screen refuses", plugin.ExtractionCall{Kind: "probe", Entry: loopback(),
+			Request: abi.ExtractionFailedRequest{Request: abi.FetchRequest{Method: "POST", URL: "http://127.0.0.1/x"}, Fingerprint: fp}}, abi.FetchInvalidRequestOptions},
+		{"a host not granted", plugin.ExtractionCall{Kind: "probe", Entry: loopback(),
+			Request: abi.ExtractionFailedRequest{Request: abi.FetchRequest{Method: "GET", URL: "http://example.org/x"}, Fingerprint: fp}}, abi.FetchNotGranted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := h.ExtractionFailed(ctx, tc.call)
+			if r.Forgot || r.Failure == nil || r.Failure.Reason != tc.reason {
+				t.Fatalf("answer %+v %+v", r, r.Failure)
+			}
+		})
+	}
+	if dls, _ := h.DeadLetters(ctx, 0, 10); len(dls) != 0 {
+		t.Fatalf("a refused report was dead-lettered: %+v", dls)
+	}
+}

@@ -116,6 +116,18 @@
 //     also screened when kept and again when replayed: an unsendable one is
 //     dropped and the request goes out unconditional, costing one full
 //     fetch instead of a refusal.
+//   - A failed extraction also forgets them, and is no refusal: a plugin
+//     that could not extract what it needs from an answer's bytes calls
+//     vigil_extraction_failed (Issuer.ExtractionFailed) with its request
+//     and the answer's fingerprint. When the resource's stored response
+//     has that fingerprint, its validators and it are forgotten, so the
+//     next request is unconditional and a 304 cannot re-confirm a broken
+//     extraction (seed 003: a matching validator produces no bytes, so
+//     nothing is extracted again). Validators stored since for other bytes
+//     stay; the held result stays for its interval, as it would for any
+//     reader. The report is screened and granted like a fetch (a refusal
+//     answers Failure, with no fact and no dead letter), and sends
+//     nothing.
 //
 // Facts: each command gets a fresh command_id. Each origin request and
 // each refusal records exactly one fact on the stream "fetch":

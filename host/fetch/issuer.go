@@ -47,7 +47,10 @@ type Issuer struct {
 	dialHook func(network, address string) error
 }
 
-var _ plugin.Fetcher = (*Issuer)(nil)
+var (
+	_ plugin.Fetcher            = (*Issuer)(nil)
+	_ plugin.ExtractionReporter = (*Issuer)(nil)
+)
 
 // route is one destination guard and the transport whose dialer carries
 // it, shared by every kind granted the same private ranges so that
@@ -166,6 +169,41 @@ func (i *Issuer) clearValidators(raw string) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.cache.clearValidators(u.String())
+}
+
+// ExtractionFailed forgets the validators stored for the resource the
+// plugin's request names, when they are the validators of the bytes the
+// plugin could not extract (the stored response has call's fingerprint):
+// the next fetch of it goes out unconditional, so a 304 cannot re-confirm
+// a broken extraction. The request is screened and granted as a fetch
+// would be, and nothing is sent, held or recorded as a fact.
+func (i *Issuer) ExtractionFailed(_ context.Context, call plugin.ExtractionCall) abi.ExtractionFailedResponse {
+	refuse := func(e *Error) abi.ExtractionFailedResponse {
+		return abi.ExtractionFailedResponse{Failure: &abi.FetchFailure{Reason: e.Reason, Message: e.Message}}
+	}
+	fp := call.Request.Fingerprint
+	if len(fp) != sha256.Size*2 || strings.Trim(fp, "0123456789abcdef") != "" {
+		return refuse(invalid("", "fingerprint: want the lowercase hex SHA-256 the fetch answered"))
+	}
+	cmd, err := Screen(call.Request.Request, i.cfg.MaxTimeout)
+	if err != nil {
+		var fe *Error
+		if !errors.As(err, &fe) {
+			fe = invalid("", err.Error())
+		}
+		return refuse(fe)
+	}
+	fetchCall := plugin.FetchCall{Kind: call.Kind, Entry: call.Entry, Request: call.Request.Request}
+	if fe := i.grant(fetchCall, cmd); fe != nil {
+		return refuse(fe)
+	}
+	i.mu.Lock()
+	forgot := i.cache.forget(resourceKey(cmd), fp)
+	i.mu.Unlock()
+	if forgot {
+		i.log.Info("validators forgotten: the plugin could not extract the answer", "kind", call.Kind, "method", cmd.Method, "url", cmd.URL.String())
+	}
+	return abi.ExtractionFailedResponse{Forgot: forgot}
 }
 
 // grant checks the command against its kind's grants and the host's

@@ -70,6 +70,23 @@ type Fetcher interface {
 	Fetch(ctx context.Context, call FetchCall) abi.FetchResponse
 }
 
+// ExtractionReporter is the host side of vigil_extraction_failed, which a
+// Fetcher that keeps validators implements too (the fetch issuer does): it
+// forgets the validators stored for the bytes a plugin could not extract,
+// so the next fetch is unconditional. A Fetcher that does not implement it
+// answers the plugin unavailable.
+type ExtractionReporter interface {
+	ExtractionFailed(ctx context.Context, call ExtractionCall) abi.ExtractionFailedResponse
+}
+
+// ExtractionCall is one extraction failure a plugin reported, with the
+// grants of its kind.
+type ExtractionCall struct {
+	Kind    string
+	Entry   Entry
+	Request abi.ExtractionFailedRequest
+}
+
 // Execer is the host side of vigil_exec. It must honour ctx: it runs
 // inside a plugin call whose timeout cancels ctx, and the command must end
 // (with its process group) when ctx does.
