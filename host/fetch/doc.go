@@ -156,7 +156,9 @@
 // the metric shows, rather than to a silent re-read of what many watches
 // share. The alternative, evicting fresh entries, bounds memory the same
 // and breaks the one-read-per-interval promise exactly when the fleet is
-// largest. Pacing state is kept only for origins asked or refusing recently. One
+// largest.
+//
+// Pacing state is kept only for origins asked or refusing recently. One
 // guard and transport is kept per distinct set of private ranges (at most
 // 64), so connections are reused across a kind's fetches.
 //
