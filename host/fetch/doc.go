@@ -39,7 +39,11 @@
 //     context), and never less than Config.MinInterval. So N watches of
 //     one issue at a one-minute cadence cost one origin read a minute,
 //     whatever N, and a watch at 10 s is never served a result older than
-//     10 s. Identical commands in flight together share one origin
+//     10 s. A watch's next probe comes a cadence after its last one ended,
+//     so it is never served its own last result; one probed sooner (a
+//     next_check hint, its final observation at the deadline) may be
+//     served a result up to a cadence old, which is what its cadence
+//     accepts. Identical commands in flight together share one origin
 //     request.
 //  4. The destination guard (host/netguard, one Guard per set of the
 //     kind's private_ranges): the name is resolved and every address it
