@@ -67,7 +67,9 @@ type Config struct {
 
 // FetchConfig tunes the fetch issuer.
 type FetchConfig struct {
-	MaxTimeout   time.Duration
+	MaxTimeout time.Duration
+	// MaxFetchTime bounds a whole fetch (fetch.Config.MaxFetchTime).
+	MaxFetchTime time.Duration
 	MinInterval  time.Duration
 	MaxBodyBytes int64
 	UserAgent    string
@@ -136,8 +138,8 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	}
 	st.OnRetained(h.Upkeep.Notify)
 	if h.Issuer, err = fetch.New(fetch.Config{
-		MaxTimeout: cfg.Fetch.MaxTimeout, MinInterval: cfg.Fetch.MinInterval, MaxBody: cfg.Fetch.MaxBodyBytes,
-		UserAgent: cfg.Fetch.UserAgent, Secrets: cfg.Secrets, Log: st, Logger: log,
+		MaxTimeout: cfg.Fetch.MaxTimeout, MaxFetchTime: cfg.Fetch.MaxFetchTime, MinInterval: cfg.Fetch.MinInterval, MaxBody: cfg.Fetch.MaxBodyBytes,
+		UserAgent: cfg.Fetch.UserAgent, Secrets: cfg.Secrets, Log: st, Logger: log, Metrics: h.Metrics,
 	}); err != nil {
 		return nil, fmt.Errorf("fetch: %w", err)
 	}

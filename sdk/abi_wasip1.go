@@ -69,6 +69,13 @@ func extismLogError(offset uint64)
 //go:wasmimport extism:host/user vigil_fetch
 func vigilFetch(offset uint64) uint64
 
+// vigil_extraction_failed takes a kernel block holding an
+// abi.ExtractionFailedRequest and returns one holding an
+// abi.ExtractionFailedResponse.
+//
+//go:wasmimport extism:host/user vigil_extraction_failed
+func vigilExtractionFailed(offset uint64) uint64
+
 // vigil_exec takes a kernel block holding an abi.ExecRequest and returns
 // one holding an abi.ExecResponse.
 //
@@ -216,6 +223,25 @@ func (hostFetcher) Fetch(req FetchRequest) (FetchResponse, error) {
 		return resp, &FetchError{Reason: abi.FetchUnavailable, Message: "kernel out of memory"}
 	}
 	out := readBlock(vigilFetch(off))
+	if err := json.Unmarshal(out, &resp); err != nil {
+		return resp, &FetchError{Reason: abi.FetchUnavailable, Message: "host answered malformed JSON: " + err.Error()}
+	}
+	return resp, nil
+}
+
+// ExtractionFailed makes hostFetcher the ExtractionReporter inside a
+// plugin too: the host function vigil_extraction_failed.
+func (hostFetcher) ExtractionFailed(req ExtractionFailedRequest) (ExtractionFailedResponse, error) {
+	var resp ExtractionFailedResponse
+	in, err := json.Marshal(req)
+	if err != nil {
+		return resp, err
+	}
+	off := writeBlock(in)
+	if off == 0 {
+		return resp, &FetchError{Reason: abi.FetchUnavailable, Message: "kernel out of memory"}
+	}
+	out := readBlock(vigilExtractionFailed(off))
 	if err := json.Unmarshal(out, &resp); err != nil {
 		return resp, &FetchError{Reason: abi.FetchUnavailable, Message: "host answered malformed JSON: " + err.Error()}
 	}

@@ -39,8 +39,9 @@ type Input struct {
 	// its first check.
 	Baseline json.RawMessage
 
-	fetcher Fetcher
-	execer  Execer
+	fetcher  Fetcher
+	execer   Execer
+	reporter ExtractionReporter
 }
 
 // WithFetcher returns a copy of in whose fetches go to f. Tests use it to
@@ -72,6 +73,62 @@ func (in Input) Fetch(req FetchRequest) (FetchResponse, error) {
 		return FetchResponse{}, &FetchError{Reason: resp.Failure.Reason, Message: resp.Failure.Message}
 	}
 	return resp, nil
+}
+
+// ExtractionFailedRequest names the answer whose bytes failed extraction.
+// See [Input.ExtractionFailed].
+type ExtractionFailedRequest = abi.ExtractionFailedRequest
+
+// ExtractionFailedResponse is the host's answer to an extraction report.
+type ExtractionFailedResponse = abi.ExtractionFailedResponse
+
+// ExtractionReporter carries an extraction failure to the host. Inside a
+// plugin it is the host function vigil_extraction_failed; in a unit test,
+// a Fetcher that also implements it (Harness.Observe and the SDK's observe
+// take it from the Fetcher), or one given with WithExtractionReporter.
+type ExtractionReporter interface {
+	ExtractionFailed(req ExtractionFailedRequest) (ExtractionFailedResponse, error)
+}
+
+// WithExtractionReporter returns a copy of in whose extraction reports go
+// to r.
+func (in Input) WithExtractionReporter(r ExtractionReporter) Input {
+	in.reporter = r
+	return in
+}
+
+// ErrNoExtractionReporter is the failure of an extraction report from an
+// Input without an ExtractionReporter.
+var ErrNoExtractionReporter = &FetchError{Reason: abi.FetchUnavailable, Message: "this Input has no extraction reporter (tests: use Input.WithExtractionReporter)"}
+
+// ExtractionFailed tells the host that resp, the answer to req (the
+// request exactly as it was fetched), has bytes the predicate could not
+// extract what it needs from: a body that is not JSON, a path that is
+// absent, a page without the element it reads. The host then forgets the
+// validators (ETag, Last-Modified) it stored for those bytes, so the next
+// fetch of req goes out unconditional: without that, an origin answering
+// 304 would re-confirm the broken extraction for as long as it kept
+// answering 304. Call it where the extraction fails, and still answer
+// Pending; a condition the bytes do answer (a value that is there and is
+// not the one wanted) is not a failed extraction. The report is advisory:
+// it reports whether validators were forgotten, and a *FetchError only
+// when the host could not take the report.
+func (in Input) ExtractionFailed(req FetchRequest, resp FetchResponse) (bool, error) {
+	r := in.reporter
+	if r == nil {
+		r, _ = in.fetcher.(ExtractionReporter)
+	}
+	if r == nil {
+		return false, ErrNoExtractionReporter
+	}
+	out, err := r.ExtractionFailed(ExtractionFailedRequest{Request: req, Fingerprint: resp.Fingerprint})
+	if err != nil {
+		return false, err
+	}
+	if out.Failure != nil {
+		return false, &FetchError{Reason: out.Failure.Reason, Message: out.Failure.Message}
+	}
+	return out.Forgot, nil
 }
 
 // ExecRequest is a command the host runs on the plugin's behalf. See

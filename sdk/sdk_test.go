@@ -3,6 +3,7 @@ package sdk
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -526,5 +527,55 @@ func TestAdmitResponseEncoding(t *testing.T) {
 		if string(a) != string(b) {
 			t.Fatalf("round trip %s, want %s", b, a)
 		}
+	}
+}
+
+// reportingFetcher is a Fetcher that is also an ExtractionReporter, as the
+// host is.
+type reportingFetcher struct {
+	FetcherFunc
+	got []ExtractionFailedRequest
+	out ExtractionFailedResponse
+}
+
+func (f *reportingFetcher) ExtractionFailed(req ExtractionFailedRequest) (ExtractionFailedResponse, error) {
+	f.got = append(f.got, req)
+	return f.out, nil
+}
+
+func TestInputExtractionFailed(t *testing.T) {
+	req := FetchRequest{Method: "GET", URL: "https://x/doc"}
+	resp := FetchResponse{Status: 200, Body: []byte("<html>"), Fingerprint: "abc"}
+	if _, err := (Input{}).ExtractionFailed(req, resp); err != ErrNoExtractionReporter {
+		t.Fatalf("no reporter: %v", err)
+	}
+	// A plain Fetcher is no reporter.
+	plain := Input{}.WithFetcher(FetcherFunc(nil))
+	if _, err := plain.ExtractionFailed(req, resp); err != ErrNoExtractionReporter {
+		t.Fatalf("a plain fetcher: %v", err)
+	}
+	f := &reportingFetcher{out: ExtractionFailedResponse{Forgot: true}}
+	withF := Input{}.WithFetcher(f)
+	forgot, err := withF.ExtractionFailed(req, resp)
+	if err != nil || !forgot || len(f.got) != 1 || f.got[0].Fingerprint != "abc" || f.got[0].Request.URL != req.URL {
+		t.Fatalf("forgot %v, %v, reports %+v", forgot, err, f.got)
+	}
+	f.out = ExtractionFailedResponse{Failure: &abi.FetchFailure{Reason: abi.FetchNotGranted, Message: "no"}}
+	var fe *FetchError
+	withR := Input{}.WithExtractionReporter(f)
+	if forgot, err := withR.ExtractionFailed(req, resp); forgot || !errors.As(err, &fe) || fe.Reason != abi.FetchNotGranted {
+		t.Fatalf("refused: %v %v", forgot, err)
+	}
+	// The harness hands its Fetcher's reporter to observe, as the ABI
+	// hands the host's.
+	p := Plugin[testParams]{Kind: "test.kind", Version: "1.0.0", Schema: `{"type":"object"}`,
+		Observe: func(_ testParams, in Input) (Result, error) {
+			forgot, err := in.ExtractionFailed(req, resp)
+			return Pending(fmt.Sprintf("%v %v", forgot, err)), nil
+		}}
+	f.out = ExtractionFailedResponse{Forgot: true}
+	got, err := NewHarness(p).Observe(abi.ObserveRequest{Kind: "test.kind", Params: json.RawMessage(`{}`)}, f)
+	if err != nil || got.Note != "true <nil>" {
+		t.Fatalf("through the harness: %+v %v", got, err)
 	}
 }

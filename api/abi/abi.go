@@ -1,6 +1,7 @@
 package abi
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 )
@@ -20,6 +21,10 @@ const (
 	HostNamespace = "extism:host/user"
 	HostFetch     = "vigil_fetch"
 	HostExec      = "vigil_exec"
+	// HostExtractionFailed tells the host that the bytes a fetch answered
+	// failed the plugin's extraction (ExtractionFailedRequest in,
+	// ExtractionFailedResponse out); a kind granted fetch may call it.
+	HostExtractionFailed = "vigil_extraction_failed"
 )
 
 // Capabilities a plugin may declare. A plugin that declares one the operator
@@ -145,17 +150,54 @@ type ObserveResponse struct {
 // FetchRequest is what a plugin passes to vigil_fetch. Only GET and HEAD.
 //
 // Headers and TimeoutSeconds are optional and screened before anything is
-// sent (see the fetch issuer); a zero TimeoutSeconds means the host's
-// default. Secret names a credential in the host's configuration that the
-// kind is granted (Grants.Secrets): the host adds it as an
-// "authorization: Bearer …" header at issue time, so its value is never in
-// a watch row, in plugin memory or in a log.
+// sent (see the fetch issuer). TimeoutSeconds bounds each operation of the
+// fetch (the connect, each read); absent means the host's default, and a
+// timeout_seconds of 0 on the wire is refused, since zero is not a
+// duration and absent is not zero (TimeoutGiven tells the two apart; a Go
+// plugin, whose zero is omitted, cannot send one). Secret names a
+// credential in the host's configuration that the kind is granted
+// (Grants.Secrets): the host adds it as an "authorization: Bearer …"
+// header at issue time, so its value is never in a watch row, in plugin
+// memory or in a log.
 type FetchRequest struct {
 	Method         string            `json:"method"`
 	URL            string            `json:"url"`
 	Headers        map[string]string `json:"headers,omitempty"`
 	TimeoutSeconds float64           `json:"timeout_seconds,omitempty"`
 	Secret         string            `json:"secret,omitempty"`
+
+	// timeoutGiven: the JSON decoded named timeout_seconds with a number.
+	timeoutGiven bool
+}
+
+// TimeoutGiven reports whether the request names a timeout: decoded from
+// JSON, whether timeout_seconds was there with a number (0 included; null
+// is absent); built in Go, whether TimeoutSeconds is not zero.
+func (r FetchRequest) TimeoutGiven() bool { return r.timeoutGiven || r.TimeoutSeconds != 0 }
+
+// UnmarshalJSON decodes a request strictly (an unknown field or trailing
+// data is an error, as StrictUnmarshal), keeping whether timeout_seconds
+// was given.
+func (r *FetchRequest) UnmarshalJSON(data []byte) error {
+	if string(bytes.TrimSpace(data)) == "null" {
+		return nil
+	}
+	type plain FetchRequest // without this method
+	var w struct {
+		plain
+		// Shallower than plain's field of the same name, so it is the one
+		// decoded.
+		TimeoutSeconds *float64 `json:"timeout_seconds"`
+	}
+	if err := StrictUnmarshal(data, &w); err != nil {
+		return err
+	}
+	*r = FetchRequest(w.plain)
+	r.TimeoutSeconds, r.timeoutGiven = 0, w.TimeoutSeconds != nil
+	if w.TimeoutSeconds != nil {
+		r.TimeoutSeconds = *w.TimeoutSeconds
+	}
+	return nil
 }
 
 // FetchResponse is what vigil_fetch answers: either a response or, when
@@ -175,6 +217,30 @@ type FetchResponse struct {
 	FromCache   bool              `json:"from_cache,omitempty"`
 	NotModified bool              `json:"not_modified,omitempty"`
 	Failure     *FetchFailure     `json:"failure,omitempty"`
+}
+
+// ExtractionFailedRequest is what a plugin passes to
+// vigil_extraction_failed: the request it made, as it made it, and the
+// Fingerprint of the answer whose bytes it could not extract what it
+// needed from (not JSON, a path absent, a page without its title). The
+// host then forgets the validators (ETag, Last-Modified) it stored for
+// that resource, if they are the validators of those bytes: the next fetch
+// goes out unconditional, and a 304 cannot re-confirm a broken extraction
+// for as long as the origin keeps answering 304. A condition the bytes
+// answer (a value that is there and differs from the one wanted) is not a
+// failed extraction.
+type ExtractionFailedRequest struct {
+	Request     FetchRequest `json:"request"`
+	Fingerprint string       `json:"fingerprint"`
+}
+
+// ExtractionFailedResponse is what vigil_extraction_failed answers: Forgot
+// says stored validators of those bytes were forgotten (false: there were
+// none, or they belong to other bytes since); Failure, when the request
+// was refused or the host keeps no validators.
+type ExtractionFailedResponse struct {
+	Forgot  bool          `json:"forgot"`
+	Failure *FetchFailure `json:"failure,omitempty"`
 }
 
 // ExecRequest is what a plugin passes to vigil_exec: a program and its

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/authz"
+	"github.com/vigilhq/vigil/host/fetch"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
@@ -47,6 +49,7 @@ import (
 //	    roles: [operator]             # reads everything; admin does everything
 //	fetch:
 //	  max_timeout: 120s
+//	  max_fetch_time: 120s
 //	  min_interval: 1s
 //	  max_body_bytes: 1048576
 //	  user_agent: vigil
@@ -96,7 +99,10 @@ type observeSettings struct {
 // fetchSettings tune the fetch issuer (config file only). Zero values take
 // the issuer's defaults.
 type fetchSettings struct {
-	MaxTimeout   time.Duration `yaml:"max_timeout"`
+	MaxTimeout time.Duration `yaml:"max_timeout"`
+	// MaxFetchTime bounds a whole fetch, where max_timeout bounds each of
+	// its operations; never less than max_timeout.
+	MaxFetchTime time.Duration `yaml:"max_fetch_time"`
 	MinInterval  time.Duration `yaml:"min_interval"`
 	MaxBodyBytes int64         `yaml:"max_body_bytes"`
 	UserAgent    string        `yaml:"user_agent"`
@@ -251,6 +257,10 @@ func (s settings) validate(sources map[string]string) error {
 	switch f := s.Fetch; {
 	case f.MaxTimeout < 0 || f.MaxTimeout > 10*time.Minute:
 		bad("fetch", fmt.Errorf("max_timeout %s: want up to 10m (0 for the default, 120s)", f.MaxTimeout))
+	case f.MaxFetchTime < 0 || f.MaxFetchTime > 30*time.Minute:
+		bad("fetch", fmt.Errorf("max_fetch_time %s: want up to 30m (0 for the default, 120s or max_timeout if longer)", f.MaxFetchTime))
+	case f.MaxFetchTime != 0 && f.MaxFetchTime < cmp.Or(f.MaxTimeout, fetch.DefaultMaxTimeout):
+		bad("fetch", fmt.Errorf("max_fetch_time %s is under max_timeout %s: one operation of a fetch could outlast the whole", f.MaxFetchTime, cmp.Or(f.MaxTimeout, fetch.DefaultMaxTimeout)))
 	case f.MinInterval < 0 || f.MinInterval > time.Hour:
 		bad("fetch", fmt.Errorf("min_interval %s: want up to 1h (0 for the default, 1s)", f.MinInterval))
 	case f.MaxBodyBytes < 0 || f.MaxBodyBytes > 64<<20:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"io"
 	"net/netip"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -53,7 +55,7 @@ func FuzzLoadSettings(f *testing.F) {
 		{"", ""},
 		{"listen: 127.0.0.1:7878\ndata: ./d\nworkers: 2\nfsync: true\nwebhook_allow: [127.0.0.0/8, ' ::1/128']\n", ""},
 		{"tokens:\n  - principal: ci-bot\n    token: 0123456789abcdef\nlisten: 0.0.0.0:7878\n", ""},
-		{"fetch:\n  max_timeout: 120s\n  min_interval: 1s\n  max_body_bytes: 1048576\n  user_agent: vigil\n", "VIGIL_WORKERS=3"},
+		{"fetch:\n  max_timeout: 120s\n  max_fetch_time: 120s\n  min_interval: 1s\n  max_body_bytes: 1048576\n  user_agent: vigil\n", "VIGIL_WORKERS=3"},
 		{"secrets:\n  github: env:GITHUB_TOKEN\nobserve: {rate: 100, burst: 200}\n", "VIGIL_FSYNC=false\nVIGIL_WEBHOOK_ALLOW=10.0.0.0/8,::1/128"},
 		{"scopes:\n  support:\n    observe:\n      - sources:\n          - name: slack-help\n            reporters: [ci-bot]\n    routes:\n      - source: slack-help\n", ""},
 		{"observe: {rate: .nan}\n", ""},
@@ -106,6 +108,8 @@ func checkBounds(t *testing.T, s settings) {
 	ok := s.Data != "" && s.Workers >= 1 && s.Workers <= scheduler.MaxWorkers &&
 		s.MaxRefs >= 0 && s.MaxRefs <= maxRefsBound && s.MaxPending >= 0 && s.MaxPending <= maxPendingBound &&
 		s.Fetch.MaxTimeout >= 0 && s.Fetch.MinInterval >= 0 && s.Fetch.MaxBodyBytes >= 0 &&
+		s.Fetch.MaxFetchTime >= 0 && s.Fetch.MaxFetchTime <= 30*time.Minute &&
+		(s.Fetch.MaxFetchTime == 0 || s.Fetch.MaxFetchTime >= cmp.Or(s.Fetch.MaxTimeout, 120*time.Second)) &&
 		(s.Observe.Rate >= 0 || s.Observe.Rate == -1) && s.Observe.Burst >= 0 && s.Observe.Burst <= 1_000_000
 	for _, c := range s.WebhookAllow {
 		if _, err := netip.ParsePrefix(strings.TrimSpace(c)); err != nil {

@@ -92,7 +92,7 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 		Data: f.Data, PluginCache: f.pluginCache(), PluginDir: f.Plugins, Bundled: plugins.Bundled(),
 		Fsync: f.Fsync, Workers: f.Workers, WebhookAllow: f.allowPrefixes(), Tokens: f.authTokens(), Secrets: secrets,
 		Fetch: host.FetchConfig{
-			MaxTimeout: f.Fetch.MaxTimeout, MinInterval: f.Fetch.MinInterval, MaxBodyBytes: f.Fetch.MaxBodyBytes, UserAgent: f.Fetch.UserAgent,
+			MaxTimeout: f.Fetch.MaxTimeout, MaxFetchTime: f.Fetch.MaxFetchTime, MinInterval: f.Fetch.MinInterval, MaxBodyBytes: f.Fetch.MaxBodyBytes, UserAgent: f.Fetch.UserAgent,
 		},
 		ObserveRate: f.Observe.Rate, ObserveBurst: f.Observe.Burst, ObserveRunPerMinute: f.Observe.RunPerMinute, Scopes: f.Scopes,
 		Limits: recipients.Limits{MaxRefs: f.MaxRefs, MaxPending: f.MaxPending}, Logger: log,

@@ -1,7 +1,7 @@
 package fetch
 
 import (
-	"container/list"
+	"container/heap"
 	"strings"
 	"time"
 
@@ -39,9 +39,15 @@ type resource struct {
 	key string
 	url string // cmd.URL.String(), for clearing validators by URL
 
-	// held is the last result, answered as is until heldAt+hold.
+	// held is the last result, answered as is to a reader whose hold (its
+	// cadence, at least MinInterval) is longer than the result's age.
 	held   *abi.FetchResponse
 	heldAt time.Time
+	// span is how long held counts as fresh, which no room is ever made
+	// by dropping: the longest hold among the readers it was fetched for
+	// or served, in this generation and the one before (seen is this
+	// generation's, carried into the next one's span by put).
+	span, seen time.Duration
 
 	// The validators of stored, the last 2xx response that carried any,
 	// replayed on the next request to the origin; a 304 then answers
@@ -49,10 +55,19 @@ type resource struct {
 	etag, lastModified string
 	stored             *abi.FetchResponse
 
-	usedAt time.Time
-	elem   *list.Element
-	size   int64
+	index int // in cache.order
+	size  int64
 }
+
+// freshUntil is when held stops being fresh; the zero time without one.
+func (r *resource) freshUntil() time.Time {
+	if r.held == nil {
+		return time.Time{}
+	}
+	return r.heldAt.Add(r.span)
+}
+
+func (r *resource) fresh(now time.Time) bool { return now.Before(r.freshUntil()) }
 
 // validators is a copy of what a revalidation needs.
 type validators struct {
@@ -74,67 +89,70 @@ func (r *resource) weigh() int64 {
 	return n
 }
 
-// cache holds results and validators per resource. It is bounded twice:
-// an entry not used for idle is dropped, and the entries' total size
-// (bodies plus a fixed overhead) stays under maxBytes, least recently used
-// dropped first. Both are enforced on access; nothing runs in the
+// byFreshness orders the entries by freshUntil, the first to stop being
+// fresh first: the order in which room is made.
+type byFreshness []*resource
+
+func (h byFreshness) Len() int           { return len(h) }
+func (h byFreshness) Less(i, j int) bool { return h[i].freshUntil().Before(h[j].freshUntil()) }
+func (h byFreshness) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *byFreshness) Push(x any) {
+	r := x.(*resource)
+	r.index = len(*h)
+	*h = append(*h, r)
+}
+func (h *byFreshness) Pop() any {
+	old := *h
+	r := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return r
+}
+
+// cache holds results and validators per resource, under maxBytes (bodies
+// plus a fixed overhead per entry). An entry outlives its freshness, for
+// its validators and for a slower reader, until room is needed; room is
+// made by dropping entries that are no longer fresh, the first to have
+// stopped being fresh first, and never by dropping a fresh one: when every
+// other entry is fresh, the new result is not kept (put reports it) and the
+// next read of its resource goes to the origin. Nothing runs in the
 // background. Not safe for concurrent use: the issuer holds a lock.
 type cache struct {
-	hold, idle time.Duration
-	maxBytes   int64
-	bytes      int64
-	m          map[string]*resource
-	lru        *list.List // front: most recently used
+	minHold  time.Duration
+	maxBytes int64
+	bytes    int64
+	m        map[string]*resource
+	order    byFreshness
 }
 
-func newCache(hold time.Duration, maxBytes int64) *cache {
-	return &cache{hold: hold, idle: 10 * hold, maxBytes: maxBytes, m: make(map[string]*resource), lru: list.New()}
-}
-
-// sweep drops the entries not used since now-idle, oldest first.
-func (c *cache) sweep(now time.Time) {
-	for e := c.lru.Back(); e != nil; e = c.lru.Back() {
-		r := e.Value.(*resource)
-		if now.Sub(r.usedAt) < c.idle {
-			return
-		}
-		c.drop(r)
-	}
+func newCache(minHold time.Duration, maxBytes int64) *cache {
+	return &cache{minHold: minHold, maxBytes: maxBytes, m: make(map[string]*resource)}
 }
 
 func (c *cache) drop(r *resource) {
-	c.lru.Remove(r.elem)
+	heap.Remove(&c.order, r.index)
 	delete(c.m, r.key)
 	c.bytes -= r.size
 }
 
-// touch returns the entry of key, creating it, and marks it used at now.
-func (c *cache) touch(key, url string, now time.Time) *resource {
-	c.sweep(now)
+// fresh returns the result held for key when it is younger than hold, the
+// reader's own (its cadence, at least minHold). Serving a reader whose
+// hold is longer than the entry's span extends the span: the entry is
+// fresh for as long as that reader would be served it.
+func (c *cache) fresh(key string, now time.Time, hold time.Duration) (abi.FetchResponse, bool) {
+	hold = max(hold, c.minHold)
 	r := c.m[key]
-	if r == nil {
-		r = &resource{key: key, url: url}
-		r.elem = c.lru.PushFront(r)
-		r.size = r.weigh()
-		c.bytes += r.size
-		c.m[key] = r
-	} else {
-		c.lru.MoveToFront(r.elem)
-	}
-	r.usedAt = now
-	return r
-}
-
-// fresh returns the result held for key when it was obtained less than
-// hold before now.
-func (c *cache) fresh(key string, now time.Time) (abi.FetchResponse, bool) {
-	c.sweep(now)
-	r := c.m[key]
-	if r == nil || r.held == nil || now.Sub(r.heldAt) >= c.hold {
+	if r == nil || r.held == nil || now.Sub(r.heldAt) >= hold {
 		return abi.FetchResponse{}, false
 	}
-	r.usedAt = now
-	c.lru.MoveToFront(r.elem)
+	r.seen = max(r.seen, hold)
+	if hold > r.span {
+		r.span = hold
+		heap.Fix(&c.order, r.index)
+	}
 	return *r.held, true
 }
 
@@ -158,25 +176,42 @@ type update struct {
 	etag, lastModified string
 }
 
-// put records u for key at now, then evicts past the byte bound.
-func (c *cache) put(key, url string, now time.Time, u update) {
-	r := c.touch(key, url, now)
+// put records u for key at now, for a reader whose hold is hold, then
+// keeps the byte bound by dropping entries that are no longer fresh. It
+// reports false when room could be made only by dropping a fresh entry:
+// then nothing of key is kept.
+func (c *cache) put(key, url string, now time.Time, u update, hold time.Duration) bool {
+	hold = max(hold, c.minHold)
+	r := c.m[key]
+	if r == nil {
+		r = &resource{key: key, url: url}
+		c.m[key] = r
+		heap.Push(&c.order, r)
+	}
 	if u.held != nil {
 		r.held, r.heldAt = u.held, now
+		r.span, r.seen = max(hold, r.seen), hold
 	}
 	if !u.keep {
 		r.stored, r.etag, r.lastModified = u.stored, u.etag, u.lastModified
 	}
+	c.resize(r)
+	heap.Fix(&c.order, r.index)
+	for c.bytes > c.maxBytes {
+		first := c.order[0]
+		if first == r || first.fresh(now) {
+			c.drop(r)
+			return false
+		}
+		c.drop(first)
+	}
+	return true
+}
+
+func (c *cache) resize(r *resource) {
 	c.bytes -= r.size
 	r.size = r.weigh()
 	c.bytes += r.size
-	for c.bytes > c.maxBytes {
-		back := c.lru.Back().Value.(*resource)
-		if back == r {
-			break
-		}
-		c.drop(back)
-	}
 }
 
 // clearValidators forgets the stored validators and response of every
@@ -187,10 +222,23 @@ func (c *cache) clearValidators(url string) {
 			continue
 		}
 		r.etag, r.lastModified, r.stored = "", "", nil
-		c.bytes -= r.size
-		r.size = r.weigh()
-		c.bytes += r.size
+		c.resize(r)
 	}
+}
+
+// forget forgets the stored validators and response of key when the
+// stored response is the one whose fingerprint is fp, and reports whether
+// it did. Validators stored since for other bytes stay: they were not the
+// ones the failure was about. The held result stays too: it is what the
+// other readers of this interval are answered, a read of its own.
+func (c *cache) forget(key, fp string) bool {
+	r := c.m[key]
+	if r == nil || r.stored == nil || r.stored.Fingerprint != fp {
+		return false
+	}
+	r.etag, r.lastModified, r.stored = "", "", nil
+	c.resize(r)
+	return true
 }
 
 // conditional returns the headers a revalidation adds to cmd for the

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -219,23 +220,173 @@ func TestInvalidRequestOptionsClearsValidators(t *testing.T) {
 	}
 }
 
+// Room is made by dropping entries that are no longer fresh, the first to
+// have stopped being fresh first; never a fresh one. When every other
+// entry is fresh, the new result is not kept.
 func TestCacheBounds(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	body := func(n int) *abi.FetchResponse { return &abi.FetchResponse{Status: 200, Body: make([]byte, n)} }
-	c := newCache(time.Second, 10_000)
-	c.put("a", "u", t0, update{held: body(3000), stored: body(3000), etag: `"a"`})
-	c.put("b", "u", t0.Add(time.Second), update{held: body(3000)})
-	c.put("c", "u", t0.Add(2*time.Second), update{held: body(3000)})
-	if _, ok := c.m["a"]; ok || c.bytes > c.maxBytes {
-		t.Fatalf("over the byte bound: %d bytes, a kept %v", c.bytes, ok)
+	c := newCache(time.Second, 11_000)
+	bBody := body(3000)
+	// a is fresh for a minute (a watch at 1m read it), b and c for a
+	// second.
+	if !c.put("a", "u", t0, update{held: body(3000)}, time.Minute) ||
+		!c.put("b", "u", t0, update{held: bBody, stored: bBody, etag: `"b"`}, 0) ||
+		!c.put("c", "u", t0.Add(500*time.Millisecond), update{held: body(3000)}, 0) {
+		t.Fatal("an entry was refused under the bound")
 	}
-	if len(c.m) != 2 {
-		t.Fatalf("%d entries", len(c.m))
+	// At t0+0.9s every entry is fresh: d is not kept, and nothing is
+	// dropped for it.
+	if c.put("d", "u", t0.Add(900*time.Millisecond), update{held: body(3000)}, 0) {
+		t.Fatal("d was kept")
 	}
-	// Idle for ten intervals: dropped on the next access.
-	c.fresh("x", t0.Add(2*time.Second+10*time.Second))
-	if len(c.m) != 0 || c.bytes != 0 || c.lru.Len() != 0 {
-		t.Fatalf("idle entries kept: %d, %d bytes", len(c.m), c.bytes)
+	if len(c.m) != 3 || c.m["d"] != nil || c.bytes > c.maxBytes {
+		t.Fatalf("after refusing d: %d entries, %d bytes", len(c.m), c.bytes)
+	}
+	// At t0+1.2s b is stale (c is fresh until t0+1.5s, a until t0+1m):
+	// b goes, although it was used more recently than a.
+	if _, ok := c.fresh("a", t0.Add(1200*time.Millisecond), time.Minute); !ok {
+		t.Fatal("a not served")
+	}
+	if !c.put("e", "u", t0.Add(1200*time.Millisecond), update{held: body(3000)}, 0) {
+		t.Fatal("e was not kept with a stale entry to drop")
+	}
+	if c.m["b"] != nil || c.m["a"] == nil || c.m["c"] == nil || c.m["e"] == nil || c.bytes > c.maxBytes {
+		t.Fatalf("entries %v, %d bytes", keys(c), c.bytes)
+	}
+	if c.order.Len() != len(c.m) {
+		t.Fatalf("order %d, map %d", c.order.Len(), len(c.m))
+	}
+	// A stale entry stays while there is room: a reader with a longer
+	// cadence is still served by it.
+	if _, ok := c.fresh("c", t0.Add(30*time.Second), time.Minute); !ok {
+		t.Fatal("a stale entry was not kept for a slower reader")
+	}
+}
+
+// An entry is fresh for the longest cadence among the readers it was
+// fetched for or served, this generation or the one before: a result a
+// one-second reader fetched and a one-minute reader was then served is
+// not dropped for room within the minute, nor is the next result a
+// one-second reader fetches for it.
+func TestFreshnessFollowsTheSlowestReader(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	body := func(n int) *abi.FetchResponse { return &abi.FetchResponse{Status: 200, Body: make([]byte, n)} }
+	c := newCache(time.Second, 8_000)
+	c.put("x", "u", t0, update{held: body(3000)}, 0)
+	if _, ok := c.fresh("x", t0.Add(500*time.Millisecond), time.Minute); !ok {
+		t.Fatal("x not served")
+	}
+	c.put("y", "u", t0.Add(2*time.Second), update{held: body(3000)}, time.Minute)
+	if c.put("z", "u", t0.Add(3*time.Second), update{held: body(3000)}, 0) || c.m["x"] == nil {
+		t.Fatalf("x, served to a one-minute reader, was dropped for room: %v", keys(c))
+	}
+	// A one-second reader fetches x again: the minute reader of the
+	// generation before still counts.
+	c.put("x", "u", t0.Add(4*time.Second), update{held: body(3000)}, 0)
+	if c.put("z", "u", t0.Add(6*time.Second), update{held: body(3000)}, 0) || c.m["x"] == nil {
+		t.Fatalf("x was dropped for room: %v", keys(c))
+	}
+}
+
+func keys(c *cache) []string {
+	var out []string
+	for k := range c.m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Four watches of one issue at a one-minute cadence, probed 15 s apart
+// for two minutes, cost two origin reads: a held result serves a reader
+// while it is younger than that reader's own cadence, not only the
+// issuer's 1 s interval. A reader with a shorter cadence is not served a
+// result older than its own.
+func TestOneReadPerResourcePerCadence(t *testing.T) {
+	srv := newOrigin(t, nil)
+	h := newHarness(t, Config{})
+	ctx := t.Context()
+	issue := get(srv.URL + "/repos/o/r/issues/7")
+	issue.Every = time.Minute
+	for probe := range 8 { // watches 1..4, then 1..4 again: t = 0, 15, …, 105 s
+		if r := h.Fetch(ctx, issue); r.Failure != nil || string(r.Body) != "hello" {
+			t.Fatalf("probe %d: %+v", probe, r)
+		}
+		h.clock.Advance(15 * time.Second)
+	}
+	if n := srv.count.Load(); n != 2 {
+		t.Fatalf("%d origin reads for four watches over two minutes, want 2", n)
+	}
+
+	// t = 120 s, read at 120 s. A 10 s watch at 135 s finds it 15 s old:
+	// too old for it, so it reads.
+	h.Fetch(ctx, issue)
+	h.clock.Advance(15 * time.Second)
+	fast := issue
+	fast.Every = 10 * time.Second
+	if r := h.Fetch(ctx, fast); r.FromCache || srv.count.Load() != 4 {
+		t.Fatalf("a 10 s watch was served a 15 s old result: %+v, %d reads", r, srv.count.Load())
+	}
+}
+
+// A failure is held for the reader's cadence like a success.
+func TestFailuresAreHeldForTheCadence(t *testing.T) {
+	srv := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadGateway)
+	})
+	h := newHarness(t, Config{})
+	ctx := t.Context()
+	call := get(srv.URL + "/down")
+	call.Every = time.Minute
+	h.Fetch(ctx, call)
+	h.clock.Advance(59 * time.Second)
+	if r := h.Fetch(ctx, call); r.Status != 502 || !r.FromCache || srv.count.Load() != 1 {
+		t.Fatalf("within the cadence: %+v, %d reads", r, srv.count.Load())
+	}
+	h.clock.Advance(time.Second)
+	if r := h.Fetch(ctx, call); r.FromCache || srv.count.Load() != 2 {
+		t.Fatalf("after the cadence: %+v, %d reads", r, srv.count.Load())
+	}
+}
+
+// countingMetrics counts what the issuer reports.
+type countingMetrics struct{ notHeld atomic.Int64 }
+
+func (m *countingMetrics) FetchNotHeld() { m.notHeld.Add(1) }
+
+// With the cache full of fresh results, a new resource's result is not
+// held (each of its reads goes to the origin, and is counted), and the
+// fresh ones keep serving without a read.
+func TestFullCacheKeepsFreshEntries(t *testing.T) {
+	srv := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write(make([]byte, 3000))
+	})
+	m := &countingMetrics{}
+	h := newHarness(t, Config{MaxBody: 4000, MaxCacheBytes: 8000, Metrics: m})
+	ctx := t.Context()
+	at := func(path string) plugin.FetchCall {
+		c := get(srv.URL + path)
+		c.Every = time.Minute
+		return c
+	}
+	h.Fetch(ctx, at("/a"))
+	h.Fetch(ctx, at("/b"))
+	h.clock.Advance(10 * time.Second)
+	for range 2 {
+		if r := h.Fetch(ctx, at("/c")); r.FromCache || r.Failure != nil {
+			t.Fatalf("c: %+v", r)
+		}
+	}
+	if n := srv.count.Load(); n != 4 || m.notHeld.Load() != 2 {
+		t.Fatalf("%d reads, %d not held; want 4 and 2", n, m.notHeld.Load())
+	}
+	for _, p := range []string{"/a", "/b"} {
+		if r := h.Fetch(ctx, at(p)); !r.FromCache {
+			t.Fatalf("%s was dropped to make room: %+v", p, r)
+		}
+	}
+	if n := srv.count.Load(); n != 4 {
+		t.Fatalf("%d reads", n)
 	}
 }
 
@@ -260,5 +411,83 @@ func TestFlightRechecksTheHold(t *testing.T) {
 	}
 	if facts := h.events(t, StreamFacts); len(facts) != 1 {
 		t.Fatalf("%d facts", len(facts))
+	}
+}
+
+// A plugin that could not extract what it needs from an answer tells the
+// host, which forgets that answer's validators: the next fetch is
+// unconditional, so a 304 cannot re-confirm the broken extraction. A
+// report about other bytes than the stored ones forgets nothing.
+func TestExtractionFailedForgetsValidators(t *testing.T) {
+	var mu sync.Mutex
+	etag := `"v1"`
+	srv := etagOrigin(t, &etag, &mu)
+	h := newHarness(t, Config{})
+	ctx := t.Context()
+	call := get(srv.URL + "/doc")
+	first := h.Fetch(ctx, call)
+	report := func(fp string) abi.ExtractionFailedResponse {
+		return h.ExtractionFailed(ctx, plugin.ExtractionCall{Kind: call.Kind, Entry: call.Entry,
+			Request: abi.ExtractionFailedRequest{Request: call.Request, Fingerprint: fp}})
+	}
+
+	// Other bytes (a later answer's, say): the stored validators stay.
+	if r := report(fingerprint([]byte("other bytes"))); r.Forgot || r.Failure != nil {
+		t.Fatalf("a report on other bytes: %+v", r)
+	}
+	h.clock.Advance(time.Second)
+	if r := h.Fetch(ctx, call); !r.NotModified || srv.last().Get("If-None-Match") != `"v1"` {
+		t.Fatalf("after a report on other bytes the fetch was not conditional: %+v", r)
+	}
+
+	if r := report(first.Fingerprint); !r.Forgot || r.Failure != nil {
+		t.Fatalf("report: %+v", r)
+	}
+	h.clock.Advance(time.Second)
+	r := h.Fetch(ctx, call)
+	if got := srv.last(); got.Get("If-None-Match") != "" || got.Get("If-Modified-Since") != "" {
+		t.Fatalf("after the report the fetch was conditional: if-none-match %q", got.Get("If-None-Match"))
+	}
+	if r.NotModified || r.Status != 200 || string(r.Body) != `body of "v1"` {
+		t.Fatalf("after the report: %+v", r)
+	}
+	// The full answer stored its validators again.
+	h.clock.Advance(time.Second)
+	if r := h.Fetch(ctx, call); !r.NotModified {
+		t.Fatalf("the next fetch: %+v", r)
+	}
+	if facts := h.events(t, StreamFacts); len(facts) != 4 {
+		t.Fatalf("%d facts: a report is no origin request", len(facts))
+	}
+}
+
+// A report is screened and granted like the fetch it is about.
+func TestExtractionFailedRefusals(t *testing.T) {
+	h := newHarness(t, Config{})
+	ctx := t.Context()
+	fp := fingerprint(nil)
+	for _, tc := range []struct {
+		name   string
+		call   plugin.ExtractionCall
+		reason string
+	}{
+		{"no fingerprint", plugin.ExtractionCall{Kind: "probe", Entry: loopback(),
+			Request: abi.ExtractionFailedRequest{Request: abi.FetchRequest{Method: "GET", URL: "http://127.0.0.1/x"}}}, abi.FetchInvalidRequestOptions},
+		{"upper-case fingerprint", plugin.ExtractionCall{Kind: "probe", Entry: loopback(),
+			Request: abi.ExtractionFailedRequest{Request: abi.FetchRequest{Method: "GET", URL: "http://127.0.0.1/x"}, Fingerprint: strings.ToUpper(fp)}}, abi.FetchInvalidRequestOptions},
+		{"a request the screen refuses", plugin.ExtractionCall{Kind: "probe", Entry: loopback(),
+			Request: abi.ExtractionFailedRequest{Request: abi.FetchRequest{Method: "POST", URL: "http://127.0.0.1/x"}, Fingerprint: fp}}, abi.FetchInvalidRequestOptions},
+		{"a host not granted", plugin.ExtractionCall{Kind: "probe", Entry: loopback(),
+			Request: abi.ExtractionFailedRequest{Request: abi.FetchRequest{Method: "GET", URL: "http://example.org/x"}, Fingerprint: fp}}, abi.FetchNotGranted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := h.ExtractionFailed(ctx, tc.call)
+			if r.Forgot || r.Failure == nil || r.Failure.Reason != tc.reason {
+				t.Fatalf("answer %+v %+v", r, r.Failure)
+			}
+		})
+	}
+	if dls, _ := h.DeadLetters(ctx, 0, 10); len(dls) != 0 {
+		t.Fatalf("a refused report was dead-lettered: %+v", dls)
 	}
 }

@@ -24,21 +24,38 @@ const (
 	DefaultMaxRedirects  = 5
 	DefaultUserAgent     = "vigil"
 	DefaultMaxCacheBytes = 64 << 20
+	// DefaultMaxFetchTime bounds a whole fetch when Config.MaxFetchTime
+	// is not set (or MaxTimeout, when that is longer).
+	DefaultMaxFetchTime = 120 * time.Second
 )
 
 // Clock is the issuer's time: Now for every decision, Wait for the one
-// place it waits (pacing). Now must be wall-clock time when callers pass
-// contexts with deadlines, since a deadline is compared with it.
+// place it waits (pacing), AfterFunc for the bounds of a fetch (each
+// operation's timeout and the whole fetch's). Now must be wall-clock time
+// when callers pass contexts with deadlines, since a deadline is compared
+// with it.
 type Clock interface {
 	Now() time.Time
 	// Wait returns after d, or with ctx's error when ctx is done first.
 	Wait(ctx context.Context, d time.Duration) error
+	// AfterFunc calls f in its own goroutine once d has passed, unless
+	// the Timer is stopped first.
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Timer is a pending AfterFunc.
+type Timer interface {
+	// Stop prevents the call if it has not started; it reports whether
+	// it did.
+	Stop() bool
 }
 
 // wallClock is the real Clock.
 type wallClock struct{}
 
 func (wallClock) Now() time.Time { return time.Now() }
+
+func (wallClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
 func (wallClock) Wait(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
@@ -67,16 +84,37 @@ var (
 	_ EventReader = (*store.Badger)(nil)
 )
 
+// Metrics hears of the issuer's trade-offs; *metrics.Metrics is one.
+type Metrics interface {
+	// FetchNotHeld is one origin result the cache could not keep without
+	// dropping a fresh one: the next read of its resource goes to the
+	// origin again.
+	FetchNotHeld()
+}
+
+type nopMetrics struct{}
+
+func (nopMetrics) FetchNotHeld() {}
+
 // Config configures an Issuer. Zero fields take the defaults.
 type Config struct {
 	// MaxTimeout caps a command's timeout_seconds (default 120 s).
 	MaxTimeout time.Duration
 	// DefaultTimeout applies when timeout_seconds is absent (default 30 s).
-	// Either is also bounded by the caller's context, the plugin call's
-	// own timeout.
+	// A command's timeout bounds each operation of its fetch, not the
+	// whole: the resolve, the connect (with TLS), the wait for the answer's
+	// headers, each read of the body.
 	DefaultTimeout time.Duration
+	// MaxFetchTime bounds a whole fetch, from its resolve to its last byte
+	// (default 120 s, or MaxTimeout when that is longer; never less than
+	// MaxTimeout). A fetch past it is a timeout failure, which a plugin
+	// answers as "cannot tell", never a refusal. Everything is also
+	// bounded by the caller's context, the plugin call's own timeout.
+	MaxFetchTime time.Duration
 	// MinInterval is both the least time between two requests to one
-	// origin and how long a resource's result is held (default 1 s).
+	// origin and the shortest time a resource's result is held (default
+	// 1 s); a watch whose cadence is longer is served a result younger
+	// than its cadence (plugin.FetchCall.Every).
 	MinInterval time.Duration
 	// QuietPeriod without a 429 or 503 resets an origin's raised interval
 	// (default 30 min).
@@ -94,9 +132,13 @@ type Config struct {
 	// copied.
 	Secrets map[string]string
 	// MaxCacheBytes bounds what the issuer keeps of held results and
-	// stored responses (default 64 MiB; at least MaxBody).
+	// stored responses (default 64 MiB; at least MaxBody). A fresh result
+	// is never dropped to make room: when the cache is full of them, a new
+	// result is not held, and Metrics hears of it.
 	MaxCacheBytes int64
-	Clock         Clock
+	// Metrics counts what the issuer could not hold (nil: nothing).
+	Metrics Metrics
+	Clock   Clock
 	// Resolver answers every name lookup of the issuer: the check before
 	// a request and the dial itself (default net.DefaultResolver).
 	Resolver netguard.Resolver
@@ -115,6 +157,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.DefaultTimeout <= 0 {
 		c.DefaultTimeout = min(DefaultTimeout, c.MaxTimeout)
+	}
+	if c.MaxFetchTime <= 0 {
+		c.MaxFetchTime = max(DefaultMaxFetchTime, c.MaxTimeout)
 	}
 	if c.MinInterval <= 0 {
 		c.MinInterval = DefaultMinInterval
@@ -137,6 +182,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Clock == nil {
 		c.Clock = wallClock{}
 	}
+	if c.Metrics == nil {
+		c.Metrics = nopMetrics{}
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -148,6 +196,9 @@ func (c Config) withDefaults() (Config, error) {
 	var errs []error
 	if c.DefaultTimeout > c.MaxTimeout {
 		errs = append(errs, fmt.Errorf("fetch: DefaultTimeout %s is over MaxTimeout %s", c.DefaultTimeout, c.MaxTimeout))
+	}
+	if c.MaxFetchTime < c.MaxTimeout {
+		errs = append(errs, fmt.Errorf("fetch: MaxFetchTime %s is under MaxTimeout %s: one operation could outlast the whole fetch", c.MaxFetchTime, c.MaxTimeout))
 	}
 	if c.MaxTimeout < minTimeout {
 		errs = append(errs, fmt.Errorf("fetch: MaxTimeout %s: at least %s", c.MaxTimeout, minTimeout))

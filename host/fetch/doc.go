@@ -18,9 +18,10 @@
 //     MaxHeaderBytes of them, counted as the bytes of each name plus its
 //     trimmed value, the issuer's default user-agent counted in neither;
 //     an authorization header together with a secret; a timeout_seconds
-//     that is negative, NaN, infinite, under a millisecond or over
-//     Config.MaxTimeout (zero, which JSON cannot tell from absent, is the
-//     default). Names are lower-cased and merged over the issuer's
+//     that is zero, negative, NaN, infinite, under a millisecond or over
+//     Config.MaxTimeout (zero is not a duration, and absent is not zero:
+//     an absent one is Config.DefaultTimeout; abi.FetchRequest keeps which
+//     it was). Names are lower-cased and merged over the issuer's
 //     {"user-agent": Config.UserAgent}, the command winning: exactly one
 //     user-agent goes out. Nothing inside a value is touched. A message
 //     names the offending header, never its value.
@@ -31,9 +32,19 @@
 //     value is attached here, as "authorization: Bearer …", and appears in
 //     no log line, fact, response or error.
 //  3. Held results: an identical command (same method, URL, headers and
-//     secret name) within Config.MinInterval of the last result for that
-//     resource is answered from it, from_cache set, without a request.
-//     Identical commands in flight together share one origin request.
+//     secret name) is answered from the last result for that resource,
+//     from_cache set, without a request, while that result is younger than
+//     the reader's own hold: the cadence of the watch being observed
+//     (plugin.FetchCall.Every, which the scheduler puts on the probe's
+//     context), and never less than Config.MinInterval. So N watches of
+//     one issue at a one-minute cadence cost one origin read a minute,
+//     whatever N, and a watch at 10 s is never served a result older than
+//     10 s. A watch's next probe comes a cadence after its last one ended,
+//     so it is never served its own last result; one probed sooner (a
+//     next_check hint, its final observation at the deadline) may be
+//     served a result up to a cadence old, which is what its cadence
+//     accepts. Identical commands in flight together share one origin
+//     request.
 //  4. The destination guard (host/netguard, one Guard per set of the
 //     kind's private_ranges): the name is resolved and every address it
 //     answers is checked; a refused one is destination_refused, before
@@ -42,9 +53,10 @@
 //     requests; a 429 or 503 raises the interval to 2 s, then 4 s, then
 //     8 s, or to a longer Retry-After (seconds or HTTP-date, capped at
 //     QuietPeriod) for the next request; QuietPeriod without either resets
-//     it. A command whose wait is longer than the time it has left (its
-//     timeout, bounded by its context) is rate_limited at once, without
-//     waiting and without taking a slot.
+//     it. The wait is one operation: a command whose wait is longer than
+//     its timeout, or than the time it has left (the whole-fetch bound,
+//     and its context), is rate_limited at once, without waiting and
+//     without taking a slot.
 //  6. The request, on a transport whose dialer resolves again and checks
 //     each address with the guard's DialControl where the connection is
 //     made; redirects, at most Config.MaxRedirects, each hop re-checked for
@@ -53,7 +65,16 @@
 //     most MaxRedirects of them, inside the one command's time. A revalidation sends the stored ETag and
 //     Last-Modified, screened again first; a 304 answers the stored
 //     response with not_modified set.
-//  7. The answer: a body over Config.MaxBody is too_large; response header
+//  7. The bounds, all on the Clock (and the caller's context): the
+//     command's timeout (timeout_seconds, else Config.DefaultTimeout) bounds
+//     each operation (the resolve, the connect with its TLS, the wait for
+//     the answer's headers, each read of the body) and is re-armed at each
+//     sign of progress; Config.MaxFetchTime (default 120 s, never less than
+//     MaxTimeout) bounds the whole fetch, so a body trickled a byte at a
+//     time ends there. Either passing is a timeout failure (held, not
+//     dead-lettered): the plugin cannot tell, and answers pending. It is
+//     not a refusal: the same command may well succeed next time.
+//  8. The answer: a body over Config.MaxBody is too_large; response header
 //     names in lower case, first value each; the fingerprint is the hex
 //     SHA-256 of the body. Any HTTP status is a response: the plugin reads
 //     it and decides.
@@ -68,7 +89,9 @@
 //	destination_refused      an address the guard refuses, at resolve, dial
 //	                         or redirect                                       yes   yes
 //	rate_limited             the origin's pacing wait exceeds the time left    no    no
-//	timeout                  the timeout or the call's deadline ran out        yes   no
+//	timeout                  an operation outlasted the command's timeout,
+//	                         the fetch its whole-fetch bound, or the call
+//	                         its deadline                                      yes   no
 //	connect_failed           DNS failure, refused or reset connection, TLS or
 //	                         malformed answer: no response from the origin     yes   no
 //	too_large                the body is over MaxBody                          yes   no
@@ -79,7 +102,8 @@
 //
 // What is held, retried and dead-lettered:
 //   - Held: every result of an origin request, failures included, for
-//     MinInterval from when it was obtained. A refusal before the cache
+//     each reader's hold (its cadence, at least MinInterval) from when it
+//     was obtained. A refusal before the cache
 //     (invalid_request_options, not_granted) is never held, nor is
 //     rate_limited, which is decided from each command's own time left.
 //   - Retried: nothing. The issuer makes one attempt per command; a
@@ -96,6 +120,18 @@
 //     also screened when kept and again when replayed: an unsendable one is
 //     dropped and the request goes out unconditional, costing one full
 //     fetch instead of a refusal.
+//   - A failed extraction also forgets them, and is no refusal: a plugin
+//     that could not extract what it needs from an answer's bytes calls
+//     vigil_extraction_failed (Issuer.ExtractionFailed) with its request
+//     and the answer's fingerprint. When the resource's stored response
+//     has that fingerprint, its validators and it are forgotten, so the
+//     next request is unconditional and a 304 cannot re-confirm a broken
+//     extraction (seed 003: a matching validator produces no bytes, so
+//     nothing is extracted again). Validators stored since for other bytes
+//     stay; the held result stays for its interval, as it would for any
+//     reader. The report is screened and granted like a fetch (a refusal
+//     answers Failure, with no fact and no dead letter), and sends
+//     nothing.
 //
 // Facts: each command gets a fresh command_id. Each origin request and
 // each refusal records exactly one fact on the stream "fetch":
@@ -106,9 +142,26 @@
 // never values; the secret by name only. An event log that fails is
 // logged and never fails the fetch.
 //
-// Bounds: the cache drops a resource not used for 10×MinInterval and keeps
-// the held and stored bodies under Config.MaxCacheBytes, least recently
-// used dropped first; both on access, with no goroutine of its own.
+// Bounds, and the memory they trade: the held and stored bodies stay under
+// Config.MaxCacheBytes (default 64 MiB), on access, with no goroutine of
+// its own. An entry is fresh while its result is younger than the longest
+// hold among the readers it was fetched for or served (this generation and
+// the one before), and a fresh entry is never dropped to make room: a busy
+// fleet dropping the ticket a hundred watches share, least recently used,
+// would turn one read a minute into a hundred. An entry that is no longer
+// fresh is kept for its validators, and for a slower reader it may still
+// serve, until room is needed; room is made from those, the first to have
+// stopped being fresh first. When every entry is fresh and the cap is
+// reached, a new result is not held: its resource's reads go to the origin
+// (still paced per origin) until room frees up, and each such result is
+// counted (Metrics.FetchNotHeld, vigil_fetch_not_held_total). So memory is
+// the cap, reached and kept when the host has fetched that much, and
+// under a cap full of fresh results the cost moves to origin reads, which
+// the metric shows, rather than to a silent re-read of what many watches
+// share. The alternative, evicting fresh entries, bounds memory the same
+// and breaks the one-read-per-interval promise exactly when the fleet is
+// largest.
+//
 // Pacing state is kept only for origins asked or refusing recently. One
 // guard and transport is kept per distinct set of private ranges (at most
 // 64), so connections are reused across a kind's fetches.
@@ -122,9 +175,14 @@
 // private one at the dial is refused at the dial, and no byte is sent to
 // it.
 //
-// Why one hold interval for both the pacing and the cache: vigil promises
-// one read per resource per interval however many watches ask, and the
-// origin's minimum interval is that promise seen from the origin's side.
+// Why the reader's cadence, not only MinInterval, holds a result: vigil
+// promises one read per resource per interval however many watches ask
+// (seed 002: one read attempt per ticket per minute, however many
+// workspaces). MinInterval is that promise seen from the origin's side and
+// is all a fetch outside a probe gets; a watch's cadence is how stale an
+// answer it already accepts between probes, so serving it a result younger
+// than that changes nothing it could observe, and four watches probing one
+// issue 15 s apart share one read a minute instead of making four.
 //
 // Rejected alternative: retrying a failed fetch inside the issuer. A
 // plugin call has its own timeout and the scheduler its own cadence; a

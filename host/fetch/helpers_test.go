@@ -20,15 +20,33 @@ import (
 	"github.com/vigilhq/vigil/store"
 )
 
-// fakeClock moves only when told to, or by the time a Wait asks for.
+// fakeClock moves only when told to, or by the time a Wait asks for; a
+// timer fires, in its own goroutine, when the clock reaches it.
 type fakeClock struct {
-	mu    sync.Mutex
-	now   time.Time
-	waits []time.Duration
+	mu     sync.Mutex
+	now    time.Time
+	waits  []time.Duration
+	timers []*fakeTimer
+	armed  chan struct{} // closed and replaced whenever a timer is armed
+}
+
+type fakeTimer struct {
+	c   *fakeClock
+	at  time.Time
+	f   func()
+	off bool // stopped or fired
+}
+
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := !t.off
+	t.off = true
+	return was
 }
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+	return &fakeClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC), armed: make(chan struct{})}
 }
 
 func (c *fakeClock) Now() time.Time {
@@ -42,16 +60,76 @@ func (c *fakeClock) Wait(ctx context.Context, d time.Duration) error {
 		return err
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.waits = append(c.waits, d)
-	c.now = c.now.Add(d)
+	c.mu.Unlock()
+	c.Advance(d)
 	return nil
 }
 
-func (c *fakeClock) Advance(d time.Duration) {
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
+	if len(c.timers) > 64 {
+		live := c.timers[:0]
+		for _, t := range c.timers {
+			if !t.off {
+				live = append(live, t)
+			}
+		}
+		c.timers = live
+	}
+	c.timers = append(c.timers, t)
+	close(c.armed)
+	c.armed = make(chan struct{})
+	return t
+}
+
+// Advance moves the clock on by d and fires the timers it reaches.
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
 	c.now = c.now.Add(d)
+	var due []func()
+	live := c.timers[:0]
+	for _, t := range c.timers {
+		switch {
+		case t.off:
+		case !t.at.After(c.now):
+			t.off = true
+			due = append(due, t.f)
+		default:
+			live = append(live, t)
+		}
+	}
+	c.timers = live
+	c.mu.Unlock()
+	for _, f := range due {
+		go f()
+	}
+}
+
+// awaitTimer waits until a live timer is due at exactly now+d: one armed
+// at the clock's present instant for d.
+func (c *fakeClock) awaitTimer(t *testing.T, d time.Duration) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		c.mu.Lock()
+		want := c.now.Add(d)
+		for _, tm := range c.timers {
+			if !tm.off && tm.at.Equal(want) {
+				c.mu.Unlock()
+				return
+			}
+		}
+		armed := c.armed
+		c.mu.Unlock()
+		select {
+		case <-armed:
+		case <-deadline:
+			t.Fatalf("no timer armed for %s at %s", d, c.Now())
+		}
+	}
 }
 
 func (c *fakeClock) Waits() []time.Duration {

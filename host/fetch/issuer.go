@@ -47,7 +47,10 @@ type Issuer struct {
 	dialHook func(network, address string) error
 }
 
-var _ plugin.Fetcher = (*Issuer)(nil)
+var (
+	_ plugin.Fetcher            = (*Issuer)(nil)
+	_ plugin.ExtractionReporter = (*Issuer)(nil)
+)
 
 // route is one destination guard and the transport whose dialer carries
 // it, shared by every kind granted the same private ranges so that
@@ -115,24 +118,24 @@ func (i *Issuer) Fetch(ctx context.Context, call plugin.FetchCall) abi.FetchResp
 
 	key := resourceKey(cmd)
 	i.mu.Lock()
-	held, ok := i.cache.fresh(key, now)
+	held, ok := i.cache.fresh(key, now, call.Every)
 	i.mu.Unlock()
 	if ok {
 		held.FromCache = true
 		return held
 	}
-	budget := cmd.Timeout
-	if budget == 0 {
-		budget = i.cfg.DefaultTimeout
+	op := cmd.Timeout
+	if op == 0 {
+		op = i.cfg.DefaultTimeout
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		budget = min(budget, dl.Sub(now))
-	}
-	if err := ctx.Err(); err != nil || budget <= 0 {
+	if err := ctx.Err(); err != nil {
 		return failure(ctxFailure(context.Cause(ctx)))
 	}
+	if dl, ok := ctx.Deadline(); ok && !dl.After(now) {
+		return failure(ctxFailure(context.DeadlineExceeded))
+	}
 	ch := i.flights.DoChan(key, func() (any, error) {
-		return i.issue(ctx, occ, call, cmd, key, budget), nil
+		return i.issue(ctx, occ, call, cmd, key, op), nil
 	})
 	select {
 	case r := <-ch:
@@ -168,6 +171,41 @@ func (i *Issuer) clearValidators(raw string) {
 	i.cache.clearValidators(u.String())
 }
 
+// ExtractionFailed forgets the validators stored for the resource the
+// plugin's request names, when they are the validators of the bytes the
+// plugin could not extract (the stored response has call's fingerprint):
+// the next fetch of it goes out unconditional, so a 304 cannot re-confirm
+// a broken extraction. The request is screened and granted as a fetch
+// would be, and nothing is sent, held or recorded as a fact.
+func (i *Issuer) ExtractionFailed(_ context.Context, call plugin.ExtractionCall) abi.ExtractionFailedResponse {
+	refuse := func(e *Error) abi.ExtractionFailedResponse {
+		return abi.ExtractionFailedResponse{Failure: &abi.FetchFailure{Reason: e.Reason, Message: e.Message}}
+	}
+	fp := call.Request.Fingerprint
+	if len(fp) != sha256.Size*2 || strings.Trim(fp, "0123456789abcdef") != "" {
+		return refuse(invalid("", "fingerprint: want the lowercase hex SHA-256 the fetch answered"))
+	}
+	cmd, err := Screen(call.Request.Request, i.cfg.MaxTimeout)
+	if err != nil {
+		var fe *Error
+		if !errors.As(err, &fe) {
+			fe = invalid("", err.Error())
+		}
+		return refuse(fe)
+	}
+	fetchCall := plugin.FetchCall{Kind: call.Kind, Entry: call.Entry, Request: call.Request.Request}
+	if fe := i.grant(fetchCall, cmd); fe != nil {
+		return refuse(fe)
+	}
+	i.mu.Lock()
+	forgot := i.cache.forget(resourceKey(cmd), fp)
+	i.mu.Unlock()
+	if forgot {
+		i.log.Info("validators forgotten: the plugin could not extract the answer", "kind", call.Kind, "method", cmd.Method, "url", cmd.URL.String())
+	}
+	return abi.ExtractionFailedResponse{Forgot: forgot}
+}
+
 // grant checks the command against its kind's grants and the host's
 // secrets.
 func (i *Issuer) grant(call plugin.FetchCall, cmd Command) *Error {
@@ -194,11 +232,13 @@ func (i *Issuer) grant(call plugin.FetchCall, cmd Command) *Error {
 }
 
 // issue is one flight: the request to the origin that every identical
-// concurrent command shares, its result held, its fact recorded.
-func (i *Issuer) issue(ctx context.Context, o occasion, call plugin.FetchCall, cmd Command, key string, budget time.Duration) outcome {
+// concurrent command shares, its result held, its fact recorded. op bounds
+// each operation of it, MaxFetchTime the whole, and the leader's deadline
+// both.
+func (i *Issuer) issue(ctx context.Context, o occasion, call plugin.FetchCall, cmd Command, key string, op time.Duration) outcome {
 	start := i.cfg.Clock.Now()
 	i.mu.Lock()
-	held, ok := i.cache.fresh(key, start)
+	held, ok := i.cache.fresh(key, start, call.Every)
 	v := i.cache.validators(key)
 	i.mu.Unlock()
 	if ok {
@@ -208,16 +248,29 @@ func (i *Issuer) issue(ctx context.Context, o occasion, call plugin.FetchCall, c
 	}
 
 	// The request outlives a caller that gives up: the callers sharing it
-	// still wait, and the budget bounds it.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
-	defer cancel()
-	res := i.roundTrip(rctx, call, cmd, v, start, budget)
+	// still wait, and the bounds end it.
+	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancel(nil)
+	if dl, ok := ctx.Deadline(); ok {
+		var stop context.CancelFunc
+		rctx, stop = context.WithDeadline(rctx, dl)
+		defer stop()
+	}
+	whole := i.cfg.Clock.AfterFunc(i.cfg.MaxFetchTime, func() { cancel(errFetchTimeout) })
+	defer whole.Stop()
+	wd := newWatchdog(i.cfg.Clock, op, func() { cancel(errOperationTimeout) })
+	defer wd.stop()
+	res := i.roundTrip(rctx, call, cmd, v, start, op, wd)
 
 	now := i.cfg.Clock.Now()
 	if res.fail == nil || res.fail.Reason != abi.FetchRateLimited {
 		i.mu.Lock()
-		i.cache.put(key, o.URL, now, res.update)
+		kept := i.cache.put(key, o.URL, now, res.update, call.Every)
 		i.mu.Unlock()
+		if !kept {
+			i.cfg.Metrics.FetchNotHeld()
+			i.log.Debug("fetch result not held: the cache is full of fresh results", o.attrs()...)
+		}
 	}
 	switch {
 	case res.fail != nil:
@@ -247,16 +300,23 @@ func failedWith(e *Error) result {
 }
 
 // roundTrip resolves and checks the destination, waits its turn at the
-// origin, sends the request and reads the answer.
-func (i *Issuer) roundTrip(ctx context.Context, call plugin.FetchCall, cmd Command, v validators, start time.Time, budget time.Duration) result {
+// origin, sends the request and reads the answer; wd sees its progress.
+func (i *Issuer) roundTrip(ctx context.Context, call plugin.FetchCall, cmd Command, v validators, start time.Time, op time.Duration, wd *watchdog) result {
+	fail := func(err error) result { return failedWith(bounded(ctx, err, op, i.cfg.MaxFetchTime)) }
 	rt := i.route(call.Entry.PrivateRanges)
 	if _, err := rt.guard.Resolve(ctx, i.cfg.Resolver, cmd.URL.Hostname()); err != nil {
-		return failedWith(classify(err))
+		return fail(err)
 	}
 
+	// The wait for the origin's turn is one operation: a wait longer than
+	// the command's timeout, the whole fetch's time left or the caller's
+	// is rate_limited now.
 	origin := originOf(cmd.URL)
 	now := i.cfg.Clock.Now()
-	left := budget - now.Sub(start)
+	left := min(op, i.cfg.MaxFetchTime-now.Sub(start))
+	if dl, ok := ctx.Deadline(); ok {
+		left = min(left, dl.Sub(now))
+	}
 	i.mu.Lock()
 	wait, ok := i.pacer.reserve(origin, now, left)
 	i.mu.Unlock()
@@ -265,10 +325,12 @@ func (i *Issuer) roundTrip(ctx context.Context, call plugin.FetchCall, cmd Comma
 			Message: fmt.Sprintf("%s is paced: its next request may go in %s, past the %s this fetch has left", origin, wait, max(left, 0))})
 	}
 	if wait > 0 {
+		wd.pause()
 		if err := i.cfg.Clock.Wait(ctx, wait); err != nil {
-			return failedWith(classify(err))
+			return fail(err)
 		}
 	}
+	wd.progress()
 
 	req, err := http.NewRequestWithContext(ctx, cmd.Method, cmd.URL.String(), nil)
 	if err != nil {
@@ -289,12 +351,13 @@ func (i *Issuer) roundTrip(ctx context.Context, call plugin.FetchCall, cmd Comma
 		req.Header[http.CanonicalHeaderKey(h.Name)] = []string{h.Value}
 	}
 
+	req = req.WithContext(wd.trace(ctx))
 	client := &http.Client{Transport: rt.transport, CheckRedirect: i.checkRedirect(call, rt.guard, cmd)}
 	resp, err := client.Do(req)
 	if err != nil {
 		// With a CheckRedirect error, resp is the previous hop, already
 		// closed.
-		return failedWith(classify(err))
+		return fail(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
@@ -307,9 +370,9 @@ func (i *Issuer) roundTrip(ctx context.Context, call plugin.FetchCall, cmd Comma
 
 	var body []byte
 	if cmd.Method != http.MethodHead {
-		body, err = io.ReadAll(io.LimitReader(resp.Body, i.cfg.MaxBody+1))
+		body, err = io.ReadAll(io.LimitReader(progressReader{r: resp.Body, w: wd}, i.cfg.MaxBody+1))
 		if err != nil {
-			return failedWith(classify(err))
+			return fail(err)
 		}
 		if int64(len(body)) > i.cfg.MaxBody {
 			return failedWith(&Error{Reason: abi.FetchTooLarge, Message: fmt.Sprintf("the body is over %d bytes", i.cfg.MaxBody)})

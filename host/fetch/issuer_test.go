@@ -476,7 +476,11 @@ func TestTimeout(t *testing.T) {
 	h := newHarness(t, Config{})
 	call := get(srv.URL)
 	call.Request.TimeoutSeconds = 0.05
-	if resp := h.Fetch(t.Context(), call); reason(resp) != abi.FetchTimeout {
+	done := make(chan abi.FetchResponse, 1)
+	go func() { done <- h.Fetch(t.Context(), call) }()
+	h.clock.awaitTimer(t, 50*time.Millisecond)
+	h.clock.Advance(50 * time.Millisecond)
+	if resp := answer(t, done); reason(resp) != abi.FetchTimeout || !strings.Contains(resp.Failure.Message, "50ms") {
 		t.Fatalf("answer %+v", resp.Failure)
 	}
 
@@ -486,6 +490,113 @@ func TestTimeout(t *testing.T) {
 	h2 := newHarness(t, Config{Clock: wallClock{}})
 	if resp := h2.Fetch(ctx, get(srv.URL+"/deadline")); reason(resp) != abi.FetchTimeout {
 		t.Fatalf("answer %+v", resp.Failure)
+	}
+}
+
+// trickle is an origin that answers its headers and a first chunk at once,
+// then one more chunk each time next is sent to, until it closes or the
+// test ends.
+func trickle(t *testing.T, next <-chan struct{}) *origin {
+	quit := make(chan struct{})
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		f := w.(http.Flusher)
+		_, _ = w.Write([]byte("chunk"))
+		f.Flush()
+		for {
+			select {
+			case _, ok := <-next:
+				if !ok {
+					return
+				}
+				_, _ = w.Write([]byte("chunk"))
+				f.Flush()
+			case <-r.Context().Done():
+				return
+			case <-quit:
+				return
+			}
+		}
+	})
+	// Before the server's Close, which waits for the handler.
+	t.Cleanup(func() { close(quit) })
+	return o
+}
+
+// sendOrEnd lets the trickle send its next chunk, failing the test when
+// the fetch has ended instead.
+func sendOrEnd(t *testing.T, next chan<- struct{}, done <-chan abi.FetchResponse) {
+	t.Helper()
+	select {
+	case next <- struct{}{}:
+	case r := <-done:
+		t.Fatalf("the fetch ended early: %+v %+v", r, r.Failure)
+	}
+}
+
+// answer is the fetch's answer; a fetch that never ends fails the test
+// rather than hanging it.
+func answer(t *testing.T, done <-chan abi.FetchResponse) abi.FetchResponse {
+	t.Helper()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("the fetch did not end")
+		return abi.FetchResponse{}
+	}
+}
+
+// The command's timeout bounds each operation, not the whole fetch: a body
+// that arrives a chunk every 0.9 of the timeout, over 3.6 timeouts, is
+// read whole.
+func TestTimeoutBoundsEachOperation(t *testing.T) {
+	next := make(chan struct{})
+	srv := trickle(t, next)
+	h := newHarness(t, Config{})
+	call := get(srv.URL)
+	call.Request.TimeoutSeconds = 1
+	done := make(chan abi.FetchResponse, 1)
+	go func() { done <- h.Fetch(t.Context(), call) }()
+	for range 4 {
+		h.clock.awaitTimer(t, time.Second)
+		h.clock.Advance(900 * time.Millisecond)
+		sendOrEnd(t, next, done)
+	}
+	h.clock.awaitTimer(t, time.Second)
+	close(next)
+	resp := answer(t, done)
+	if resp.Failure != nil || string(resp.Body) != strings.Repeat("chunk", 5) {
+		t.Fatalf("answer %+v", resp)
+	}
+}
+
+// The whole fetch is bounded by MaxFetchTime: past it, the fetch is a
+// timeout (the plugin cannot tell), not a refusal, and nothing is
+// dead-lettered.
+func TestWholeFetchBound(t *testing.T) {
+	next := make(chan struct{})
+	defer close(next)
+	srv := trickle(t, next)
+	h := newHarness(t, Config{MaxTimeout: time.Second, MaxFetchTime: 2 * time.Second})
+	call := get(srv.URL)
+	done := make(chan abi.FetchResponse, 1)
+	go func() { done <- h.Fetch(t.Context(), call) }()
+	// 0.9 s and 1.8 s: within the bound, each chunk within its timeout.
+	for range 2 {
+		h.clock.awaitTimer(t, time.Second)
+		h.clock.Advance(900 * time.Millisecond)
+		sendOrEnd(t, next, done)
+	}
+	// 2.7 s: past the whole-fetch bound, although the last chunk came
+	// 0.9 s ago.
+	h.clock.awaitTimer(t, time.Second)
+	h.clock.Advance(900 * time.Millisecond)
+	resp := answer(t, done)
+	if reason(resp) != abi.FetchTimeout || !strings.Contains(resp.Failure.Message, "fetch.max_fetch_time") {
+		t.Fatalf("answer %+v", resp.Failure)
+	}
+	if dls, _ := h.DeadLetters(t.Context(), 0, 10); len(dls) != 0 {
+		t.Fatalf("a fetch past its bound was dead-lettered: %+v", dls)
 	}
 }
 
@@ -526,6 +637,7 @@ func TestNewConfig(t *testing.T) {
 		{"secret name out of the grammar", Config{Secrets: map[string]string{"Bad Name": "tok-SECRET-VALUE"}}},
 		{"user agent with a control byte", Config{UserAgent: "vigil\n"}},
 		{"cache smaller than a body", Config{MaxBody: 1 << 20, MaxCacheBytes: 1 << 10}},
+		{"whole-fetch bound under the operation timeout", Config{MaxTimeout: 30 * time.Second, MaxFetchTime: 29 * time.Second}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := New(tc.cfg); err == nil {
@@ -540,7 +652,7 @@ func TestNewConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := i.cfg
-	if c.DefaultTimeout != 10*time.Second || c.MinInterval != time.Second || c.MaxRedirects != 5 || c.MaxBody != 1<<20 ||
+	if c.DefaultTimeout != 10*time.Second || c.MaxFetchTime != 120*time.Second || c.MinInterval != time.Second || c.MaxRedirects != 5 || c.MaxBody != 1<<20 ||
 		c.QuietPeriod != 30*time.Minute || c.UserAgent != "vigil" || c.MaxCacheBytes != 64<<20 {
 		t.Fatalf("defaults %+v", c)
 	}

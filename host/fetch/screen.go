@@ -109,7 +109,7 @@ func Screen(req abi.FetchRequest, maxTimeout time.Duration) (Command, error) {
 		}
 		cmd.Secret = req.Secret
 	}
-	if cmd.Timeout, err = screenTimeout(req.TimeoutSeconds, maxTimeout); err != nil {
+	if cmd.Timeout, err = screenTimeout(req.TimeoutSeconds, req.TimeoutGiven(), maxTimeout); err != nil {
 		return Command{}, err
 	}
 	return cmd, nil
@@ -209,11 +209,14 @@ func forbidden(lower string) string {
 	return ""
 }
 
-// screenTimeout turns timeout_seconds into a duration. Zero (which JSON
-// cannot tell from absent) is the default; anything that is not a
-// positive finite number of seconds up to max is refused.
-func screenTimeout(secs float64, max time.Duration) (time.Duration, error) {
+// screenTimeout turns timeout_seconds into a duration. Absent is the
+// default; a given zero is refused (zero is not a duration, and absent is
+// not zero), as is anything else that is not a positive finite number of
+// seconds up to max.
+func screenTimeout(secs float64, given bool, max time.Duration) (time.Duration, error) {
 	switch {
+	case secs == 0 && given:
+		return 0, invalid("", "timeout_seconds 0 is not a duration: leave it out for the host's default")
 	case secs == 0:
 		return 0, nil
 	case math.IsNaN(secs) || math.IsInf(secs, 0):

@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -78,6 +79,13 @@ func refusalRows(srv string) []refusalRow {
 	for _, secs := range []float64{-1, -0.5, math.NaN(), math.Inf(1), math.Inf(-1), 120.001, 1e9, 1e-9, math.SmallestNonzeroFloat64} {
 		rows = append(rows, refusalRow{name: fmt.Sprintf("timeout %g", secs), req: abi.FetchRequest{Method: "GET", URL: u, TimeoutSeconds: secs}})
 	}
+	// Zero is not a duration, and absent is not zero: only the wire can
+	// say zero was given.
+	var zero abi.FetchRequest
+	if err := json.Unmarshal([]byte(`{"method":"GET","url":"`+u+`","timeout_seconds":0}`), &zero); err != nil {
+		panic(err)
+	}
+	rows = append(rows, refusalRow{name: "timeout 0 given", req: zero})
 	rows = append(rows, refusalRow{name: "secret name not in the grammar", req: abi.FetchRequest{Method: "GET", URL: u, Secret: "Bad Name"}})
 	return rows
 }

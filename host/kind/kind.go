@@ -159,6 +159,22 @@ func RecipientFrom(ctx context.Context) string {
 	return id
 }
 
+type cadenceKey struct{}
+
+// WithCadence tells the call made with ctx the cadence of the watch it
+// observes (its every): a fetch the plugin makes may then be answered
+// from a result younger than that cadence, so watches of one resource
+// share one read per interval.
+func WithCadence(ctx context.Context, every time.Duration) context.Context {
+	return context.WithValue(ctx, cadenceKey{}, every)
+}
+
+// CadenceFrom is the cadence WithCadence put in ctx, or 0.
+func CadenceFrom(ctx context.Context) time.Duration {
+	d, _ := ctx.Value(cadenceKey{}).(time.Duration)
+	return d
+}
+
 // Multi serves several kinds by name, as the plugin runtime does.
 type Multi interface {
 	Lookup(name string) (Info, bool)

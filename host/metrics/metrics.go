@@ -45,6 +45,7 @@ type Metrics struct {
 	deliveries  *prometheus.CounterVec
 	pushes      *prometheus.CounterVec
 	fetches     *prometheus.CounterVec
+	notHeld     prometheus.Counter
 	observed    *prometheus.CounterVec
 	routed      *prometheus.CounterVec
 	refusals    *prometheus.CounterVec
@@ -88,6 +89,10 @@ func New(states StateCounter) *Metrics {
 			Name: "vigil_fetches_total",
 			Help: "Fetches plugins asked for, by kind and outcome (ok or the failure reason).",
 		}, []string{"kind", "outcome"}),
+		notHeld: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "vigil_fetch_not_held_total",
+			Help: "Origin results the fetch issuer did not hold because its cache was full of fresh ones (none is dropped to make room): the next read of each goes to the origin.",
+		}),
 		observed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_observed_records_total",
 			Help: "Records of observed items, by outcome (recorded, duplicate, once_conflict, not_a_reporter, rate_limited, invalid_field, unknown_scope).",
@@ -101,7 +106,7 @@ func New(states StateCounter) *Metrics {
 			Help: "API requests authorization refused, by route (GET /api/v1/watches/:id) and code (unauthorized, forbidden, not_a_reporter, and not_found for an id the principal may not see).",
 		}, []string{"route", "code"}),
 	}
-	m.reg.MustRegister(m.pluginCalls, m.faults, m.probes, m.lag, m.ready, m.deliveries, m.pushes, m.fetches, m.observed, m.routed, m.refusals,
+	m.reg.MustRegister(m.pluginCalls, m.faults, m.probes, m.lag, m.ready, m.deliveries, m.pushes, m.fetches, m.notHeld, m.observed, m.routed, m.refusals,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if states != nil {
 		m.reg.MustRegister(&watchCollector{states: states, desc: prometheus.NewDesc(
@@ -128,6 +133,9 @@ func (m *Metrics) PluginCall(kind, export, outcome string, d time.Duration) {
 
 // Fetch implements plugin.Metrics.
 func (m *Metrics) Fetch(kind, outcome string) { m.fetches.WithLabelValues(kind, outcome).Inc() }
+
+// FetchNotHeld implements fetch.Metrics.
+func (m *Metrics) FetchNotHeld() { m.notHeld.Inc() }
 
 // Record implements observe.Metrics.
 func (m *Metrics) Record(outcome string) { m.observed.WithLabelValues(outcome).Inc() }

@@ -25,6 +25,7 @@ func TestMetricsAreExposed(t *testing.T) {
 	m.Ready(7)
 	m.Delivery(store.ReceiptDelivered, "mailbox")
 	m.Fetch("ci", "rate_limited")
+	m.FetchNotHeld()
 	m.Record("duplicate")
 	m.Route("appended")
 
@@ -38,6 +39,7 @@ func TestMetricsAreExposed(t *testing.T) {
 		`vigil_plugin_call_seconds_count{export="observe",kind="timer",outcome="ok"} 1`,
 		`vigil_plugin_faults_total{export="observe",kind="timer",reason="timeout"} 1`,
 		`vigil_probes_total{kind="timer",result="pending"} 1`,
+		`vigil_fetch_not_held_total 1`,
 		`vigil_probe_lag_seconds_bucket{kind="timer",le="0.025"} 0`,
 		`vigil_probe_lag_seconds_bucket{kind="timer",le="0.05"} 1`,
 		`vigil_ready_queue_depth 7`,

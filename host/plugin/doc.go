@@ -27,7 +27,10 @@
 //   - Plugins get no filesystem, no sockets, no real sleep, a fake clock,
 //     and no Extism http_request (allowed hosts stay empty). Their one way
 //     out is the host function vigil_fetch, which answers only kinds granted
-//     the fetch capability and hands the request to the injected Fetcher.
+//     the fetch capability and hands the request to the injected Fetcher,
+//     with the cadence of the watch being observed (WithCadence, put on the
+//     call's context by the scheduler, as the recipient is for vigil_exec):
+//     the issuer serves a watch a held result younger than its cadence.
 //
 // What it must never do:
 //   - Turn "the plugin could not answer" into an outcome. A fault is a

@@ -91,7 +91,7 @@ func compile(ctx context.Context, cfg *runtimeConfig, file, sum string, wasm []b
 	compiled, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{
 		RuntimeConfig: rc,
 		EnableWasi:    true,
-	}, []extism.HostFunction{fetchHostFunction(hc), execHostFunction(hc)})
+	}, []extism.HostFunction{fetchHostFunction(hc), extractionHostFunction(hc), execHostFunction(hc)})
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +321,7 @@ func fetchHostFunction(hc *hostCtx) extism.HostFunction {
 			if hc.fetch == nil {
 				return fetchFailure(abi.FetchUnavailable, "this host has no fetch issuer")
 			}
-			return hc.fetch.Fetch(ctx, FetchCall{Kind: kind, Entry: entry, Request: req})
+			return hc.fetch.Fetch(ctx, FetchCall{Kind: kind, Entry: entry, Request: req, Every: CadenceFrom(ctx)})
 		}()
 		kind, _ := hc.get()
 		outcome := "ok"
@@ -343,6 +343,50 @@ func fetchHostFunction(hc *hostCtx) extism.HostFunction {
 	}, []extism.ValueType{extism.ValueTypeI64}, []extism.ValueType{extism.ValueTypeI64})
 	f.SetNamespace(abi.HostNamespace)
 	return f
+}
+
+// extractionHostFunction is vigil_extraction_failed: the plugin says the
+// bytes a fetch answered failed its extraction, and the Fetcher, when it
+// is an ExtractionReporter, forgets the validators it stored for them. A
+// kind not granted fetch could have fetched nothing, and is refused.
+func extractionHostFunction(hc *hostCtx) extism.HostFunction {
+	f := extism.NewHostFunctionWithStack(abi.HostExtractionFailed, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+		resp := func() abi.ExtractionFailedResponse {
+			raw, err := p.ReadBytes(stack[0])
+			if err != nil {
+				return extractionFailure(abi.FetchInvalidRequestOptions, "unreadable request block")
+			}
+			_ = p.Free(stack[0])
+			var req abi.ExtractionFailedRequest
+			if err := abi.StrictUnmarshal(raw, &req); err != nil {
+				return extractionFailure(abi.FetchInvalidRequestOptions, "request is not an extraction report: "+err.Error())
+			}
+			kind, entry := hc.get()
+			if !slices.Contains(entry.Capabilities, abi.CapabilityFetch) {
+				return extractionFailure(abi.FetchNotGranted, fmt.Sprintf("kind %s is not granted fetch (setting: kinds.%s.capabilities)", kind, kind))
+			}
+			r, ok := hc.fetch.(ExtractionReporter)
+			if !ok {
+				return extractionFailure(abi.FetchUnavailable, "this host's fetcher keeps no validators")
+			}
+			return r.ExtractionFailed(ctx, ExtractionCall{Kind: kind, Entry: entry, Request: req})
+		}()
+		out, err := json.Marshal(resp)
+		if err != nil {
+			out, _ = json.Marshal(extractionFailure(abi.FetchUnavailable, "unencodable response"))
+		}
+		off, err := p.WriteBytes(out)
+		if err != nil {
+			panic(fmt.Errorf("vigil_extraction_failed: writing the response: %w", err))
+		}
+		stack[0] = off
+	}, []extism.ValueType{extism.ValueTypeI64}, []extism.ValueType{extism.ValueTypeI64})
+	f.SetNamespace(abi.HostNamespace)
+	return f
+}
+
+func extractionFailure(reason, msg string) abi.ExtractionFailedResponse {
+	return abi.ExtractionFailedResponse{Failure: &abi.FetchFailure{Reason: reason, Message: msg}}
 }
 
 // execHostFunction is vigil_exec: a command the operator granted, run by

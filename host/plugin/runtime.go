@@ -71,6 +71,23 @@ type Fetcher interface {
 	Fetch(ctx context.Context, call FetchCall) abi.FetchResponse
 }
 
+// ExtractionReporter is the host side of vigil_extraction_failed, which a
+// Fetcher that keeps validators implements too (the fetch issuer does): it
+// forgets the validators stored for the bytes a plugin could not extract,
+// so the next fetch is unconditional. A Fetcher that does not implement it
+// answers the plugin unavailable.
+type ExtractionReporter interface {
+	ExtractionFailed(ctx context.Context, call ExtractionCall) abi.ExtractionFailedResponse
+}
+
+// ExtractionCall is one extraction failure a plugin reported, with the
+// grants of its kind.
+type ExtractionCall struct {
+	Kind    string
+	Entry   Entry
+	Request abi.ExtractionFailedRequest
+}
+
 // Execer is the host side of vigil_exec. It must honour ctx: it runs
 // inside a plugin call whose timeout cancels ctx, and the command must end
 // (with its process group) when ctx does.
@@ -97,11 +114,23 @@ func WithRecipient(ctx context.Context, id string) context.Context {
 // RecipientFrom is the recipient WithRecipient put in ctx, or "".
 func RecipientFrom(ctx context.Context) string { return kind.RecipientFrom(ctx) }
 
-// FetchCall is one fetch a plugin asked for, with the grants of its kind.
+// WithCadence tells the plugin call made with ctx the cadence of the
+// watch it observes; vigil_fetch passes it on as FetchCall.Every.
+func WithCadence(ctx context.Context, every time.Duration) context.Context {
+	return kind.WithCadence(ctx, every)
+}
+
+// CadenceFrom is the cadence WithCadence put in ctx, or 0.
+func CadenceFrom(ctx context.Context) time.Duration { return kind.CadenceFrom(ctx) }
+
+// FetchCall is one fetch a plugin asked for, with the grants of its kind
+// and the cadence of the watch being observed (Every; 0 outside a probe),
+// which tells the issuer how old a held result that watch may be served.
 type FetchCall struct {
 	Kind    string
 	Entry   Entry
 	Request abi.FetchRequest
+	Every   time.Duration
 }
 
 // Metrics receives one report per plugin call (outcome is "ok" or one of

@@ -414,6 +414,83 @@ func TestFetchNeedsItsGrant(t *testing.T) {
 	}
 }
 
+// The cadence the scheduler puts on the call's context reaches the
+// Fetcher on the call, so the issuer can hold a result for it.
+func TestFetchCarriesTheCadence(t *testing.T) {
+	f := &blockingFetcher{entered: make(chan FetchCall, 2), release: make(chan struct{})}
+	close(f.release)
+	r := newRuntime(t, Config{Dir: pluginDir(t, fetchGrant, "fetcher"), Fetcher: f})
+	req := abi.ObserveRequest{Kind: "test.fetcher", Now: t0, Params: json.RawMessage(`{"url":"https://example.org/x"}`)}
+	if _, err := r.Observe(WithCadence(context.Background(), time.Minute), req); err != nil {
+		t.Fatal(err)
+	}
+	if call := <-f.entered; call.Every != time.Minute {
+		t.Fatalf("every on the fetch call: %s", call.Every)
+	}
+	if _, err := r.Observe(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if call := <-f.entered; call.Every != 0 {
+		t.Fatalf("every outside a probe: %s", call.Every)
+	}
+}
+
+// reportingFetcher answers every fetch with an unextractable body and
+// records the extraction reports it is given.
+type reportingFetcher struct {
+	mu      sync.Mutex
+	reports []ExtractionCall
+}
+
+func (f *reportingFetcher) Fetch(context.Context, FetchCall) abi.FetchResponse {
+	return abi.FetchResponse{Status: 200, Body: []byte("unextractable"), Fingerprint: "fp-1"}
+}
+
+func (f *reportingFetcher) ExtractionFailed(_ context.Context, call ExtractionCall) abi.ExtractionFailedResponse {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reports = append(f.reports, call)
+	return abi.ExtractionFailedResponse{Forgot: true}
+}
+
+// A plugin's report of a failed extraction reaches the Fetcher through
+// vigil_extraction_failed, with the request as fetched and the answer's
+// fingerprint; a Fetcher that keeps no validators answers unavailable.
+func TestExtractionFailedReachesTheFetcher(t *testing.T) {
+	ctx := context.Background()
+	req := abi.ObserveRequest{Kind: "test.fetcher", Now: t0, Params: json.RawMessage(`{"url":"https://example.org/x"}`)}
+	f := &reportingFetcher{}
+	r := newRuntime(t, Config{Dir: pluginDir(t, fetchGrant, "fetcher"), Fetcher: f})
+	obs, err := r.Observe(ctx, req)
+	if err != nil || obs.Note != "extraction failed: forgot true, err <nil>" {
+		t.Fatalf("observe = %+v %v", obs, err)
+	}
+	if len(f.reports) != 1 || f.reports[0].Kind != "test.fetcher" || f.reports[0].Request.Fingerprint != "fp-1" ||
+		f.reports[0].Request.Request.URL != "https://example.org/x" || f.reports[0].Request.Request.Method != "GET" {
+		t.Fatalf("reports = %+v", f.reports)
+	}
+
+	plain := struct{ Fetcher }{f} // a Fetcher without ExtractionFailed
+	r = newRuntime(t, Config{Dir: pluginDir(t, fetchGrant, "fetcher"), Fetcher: plain})
+	if obs, err := r.Observe(ctx, req); err != nil || !strings.Contains(obs.Note, abi.FetchUnavailable) {
+		t.Fatalf("observe without a reporter = %+v %v", obs, err)
+	}
+	if len(f.reports) != 1 {
+		t.Fatalf("reports = %+v", f.reports)
+	}
+
+	// A kind not granted fetch could have fetched nothing to report.
+	r = newRuntime(t, Config{Dir: pluginDir(t, "", "fetcher"), Fetcher: f})
+	only := req
+	only.Params = json.RawMessage(`{"url":"https://example.org/x","report_only":true}`)
+	if obs, err := r.Observe(ctx, only); err != nil || !strings.Contains(obs.Note, abi.FetchNotGranted) {
+		t.Fatalf("ungranted report = %+v %v", obs, err)
+	}
+	if len(f.reports) != 1 {
+		t.Fatalf("reports = %+v", f.reports)
+	}
+}
+
 func TestFetchHonoursTheCallTimeout(t *testing.T) {
 	f := &blockingFetcher{entered: make(chan FetchCall, 1), release: make(chan struct{})}
 	r := newRuntime(t, Config{Dir: pluginDir(t, fetchGrant, "fetcher"), Fetcher: f, Limits: Limits{ObserveTimeout: 200 * time.Millisecond}})

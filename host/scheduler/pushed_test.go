@@ -134,3 +134,16 @@ func TestProbeCarriesTheRecipient(t *testing.T) {
 		t.Fatalf("recipient in the probe's context: %q", got)
 	}
 }
+
+// A probe tells the plugin call the cadence of the watch it observes, so
+// a fetch can be answered from a result younger than it.
+func TestProbeCarriesTheCadence(t *testing.T) {
+	h := newHarness(t)
+	var got time.Duration
+	h.plugins.observeCtx = func(ctx context.Context) { got = plugin.CadenceFrom(ctx) }
+	w := h.register("ci")
+	h.tick(t0)
+	if got == 0 || got != time.Duration(w.Every) {
+		t.Fatalf("cadence in the probe's context: %s, the watch's every %s", got, time.Duration(w.Every))
+	}
+}

@@ -17,6 +17,14 @@
 //   - read the wall clock or keep state between calls: change mode's
 //     memory is the fingerprint the host stores as the watch's baseline.
 //
+// Where json_path cannot extract anything (a body that is not JSON,
+// nothing at the path) the plugin tells the host (Input.ExtractionFailed),
+// which forgets the validators stored for that body: otherwise every later
+// check could be a 304 re-serving the same broken body, and the watch
+// would read "body is not JSON" off bytes fetched once. A value present
+// but not the one wanted is an answer, not a failed extraction; nor is an
+// unmet status or missing text, which the bytes answer as they are.
+//
 // Change mode compares the host's fingerprint (the SHA-256 of the body),
 // not the body, so a baseline stays small whatever the page's size.
 // Rejected alternative: expect and change together. "Changed, and now 200"

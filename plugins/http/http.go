@@ -169,7 +169,8 @@ type changedDetail struct {
 
 // observe makes one GET and answers.
 func observe(p Params, in sdk.Input) (sdk.Result, error) {
-	resp, err := in.Fetch(sdk.FetchRequest{Method: "GET", URL: p.URL, TimeoutSeconds: fetchTimeout})
+	req := sdk.FetchRequest{Method: "GET", URL: p.URL, TimeoutSeconds: fetchTimeout}
+	resp, err := in.Fetch(req)
 	if err != nil {
 		var fe *sdk.FetchError
 		if errors.As(err, &fe) {
@@ -187,7 +188,14 @@ func observe(p Params, in sdk.Input) (sdk.Result, error) {
 	if p.Change {
 		return observeChange(p, in, resp, at)
 	}
-	if unmet := p.Expect.unmet(resp); len(unmet) > 0 {
+	if unmet, broken := p.Expect.unmet(resp); len(unmet) > 0 {
+		if broken {
+			// The bytes failed extraction: the host forgets their
+			// validators, so the next GET is unconditional and a 304
+			// cannot keep re-serving them. Advisory: a host that could
+			// not take the report changes nothing here.
+			_, _ = in.ExtractionFailed(req, resp)
+		}
 		return sdk.Pending(strings.Join(unmet, "; ")), nil
 	}
 	return sdk.Settled(sdk.Outcome{
@@ -224,13 +232,13 @@ func observeChange(p Params, in sdk.Input, resp sdk.FetchResponse, at string) (s
 }
 
 // unmet lists, as pending notes, the expectations resp does not meet; nil
-// means every one holds. A nil Expect wants any 2xx.
-func (e *Expect) unmet(resp sdk.FetchResponse) []string {
+// means every one holds. A nil Expect wants any 2xx. broken says the body
+// failed extraction: json_path found no JSON, or nothing at the path.
+func (e *Expect) unmet(resp sdk.FetchResponse) (out []string, broken bool) {
 	var x Expect
 	if e != nil {
 		x = *e
 	}
-	var out []string
 	switch {
 	case x.Status == 0 && (resp.Status < 200 || resp.Status > 299):
 		out = append(out, fmt.Sprintf("answered %d, waiting for a 2xx", resp.Status))
@@ -241,35 +249,37 @@ func (e *Expect) unmet(resp sdk.FetchResponse) []string {
 		out = append(out, "body does not contain "+note.Clip(x.BodyContains))
 	}
 	if jp := x.JSONPath; jp != nil {
-		if note := jp.unmet(resp.Body); note != "" {
-			out = append(out, note)
+		if msg, failed := jp.unmet(resp.Body); msg != "" {
+			out = append(out, msg)
+			broken = failed
 		}
 	}
-	return out
+	return out, broken
 }
 
 // unmet says why body does not hold the wanted value at the path, or ""
-// when it does.
-func (jp *JSONPath) unmet(body []byte) string {
+// when it does; extraction says the body failed extraction (no JSON, or
+// nothing at the path), as opposed to holding another value there.
+func (jp *JSONPath) unmet(body []byte) (msg string, extraction bool) {
 	doc, err := decodeJSON(body)
 	if err != nil {
-		return "body is not JSON"
+		return "body is not JSON", true
 	}
 	segs, err := splitPath(jp.Path)
 	if err != nil {
-		return err.Error() // admit refused this; kept for a hand-made call
+		return err.Error(), false // admit refused this; kept for a hand-made call
 	}
 	got, ok := lookup(doc, segs)
 	if !ok {
-		return jp.Path + " is absent"
+		return jp.Path + " is absent", true
 	}
 	want, err := decodeJSON(jp.Equals)
 	if err != nil {
-		return "equals is not JSON"
+		return "equals is not JSON", false
 	}
 	if !equal(got, want) {
 		g, _ := json.Marshal(got)
-		return fmt.Sprintf("%s is %s, waiting for %s", jp.Path, note.Clip(string(g)), note.Clip(string(jp.Equals)))
+		return fmt.Sprintf("%s is %s, waiting for %s", jp.Path, note.Clip(string(g)), note.Clip(string(jp.Equals))), false
 	}
-	return ""
+	return "", false
 }

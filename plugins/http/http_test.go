@@ -342,3 +342,63 @@ func TestAdmitNamesTheURL(t *testing.T) {
 		}
 	}
 }
+
+// reporter answers every GET with one body and records the extraction
+// failures reported to it.
+type reporter struct {
+	body    string
+	reports []sdk.ExtractionFailedRequest
+}
+
+func (r *reporter) Fetch(req sdk.FetchRequest) (sdk.FetchResponse, error) {
+	return sdk.FetchResponse{Status: 200, Body: []byte(r.body), Fingerprint: "fp-" + r.body}, nil
+}
+
+func (r *reporter) ExtractionFailed(req sdk.ExtractionFailedRequest) (sdk.ExtractionFailedResponse, error) {
+	r.reports = append(r.reports, req)
+	return sdk.ExtractionFailedResponse{Forgot: true}, nil
+}
+
+// Where json_path cannot extract anything (the body is not JSON, nothing
+// is at the path) the plugin tells the host, naming the request as it was
+// made and the answer's fingerprint, and still answers pending; a value
+// that is there but not the one wanted, or an unmet status or text, is no
+// failed extraction.
+func TestExtractionFailureIsReported(t *testing.T) {
+	const u = "https://status.example.com/health"
+	jp := func(path, equals string) *Expect {
+		return &Expect{JSONPath: &JSONPath{Path: path, Equals: json.RawMessage(equals)}}
+	}
+	for _, tc := range []struct {
+		name     string
+		expect   *Expect
+		body     string
+		reported bool
+	}{
+		{"not JSON", jp("status", `"ok"`), "<html>maintenance</html>", true},
+		{"path absent", jp("status", `"ok"`), `{"state":"ok"}`, true},
+		{"path through a scalar", jp("status.code", `1`), `{"status":"ok"}`, true},
+		{"another value", jp("status", `"ok"`), `{"status":"starting"}`, false},
+		{"met", jp("status", `"ok"`), `{"status":"ok"}`, false},
+		{"text absent", &Expect{BodyContains: "live"}, "<html>maintenance</html>", false},
+		{"status unmet", &Expect{Status: 204}, "{}", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &reporter{body: tc.body}
+			got, err := observe(Params{URL: u, Expect: tc.expect}, sdk.Input{Now: now}.WithFetcher(r))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.reported != (len(r.reports) == 1) || len(r.reports) > 1 {
+				t.Fatalf("reports %+v, want reported %v (%s)", r.reports, tc.reported, got.Note())
+			}
+			if tc.reported {
+				rep := r.reports[0]
+				if got.Status() != abi.StatusPending || rep.Fingerprint != "fp-"+tc.body || rep.Request.URL != u ||
+					rep.Request.Method != "GET" || rep.Request.TimeoutSeconds != fetchTimeout {
+					t.Fatalf("observe %s %q, report %+v", got.Status(), got.Note(), rep)
+				}
+			}
+		})
+	}
+}
