@@ -39,7 +39,7 @@ func openProbe(ctx context.Context, wasm []byte, cache wazero.CompilationCache, 
 		Memory: &extism.ManifestMemory{MaxPages: probeMemoryMiB * 16},
 	}
 	compiled, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true},
-		[]extism.HostFunction{probeFetch(f), probeExec()})
+		[]extism.HostFunction{probeFetch(f), probeExtractionFailed(), probeExec()})
 	if err != nil {
 		return nil, err
 	}
@@ -171,6 +171,22 @@ func probeFetch(f plugin.Fetcher) extism.HostFunction {
 		off, err := p.WriteBytes(out)
 		if err != nil {
 			panic(errors.New("vigil_fetch: writing the response"))
+		}
+		stack[0] = off
+	}, []extism.ValueType{extism.ValueTypeI64}, []extism.ValueType{extism.ValueTypeI64})
+	fn.SetNamespace(abi.HostNamespace)
+	return fn
+}
+
+// probeExtractionFailed is vigil_extraction_failed for the probe: its
+// fake fetch keeps no validators, so there is nothing to forget. It is
+// there so a plugin that imports it can be instantiated at all.
+func probeExtractionFailed() extism.HostFunction {
+	fn := extism.NewHostFunctionWithStack(abi.HostExtractionFailed, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+		out, _ := json.Marshal(abi.ExtractionFailedResponse{})
+		off, err := p.WriteBytes(out)
+		if err != nil {
+			panic(errors.New("vigil_extraction_failed: writing the response"))
 		}
 		stack[0] = off
 	}, []extism.ValueType{extism.ValueTypeI64}, []extism.ValueType{extism.ValueTypeI64})
