@@ -92,15 +92,17 @@ func (c *Client) CreateWatch(ctx context.Context, req api.WatchRequest) (api.Wat
 	return out, err
 }
 
-// WatchQuery selects the watches to list. An empty Recipient, State or
-// Kind does not filter; Limit 0 is the server's default page size (100,
+// WatchQuery selects the watches to list. An empty Recipient,
+// RegisteredBy, State or Kind does not filter; Limit 0 is the server's default page size (100,
 // at most 1000); After is the Next of the page before, "" for the first.
 type WatchQuery struct {
 	Recipient string
-	State     string
-	Kind      string
-	Limit     int
-	After     string
+	// RegisteredBy keeps the watches that principal registered.
+	RegisteredBy string
+	State        string
+	Kind         string
+	Limit        int
+	After        string
 }
 
 // ListWatches lists one page of watches, oldest first. Its Next, when set,
@@ -108,7 +110,7 @@ type WatchQuery struct {
 // and still have a Next.
 func (c *Client) ListWatches(ctx context.Context, q WatchQuery) (api.WatchList, error) {
 	v := url.Values{}
-	for k, x := range map[string]string{"recipient": q.Recipient, "state": q.State, "kind": q.Kind, "after": q.After} {
+	for k, x := range map[string]string{"recipient": q.Recipient, "registered_by": q.RegisteredBy, "state": q.State, "kind": q.Kind, "after": q.After} {
 		if x != "" {
 			v.Set(k, x)
 		}

@@ -677,3 +677,35 @@ func TestWatchShowSaysWhatAPendingWatchHasSeen(t *testing.T) {
 		}
 	}
 }
+
+// The CLI only passes the token: what the grant refuses is the server's
+// 403, named, and an orchestrator lists what it registered.
+func TestCLIUnderGrants(t *testing.T) {
+	policy, err := authz.Compile([]authz.Token{
+		{Principal: "orch", Token: "token-of-the-orchestrator", Grant: authz.Grant{Roles: []authz.Role{authz.Orchestrator}}},
+		{Principal: "agent-2", Token: "token-of-agent-2-000000"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newCLIFixture(t, httpapi.Options{Auth: authz.NewGuard(policy)})
+	w := decodeJSON[api.Watch](t, f.mustVigil(t, "watch", "add", "slow", "--for", "agent-1", "--json", "--token", "token-of-the-orchestrator"))
+	if w.RegisteredBy != "orch" || w.Recipient.ID != "agent-1" {
+		t.Fatalf("%+v", w)
+	}
+	if out := f.mustVigil(t, "watch", "show", w.ID, "--token", "token-of-the-orchestrator"); !strings.Contains(out, "registered by") || !strings.Contains(out, "orch") {
+		t.Fatalf("show: %s", out)
+	}
+	list := decodeJSON[api.WatchList](t, f.mustVigil(t, "watch", "ls", "--registered-by", "orch", "--json", "--token", "token-of-the-orchestrator"))
+	if len(list.Watches) != 1 || list.Watches[0].ID != w.ID {
+		t.Fatalf("ls --registered-by: %+v", list)
+	}
+	_, _, err = f.vigil(t, "watch", "ls", "--for", "agent-1", "--token", "token-of-the-orchestrator")
+	if err == nil || !strings.HasPrefix(err.Error(), "forbidden: ") || !strings.Contains(err.Error(), "principal orch may not read recipient agent-1") {
+		t.Fatalf("ls --for another's recipient: %v", err)
+	}
+	_, _, err = f.vigil(t, "watch", "cancel", w.ID, "--token", "token-of-agent-2-000000")
+	if err == nil || !strings.HasPrefix(err.Error(), "not_found: ") {
+		t.Fatalf("cancel of a watch agent-2 may not see: %v", err)
+	}
+}

@@ -300,7 +300,7 @@ func printOutcome(w io.Writer, r waitResult) error {
 }
 
 func printWatch(w io.Writer, x api.Watch) error {
-	kv := []string{"id", x.ID, "kind", x.Kind, "recipient", x.Recipient.ID, "state", x.State, "receipt", x.Receipt,
+	kv := []string{"id", x.ID, "kind", x.Kind, "recipient", x.Recipient.ID, "registered by", x.RegisteredBy, "state", x.State, "receipt", x.Receipt,
 		"params", compact(x.Params), "every", x.Every, "created", timeText(&x.CreatedAt), "expires", timeText(x.ExpiresAt),
 		"settled", timeText(x.SettledAt), "attempts", fmt.Sprint(x.Attempts), "last probe", timeText(x.LastProbeAt), "note", x.LastNote}
 	if f := x.LastFault; f != nil {
@@ -316,14 +316,20 @@ func newWatchLs(cf *clientFlags, stdout, stderr io.Writer) *cobra.Command {
 	var q client.WatchQuery
 	var limit int
 	cmd := &cobra.Command{
-		Use:   "ls [--for RECIPIENT] [--state STATE] [--kind KIND] [--limit N [--after CURSOR]]",
+		Use:   "ls [--for RECIPIENT] [--registered-by PRINCIPAL] [--state STATE] [--kind KIND] [--limit N [--after CURSOR]]",
 		Short: "List watches",
 		Long: `List watches, oldest first.
 
 Without --limit, every matching watch is listed (the command follows the
 server's pages). With --limit N, at most N are listed and, when there are
 more, the command prints the cursor to continue from: pass it as --after
-with the same filters.`,
+with the same filters.
+
+Without --for or --registered-by, the list holds the watches your token may
+see: those of the recipients it acts for and those it registered (all of
+them for an operator). --for a recipient it may not read, or
+--registered-by another principal without the operator role, is refused
+(403 forbidden), never an empty list.`,
 		Args: cobra.NoArgs,
 		RunE: cf.run(func(ctx context.Context, c *client.Client, _ []string) error {
 			if limit < 0 {
@@ -358,6 +364,7 @@ with the same filters.`,
 		}),
 	}
 	cmd.Flags().StringVar(&q.Recipient, "for", "", "only this recipient's watches")
+	cmd.Flags().StringVar(&q.RegisteredBy, "registered-by", "", "only the watches this principal registered (an orchestrator's own)")
 	cmd.Flags().StringVar(&q.State, "state", "", "only watches in this state: pending, fired, expired, cancelled, undeliverable or unwatchable")
 	cmd.Flags().StringVar(&q.Kind, "kind", "", "only watches of this kind")
 	cmd.Flags().IntVar(&limit, "limit", 0, "list at most this many, and print the cursor to continue from (0: every watch)")
