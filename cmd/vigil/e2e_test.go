@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -402,5 +403,85 @@ func TestEndToEndTimersFireOnTimeAfterAKill(t *testing.T) {
 	// Exactly once: nothing more arrives in the next two seconds.
 	if mb := readMailbox(t, base, after, "2s"); len(mb.Messages) != 0 {
 		t.Fatalf("more messages after every timer fired: %+v", mb)
+	}
+}
+
+// SIGHUP puts changed tokens and grants in force: a removed token stops
+// working and its open stream ends at once, a kept one goes on, and a
+// config whose grant is invalid keeps the tokens in force, naming the key.
+func TestTokensReloadOnSIGHUP(t *testing.T) {
+	bin := buildVigil(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "vigil.yaml")
+	const agent, ops = "token-of-agent-1-for-e2e", "token-of-the-operator-e2e"
+	write := func(y string) {
+		if err := os.WriteFile(cfg, []byte(y), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	both := "tokens:\n  - {principal: agent-1, token: " + agent + "}\n  - {principal: ops, token: " + ops + ", roles: [operator]}\n"
+	write(both)
+	addr := freePort(t)
+	s := startServer(t, bin, addr, filepath.Join(dir, "data"), "--config", cfg)
+	base := "http://" + addr
+	client := &http.Client{Timeout: time.Minute} // a bound on a failure, not a wait
+	call := func(method, path, token, body string) (*http.Response, error) {
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		return client.Do(req)
+	}
+	status := func(method, path, token, body string) int {
+		resp, err := call(method, path, token, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := status("PUT", "/api/v1/recipients/agent-1", agent, `{"status":"running"}`); code != 200 {
+		t.Fatalf("agent-1's own recipient: %d\n%s", code, s.logs)
+	}
+	if code := status("GET", "/api/v1/recipients/agent-1", ops, ""); code != 200 {
+		t.Fatalf("the operator reads it: %d", code)
+	}
+	stream, err := call("GET", "/api/v1/recipients/agent-1/mailbox/stream", agent, "")
+	if err != nil || stream.StatusCode != 200 {
+		t.Fatalf("stream: %v", err)
+	}
+	defer stream.Body.Close()
+	first, err := bufio.NewReader(stream.Body).ReadString('\n')
+	if err != nil || !strings.HasPrefix(first, ":") {
+		t.Fatalf("the stream's first line %q: %v", first, err)
+	}
+
+	write("tokens:\n  - {principal: ops, token: " + ops + ", roles: [operator]}\n")
+	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, stream.Body); err != nil {
+		t.Fatalf("the revoked token's stream did not end: %v\n%s", err, s.logs)
+	}
+	if code := status("GET", "/api/v1/plugins", agent, ""); code != 401 {
+		t.Fatalf("the removed token after the reload: %d", code)
+	}
+	if code := status("GET", "/api/v1/recipients/agent-1", ops, ""); code != 200 {
+		t.Fatalf("the kept token after the reload: %d", code)
+	}
+
+	write("tokens:\n  - {principal: ops, token: " + ops + ", roles: [boss]}\n")
+	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(s.logs.String(), "tokens[0].roles[0]") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the invalid grant was not named\n%s", s.logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code := status("GET", "/api/v1/recipients/agent-1", ops, ""); code != 200 {
+		t.Fatalf("the tokens in force after an invalid reload: %d", code)
 	}
 }
