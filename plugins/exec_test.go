@@ -79,6 +79,31 @@ func TestCommandThroughTheRunner(t *testing.T) {
 		!strings.Contains(obs.Note, "agent-2 declares no workspace") {
 		t.Fatalf("no workspace: %+v", obs)
 	}
+	// A watch an orchestrator registered for agent-2 runs in the
+	// orchestrator's workspace, named like it (seed 002: a command runs
+	// where it was registered), while it still observes agent-2's watch.
+	orch := t.TempDir()
+	ex.Workspaces = runner.WorkspaceFunc(func(_ context.Context, id string) (string, error) {
+		return map[string]string{"agent-1": work, "orch": orch}[id], nil
+	})
+	rt2, err := plugin.New(context.Background(), plugin.Config{Bundled: Bundled(), Dir: dir, CacheDir: wasmbuild.CacheDir(), Execer: ex, ResolvePrograms: runner.ResolvePrograms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt2.Close(context.Background()) })
+	for _, c := range []struct{ registrant, want string }{{"orch", orch}, {"local", ""}, {"", ""}} {
+		ctx := plugin.WithRegistrant(plugin.WithRecipient(context.Background(), "agent-2"), c.registrant)
+		params := `{"argv":["sh","-c","pwd"],"output_contains":"` + filepath.Base(orch) + `"}`
+		obs, err := rt2.Observe(ctx, abi.ObserveRequest{Kind: "command", WatchID: "w", Params: json.RawMessage(params), Now: t0, Attempt: 1})
+		switch {
+		case err != nil:
+			t.Fatalf("registered by %q: %v", c.registrant, err)
+		case c.want != "" && obs.Status != abi.StatusSettled:
+			t.Fatalf("registered by %q: not run in its workspace: %+v", c.registrant, obs)
+		case c.want == "" && !strings.Contains(obs.Note, "agent-2 declares no workspace"):
+			t.Fatalf("registered by %q: want agent-2's own (absent) workspace: %+v", c.registrant, obs)
+		}
+	}
 	// Admission refuses what the grant does not cover.
 	for _, params := range []string{`{"argv":["/bin/ls"]}`, `{"argv":["true"],"timeout":"5s"}`} {
 		if _, err := rt.Admit(context.Background(), "command", json.RawMessage(params)); err == nil {

@@ -246,7 +246,9 @@ type ExtractionFailedResponse struct {
 // ExecRequest is what a plugin passes to vigil_exec: a program and its
 // arguments as a vector (never a command line: no shell unless the
 // operator lists one as a program), a timeout, and optional standard
-// input. The command runs in the watch's recipient's workspace directory.
+// input. The command runs in the workspace directory of the recipient
+// named like the principal that registered the watch (else the watch's
+// recipient's).
 type ExecRequest struct {
 	Argv           []string `json:"argv"`
 	TimeoutSeconds float64  `json:"timeout_seconds,omitempty"`

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/scheduler"
 )
 
@@ -55,7 +56,7 @@ type Token struct {
 const MinTokenLen = 16
 
 // LocalName is the principal of every request to a server without tokens.
-const LocalName = "local"
+const LocalName = kind.LocalPrincipal
 
 // ConfigError names the token entry and field at fault:
 // "tokens[2].roles[0]".

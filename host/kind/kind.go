@@ -159,6 +159,37 @@ func RecipientFrom(ctx context.Context) string {
 	return id
 }
 
+type registrantKey struct{}
+
+// WithRegistrant tells the call made with ctx who registered the watch it
+// observes (its registered_by): a command runs in that principal's
+// workspace (WorkspaceOwner).
+func WithRegistrant(ctx context.Context, principal string) context.Context {
+	return context.WithValue(ctx, registrantKey{}, principal)
+}
+
+// RegistrantFrom is the principal WithRegistrant put in ctx, or "".
+func RegistrantFrom(ctx context.Context) string {
+	p, _ := ctx.Value(registrantKey{}).(string)
+	return p
+}
+
+// LocalPrincipal is the one principal of a server without tokens, which
+// acts as every recipient (host/authz names it too).
+const LocalPrincipal = "local"
+
+// WorkspaceOwner is the recipient whose workspace a watch's commands run
+// in: the one named like the principal that registered it (seed 002: a
+// command runs in the workspace that registered it, so an orchestrator's
+// watch for a worker runs in the orchestrator's tree), or the watch's
+// recipient when the host registered it or the local principal did.
+func WorkspaceOwner(recipient, registeredBy string) string {
+	if registeredBy == "" || registeredBy == LocalPrincipal {
+		return recipient
+	}
+	return registeredBy
+}
+
 type cadenceKey struct{}
 
 // WithCadence tells the call made with ctx the cadence of the watch it

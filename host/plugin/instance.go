@@ -411,7 +411,7 @@ func execHostFunction(hc *hostCtx) extism.HostFunction {
 			if hc.exec == nil {
 				return execFailure(abi.ExecUnavailable, "this host runs no commands")
 			}
-			return hc.exec.Exec(ctx, ExecCall{Kind: kind, Entry: entry, Recipient: RecipientFrom(ctx), Request: req})
+			return hc.exec.Exec(ctx, ExecCall{Kind: kind, Entry: entry, Recipient: RecipientFrom(ctx), RegisteredBy: RegistrantFrom(ctx), Request: req})
 		}()
 		out, err := json.Marshal(resp)
 		if err != nil {

@@ -102,8 +102,15 @@ type ExecCall struct {
 	Kind      string
 	Entry     Entry
 	Recipient string
-	Request   abi.ExecRequest
+	// RegisteredBy is the principal that registered the watch ("" for the
+	// host's own).
+	RegisteredBy string
+	Request      abi.ExecRequest
 }
+
+// WorkspaceOwner is the recipient whose workspace the command runs in
+// (kind.WorkspaceOwner).
+func (c ExecCall) WorkspaceOwner() string { return kind.WorkspaceOwner(c.Recipient, c.RegisteredBy) }
 
 // WithRecipient tells the plugin call made with ctx whose watch it
 // observes; vigil_exec runs commands in that recipient's workspace.
@@ -113,6 +120,15 @@ func WithRecipient(ctx context.Context, id string) context.Context {
 
 // RecipientFrom is the recipient WithRecipient put in ctx, or "".
 func RecipientFrom(ctx context.Context) string { return kind.RecipientFrom(ctx) }
+
+// WithRegistrant tells the plugin call made with ctx who registered the
+// watch it observes; vigil_exec runs in that principal's workspace.
+func WithRegistrant(ctx context.Context, principal string) context.Context {
+	return kind.WithRegistrant(ctx, principal)
+}
+
+// RegistrantFrom is the principal WithRegistrant put in ctx, or "".
+func RegistrantFrom(ctx context.Context) string { return kind.RegistrantFrom(ctx) }
 
 // WithCadence tells the plugin call made with ctx the cadence of the
 // watch it observes; vigil_fetch passes it on as FetchCall.Every.

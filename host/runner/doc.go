@@ -1,6 +1,8 @@
 // Package runner is the host side of vigil_exec: it runs one command a
 // sandboxed plugin asked for, if the operator granted its program, in the
-// watch's recipient's workspace, and answers abi.ExecResponse. It is the
+// workspace where the watch was registered (plugin.ExecCall.WorkspaceOwner:
+// the recipient named like the registering principal, else the watch's
+// recipient), and answers abi.ExecResponse. It is the
 // only place vigil starts a process on a plugin's behalf.
 //
 // What it owns: the check of a request against a kind's grant, the

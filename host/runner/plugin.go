@@ -41,14 +41,15 @@ func (e PluginExecer) Exec(ctx context.Context, call plugin.ExecCall) abi.ExecRe
 	if call.Recipient == "" {
 		return e.Runner.refuse(abi.ExecNoWorkspace, "this call observes no recipient's watch, so there is no workspace to run in")
 	}
-	dir, err := e.Workspaces.Workspace(ctx, call.Recipient)
+	owner := call.WorkspaceOwner()
+	dir, err := e.Workspaces.Workspace(ctx, owner)
 	switch {
 	case err != nil && !errors.Is(err, context.Canceled):
-		return e.Runner.refuse(abi.ExecNoWorkspace, fmt.Sprintf("recipient %s: %v", call.Recipient, err))
+		return e.Runner.refuse(abi.ExecNoWorkspace, fmt.Sprintf("recipient %s: %v", owner, err))
 	case err != nil:
 		return e.Runner.refuse(abi.ExecUnavailable, "the call was cancelled")
 	case dir == "":
-		return e.Runner.refuse(abi.ExecNoWorkspace, fmt.Sprintf("recipient %s declares no workspace (vigil recipient set %s --workspace DIR)", call.Recipient, call.Recipient))
+		return e.Runner.refuse(abi.ExecNoWorkspace, fmt.Sprintf("recipient %s declares no workspace (vigil recipient set %s --workspace DIR)", owner, owner))
 	}
 	g := Grant{Programs: call.Entry.Exec.Programs, Env: call.Entry.Exec.Env, MaxTimeout: call.Entry.Exec.Max()}
 	return e.Runner.Run(ctx, g, dir, call.Request)

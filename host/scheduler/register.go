@@ -6,8 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/vigilhq/vigil/api"
+	"slices"
 	"time"
+
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/kind"
 
 	"github.com/vigilhq/vigil/store"
 )
@@ -74,8 +78,10 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 		return store.Watch{}, &Error{Code: CodeInvalidRecipient, Field: "recipient.id",
 			Message: RecipientIDGrammar}
 	}
+	var rec store.RecipientRecord
 	if s.cfg.Recipients != nil {
-		rec, err := s.cfg.Recipients.EnsureRecipient(ctx, r.Recipient.ID, now)
+		var err error
+		rec, err = s.cfg.Recipients.EnsureRecipient(ctx, r.Recipient.ID, now)
 		if err != nil {
 			return store.Watch{}, fmt.Errorf("scheduler: recipient %q: %w", r.Recipient.ID, err)
 		}
@@ -91,6 +97,9 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 	info, ok := s.cfg.Plugins.Lookup(r.Kind)
 	if !ok { // removed between admit and now
 		return store.Watch{}, fmt.Errorf("scheduler: kind %q vanished during registration", r.Kind)
+	}
+	if err := s.checkWorkspace(ctx, info, r, rec); err != nil {
+		return store.Watch{}, err
 	}
 
 	every := info.DefaultEvery
@@ -281,4 +290,31 @@ func (s *Scheduler) forget(e *entry) {
 		heap.Remove(&s.h, int(e.index))
 	}
 	delete(s.byID, e.id)
+}
+
+// checkWorkspace refuses a watch of a kind that runs commands when the
+// recipient whose workspace they would run in (kind.WorkspaceOwner: the
+// registering principal's, else the watch's recipient's) declares none:
+// every probe would fail, so the agent must not halt on it.
+func (s *Scheduler) checkWorkspace(ctx context.Context, info kind.Info, r Registration, rec store.RecipientRecord) error {
+	if s.cfg.Recipients == nil || !slices.Contains(info.Capabilities, abi.CapabilityExec) {
+		return nil
+	}
+	owner := kind.WorkspaceOwner(r.Recipient.ID, r.RegisteredBy)
+	if owner != r.Recipient.ID {
+		var err error
+		rec, err = s.cfg.Recipients.GetRecipient(ctx, owner)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("scheduler: recipient %q: %w", owner, err)
+		}
+	}
+	if rec.Workspace != "" {
+		return nil
+	}
+	who := "the watch's recipient"
+	if owner != r.Recipient.ID {
+		who = "the recipient named like the principal that registers the watch"
+	}
+	return &Error{Code: api.CodeWatchUnobservable, Setting: "recipients." + owner + ".workspace",
+		Message: fmt.Sprintf("kind %s runs its command in the workspace of %s, %s, which declares none (vigil recipient set %s --workspace DIR)", r.Kind, who, owner, owner)}
 }

@@ -66,6 +66,8 @@ type Deliverer interface {
 // *store.NotRunningError otherwise).
 type Recipients interface {
 	EnsureRecipient(ctx context.Context, id string, now time.Time) (store.RecipientRecord, error)
+	// GetRecipient reads a record; store.ErrNotFound if there is none.
+	GetRecipient(ctx context.Context, id string) (store.RecipientRecord, error)
 	CreateIfRunning(ctx context.Context, w store.Watch) error
 }
 

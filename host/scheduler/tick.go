@@ -268,11 +268,12 @@ func (s *Scheduler) now(at time.Time) time.Time {
 func (s *Scheduler) probe(ctx context.Context, e *entry, w store.Watch, now, at time.Time) {
 	attempts := e.attempts() + 1 // in flight: only this worker writes it
 	final := e.deadline != 0 && now.UnixNano() >= e.deadline
-	// The recipient rides on the context, for a host function that acts on
-	// its behalf (vigil_exec runs in the recipient's workspace), and so
-	// does the cadence, for vigil_fetch (a result younger than it serves
-	// this watch without a read).
-	pctx := kind.WithCadence(kind.WithRecipient(ctx, w.Recipient.ID), time.Duration(w.Every))
+	// The recipient and the registering principal ride on the context,
+	// for a host function that acts on their behalf (vigil_exec runs in
+	// the workspace of kind.WorkspaceOwner), and so does the cadence, for
+	// vigil_fetch (a result younger than it serves this watch without a
+	// read).
+	pctx := kind.WithCadence(kind.WithRegistrant(kind.WithRecipient(ctx, w.Recipient.ID), w.RegisteredBy), time.Duration(w.Every))
 	obs, err := s.cfg.Plugins.Observe(pctx, abi.ObserveRequest{
 		Kind: w.Kind, WatchID: w.ID.String(), Params: w.Params, Now: now.UTC(), Attempt: attempts, Baseline: w.Baseline,
 	})

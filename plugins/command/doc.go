@@ -9,7 +9,9 @@
 // A sandboxed plugin cannot run a process. Running one is the host's exec
 // capability (vigil_exec), granted per kind in the registry with a list of
 // programs, the environment variables passed, and a maximum timeout; the
-// host runs the command in the watch's recipient's workspace, as an
+// host runs the command in the workspace where the watch was registered
+// (the registering principal's recipient record, else the watch's
+// recipient's), as an
 // argument vector (no shell unless the operator lists one), and ends it
 // with its whole process group when its timeout passes.
 //
