@@ -405,9 +405,24 @@ func (s *Badger) ClaimWork(ctx context.Context, id ID, recipient string, now tim
 // CompleteWork makes an open Work completed: later items of its thread
 // start nothing. Completing a completed Work is ErrWorkConflict.
 func (s *Badger) CompleteWork(ctx context.Context, id ID, now time.Time) (Work, error) {
+	return s.completeWork(ctx, id, now, nil)
+}
+
+// CompleteWorkAs is CompleteWork on the condition, checked in the same
+// transaction, that the Work is still claimed by claimedBy ("": still
+// unclaimed), as it was when the caller was authorized to complete it;
+// otherwise ErrWorkConflict.
+func (s *Badger) CompleteWorkAs(ctx context.Context, id ID, now time.Time, claimedBy string) (Work, error) {
+	return s.completeWork(ctx, id, now, &claimedBy)
+}
+
+func (s *Badger) completeWork(ctx context.Context, id ID, now time.Time, claimedBy *string) (Work, error) {
 	return s.transitionWork(ctx, id, func(w *Work) error {
 		if w.State != WorkOpen {
 			return fmt.Errorf("%w: work %s is already %s", ErrWorkConflict, id, w.State)
+		}
+		if claimedBy != nil && w.ClaimedBy != *claimedBy {
+			return fmt.Errorf("%w: work %s was claimed by %q meanwhile", ErrWorkConflict, id, w.ClaimedBy)
 		}
 		t := now.UTC()
 		w.State, w.CompletedAt = WorkCompleted, &t

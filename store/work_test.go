@@ -109,7 +109,14 @@ func TestClaimAndCompleteWork(t *testing.T) {
 	if c, _ := s.ConsumeWork(ctx, w.ID, 99); c.Consumed != 2 {
 		t.Fatalf("consumed past the inputs: %d", c.Consumed)
 	}
-	if _, err := s.CompleteWork(ctx, w.ID, t0); err != nil {
+	// Completing on the condition of who holds it: what the caller was
+	// allowed against must still hold in the transaction that completes.
+	for _, holder := range []string{"", "agent-2"} {
+		if _, err := s.CompleteWorkAs(ctx, w.ID, t0, holder); !errors.Is(err, ErrWorkConflict) {
+			t.Fatalf("complete as if held by %q: %v", holder, err)
+		}
+	}
+	if _, err := s.CompleteWorkAs(ctx, w.ID, t0, "agent-1"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.CompleteWork(ctx, w.ID, t0); !errors.Is(err, ErrWorkConflict) {

@@ -165,7 +165,7 @@ func (s *server) completeWork(c *fiber.Ctx) error {
 	if err := s.allow(c, need); err != nil {
 		return err
 	}
-	w, err = s.d.Observe.CompleteWork(c.UserContext(), w.ID)
+	w, err = s.d.Observe.CompleteWorkAs(c.UserContext(), w.ID, w.ClaimedBy)
 	if err != nil {
 		return err
 	}

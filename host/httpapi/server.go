@@ -87,7 +87,9 @@ type Observe interface {
 	ListWork(ctx context.Context, scope string, st store.WorkState) ([]store.Work, error)
 	GetWork(ctx context.Context, id store.ID) (store.Work, []store.WorkInput, error)
 	ClaimWork(ctx context.Context, id store.ID, recipient string) (store.Work, []store.WorkInput, error)
-	CompleteWork(ctx context.Context, id store.ID) (store.Work, error)
+	// CompleteWorkAs completes a Work still claimed by claimedBy, as it
+	// was when the route checked who may complete it.
+	CompleteWorkAs(ctx context.Context, id store.ID, claimedBy string) (store.Work, error)
 }
 
 // Deps are the services behind the API.

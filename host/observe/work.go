@@ -42,12 +42,26 @@ func (ob *Observer) ClaimWork(ctx context.Context, id store.ID, recipient string
 // CompleteWork completes the Work: later items of its thread start
 // nothing, and a watch parked on it is woken to say so.
 func (ob *Observer) CompleteWork(ctx context.Context, id store.ID) (store.Work, error) {
-	w, err := ob.o.Store.CompleteWork(ctx, id, ob.o.Clock.Now())
-	if err != nil {
-		return w, workError(err)
+	return ob.completed(ctx, id)(ob.o.Store.CompleteWork(ctx, id, ob.o.Clock.Now()))
+}
+
+// CompleteWorkAs is CompleteWork on the condition that the Work is still
+// claimed by claimedBy ("": still unclaimed), as it was when the caller
+// was allowed to complete it; otherwise a work_conflict.
+func (ob *Observer) CompleteWorkAs(ctx context.Context, id store.ID, claimedBy string) (store.Work, error) {
+	return ob.completed(ctx, id)(ob.o.Store.CompleteWorkAs(ctx, id, ob.o.Clock.Now(), claimedBy))
+}
+
+// completed finishes a completion: a conflict is the API's, and a watch
+// parked on the Work is woken.
+func (ob *Observer) completed(ctx context.Context, id store.ID) func(store.Work, error) (store.Work, error) {
+	return func(w store.Work, err error) (store.Work, error) {
+		if err != nil {
+			return w, workError(err)
+		}
+		ob.poke(ctx, id)
+		return w, nil
 	}
-	ob.poke(ctx, id)
-	return w, nil
 }
 
 func workError(err error) error {
