@@ -40,7 +40,7 @@ import (
 //	    token: "a long random string"
 //	  - principal: orchestrator
 //	    token: "another long random string"
-//	    recipients: [orchestrator]    # the default: its own name
+//	    recipients: [team-lead]       # beside its own name, always
 //	    roles: [orchestrator]         # registers watches for others...
 //	    register_for: ["worker-*"]    # ...these ones
 //	    scopes: [support]             # lists, claims and completes its Work

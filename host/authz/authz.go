@@ -33,8 +33,8 @@ var roles = []Role{Orchestrator, Operator, Admin}
 
 // Grant is what one token's principal may do, as configured.
 type Grant struct {
-	// Recipients the principal acts for: names and *-patterns. Empty:
-	// the recipient named like the principal, alone.
+	// Recipients the principal acts for beside the one named like it,
+	// which it always acts for: names and *-patterns.
 	Recipients []string
 	// RegisterFor narrows the orchestrator role to the recipients these
 	// patterns match. It needs the role.
@@ -92,8 +92,13 @@ func Compile(tokens []Token) (*Policy, error) {
 	bad := func(path string, err error) { errs = append(errs, &ConfigError{Path: path, Err: err}) }
 	for i, t := range tokens {
 		at := fmt.Sprintf("tokens[%d]", i)
-		if !scheduler.ValidRecipientID(t.Principal) {
+		switch {
+		case !scheduler.ValidRecipientID(t.Principal):
 			bad(at+".principal", fmt.Errorf("%q: %s", t.Principal, scheduler.RecipientIDGrammar))
+		case t.Principal == LocalName:
+			// The tokenless principal: rows it registered, and the
+			// workspace rule, mean it and no token's principal.
+			bad(at+".principal", fmt.Errorf("%q is the principal of a server without tokens; name this one otherwise", t.Principal))
 		}
 		if len(t.Token) < MinTokenLen {
 			bad(at+".token", fmt.Errorf("principal %s: a token needs at least %d characters", t.Principal, MinTokenLen))
@@ -137,7 +142,7 @@ func compileGrant(at string, t Token) (*Principal, error) {
 			bad(fmt.Sprintf("recipients[%d]", i), fmt.Errorf("%q: want a recipient id or a pattern of one with * (%s)", pat, scheduler.RecipientIDGrammar))
 		}
 	}
-	if len(g.RegisterFor) > 0 && !slices.Contains(g.Roles, Orchestrator) {
+	if len(g.RegisterFor) > 0 && !slices.Contains(g.Roles, Orchestrator) && !slices.Contains(g.Roles, Admin) {
 		bad("register_for", errors.New("narrows the orchestrator role, which this token does not have (add roles: [orchestrator])"))
 	}
 	for i, pat := range g.RegisterFor {
@@ -153,10 +158,9 @@ func compileGrant(at string, t Token) (*Principal, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	pr.actFor = slices.Clone(g.Recipients)
-	if len(pr.actFor) == 0 {
-		pr.actFor = []string{t.Principal}
-	}
+	// A principal always acts for the recipient of its own name: its
+	// record holds the workspace its command watches run in.
+	pr.actFor = append([]string{t.Principal}, g.Recipients...)
 	pr.registerFor = slices.Clone(g.RegisterFor)
 	if pr.orchestrator && len(pr.registerFor) == 0 {
 		pr.registerFor = []string{"*"}

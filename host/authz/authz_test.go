@@ -100,7 +100,7 @@ func TestAllows(t *testing.T) {
 
 		{tokTeam, Action{Verb: ActFor, Recipient: "team-a"}, true},
 		{tokTeam, Action{Verb: ActFor, Recipient: "lead"}, true},
-		{tokTeam, Action{Verb: ActFor, Recipient: "team"}, false}, // its own name is not granted when recipients are
+		{tokTeam, Action{Verb: ActFor, Recipient: "team"}, true}, // its own name, always
 		{tokTeam, Action{Verb: ActFor, Recipient: "xteam-a"}, false},
 		{tokTeam, Action{Verb: ReadScope, Scope: "s-1"}, true},
 		{tokTeam, Action{Verb: ReadScope, Scope: "support"}, false},
@@ -161,12 +161,13 @@ func TestCompileNamesEachProblem(t *testing.T) {
 		{Principal: "b", Token: "short"},
 		{Principal: "c", Token: "0123456789abcdef"},
 		{Principal: "d", Token: "fedcba9876543210", Grant: Grant{Roles: []Role{"boss"}, Recipients: []string{"x/y"}, RegisterFor: []string{"w-*"}, Scopes: []string{"Support"}}},
+		{Principal: "local", Token: "0123456789abcdeZ"},
 	})
 	var ce *ConfigError
 	if !errors.As(err, &ce) {
 		t.Fatalf("%v", err)
 	}
-	for _, want := range []string{"tokens[0].principal", "tokens[1].token", "tokens[2].token: principal c: the same token is given twice", "tokens[3].roles[0]", "tokens[3].recipients[0]", "tokens[3].register_for", "tokens[3].scopes[0]"} {
+	for _, want := range []string{"tokens[0].principal", "tokens[1].token", "tokens[2].token: principal c: the same token is given twice", "tokens[3].roles[0]", "tokens[3].recipients[0]", "tokens[3].register_for", "tokens[3].scopes[0]", "tokens[4].principal"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in %v", want, err)
 		}
@@ -186,13 +187,15 @@ func TestCompileNamesEachProblem(t *testing.T) {
 func TestSwapRevokesWhatChanged(t *testing.T) {
 	g := NewGuard(policy(t))
 	agent, orch, ops := principalOf(t, g.Policy(), tokAgent), principalOf(t, g.Policy(), tokOrch), principalOf(t, g.Policy(), tokOps)
+	team := principalOf(t, g.Policy(), tokTeam)
 	next := compile(t,
-		Token{Principal: "agent-7", Token: tokAgent, Grant: Grant{Scopes: []string{"support"}}}, // as it was
-		Token{Principal: "orch", Token: tokOrch, Grant: Grant{Roles: []Role{Orchestrator}}},     // widened
-		// ops, admin and team are gone
+		Token{Principal: "agent-7", Token: tokAgent, Grant: Grant{Scopes: []string{"support"}}},                                      // as it was
+		Token{Principal: "orch", Token: tokOrch, Grant: Grant{Roles: []Role{Orchestrator}}},                                          // widened
+		Token{Principal: "team", Token: tokTeam, Grant: Grant{Recipients: []string{"team-*", "lead"}, Scopes: []string{"s-*", "t"}}}, // a scope more
+		// ops and admin are gone
 	)
 	n, err := g.Swap(next)
-	if err != nil || n != 4 {
+	if err != nil || n != 4 || !team.Revoked() {
 		t.Fatalf("revoked %d, %v", n, err)
 	}
 	if agent.Revoked() || principalOf(t, g.Policy(), tokAgent) != agent {
@@ -237,13 +240,14 @@ func TestPatternsProperty(t *testing.T) {
 		exact, _ := p.Authenticate("0123456789abcdef")
 		all, _ := p.Authenticate("0123456789abcdeg")
 		pre, _ := p.Authenticate("0123456789abcdeh")
-		if !exact.ActsFor(name) || exact.ActsFor(other) != (other == name) {
+		// Each also acts for the recipient of its own name (x, y, z).
+		if !exact.ActsFor(name) || exact.ActsFor(other) != (other == name || other == "x") {
 			t.Fatalf("exact %q vs %q", name, other)
 		}
 		if !all.ActsFor(other) {
 			t.Fatalf("* does not match %q", other)
 		}
-		if !pre.ActsFor(name) || pre.ActsFor(other) != strings.HasPrefix(other, prefix) {
+		if !pre.ActsFor(name) || pre.ActsFor(other) != (strings.HasPrefix(other, prefix) || other == "z") {
 			t.Fatalf("%q* vs %q", prefix, other)
 		}
 	})

@@ -6,7 +6,8 @@
 // The model. A token authenticates a principal; its grant says:
 //
 //   - recipients: the recipients the principal acts for (names and
-//     *-patterns; by default only the recipient of its own name). Acting
+//     *-patterns), always with the recipient of its own name, whose
+//     record holds the workspace its command watches run in. Acting
 //     for a recipient is reading its record, mailbox and watches,
 //     registering and cancelling its watches, changing its record and
 //     lifecycle, and claiming and completing Work for it.

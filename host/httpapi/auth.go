@@ -110,8 +110,9 @@ func (s *server) audit(c *fiber.Ctx, code, reason string) {
 // routeOf is the request's route template ("GET /api/v1/watches/:id"),
 // or "unrouted".
 func (s *server) routeOf(c *fiber.Ctx) string {
+	path := strings.ToLower(c.Path()) // fiber routes without regard to case
 	for _, r := range s.routes {
-		if r.Method == c.Method() && matches(r.Path, c.Path()) {
+		if r.Method == c.Method() && matches(strings.ToLower(r.Path), path) {
 			return r.Method + " " + r.Path
 		}
 	}
@@ -129,6 +130,20 @@ func (s *server) requestContext(c *fiber.Ctx) (context.Context, context.CancelFu
 	}
 	stop := context.AfterFunc(p.Revocation(), cancel)
 	return ctx, func() { stop(); cancel() }
+}
+
+// stillAuthenticated reports whether the request's bearer token
+// authenticates under the policy in force now: after a reload changed its
+// grant (not removed it), a wait the revocation ended answers as a wait
+// that ran out, and the client's next request is checked under the new
+// grant.
+func (s *server) stillAuthenticated(c *fiber.Ctx) bool {
+	got, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
+	if !ok {
+		return false
+	}
+	p, ok := s.o.Auth.Policy().Authenticate(got)
+	return ok && !p.Revoked()
 }
 
 // revokedError answers a wait the principal's revocation ended.

@@ -90,6 +90,7 @@ type grantsFixture struct {
 	refusals *recordedRefusals
 	logs     *bytes.Buffer
 	ids      map[string]string // {w1} {w2} {w3} {workA} {workB}
+	ob       *observe.Observer
 }
 
 func newGrantsFixture(t *testing.T, base context.Context) *grantsFixture {
@@ -102,7 +103,7 @@ func newGrantsFixture(t *testing.T, base context.Context) *grantsFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &grantsFixture{st: st.Store, reloads: &atomic.Int32{}, refusals: &recordedRefusals{}, logs: &bytes.Buffer{}, ids: map[string]string{}}
+	f := &grantsFixture{st: st.Store, reloads: &atomic.Int32{}, refusals: &recordedRefusals{}, logs: &bytes.Buffer{}, ids: map[string]string{}, ob: ob}
 	hour := time.Hour
 	register := func(key, recipient, by string) {
 		w, err := st.Scheduler.Register(ctx, scheduler.Registration{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: recipient}, RegisteredBy: by, Every: &hour})
@@ -264,6 +265,7 @@ func TestGrantsOnEveryRoute(t *testing.T) {
 		{"POST", "/api/v1/work/{workA}/claim", `{"recipient":{"id":"agent-1"}}`, [7]int{200, 404, 404, 403, 200, 401, 401}},
 		{"POST", "/api/v1/work/{workA}/claim", `{"recipient":{"id":"agent-2"}}`, [7]int{403, 404, 404, 403, 200, 401, 401}},
 		{"POST", "/api/v1/work/{workB}/complete", "", [7]int{200, 404, 404, 403, 200, 401, 401}},
+		{"POST", "/api/v1/work/{workA}/complete", "", [7]int{200, 404, 404, 403, 200, 401, 401}}, // unclaimed: the scope's
 	}
 
 	// The table covers every documented operation.
@@ -334,6 +336,25 @@ func TestGrantsOnEveryRoute(t *testing.T) {
 		if p.token != "" && strings.Contains(f.logs.String(), p.token) {
 			t.Errorf("the log holds %s's token", p.name)
 		}
+	}
+}
+
+// Acting for a Work item's claimer shows it, but claiming it again (which
+// hands over its inputs anew) needs the scope too.
+func TestClaimNeedsTheScope(t *testing.T) {
+	f := newGrantsFixture(t, context.Background())
+	policy, err := authz.Compile(append(grantTokens(), authz.Token{Principal: "helper", Token: "token-of-a-helper-of-agent-1", Grant: authz.Grant{Recipients: []string{"agent-1"}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.app = New(Deps{Watches: f.st, Observe: f.ob, Scheduler: nil, Recipients: nil, Mailboxes: nil, Plugins: fakePlugins{}}, Options{Auth: authz.NewGuard(policy)})
+	if resp, b := f.send(t, "GET", "/api/v1/work/{workB}", "", "token-of-a-helper-of-agent-1"); resp.StatusCode != 200 {
+		t.Fatalf("show: %d %s", resp.StatusCode, b)
+	}
+	before := f.state(t)
+	resp, b := f.send(t, "POST", "/api/v1/work/{workB}/claim", `{"recipient":{"id":"agent-1"}}`, "token-of-a-helper-of-agent-1")
+	if resp.StatusCode != 403 || !strings.Contains(string(b), "scope support") || f.state(t) != before {
+		t.Fatalf("claim without the scope: %d %s", resp.StatusCode, b)
 	}
 }
 
@@ -452,14 +473,28 @@ func TestRevocationEndsLongPollsAndStreams(t *testing.T) {
 	kept := make(chan *http.Response, 1)
 	go func() { kept <- get("/api/v1/recipients/agent-1/mailbox?wait=60s", ops) }()
 	<-mb.entered
+	changed := make(chan *http.Response, 1)
+	go func() { changed <- get("/api/v1/recipients/agent-2/mailbox?wait=60s", grantPrincipals[1].token) }()
+	<-mb.entered
 
-	// The reload drops agent-1's token and keeps the operator's as it was.
-	next, err := authz.Compile(slices.Delete(grantTokens(), 0, 1))
+	// The reload drops agent-1's token, widens agent-2's grant and keeps
+	// the operator's as it was.
+	tokens := slices.Delete(grantTokens(), 0, 1)
+	tokens[0].Grant.Scopes = []string{"support"}
+	next, err := authz.Compile(tokens)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := guard.Swap(next); err != nil || n != 1 {
+	if n, err := guard.Swap(next); err != nil || n != 2 {
 		t.Fatalf("revoked %d %v", n, err)
+	}
+	// A changed grant's wait ends as one that ran out, and the token
+	// goes on under its new grant.
+	if r := <-changed; r.StatusCode != 200 {
+		t.Fatalf("the changed grant's long poll: %d", r.StatusCode)
+	}
+	if r := get("/api/v1/plugins", grantPrincipals[1].token); r.StatusCode != 200 {
+		t.Fatalf("the changed grant after the reload: %d", r.StatusCode)
 	}
 	resp := <-poll
 	b, _ := io.ReadAll(resp.Body)

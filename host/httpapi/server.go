@@ -145,6 +145,7 @@ type server struct {
 	log      *slog.Logger
 	refusals Refusals
 	routes   []fiber.Route
+	cursors  cursorCodec
 }
 
 // New builds the fiber app with every route.
@@ -167,7 +168,7 @@ func New(d Deps, o Options) *fiber.App {
 	if o.Auth == nil {
 		o.Auth = authz.NewGuard(authz.Local())
 	}
-	s := &server{d: d, o: o, log: d.Logger.With("component", "api"), refusals: d.Refusals}
+	s := &server{d: d, o: o, log: d.Logger.With("component", "api"), refusals: d.Refusals, cursors: newCursorCodec()}
 	if s.refusals == nil {
 		s.refusals = nopRefusals{}
 	}
@@ -446,7 +447,7 @@ func (s *server) listWatches(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	after, err := decodeCursor(c.Query("after"))
+	after, err := s.cursors.decode(c.Query("after"))
 	if err != nil {
 		return err
 	}
@@ -474,11 +475,14 @@ func (s *server) listWatches(c *fiber.Ctx) error {
 		return err
 	}
 	out := api.WatchList{Watches: make([]api.Watch, 0, len(p.Watches)), HeldAside: p.HeldAside}
+	if f.Recipient == "" && !principal(c).Operator() {
+		out.HeldAside = 0 // rows nobody can attribute: the operator's to see
+	}
 	for _, w := range p.Watches {
 		out.Watches = append(out.Watches, toWatch(w))
 	}
 	if p.Next != (store.ID{}) {
-		out.Next = encodeCursor(p.Next)
+		out.Next = s.cursors.encode(p.Next)
 	}
 	return c.JSON(out)
 }
@@ -647,7 +651,7 @@ func (s *server) readMailbox(c *fiber.Ctx) error {
 	ctx, cancel := s.requestContext(c)
 	defer cancel()
 	msgs, err := s.d.Mailboxes.Read(ctx, id, after, limit, wait)
-	if principal(c).Revoked() {
+	if principal(c).Revoked() && !s.stillAuthenticated(c) {
 		return revokedError()
 	}
 	if err != nil {
