@@ -298,22 +298,62 @@ func fatal(err error) bool {
 	return false
 }
 
+// hostFunction is one of vigil's host functions: a JSON request of type Req
+// in the block the plugin passes, a JSON answer of type Resp in the block
+// it gets back. A block that cannot be read or is not a Req is answered
+// fail(invalid, …) without reaching serve; an answer that cannot be
+// encoded is replaced by fail(unavailable, …). answered, when set, sees
+// every answer, those refusals included.
+type hostFunction[Req, Resp any] struct {
+	name                 string // abi.Host*
+	what                 string // the request, in a refusal: "a fetch request"
+	invalid, unavailable string // failure reasons
+	fail                 func(reason, msg string) Resp
+	serve                func(ctx context.Context, req Req) Resp
+	answered             func(Resp)
+}
+
+func (h hostFunction[Req, Resp]) build() extism.HostFunction {
+	f := extism.NewHostFunctionWithStack(h.name, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+		resp := func() Resp {
+			raw, err := p.ReadBytes(stack[0])
+			if err != nil {
+				return h.fail(h.invalid, "unreadable request block")
+			}
+			_ = p.Free(stack[0])
+			var req Req
+			if err := abi.StrictUnmarshal(raw, &req); err != nil {
+				return h.fail(h.invalid, "request is not "+h.what+": "+err.Error())
+			}
+			return h.serve(ctx, req)
+		}()
+		if h.answered != nil {
+			h.answered(resp)
+		}
+		out, err := json.Marshal(resp)
+		if err != nil {
+			out, _ = json.Marshal(h.fail(h.unavailable, "unencodable response"))
+		}
+		off, err := p.WriteBytes(out)
+		if err != nil {
+			panic(fmt.Errorf("%s: writing the response: %w", h.name, err))
+		}
+		stack[0] = off
+	}, []extism.ValueType{extism.ValueTypeI64}, []extism.ValueType{extism.ValueTypeI64})
+	f.SetNamespace(abi.HostNamespace)
+	return f
+}
+
 // fetchHostFunction is vigil_fetch: the plugin's one way to the network.
 // It reads an abi.FetchRequest from kernel memory, asks the Fetcher, and
 // writes back an abi.FetchResponse. It honours the call's context, so a
 // plugin blocked in a fetch is interrupted by its timeout like any other.
 func fetchHostFunction(hc *hostCtx) extism.HostFunction {
-	f := extism.NewHostFunctionWithStack(abi.HostFetch, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-		resp := func() abi.FetchResponse {
-			raw, err := p.ReadBytes(stack[0])
-			if err != nil {
-				return fetchFailure(abi.FetchInvalidRequestOptions, "unreadable request block")
-			}
-			_ = p.Free(stack[0])
-			var req abi.FetchRequest
-			if err := abi.StrictUnmarshal(raw, &req); err != nil {
-				return fetchFailure(abi.FetchInvalidRequestOptions, "request is not a fetch request: "+err.Error())
-			}
+	return hostFunction[abi.FetchRequest, abi.FetchResponse]{
+		name: abi.HostFetch, what: "a fetch request",
+		invalid: abi.FetchInvalidRequestOptions, unavailable: abi.FetchUnavailable,
+		fail: fetchFailure,
+		serve: func(ctx context.Context, req abi.FetchRequest) abi.FetchResponse {
 			kind, entry := hc.get()
 			if !slices.Contains(entry.Capabilities, abi.CapabilityFetch) {
 				return fetchFailure(abi.FetchNotGranted, fmt.Sprintf("kind %s is not granted fetch (setting: kinds.%s.capabilities)", kind, kind))
@@ -322,27 +362,19 @@ func fetchHostFunction(hc *hostCtx) extism.HostFunction {
 				return fetchFailure(abi.FetchUnavailable, "this host has no fetch issuer")
 			}
 			return hc.fetch.Fetch(ctx, FetchCall{Kind: kind, Entry: entry, Request: req, Every: CadenceFrom(ctx)})
-		}()
-		kind, _ := hc.get()
-		outcome := "ok"
-		if resp.Failure != nil {
-			outcome = resp.Failure.Reason
-		}
-		if hc.metrics != nil {
+		},
+		answered: func(resp abi.FetchResponse) {
+			if hc.metrics == nil {
+				return
+			}
+			kind, _ := hc.get()
+			outcome := "ok"
+			if resp.Failure != nil {
+				outcome = resp.Failure.Reason
+			}
 			hc.metrics.Fetch(kind, outcome)
-		}
-		out, err := json.Marshal(resp)
-		if err != nil {
-			out, _ = json.Marshal(fetchFailure(abi.FetchUnavailable, "unencodable response"))
-		}
-		off, err := p.WriteBytes(out)
-		if err != nil {
-			panic(fmt.Errorf("vigil_fetch: writing the response: %w", err))
-		}
-		stack[0] = off
-	}, []extism.ValueType{extism.ValueTypeI64}, []extism.ValueType{extism.ValueTypeI64})
-	f.SetNamespace(abi.HostNamespace)
-	return f
+		},
+	}.build()
 }
 
 // extractionHostFunction is vigil_extraction_failed: the plugin says the
@@ -350,17 +382,11 @@ func fetchHostFunction(hc *hostCtx) extism.HostFunction {
 // is an ExtractionReporter, forgets the validators it stored for them. A
 // kind not granted fetch could have fetched nothing, and is refused.
 func extractionHostFunction(hc *hostCtx) extism.HostFunction {
-	f := extism.NewHostFunctionWithStack(abi.HostExtractionFailed, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-		resp := func() abi.ExtractionFailedResponse {
-			raw, err := p.ReadBytes(stack[0])
-			if err != nil {
-				return extractionFailure(abi.FetchInvalidRequestOptions, "unreadable request block")
-			}
-			_ = p.Free(stack[0])
-			var req abi.ExtractionFailedRequest
-			if err := abi.StrictUnmarshal(raw, &req); err != nil {
-				return extractionFailure(abi.FetchInvalidRequestOptions, "request is not an extraction report: "+err.Error())
-			}
+	return hostFunction[abi.ExtractionFailedRequest, abi.ExtractionFailedResponse]{
+		name: abi.HostExtractionFailed, what: "an extraction report",
+		invalid: abi.FetchInvalidRequestOptions, unavailable: abi.FetchUnavailable,
+		fail: extractionFailure,
+		serve: func(ctx context.Context, req abi.ExtractionFailedRequest) abi.ExtractionFailedResponse {
 			kind, entry := hc.get()
 			if !slices.Contains(entry.Capabilities, abi.CapabilityFetch) {
 				return extractionFailure(abi.FetchNotGranted, fmt.Sprintf("kind %s is not granted fetch (setting: kinds.%s.capabilities)", kind, kind))
@@ -370,19 +396,8 @@ func extractionHostFunction(hc *hostCtx) extism.HostFunction {
 				return extractionFailure(abi.FetchUnavailable, "this host's fetcher keeps no validators")
 			}
 			return r.ExtractionFailed(ctx, ExtractionCall{Kind: kind, Entry: entry, Request: req})
-		}()
-		out, err := json.Marshal(resp)
-		if err != nil {
-			out, _ = json.Marshal(extractionFailure(abi.FetchUnavailable, "unencodable response"))
-		}
-		off, err := p.WriteBytes(out)
-		if err != nil {
-			panic(fmt.Errorf("vigil_extraction_failed: writing the response: %w", err))
-		}
-		stack[0] = off
-	}, []extism.ValueType{extism.ValueTypeI64}, []extism.ValueType{extism.ValueTypeI64})
-	f.SetNamespace(abi.HostNamespace)
-	return f
+		},
+	}.build()
 }
 
 func extractionFailure(reason, msg string) abi.ExtractionFailedResponse {
@@ -393,17 +408,11 @@ func extractionFailure(reason, msg string) abi.ExtractionFailedResponse {
 // the host in the watch's recipient's workspace. Like vigil_fetch it
 // honours the call's context, so the plugin's timeout ends the command.
 func execHostFunction(hc *hostCtx) extism.HostFunction {
-	f := extism.NewHostFunctionWithStack(abi.HostExec, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-		resp := func() abi.ExecResponse {
-			raw, err := p.ReadBytes(stack[0])
-			if err != nil {
-				return execFailure(abi.ExecInvalidRequest, "unreadable request block")
-			}
-			_ = p.Free(stack[0])
-			var req abi.ExecRequest
-			if err := abi.StrictUnmarshal(raw, &req); err != nil {
-				return execFailure(abi.ExecInvalidRequest, "request is not an exec request: "+err.Error())
-			}
+	return hostFunction[abi.ExecRequest, abi.ExecResponse]{
+		name: abi.HostExec, what: "an exec request",
+		invalid: abi.ExecInvalidRequest, unavailable: abi.ExecUnavailable,
+		fail: execFailure,
+		serve: func(ctx context.Context, req abi.ExecRequest) abi.ExecResponse {
 			kind, entry := hc.get()
 			if !slices.Contains(entry.Capabilities, abi.CapabilityExec) || entry.Exec == nil {
 				return execFailure(abi.ExecNotGranted, fmt.Sprintf("kind %s is not granted exec (setting: kinds.%s.exec)", kind, kind))
@@ -412,19 +421,8 @@ func execHostFunction(hc *hostCtx) extism.HostFunction {
 				return execFailure(abi.ExecUnavailable, "this host runs no commands")
 			}
 			return hc.exec.Exec(ctx, ExecCall{Kind: kind, Entry: entry, Recipient: RecipientFrom(ctx), RegisteredBy: RegistrantFrom(ctx), Request: req})
-		}()
-		out, err := json.Marshal(resp)
-		if err != nil {
-			out, _ = json.Marshal(execFailure(abi.ExecUnavailable, "unencodable response"))
-		}
-		off, err := p.WriteBytes(out)
-		if err != nil {
-			panic(fmt.Errorf("vigil_exec: writing the response: %w", err))
-		}
-		stack[0] = off
-	}, []extism.ValueType{extism.ValueTypeI64}, []extism.ValueType{extism.ValueTypeI64})
-	f.SetNamespace(abi.HostNamespace)
-	return f
+		},
+	}.build()
 }
 
 func execFailure(reason, msg string) abi.ExecResponse {
