@@ -221,9 +221,14 @@ func (c *cache) clearValidators(url string) {
 		if r.url != url {
 			continue
 		}
-		r.etag, r.lastModified, r.stored = "", "", nil
-		c.resize(r)
+		c.unstore(r)
 	}
+}
+
+// unstore forgets r's stored validators and response.
+func (c *cache) unstore(r *resource) {
+	r.etag, r.lastModified, r.stored = "", "", nil
+	c.resize(r)
 }
 
 // forget forgets the stored validators and response of key when the
@@ -236,8 +241,7 @@ func (c *cache) forget(key, fp string) bool {
 	if r == nil || r.stored == nil || r.stored.Fingerprint != fp {
 		return false
 	}
-	r.etag, r.lastModified, r.stored = "", "", nil
-	c.resize(r)
+	c.unstore(r)
 	return true
 }
 

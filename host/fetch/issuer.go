@@ -102,12 +102,8 @@ func (i *Issuer) Fetch(ctx context.Context, call plugin.FetchCall) abi.FetchResp
 		return failure(&Error{Reason: abi.FetchUnavailable, Message: "no command id could be made", Err: err})
 	}
 	cid := id.String()
-	cmd, err := Screen(call.Request, i.cfg.MaxTimeout)
-	if err != nil {
-		var fe *Error
-		if !errors.As(err, &fe) {
-			fe = &Error{Reason: abi.FetchInvalidRequestOptions, Message: err.Error(), Err: err}
-		}
+	cmd, fe := i.screen(call.Request)
+	if fe != nil {
 		i.clearValidators(call.Request.URL)
 		return i.refuse(ctx, rawOccasion(cid, call.Kind, call.Request), now, fe)
 	}
@@ -150,6 +146,20 @@ func (i *Issuer) Fetch(ctx context.Context, call plugin.FetchCall) abi.FetchResp
 	}
 }
 
+// screen is Screen under the issuer's MaxTimeout, its refusal as an
+// *Error of the taxonomy.
+func (i *Issuer) screen(req abi.FetchRequest) (Command, *Error) {
+	cmd, err := Screen(req, i.cfg.MaxTimeout)
+	if err == nil {
+		return cmd, nil
+	}
+	var fe *Error
+	if !errors.As(err, &fe) {
+		fe = &Error{Reason: abi.FetchInvalidRequestOptions, Message: err.Error(), Err: err}
+	}
+	return Command{}, fe
+}
+
 // refuse answers a command refused before anything was sent, with a
 // fetch.failed fact and a dead letter.
 func (i *Issuer) refuse(ctx context.Context, o occasion, now time.Time, fe *Error) abi.FetchResponse {
@@ -179,18 +189,14 @@ func (i *Issuer) clearValidators(raw string) {
 // would be, and nothing is sent, held or recorded as a fact.
 func (i *Issuer) ExtractionFailed(_ context.Context, call plugin.ExtractionCall) abi.ExtractionFailedResponse {
 	refuse := func(e *Error) abi.ExtractionFailedResponse {
-		return abi.ExtractionFailedResponse{Failure: &abi.FetchFailure{Reason: e.Reason, Message: e.Message}}
+		return abi.ExtractionFailedResponse{Failure: failure(e).Failure}
 	}
 	fp := call.Request.Fingerprint
 	if len(fp) != sha256.Size*2 || strings.Trim(fp, "0123456789abcdef") != "" {
 		return refuse(invalid("", "fingerprint: want the lowercase hex SHA-256 the fetch answered"))
 	}
-	cmd, err := Screen(call.Request.Request, i.cfg.MaxTimeout)
-	if err != nil {
-		var fe *Error
-		if !errors.As(err, &fe) {
-			fe = invalid("", err.Error())
-		}
+	cmd, fe := i.screen(call.Request.Request)
+	if fe != nil {
 		return refuse(fe)
 	}
 	fetchCall := plugin.FetchCall{Kind: call.Kind, Entry: call.Entry, Request: call.Request.Request}
