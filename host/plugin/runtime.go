@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"maps"
 	"net/netip"
 	"os"
 	"path"
@@ -416,23 +415,19 @@ func (r *Runtime) Reload(ctx context.Context) (Report, error) {
 				Err: fmt.Errorf("registry entry kinds.%s names %s, which is not in the plugin directory", kind, e.Wasm)})
 		}
 	}
-	r.set.Store(next)
-	if dropped := r.register(next); len(dropped) > 0 {
-		// A kind the host serves itself is not this generation's either:
-		// out of what it lists and serves, and in its problems.
-		amended := &pluginSet{kinds: maps.Clone(next.kinds), problems: slices.Clone(next.problems), modules: next.modules, registry: next.registry}
-		for _, ce := range dropped {
-			l, ok := amended.kinds[ce.Kind]
-			if !ok {
-				continue
-			}
-			delete(amended.kinds, ce.Kind)
-			amended.problems = append(amended.problems, &LoadError{File: l.info.File, Kind: ce.Kind, Rule: RuleKindHost,
-				Err: fmt.Errorf("the host serves kind %s itself (%s), so this plugin is not loaded; give the plugin's kind another name", ce.Kind, ce.Holder)})
+	// A kind the host serves itself is not this generation's either: out
+	// of what it lists and serves, and in its problems, before the set is
+	// published.
+	for _, ce := range r.register(next) {
+		l, ok := next.kinds[ce.Kind]
+		if !ok {
+			continue
 		}
-		r.set.Store(amended)
-		next = amended
+		delete(next.kinds, ce.Kind)
+		next.problems = append(next.problems, &LoadError{File: l.info.File, Kind: ce.Kind, Rule: RuleKindHost,
+			Err: fmt.Errorf("the host serves kind %s itself (%s), so this plugin is not loaded; give the plugin's kind another name", ce.Kind, ce.Holder)})
 	}
+	r.set.Store(next)
 	for _, m := range old.modules {
 		if !kept[m] {
 			m.retire(ctx)
