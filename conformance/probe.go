@@ -182,27 +182,24 @@ func probeFetch(f plugin.Fetcher) extism.HostFunction {
 // fake fetch keeps no validators, so there is nothing to forget. It is
 // there so a plugin that imports it can be instantiated at all.
 func probeExtractionFailed() extism.HostFunction {
-	fn := extism.NewHostFunctionWithStack(abi.HostExtractionFailed, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-		out, _ := json.Marshal(abi.ExtractionFailedResponse{})
-		off, err := p.WriteBytes(out)
-		if err != nil {
-			panic(errors.New("vigil_extraction_failed: writing the response"))
-		}
-		stack[0] = off
-	}, []extism.ValueType{extism.ValueTypeI64}, []extism.ValueType{extism.ValueTypeI64})
-	fn.SetNamespace(abi.HostNamespace)
-	return fn
+	return probeConstant(abi.HostExtractionFailed, abi.ExtractionFailedResponse{})
 }
 
 // probeExec is vigil_exec for the probe: the suite runs no commands. It
 // is there so a plugin that imports it can be instantiated at all.
 func probeExec() extism.HostFunction {
-	fn := extism.NewHostFunctionWithStack(abi.HostExec, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
-		out, _ := json.Marshal(abi.ExecResponse{ExitCode: -1,
-			Failure: &abi.FetchFailure{Reason: abi.ExecUnavailable, Message: "the conformance suite runs no commands"}})
+	return probeConstant(abi.HostExec, abi.ExecResponse{ExitCode: -1,
+		Failure: &abi.FetchFailure{Reason: abi.ExecUnavailable, Message: "the conformance suite runs no commands"}})
+}
+
+// probeConstant is the host function name answering resp to every call,
+// whatever the request.
+func probeConstant(name string, resp any) extism.HostFunction {
+	out, _ := json.Marshal(resp)
+	fn := extism.NewHostFunctionWithStack(name, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
 		off, err := p.WriteBytes(out)
 		if err != nil {
-			panic(errors.New("vigil_exec: writing the response"))
+			panic(errors.New(name + ": writing the response"))
 		}
 		stack[0] = off
 	}, []extism.ValueType{extism.ValueTypeI64}, []extism.ValueType{extism.ValueTypeI64})
