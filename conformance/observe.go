@@ -235,24 +235,19 @@ func (s *suite) noWallClockGenerated(ctx context.Context, clocks []guestRuntime)
 		defer mu.Unlock()
 		return len(bad) > 0 || unanswer >= maxRobustnessProblems
 	}
-	each(len(idx), observeWorkers(), stop, func(j int) {
-		params := gs.params[idx[j]]
+	// judge observes params under the default clock and each of clocks,
+	// and names the count it falls in, or (nil) why the clock is blamed.
+	judge := func(params json.RawMessage) (*int, string) {
 		req := abi.ObserveRequest{Kind: s.info.Kind, WatchID: suiteWatchID, Params: params, Now: suiteNow, Attempt: 1}
 		base := s.observe(ctx, s.rt, "", req, answerOK)
 		if !base.answered() {
-			mu.Lock()
-			unanswer++
-			mu.Unlock()
-			return
+			return &unanswer, ""
 		}
 		want := obsKey(base.obs)
 		for _, g := range clocks {
 			c := s.observe(ctx, g.rt, "", req, answerOK)
 			if !c.answered() {
-				mu.Lock()
-				unanswer++
-				mu.Unlock()
-				return
+				return &unanswer, ""
 			}
 			if bytes.Equal(obsKey(c.obs), want) {
 				continue
@@ -262,20 +257,22 @@ func (s *suite) noWallClockGenerated(ctx context.Context, clocks []guestRuntime)
 			// per-instance count, say) can meet want once on another
 			// instance by chance, rarely twice in a row.
 			if !s.sameTwice(ctx, req, want) {
-				mu.Lock()
-				nondet++
-				mu.Unlock()
-				return
+				return &nondet, ""
 			}
-			mu.Lock()
-			bad = append(bad, fmt.Sprintf("params %s: with the guest's wall clock at %s, answered %s; under the default clock %s",
-				clip(params), g.label(), clip(obsKey(c.obs)), clip(want)))
-			mu.Unlock()
+			return nil, fmt.Sprintf("params %s: with the guest's wall clock at %s, answered %s; under the default clock %s",
+				clip(params), g.label(), clip(obsKey(c.obs)), clip(want))
+		}
+		return &compared, ""
+	}
+	each(len(idx), observeWorkers(), stop, func(j int) {
+		n, why := judge(gs.params[idx[j]])
+		mu.Lock()
+		defer mu.Unlock()
+		if n == nil {
+			bad = append(bad, why)
 			return
 		}
-		mu.Lock()
-		compared++
-		mu.Unlock()
+		*n++
 	})
 	if len(bad) > 0 {
 		return Fail, "generated " + bad[0]
