@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/fetch"
 	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/internal/fakeforge"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 )
@@ -36,29 +36,14 @@ func TestMain(m *testing.M) {
 // bound. It starts at the wall clock's instant, because the issuer
 // compares it with the plugin call's deadline, and the runtime's observe
 // timeout (two minutes) outlasts how far a test moves it.
-type stepClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+type stepClock struct{ *fakeclock.Clock }
 
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *stepClock) Wait(ctx context.Context, d time.Duration) error {
-	c.add(d)
+func (c stepClock) Wait(ctx context.Context, d time.Duration) error {
+	c.Add(d)
 	return ctx.Err()
 }
 
-func (c *stepClock) AfterFunc(time.Duration, func()) fetch.Timer { return stopped{} }
-
-func (c *stepClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+func (stepClock) AfterFunc(time.Duration, func()) fetch.Timer { return stopped{} }
 
 type stopped struct{}
 
@@ -106,7 +91,7 @@ const loopbackGrant = `{"capabilities":["fetch"],"fetch_hosts":["127.0.0.1"],"pr
 func TestFourTicketWatchesOneReadAMinute(t *testing.T) {
 	forge := fakeforge.New(t)
 	forge.SetIssue("o/r", 7, fakeforge.Issue{Title: "crash on start", State: "open", Body: "steps", Comments: 1})
-	clock := &stepClock{now: time.Now()}
+	clock := stepClock{fakeclock.At(time.Now())}
 	rt := runtime(t, "ticket", `{"kinds":{"ticket":`+loopbackGrant+`}}`, clock)
 	params, _ := json.Marshal(map[string]any{"forge": "github", "api_base": forge.URL(), "repo": "o/r", "number": 7, "token_ref": "forge"})
 	ctx := plugin.WithCadence(context.Background(), time.Minute)
@@ -121,7 +106,7 @@ func TestFourTicketWatchesOneReadAMinute(t *testing.T) {
 		if len(obs.Baseline) > 0 {
 			baselines[w] = obs.Baseline
 		}
-		clock.add(15 * time.Second)
+		clock.Add(15 * time.Second)
 	}
 	if n := forge.Requests("/repos/o/r/issues/7"); n != 2 {
 		t.Fatalf("%d reads of the issue for four watches over two minutes, want 2 (paths %v)", n, forge.Paths())
@@ -143,7 +128,7 @@ func TestHTTPExtractionFailureForgetsValidators(t *testing.T) {
 		_, _ = w.Write([]byte("<html>maintenance</html>"))
 	}))
 	t.Cleanup(origin.Close)
-	clock := &stepClock{now: time.Now()}
+	clock := stepClock{fakeclock.At(time.Now())}
 	rt := runtime(t, "http", `{"kinds":{"http":`+loopbackGrant+`}}`, clock)
 	params, _ := json.Marshal(map[string]any{"url": origin.URL + "/health", "expect": map[string]any{"json_path": map[string]any{"path": "status", "equals": "ok"}}})
 	for probe := range 3 {
@@ -151,7 +136,7 @@ func TestHTTPExtractionFailureForgetsValidators(t *testing.T) {
 		if err != nil || obs.Status != abi.StatusPending || obs.Note != "body is not JSON" {
 			t.Fatalf("probe %d: %+v %v", probe, obs, err)
 		}
-		clock.add(30 * time.Second)
+		clock.Add(30 * time.Second)
 	}
 	if n := conditional.Load(); n != 0 {
 		t.Fatalf("%d conditional requests after a failed extraction", n)
