@@ -55,6 +55,9 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
+// Wait moves the clock on by d, as the wait would, and returns once the
+// timers it reached have run: with ctx's error if one of them ended it,
+// as a real wait that a timer interrupts does.
 func (c *fakeClock) Wait(ctx context.Context, d time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -62,8 +65,8 @@ func (c *fakeClock) Wait(ctx context.Context, d time.Duration) error {
 	c.mu.Lock()
 	c.waits = append(c.waits, d)
 	c.mu.Unlock()
-	c.Advance(d)
-	return nil
+	c.advance(d).Wait()
+	return ctx.Err()
 }
 
 func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
@@ -86,7 +89,11 @@ func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
 }
 
 // Advance moves the clock on by d and fires the timers it reaches.
-func (c *fakeClock) Advance(d time.Duration) {
+func (c *fakeClock) Advance(d time.Duration) { c.advance(d) }
+
+// advance is Advance; the WaitGroup is done when the fired timers' calls
+// have returned.
+func (c *fakeClock) advance(d time.Duration) *sync.WaitGroup {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
 	var due []func()
@@ -103,9 +110,11 @@ func (c *fakeClock) Advance(d time.Duration) {
 	}
 	c.timers = live
 	c.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, f := range due {
-		go f()
+		wg.Go(f)
 	}
+	return &wg
 }
 
 // awaitTimer waits until a live timer is due at exactly now+d: one armed

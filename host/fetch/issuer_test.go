@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -597,6 +598,42 @@ func TestWholeFetchBound(t *testing.T) {
 	}
 	if dls, _ := h.DeadLetters(t.Context(), 0, 10); len(dls) != 0 {
 		t.Fatalf("a fetch past its bound was dead-lettered: %+v", dls)
+	}
+}
+
+// The wait for the origin's turn is the issuer's own, not an operation
+// of the fetch: the command's timeout does not run through it. A resolve
+// that takes 0.6 s and then a wait of 0.9 s for the origin, under a
+// timeout of 1 s, is no timeout, though the request goes 1.5 s after the
+// fetch began.
+func TestPacingWaitIsNoOperation(t *testing.T) {
+	srv := newOrigin(t, nil)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	var slow atomic.Bool
+	var h *harness
+	res := &fakeResolver{answer: func(string, int64) ([]netip.Addr, error) {
+		if slow.Swap(false) {
+			h.clock.Advance(600 * time.Millisecond)
+		}
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}}
+	h = newHarness(t, Config{Resolver: res, MinInterval: 1500 * time.Millisecond})
+	entry := loopback()
+	entry.FetchHosts = []string{"inside.test"}
+	call := func(path string) plugin.FetchCall {
+		return plugin.FetchCall{Kind: "probe", Entry: entry,
+			Request: abi.FetchRequest{Method: "GET", URL: "http://inside.test:" + port + path, TimeoutSeconds: 1}}
+	}
+	if r := h.Fetch(t.Context(), call("/a")); r.Failure != nil {
+		t.Fatal(r.Failure)
+	}
+	slow.Store(true)
+	r := h.Fetch(t.Context(), call("/b"))
+	if r.Failure != nil || string(r.Body) != "hello" {
+		t.Fatalf("answer %+v %+v", r, r.Failure)
+	}
+	if w := h.clock.Waits(); len(w) != 1 || w[0] != 900*time.Millisecond {
+		t.Fatalf("waits %v, want one of 0.9 s", w)
 	}
 }
 
