@@ -22,12 +22,15 @@ func TestMetricsAreExposed(t *testing.T) {
 	m.PluginCall("timer", "observe", "timeout", 5*time.Second)
 	m.Probe("timer", "pending")
 	m.Lag("timer", 30*time.Millisecond)
+	m.Lag("early", -time.Second)
 	m.Ready(7)
 	m.Delivery(store.ReceiptDelivered, "mailbox")
 	m.Fetch("ci", "rate_limited")
 	m.FetchNotHeld()
 	m.Record("duplicate")
 	m.Route("appended")
+	m.Push(store.PushSending)
+	m.Refused("GET /api/v1/watches/:id", "not_found")
 
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -42,6 +45,9 @@ func TestMetricsAreExposed(t *testing.T) {
 		`vigil_fetch_not_held_total 1`,
 		`vigil_probe_lag_seconds_bucket{kind="timer",le="0.025"} 0`,
 		`vigil_probe_lag_seconds_bucket{kind="timer",le="0.05"} 1`,
+		// A probe that started before it was due is on time, never a
+		// negative lag that would take from the sum.
+		`vigil_probe_lag_seconds_sum{kind="early"} 0`,
 		`vigil_ready_queue_depth 7`,
 		`vigil_plugin_call_seconds_bucket{export="observe",kind="timer",outcome="timeout",le="2.5"} 0`,
 		`vigil_plugin_call_seconds_bucket{export="observe",kind="timer",outcome="timeout",le="5"} 1`,
@@ -49,6 +55,8 @@ func TestMetricsAreExposed(t *testing.T) {
 		`vigil_fetches_total{kind="ci",outcome="rate_limited"} 1`,
 		`vigil_observed_records_total{outcome="duplicate"} 1`,
 		`vigil_observed_routed_total{action="appended"} 1`,
+		`vigil_webhook_pushes_total{state="sending"} 1`,
+		`vigil_api_refusals_total{code="not_found",route="GET /api/v1/watches/:id"} 1`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(string(body), want) {
