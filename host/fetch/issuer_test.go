@@ -494,6 +494,30 @@ func TestTimeout(t *testing.T) {
 	}
 }
 
+// A call whose deadline has passed by the issuer's clock is answered a
+// timeout at once: nothing is sent, and there is no fact and no dead
+// letter, since nothing was tried and nothing refused.
+func TestDeadlinePassedSendsNothing(t *testing.T) {
+	srv := newOrigin(t, nil)
+	h := newHarness(t, Config{})
+	// The fake clock's now is years ahead of the wall clock, so the
+	// context itself is not done: only the issuer's comparison ends it.
+	ctx, cancel := context.WithDeadline(t.Context(), h.clock.Now())
+	defer cancel()
+	if resp := h.Fetch(ctx, get(srv.URL)); reason(resp) != abi.FetchTimeout {
+		t.Fatalf("answer %+v", resp.Failure)
+	}
+	if srv.count.Load() != 0 {
+		t.Fatal("the request reached the origin")
+	}
+	if facts := h.events(t, StreamFacts); len(facts) != 0 {
+		t.Fatalf("%d facts", len(facts))
+	}
+	if dls, _ := h.DeadLetters(t.Context(), 0, 10); len(dls) != 0 {
+		t.Fatalf("dead letters %+v", dls)
+	}
+}
+
 // trickle is an origin that answers its headers and a first chunk at once,
 // then one more chunk each time next is sent to, until it closes or the
 // test ends.
