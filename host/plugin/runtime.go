@@ -300,9 +300,7 @@ type Registrar interface {
 	Explain(source string, f func(name string) error)
 }
 
-// kindOf is the loaded kind info as a kind.Kind served by r.
-func kindOf(r *Runtime, info Info) kind.Kind { return runtimeKind{r, info} }
-
+// runtimeKind is a loaded kind's info as a kind.Kind served by r.
 type runtimeKind struct {
 	r    *Runtime
 	info Info
@@ -333,7 +331,7 @@ func (r *Runtime) register(set *pluginSet) (dropped []*kind.ConflictError) {
 		for _, l := range set.kinds {
 			// Each call goes through the runtime, so it reaches the
 			// generation in force when it is made.
-			ks = append(ks, kindOf(r, l.info))
+			ks = append(ks, runtimeKind{r, l.info})
 		}
 		sort.Slice(ks, func(i, j int) bool { return ks[i].Info().Kind < ks[j].Info().Kind })
 	}
