@@ -49,9 +49,7 @@ func (w *watchdog) progress() {
 	if w.stopped {
 		return
 	}
-	if w.t != nil {
-		w.t.Stop()
-	}
+	w.disarm()
 	w.t = w.clock.AfterFunc(w.d, w.fire)
 }
 
@@ -59,10 +57,7 @@ func (w *watchdog) progress() {
 func (w *watchdog) pause() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.t != nil {
-		w.t.Stop()
-		w.t = nil
-	}
+	w.disarm()
 }
 
 // stop disarms it for good.
@@ -70,6 +65,11 @@ func (w *watchdog) stop() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.stopped = true
+	w.disarm()
+}
+
+// disarm stops the timer, if one is armed. w.mu is held.
+func (w *watchdog) disarm() {
 	if w.t != nil {
 		w.t.Stop()
 		w.t = nil
