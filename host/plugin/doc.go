@@ -28,7 +28,7 @@
 //     and no Extism http_request (allowed hosts stay empty). Their one way
 //     out is the host function vigil_fetch, which answers only kinds granted
 //     the fetch capability and hands the request to the injected Fetcher,
-//     with the cadence of the watch being observed (WithCadence, put on the
+//     with the cadence of the watch being observed (kind.WithCadence, put on the
 //     call's context by the scheduler, as the recipient is for vigil_exec):
 //     the issuer serves a watch a held result younger than its cadence.
 //
