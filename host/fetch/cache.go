@@ -59,13 +59,9 @@ type resource struct {
 	size  int64
 }
 
-// freshUntil is when held stops being fresh; the zero time without one.
-func (r *resource) freshUntil() time.Time {
-	if r.held == nil {
-		return time.Time{}
-	}
-	return r.heldAt.Add(r.span)
-}
+// freshUntil is when held stops being fresh (the zero time before put
+// first holds one).
+func (r *resource) freshUntil() time.Time { return r.heldAt.Add(r.span) }
 
 func (r *resource) fresh(now time.Time) bool { return now.Before(r.freshUntil()) }
 
@@ -167,7 +163,7 @@ func (c *cache) validators(key string) validators {
 
 // update is what one origin request left for a resource.
 type update struct {
-	held *abi.FetchResponse // nil: hold nothing
+	held *abi.FetchResponse // the result to hold: every origin request's
 	// keep: the stored response and validators stay as they are;
 	// otherwise they are replaced by stored/etag/lastModified (all empty
 	// clears them).
@@ -188,10 +184,8 @@ func (c *cache) put(key, url string, now time.Time, u update, hold time.Duration
 		c.m[key] = r
 		heap.Push(&c.order, r)
 	}
-	if u.held != nil {
-		r.held, r.heldAt = u.held, now
-		r.span, r.seen = max(hold, r.seen), hold
-	}
+	r.held, r.heldAt = u.held, now
+	r.span, r.seen = max(hold, r.seen), hold
 	if !u.keep {
 		r.stored, r.etag, r.lastModified = u.stored, u.etag, u.lastModified
 	}
