@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/api"
 	"pgregory.net/rapid"
 )
 
@@ -31,12 +32,12 @@ func TestADuplicateSpendsNoBudget(t *testing.T) {
 				}
 			}
 			_, err := r.record("watcher", Record{Item: "m0", Thread: "T", Text: "edited", Run: "read-1"})
-			wantCode(t, err, CodeOnceConflict)
+			wantCode(t, err, api.CodeOnceConflict)
 			r.mustRecord("watcher", Record{Item: "m1", Thread: "T", Text: "b", Run: "read-1"})
 			// The budget is spent: a new item is refused, a repeat still is
 			// a duplicate, and a conflict still a conflict.
 			_, err = r.record("watcher", Record{Item: "m2", Thread: "T", Run: "read-1"})
-			wantCode(t, err, CodeRateLimited)
+			wantCode(t, err, api.CodeRateLimited)
 			for _, item := range []string{"m0", "m1"} {
 				text := map[string]string{"m0": "a", "m1": "b"}[item]
 				got, err := r.record("watcher", Record{Item: item, Thread: "T", Text: text, Run: "read-1"})
@@ -45,7 +46,7 @@ func TestADuplicateSpendsNoBudget(t *testing.T) {
 				}
 			}
 			_, err = r.record("watcher", Record{Item: "m1", Thread: "T", Text: "edited", Run: "read-1"})
-			wantCode(t, err, CodeOnceConflict)
+			wantCode(t, err, api.CodeOnceConflict)
 		})
 	}
 }
@@ -66,7 +67,7 @@ func TestConcurrentRepeatsSpendOneToken(t *testing.T) {
 	r.mustRecord("watcher", Record{Item: "m1", Thread: "T"})
 	r.mustRecord("watcher", Record{Item: "m2", Thread: "T"})
 	_, err := r.record("watcher", Record{Item: "m3", Thread: "T"})
-	wantCode(t, err, CodeRateLimited)
+	wantCode(t, err, api.CodeRateLimited)
 }
 
 // The per-minute budget applies per run of a principal: a run over it is
@@ -79,7 +80,7 @@ func TestRecordingIsBudgetedPerRun(t *testing.T) {
 		r.mustRecord("watcher", Record{Item: fmt.Sprint("a", i), Thread: "T", Run: "nightly@1"})
 	}
 	_, err := r.record("watcher", Record{Item: "a3", Thread: "T", Run: "nightly@1"})
-	e := wantCode(t, err, CodeRateLimited)
+	e := wantCode(t, err, api.CodeRateLimited)
 	if e.RetryAfter < 19900*time.Millisecond || e.RetryAfter > 20*time.Second || !strings.Contains(e.Message, `run "nightly@1"`) {
 		t.Fatalf("refusal: %v, retry after %s", e, e.RetryAfter)
 	}
@@ -88,7 +89,7 @@ func TestRecordingIsBudgetedPerRun(t *testing.T) {
 	r.mustRecord("script", Record{Item: "d0", Thread: "T", Run: "nightly@1"})
 	r.clock.Add(20*time.Second - time.Nanosecond)
 	_, err = r.record("watcher", Record{Item: "a3", Thread: "T", Run: "nightly@1"})
-	wantCode(t, err, CodeRateLimited)
+	wantCode(t, err, api.CodeRateLimited)
 	r.clock.Add(time.Nanosecond)
 	r.mustRecord("watcher", Record{Item: "a3", Thread: "T", Run: "nightly@1"})
 
@@ -98,7 +99,7 @@ func TestRecordingIsBudgetedPerRun(t *testing.T) {
 		r.mustRecord("watcher", Record{Item: fmt.Sprint("c", i+1), Thread: "T"})
 	}
 	_, err = r.record("watcher", Record{Item: "c4", Thread: "T"})
-	if e := wantCode(t, err, CodeRateLimited); !strings.Contains(e.Message, "unnamed run") {
+	if e := wantCode(t, err, api.CodeRateLimited); !strings.Contains(e.Message, "unnamed run") {
 		t.Fatalf("refusal: %v", e)
 	}
 }
@@ -109,12 +110,12 @@ func TestBothBudgetsOrNeither(t *testing.T) {
 	r := newRig(t, helpConfig("watcher"), func(o *Options) { o.Rate, o.Burst, o.RunPerMinute = 0.001, 2, 1 })
 	r.mustRecord("watcher", Record{Item: "m1", Thread: "T", Run: "a"})
 	_, err := r.record("watcher", Record{Item: "m2", Thread: "T", Run: "a"})
-	if e := wantCode(t, err, CodeRateLimited); !strings.Contains(e.Message, `run "a"`) {
+	if e := wantCode(t, err, api.CodeRateLimited); !strings.Contains(e.Message, `run "a"`) {
 		t.Fatalf("refusal: %v", e)
 	}
 	r.mustRecord("watcher", Record{Item: "m3", Thread: "T", Run: "b"})
 	_, err = r.record("watcher", Record{Item: "m4", Thread: "T", Run: "c"})
-	if e := wantCode(t, err, CodeRateLimited); !strings.Contains(e.Message, "recording rate") || e.RetryAfter < time.Minute {
+	if e := wantCode(t, err, api.CodeRateLimited); !strings.Contains(e.Message, "recording rate") || e.RetryAfter < time.Minute {
 		t.Fatalf("refusal: %v, retry after %s", e, e.RetryAfter)
 	}
 }
@@ -138,7 +139,7 @@ func TestRunBudgetsAreSwept(t *testing.T) {
 		r.mustRecord("watcher", Record{Item: fmt.Sprint("hot-again", i), Thread: "T", Run: "hot"})
 	}
 	_, err := r.record("watcher", Record{Item: "hot-over", Thread: "T", Run: "hot"})
-	wantCode(t, err, CodeRateLimited)
+	wantCode(t, err, api.CodeRateLimited)
 }
 
 // Under any sequence of takes, refunds and clock steps, a bucket never

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -14,7 +15,7 @@ func (ob *Observer) ListWork(ctx context.Context, scope string, st store.WorkSta
 		return nil, fmt.Errorf("%w %q", ErrUnknownScope, scope)
 	}
 	if st != "" && !st.Valid() {
-		return nil, &Error{Code: CodeInvalidField, Field: "state", Message: "want open or completed"}
+		return nil, &api.Error{Code: api.CodeInvalidField, Field: "state", Message: "want open or completed"}
 	}
 	return ob.o.Store.ListWork(ctx, scope, st)
 }
@@ -66,7 +67,7 @@ func (ob *Observer) completed(ctx context.Context, id store.ID) func(store.Work,
 
 func workError(err error) error {
 	if errors.Is(err, store.ErrWorkConflict) {
-		return &Error{Code: CodeWorkConflict, Message: err.Error()}
+		return &api.Error{Code: api.CodeWorkConflict, Message: err.Error()}
 	}
 	return err
 }
