@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -486,27 +485,9 @@ func TestDeadLettersRead(t *testing.T) {
 // The reporter is the token's principal, never a body field; a rate
 // limited record says when to retry; an item's text reaches no log line.
 func TestObserveRecordOverHTTP(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
-	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fixedClock{t0}, Rate: 0.001, Burst: 1}, observeConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
 	var logs bytes.Buffer
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}, Observe: ob,
-		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
-		Options{Auth: authztest.Guard(t, map[string]string{"token-of-the-tester-0123": "tester", "token-of-mallory-0123456": "mallory"})})
-	do := func(token, body string) (*http.Response, []byte) {
-		req := httptest.NewRequest("POST", "/api/v1/scopes/support/observe", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := app.Test(req, 5000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		return resp, b
-	}
+	post := recordApp(t, 1, &logs)
+	do := func(token, body string) (*http.Response, []byte) { return post(token, "support", body) }
 	const secretText = "customer card 4111-1111"
 	resp, b := do("token-of-the-tester-0123", `{"item":"m1","thread":"T","text":"`+secretText+`"}`)
 	var got api.ObserveResult
