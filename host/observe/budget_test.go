@@ -118,6 +118,52 @@ func TestBothBudgetsOrNeither(t *testing.T) {
 	if e := wantCode(t, err, api.CodeRateLimited); !strings.Contains(e.Message, "recording rate") || e.RetryAfter < time.Minute {
 		t.Fatalf("refusal: %v, retry after %s", e, e.RetryAfter)
 	}
+	// Both budgets empty: the refusal names the principal's, which the
+	// reporter cannot escape by naming another run.
+	_, err = r.record("watcher", Record{Item: "m5", Thread: "T", Run: "a"})
+	if e := wantCode(t, err, api.CodeRateLimited); !strings.Contains(e.Message, "recording rate") {
+		t.Fatalf("refusal with both budgets empty: %v", e)
+	}
+}
+
+// A clock that steps back refills nothing and takes nothing away: the
+// bucket keeps its tokens as of the latest instant it saw.
+func TestBudgetClockSteppingBack(t *testing.T) {
+	b := newBudgets(limit{rate: 1, size: 2}, limit{})
+	later := t0.Add(time.Minute)
+	if _, ok := b.take("w", "", later); !ok {
+		t.Fatal("the first take was refused")
+	}
+	if ref, ok := b.take("w", "", t0); !ok {
+		t.Fatalf("a take a minute back was refused (wait %s): the step back cost tokens", ref.wait)
+	}
+	if _, ok := b.take("w", "", later); ok {
+		t.Fatal("a third take from a bucket of two: the step back refilled it")
+	}
+}
+
+// Sweeps are amortized: none below minSweep run buckets, and after one
+// the next waits until the map has doubled what it kept.
+func TestRunBudgetSweepsAreAmortized(t *testing.T) {
+	b := newBudgets(limit{}, limit{rate: 1.0 / 3600, size: 1})
+	for i := range minSweep - 1 {
+		b.take("w", fmt.Sprint("old-", i), t0)
+	}
+	full := t0.Add(2 * time.Hour) // every old bucket is full again
+	b.take("w", "new-0", full)
+	if n := len(b.runs); n != minSweep {
+		t.Fatalf("%d run buckets below the sweep threshold, want all %d kept", n, minSweep)
+	}
+	b.take("w", "new-1", full) // at the threshold: the full ones go
+	if n := len(b.runs); n != 2 || b.sweepAt != minSweep {
+		t.Fatalf("after a sweep: %d buckets, next sweep at %d; want 2 and %d", n, b.sweepAt, minSweep)
+	}
+	for i := range minSweep {
+		b.take("w", fmt.Sprint("busy-", i), full) // none refills: the sweep at minSweep keeps them all
+	}
+	if b.sweepAt != 2*minSweep || len(b.runs) != minSweep+2 {
+		t.Fatalf("%d buckets, next sweep at %d; want %d and %d", len(b.runs), b.sweepAt, minSweep+2, 2*minSweep)
+	}
 }
 
 // Run ids are the reporter's, so their buckets must not pile up: a bucket
