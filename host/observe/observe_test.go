@@ -107,6 +107,19 @@ func (r *rig) open() []store.Work {
 	return ws
 }
 
+// complete completes the Work as whoever claims it now.
+func (r *rig) complete(id store.ID) {
+	r.t.Helper()
+	ctx := context.Background()
+	w, _, err := r.ob.GetWork(ctx, id)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if _, err := r.ob.CompleteWorkAs(ctx, id, w.ClaimedBy); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
 func wantCode(t *testing.T, err error, code string) *api.Error {
 	t.Helper()
 	var e *api.Error
@@ -273,9 +286,7 @@ func TestObservedThreadParksAndWakes(t *testing.T) {
 	}
 	// After the Work completes, later items start nothing and the parked
 	// watch is told.
-	if _, err := r.ob.CompleteWork(ctx, w.ID); err != nil {
-		t.Fatal(err)
-	}
+	r.complete(w.ID)
 	r.stack.Scheduler.Tick(ctx, r.clock.Now())
 	r.mustRecord("script", Record{Item: "m3", Thread: "T", Text: "after the end"})
 	r.route()
@@ -318,9 +329,7 @@ func TestThreadWatchAdmission(t *testing.T) {
 			other = ow
 		}
 	}
-	if _, err := r.ob.CompleteWork(ctx, other.ID); err != nil {
-		t.Fatal(err)
-	}
+	r.complete(other.ID)
 	_, err := r.stack.Scheduler.Register(ctx, scheduler.Registration{Kind: WorkKind, Params: json.RawMessage(`{"work_id":"` + other.ID.String() + `"}`), Recipient: store.Recipient{ID: "a"}})
 	var ref *plugin.Refusal
 	if !errors.As(err, &ref) || ref.Field != "params.work_id" || !strings.Contains(ref.Message, "completed") {

@@ -29,7 +29,6 @@ type Store interface {
 	WorkInputs(ctx context.Context, id store.ID, after int) ([]store.WorkInput, error)
 	ListWork(ctx context.Context, scope string, st store.WorkState) ([]store.Work, error)
 	ClaimWork(ctx context.Context, id store.ID, recipient string, now time.Time) (store.Work, error)
-	CompleteWork(ctx context.Context, id store.ID, now time.Time) (store.Work, error)
 	CompleteWorkAs(ctx context.Context, id store.ID, now time.Time, claimedBy string) (store.Work, error)
 	ConsumeWork(ctx context.Context, id store.ID, n int) (store.Work, error)
 }
