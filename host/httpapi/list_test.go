@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
@@ -224,15 +223,9 @@ func TestHeldAsideOnlyWhereItCanBeAttributed(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			app := New(Deps{Watches: heldWatches{held: 2}}, Options{Auth: authztest.Guard(t, map[string]string{token: "agent-1"}, tt.roles...)})
-			req := httptest.NewRequest("GET", "/api/v1/watches"+tt.query, nil)
-			req.Header.Set("Authorization", "Bearer "+token)
-			resp, err := app.Test(req, 5000)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
+			resp, b := call(t, app, token, "GET", "/api/v1/watches"+tt.query, "")
 			var l api.WatchList
-			if err := json.NewDecoder(resp.Body).Decode(&l); resp.StatusCode != 200 || err != nil || l.HeldAside != tt.want {
+			if err := json.Unmarshal(b, &l); resp.StatusCode != 200 || err != nil || l.HeldAside != tt.want {
 				t.Fatalf("%d %+v %v, want held_aside %d", resp.StatusCode, l, err, tt.want)
 			}
 		})

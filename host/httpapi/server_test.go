@@ -109,19 +109,30 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) do(t *testing.T, method, path, body string) (int, []byte) {
 	t.Helper()
+	resp, b := call(t, f.app, "", method, path, body)
+	return resp.StatusCode, b
+}
+
+// call sends one JSON request to app, with token as its bearer token when
+// it is set, and reads the whole answer.
+func call(t *testing.T, app *fiber.App, token, method, path, body string) (*http.Response, []byte) {
+	t.Helper()
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
 	}
 	req := httptest.NewRequest(method, path, r)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := f.app.Test(req, 5000)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := app.Test(req, 10_000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	_ = resp.Body.Close()
+	return resp, b
 }
 
 func TestErrorCodes(t *testing.T) {
