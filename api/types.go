@@ -294,7 +294,8 @@ type WorkInput struct {
 }
 
 // Work is a durable work item: one per observed thread. Inputs is set
-// when one Work is read, claimed or completed.
+// when one Work is read or claimed (completing answers the Work without
+// them).
 type Work struct {
 	ID          string      `json:"id"`
 	Scope       string      `json:"scope"`

@@ -110,11 +110,9 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		return nil, errors.New("host: the data directory must not be empty")
 	}
 	h := &Host{log: log}
-	policy := authz.Local()
-	if len(cfg.Tokens) > 0 {
-		if policy, err = authz.Compile(cfg.Tokens); err != nil {
-			return nil, fmt.Errorf("tokens: %w", err)
-		}
+	policy, err := policyOf(cfg.Tokens)
+	if err != nil {
+		return nil, fmt.Errorf("tokens: %w", err)
 	}
 	h.Auth = authz.NewGuard(policy)
 	defer func() {
@@ -239,13 +237,10 @@ func (h *Host) Reload(ctx context.Context, next *Reloaded) {
 }
 
 func (h *Host) reloadTokens(tokens []authz.Token) {
-	policy := authz.Local()
-	if len(tokens) > 0 {
-		var err error
-		if policy, err = authz.Compile(tokens); err != nil {
-			h.log.Error("config reload failed; keeping the tokens in force", "err", err)
-			return
-		}
+	policy, err := policyOf(tokens)
+	if err != nil {
+		h.log.Error("config reload failed; keeping the tokens in force", "err", err)
+		return
 	}
 	revoked, err := h.Auth.Swap(policy)
 	if err != nil {
@@ -253,6 +248,14 @@ func (h *Host) reloadTokens(tokens []authz.Token) {
 		return
 	}
 	h.log.Info("tokens reloaded", "principals", policy.Principals(), "revoked", revoked)
+}
+
+// policyOf compiles tokens, or is the local policy when there are none.
+func policyOf(tokens []authz.Token) (*authz.Policy, error) {
+	if len(tokens) == 0 {
+		return authz.Local(), nil
+	}
+	return authz.Compile(tokens)
 }
 
 // Close releases what New built, in the reverse order: the plugin runtime,

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -222,6 +223,27 @@ func TestListWatchesPages(t *testing.T) {
 	wantAPIError(t, err, api.CodeInvalidField, "after", "")
 	_, err = f.c.ListWatches(ctx, client.WatchQuery{Kind: "Not A Kind"})
 	wantAPIError(t, err, api.CodeInvalidField, "kind", "")
+}
+
+// A server answering a cursor with itself would keep AllWatches paging
+// forever: it stops with an error after the first repeat, keeping what
+// it read.
+func TestAllWatchesStopsOnARepeatedCursor(t *testing.T) {
+	var pages atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := pages.Add(1)
+		if n > 3 {
+			http.Error(w, "paged past the repeat", http.StatusTeapot)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"watches":[{"id":"w%d"}],"next":"c1"}`, n)
+	}))
+	defer srv.Close()
+	all, err := client.New(srv.URL).AllWatches(context.Background(), client.WatchQuery{})
+	if err == nil || !strings.Contains(err.Error(), "with itself") || pages.Load() != 2 || len(all.Watches) != 2 {
+		t.Fatalf("%d pages, %d watches, %v", pages.Load(), len(all.Watches), err)
+	}
 }
 
 // Every refusal comes back as the envelope's *api.Error, field and setting

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -166,7 +167,7 @@ func loadSettings(flags *pflag.FlagSet, getenv func(string) string) (settings, e
 	}
 	fileSource := path
 	sources := map[string]string{}
-	for _, k := range []string{"listen", "data", "plugin_cache", "plugins", "workers", "fsync", "webhook_allow", "recipient_max_refs", "recipient_max_pending", "tokens", "fetch", "secrets", "observe", "scopes"} {
+	for _, k := range yamlKeys(reflect.TypeFor[settings]()) {
 		sources[k] = fileSource
 		if fileSource == "" {
 			sources[k] = "the default"

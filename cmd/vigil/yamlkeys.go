@@ -94,21 +94,37 @@ func keyName(k *yaml.Node) string {
 	return k.Value
 }
 
+// yamlName is the key that names f in a document, or "" for a field
+// yaml does not read.
+func yamlName(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	switch tag {
+	case "-":
+		return ""
+	case "":
+		return strings.ToLower(f.Name)
+	}
+	return tag
+}
+
+// yamlKeys is every key of struct type t.
+func yamlKeys(t reflect.Type) []string {
+	var keys []string
+	for i := range t.NumField() {
+		if k := yamlName(t.Field(i)); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
 // structFieldByTag is t's field whose yaml name is name.
 func structFieldByTag(t reflect.Type, name string) (reflect.StructField, bool) {
 	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if tag == "-" {
-			continue
-		}
-		if tag == "" {
-			tag = strings.ToLower(f.Name)
-		}
-		if tag == name {
+		if f := t.Field(i); name != "" && yamlName(f) == name {
 			return f, true
 		}
 	}

@@ -198,6 +198,8 @@ func (p *Policy) Principals() int { return len(p.tokens) }
 
 // Principal is an authenticated principal and what its grant allows.
 type Principal struct {
+	// Name is never empty (Compile checks it, Local's is LocalName), so a
+	// row no principal registered (RegisteredBy "") is nobody's.
 	Name                          string
 	actFor, registerFor, scopes   []string
 	orchestrator, operator, admin bool
@@ -298,9 +300,9 @@ func (p *Principal) Allows(a Action) bool {
 	case Register:
 		return p.ActsFor(a.Recipient) || p.orchestrator && matchAny(p.registerFor, a.Recipient)
 	case SeeWatch:
-		return p.operator || p.ActsFor(a.Recipient) || a.RegisteredBy != "" && a.RegisteredBy == p.Name
+		return p.operator || p.ActsFor(a.Recipient) || a.RegisteredBy == p.Name
 	case ChangeWatch:
-		return p.ActsFor(a.Recipient) || a.RegisteredBy != "" && a.RegisteredBy == p.Name
+		return p.ActsFor(a.Recipient) || a.RegisteredBy == p.Name
 	case ListRegistered:
 		return p.operator || a.RegisteredBy == p.Name
 	case ReadScope:

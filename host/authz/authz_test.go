@@ -118,6 +118,37 @@ func TestAllows(t *testing.T) {
 	}
 }
 
+// Unclaimed Work has no recipient: acting for every recipient is not
+// working every scope.
+func TestActingForAllSeesNoUnclaimedWork(t *testing.T) {
+	pr := principalOf(t, compile(t, Token{Principal: "all", Token: tokTeam, Grant: Grant{Recipients: []string{"*"}}}), tokTeam)
+	for _, r := range []struct {
+		a    Action
+		want bool
+	}{
+		{Action{Verb: SeeWork, Scope: "billing"}, false},
+		{Action{Verb: SeeWork, Scope: "billing", Recipient: "anyone"}, true},
+		{Action{Verb: WorkScope, Scope: "billing"}, false},
+	} {
+		if got := pr.Allows(r.a); got != r.want {
+			t.Errorf("%+v: %v, want %v", r.a, got, r.want)
+		}
+	}
+}
+
+// A reload between no tokens and no tokens changes nothing; one from no
+// tokens to tokens revokes the local principal, so what it held open ends.
+func TestSwapFromTheLocalPolicy(t *testing.T) {
+	g := NewGuard(Local())
+	local := principalOf(t, g.Policy(), "")
+	if n, err := g.Swap(Local()); n != 0 || err != nil || local.Revoked() || principalOf(t, g.Policy(), "") != local {
+		t.Fatalf("no tokens to none: revoked %d, %v; local revoked %v", n, err, local.Revoked())
+	}
+	if n, err := g.Swap(policy(t)); n != 1 || err != nil || !local.Revoked() || g.Policy().Open() {
+		t.Fatalf("no tokens to tokens: revoked %d, %v; local revoked %v", n, err, local.Revoked())
+	}
+}
+
 // The refusal names what is missing, as an operator would grant it.
 func TestDeniedNamesWhatIsMissing(t *testing.T) {
 	pr := principalOf(t, policy(t), tokAgent)

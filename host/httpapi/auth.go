@@ -54,10 +54,7 @@ func (r *refused) Unwrap() error { return r.e }
 // authenticate finds the request's principal in the policy in force: a
 // bearer token's, or the local principal when there are no tokens.
 func (s *server) authenticate(c *fiber.Ctx) error {
-	got, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
-	if !ok {
-		got = "" // another scheme, or a bare token: no bearer token
-	}
+	got := bearer(c)
 	p, ok := s.o.Auth.Policy().Authenticate(got)
 	if !ok {
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="vigil"`)
@@ -71,16 +68,21 @@ func (s *server) authenticate(c *fiber.Ctx) error {
 	return c.Next()
 }
 
+// bearer is the request's bearer token, or "" for none (another scheme,
+// or a bare token).
+func bearer(c *fiber.Ctx) string {
+	got, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
+	if !ok {
+		return ""
+	}
+	return got
+}
+
 // allow is the one check every route makes before it returns or changes
 // anything: nil, or 403 forbidden naming what the principal lacks.
 func (s *server) allow(c *fiber.Ctx, a authz.Action) error {
-	p := principal(c)
-	if p == nil {
-		return &api.Error{Code: api.CodeInternal, Message: "internal error"} // a route outside authenticate: a bug
-	}
-	err := p.Check(a)
-	var d *authz.Denied
-	if errors.As(err, &d) {
+	d, err := check(c, a)
+	if d != nil {
 		return &refused{e: &api.Error{Code: api.CodeForbidden, Message: d.Error()}, reason: d.Error()}
 	}
 	return err
@@ -90,14 +92,25 @@ func (s *server) allow(c *fiber.Ctx, a authz.Action) error {
 // principal may not see answers exactly as an unknown one (notFound), so
 // an id leaks neither its existence nor its owner.
 func (s *server) visible(c *fiber.Ctx, a authz.Action, notFound *api.Error) error {
+	d, err := check(c, a)
+	if d != nil {
+		return &refused{e: notFound, reason: "hidden: " + d.Error()}
+	}
+	return err
+}
+
+// check asks the request's principal about a: the refusal, or an error
+// for a route outside authenticate (a bug).
+func check(c *fiber.Ctx, a authz.Action) (*authz.Denied, error) {
 	p := principal(c)
 	if p == nil {
-		return &api.Error{Code: api.CodeInternal, Message: "internal error"}
+		return nil, &api.Error{Code: api.CodeInternal, Message: "internal error"}
 	}
-	if err := p.Check(a); err != nil {
-		return &refused{e: notFound, reason: "hidden: " + err.Error()}
+	var d *authz.Denied
+	if err := p.Check(a); !errors.As(err, &d) {
+		return nil, err
 	}
-	return nil
+	return d, nil
 }
 
 // audit logs and counts a refused request.
@@ -138,11 +151,7 @@ func (s *server) requestContext(c *fiber.Ctx) (context.Context, context.CancelFu
 // that ran out, and the client's next request is checked under the new
 // grant.
 func (s *server) stillAuthenticated(c *fiber.Ctx) bool {
-	got, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
-	if !ok {
-		return false
-	}
-	p, ok := s.o.Auth.Policy().Authenticate(got)
+	p, ok := s.o.Auth.Policy().Authenticate(bearer(c))
 	return ok && !p.Revoked()
 }
 

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -204,22 +203,7 @@ func (f *grantsFixture) path(p string) string {
 
 func (f *grantsFixture) send(t *testing.T, method, path, body, token string) (*http.Response, []byte) {
 	t.Helper()
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req := httptest.NewRequest(method, f.path(path), r)
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := f.app.Test(req, 10_000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	return resp, b
+	return call(t, f.app, token, method, f.path(path), body)
 }
 
 // Every route in the OpenAPI document, for every kind of principal: the

@@ -18,11 +18,13 @@
 // 4xx with a named code. Path parameters are percent-decoded (param)
 // before any handler reads them.
 //
+// Who may do what is host/authz's to decide: every route asks it through
+// allow (403 naming what is missing) or visible (an id the principal may
+// not see answers 404, as an unknown one) in auth.go before it answers.
 // Who reports a recipient's phase is the request's principal; whether it
 // acts as the recipient itself (so the phase is its own claim, which the
 // phase reminder acts on, rather than one seeded on its behalf) is
-// decided in one place, reportsAsSelf in phase.go: the seam the
-// authorization check replaces.
+// authz.Principal.ActsAs.
 //
 // Rejected alternative: the server in api/. api/ is the wire contract and
 // the Go client, which clients import; a server there would make the

@@ -2,10 +2,10 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-
 	"net/url"
 	"slices"
 	"strconv"
@@ -14,6 +14,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/authz"
+	"github.com/vigilhq/vigil/internal/authztest"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -188,5 +190,44 @@ func TestCursorIsSealed(t *testing.T) {
 	}
 	if _, err := b.decode(s); err == nil {
 		t.Fatal("another server's keys opened it")
+	}
+}
+
+// heldWatches is a Watches whose every page steps over held rows.
+type heldWatches struct{ held int }
+
+func (heldWatches) Get(context.Context, store.ID) (store.Watch, error) {
+	return store.Watch{}, store.ErrNotFound
+}
+
+func (h heldWatches) ListPage(context.Context, store.Query) (store.Page, error) {
+	return store.Page{HeldAside: h.held}, nil
+}
+
+// A held row can be attributed only by its recipient's index: a listing
+// filtered by recipient counts the rows held aside, and so does an
+// operator's; any other principal's count would speak of rows it may not
+// see, so it is left out.
+func TestHeldAsideOnlyWhereItCanBeAttributed(t *testing.T) {
+	const token = "token-of-agent-1-000000"
+	for _, tt := range []struct {
+		name  string
+		roles []authz.Role
+		query string
+		want  int
+	}{
+		{"own recipient", nil, "?recipient=agent-1", 2},
+		{"unfiltered", nil, "", 0},
+		{"registered by itself", nil, "?registered_by=agent-1", 0},
+		{"operator, unfiltered", []authz.Role{authz.Operator}, "", 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			app := New(Deps{Watches: heldWatches{held: 2}}, Options{Auth: authztest.Guard(t, map[string]string{token: "agent-1"}, tt.roles...)})
+			resp, b := call(t, app, token, "GET", "/api/v1/watches"+tt.query, "")
+			var l api.WatchList
+			if err := json.Unmarshal(b, &l); resp.StatusCode != 200 || err != nil || l.HeldAside != tt.want {
+				t.Fatalf("%d %+v %v, want held_aside %d", resp.StatusCode, l, err, tt.want)
+			}
+		})
 	}
 }

@@ -56,8 +56,8 @@ func (s *server) recordObserved(c *fiber.Ctx) error {
 		return err
 	}
 	got, err := s.d.Observe.Record(c.UserContext(), Principal(c), scope, rec)
-	var oe *observe.Error
-	if errors.As(err, &oe) && oe.Code == observe.CodeRateLimited {
+	var oe *api.Error
+	if errors.As(err, &oe) && oe.Code == api.CodeRateLimited {
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Ceil(oe.RetryAfter.Seconds()))))
 	}
 	if err != nil {

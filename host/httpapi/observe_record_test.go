@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -30,16 +29,7 @@ func recordApp(t *testing.T, burst int, logs io.Writer) func(token, scope, body 
 	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}, Observe: ob, Logger: log},
 		Options{Auth: authztest.Guard(t, map[string]string{"token-of-the-tester-0123": "tester", "token-of-mallory-0123456": "mallory"})})
 	return func(token, scope, body string) (*http.Response, []byte) {
-		req := httptest.NewRequest("POST", "/api/v1/scopes/"+scope+"/observe", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := app.Test(req, 5000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		return resp, b
+		return call(t, app, token, "POST", "/api/v1/scopes/"+scope+"/observe", body)
 	}
 }
 

@@ -31,16 +31,6 @@ func (s *server) phases() (Phases, error) {
 	return p, nil
 }
 
-// reportsAsSelf says whether the request's principal acts as recipient
-// itself (its grant names the recipient: authz.Principal.ActsAs), so that
-// a phase it reports is the recipient's own claim rather than one an
-// admin seeded on its behalf. The local principal of a server without
-// tokens acts as every recipient.
-func (s *server) reportsAsSelf(c *fiber.Ctx, recipient string) bool {
-	p := principal(c)
-	return p != nil && p.ActsAs(recipient)
-}
-
 func (s *server) reportPhase(c *fiber.Ctx) error {
 	id, err := recipientParam(c)
 	if err != nil {
@@ -58,7 +48,11 @@ func (s *server) reportPhase(c *fiber.Ctx) error {
 		return err
 	}
 	p, err := ph.ReportPhase(c.UserContext(), id, recipients.PhaseReport{
-		Name: req.Name, Text: req.Text, By: Principal(c), Self: s.reportsAsSelf(c, id),
+		Name: req.Name, Text: req.Text, By: Principal(c),
+		// Its own claim, which the phase reminder acts on, when the
+		// grant names the recipient; seeded on its behalf (an admin's)
+		// otherwise. The local principal acts as every recipient.
+		Self: principal(c).ActsAs(id),
 	})
 	if err != nil {
 		return err

@@ -3,8 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"io"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -45,17 +43,7 @@ func phaseFixture(t *testing.T, tokens bool) *fixture {
 
 func (f *fixture) as(t *testing.T, token, method, path, body string) (int, []byte) {
 	t.Helper()
-	req := httptest.NewRequest(method, path, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := f.app.Test(req, 5000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := call(t, f.app, token, method, path, body)
 	return resp.StatusCode, b
 }
 

@@ -443,7 +443,7 @@ func (s *server) listWatches(c *fiber.Ctx) error {
 	if f.Kind != "" && !abi.ValidKind(f.Kind) {
 		return &api.Error{Code: api.CodeInvalidField, Field: "kind", Message: fmt.Sprintf("want 1-%d of a-z 0-9 . _ -", abi.MaxKindLen)}
 	}
-	limit, err := parseLimit(c.Query("limit"))
+	limit, err := limitParam(c)
 	if err != nil {
 		return err
 	}
@@ -465,9 +465,10 @@ func (s *server) listWatches(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	if p := principal(c); f.Recipient == "" && f.RegisteredBy == "" && !p.Operator() {
+	pr := principal(c)
+	if f.Recipient == "" && f.RegisteredBy == "" && !pr.Operator() {
 		q.Match = func(w store.Watch) bool {
-			return p.Allows(authz.Action{Verb: authz.SeeWatch, Recipient: w.Recipient.ID, RegisteredBy: w.RegisteredBy})
+			return pr.Allows(authz.Action{Verb: authz.SeeWatch, Recipient: w.Recipient.ID, RegisteredBy: w.RegisteredBy})
 		}
 	}
 	p, err := s.d.Watches.ListPage(c.UserContext(), q)
@@ -475,7 +476,7 @@ func (s *server) listWatches(c *fiber.Ctx) error {
 		return err
 	}
 	out := api.WatchList{Watches: make([]api.Watch, 0, len(p.Watches)), HeldAside: p.HeldAside}
-	if f.Recipient == "" && !principal(c).Operator() {
+	if f.Recipient == "" && !pr.Operator() {
 		out.HeldAside = 0 // rows nobody can attribute: the operator's to see
 	}
 	for _, w := range p.Watches {

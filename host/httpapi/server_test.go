@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -110,19 +109,30 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) do(t *testing.T, method, path, body string) (int, []byte) {
 	t.Helper()
+	resp, b := call(t, f.app, "", method, path, body)
+	return resp.StatusCode, b
+}
+
+// call sends one JSON request to app, with token as its bearer token when
+// it is set, and reads the whole answer.
+func call(t *testing.T, app *fiber.App, token, method, path, body string) (*http.Response, []byte) {
+	t.Helper()
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
 	}
 	req := httptest.NewRequest(method, path, r)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := f.app.Test(req, 5000)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := app.Test(req, 10_000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	_ = resp.Body.Close()
+	return resp, b
 }
 
 func TestErrorCodes(t *testing.T) {
@@ -486,27 +496,9 @@ func TestDeadLettersRead(t *testing.T) {
 // The reporter is the token's principal, never a body field; a rate
 // limited record says when to retry; an item's text reaches no log line.
 func TestObserveRecordOverHTTP(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
-	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fixedClock{t0}, Rate: 0.001, Burst: 1}, observeConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
 	var logs bytes.Buffer
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}, Observe: ob,
-		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
-		Options{Auth: authztest.Guard(t, map[string]string{"token-of-the-tester-0123": "tester", "token-of-mallory-0123456": "mallory"})})
-	do := func(token, body string) (*http.Response, []byte) {
-		req := httptest.NewRequest("POST", "/api/v1/scopes/support/observe", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := app.Test(req, 5000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		return resp, b
-	}
+	post := recordApp(t, 1, &logs)
+	do := func(token, body string) (*http.Response, []byte) { return post(token, "support", body) }
 	const secretText = "customer card 4111-1111"
 	resp, b := do("token-of-the-tester-0123", `{"item":"m1","thread":"T","text":"`+secretText+`"}`)
 	var got api.ObserveResult

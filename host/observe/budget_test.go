@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/api"
 	"pgregory.net/rapid"
 )
 
@@ -31,12 +32,12 @@ func TestADuplicateSpendsNoBudget(t *testing.T) {
 				}
 			}
 			_, err := r.record("watcher", Record{Item: "m0", Thread: "T", Text: "edited", Run: "read-1"})
-			wantCode(t, err, CodeOnceConflict)
+			wantCode(t, err, api.CodeOnceConflict)
 			r.mustRecord("watcher", Record{Item: "m1", Thread: "T", Text: "b", Run: "read-1"})
 			// The budget is spent: a new item is refused, a repeat still is
 			// a duplicate, and a conflict still a conflict.
 			_, err = r.record("watcher", Record{Item: "m2", Thread: "T", Run: "read-1"})
-			wantCode(t, err, CodeRateLimited)
+			wantCode(t, err, api.CodeRateLimited)
 			for _, item := range []string{"m0", "m1"} {
 				text := map[string]string{"m0": "a", "m1": "b"}[item]
 				got, err := r.record("watcher", Record{Item: item, Thread: "T", Text: text, Run: "read-1"})
@@ -45,7 +46,7 @@ func TestADuplicateSpendsNoBudget(t *testing.T) {
 				}
 			}
 			_, err = r.record("watcher", Record{Item: "m1", Thread: "T", Text: "edited", Run: "read-1"})
-			wantCode(t, err, CodeOnceConflict)
+			wantCode(t, err, api.CodeOnceConflict)
 		})
 	}
 }
@@ -66,7 +67,7 @@ func TestConcurrentRepeatsSpendOneToken(t *testing.T) {
 	r.mustRecord("watcher", Record{Item: "m1", Thread: "T"})
 	r.mustRecord("watcher", Record{Item: "m2", Thread: "T"})
 	_, err := r.record("watcher", Record{Item: "m3", Thread: "T"})
-	wantCode(t, err, CodeRateLimited)
+	wantCode(t, err, api.CodeRateLimited)
 }
 
 // The per-minute budget applies per run of a principal: a run over it is
@@ -79,7 +80,7 @@ func TestRecordingIsBudgetedPerRun(t *testing.T) {
 		r.mustRecord("watcher", Record{Item: fmt.Sprint("a", i), Thread: "T", Run: "nightly@1"})
 	}
 	_, err := r.record("watcher", Record{Item: "a3", Thread: "T", Run: "nightly@1"})
-	e := wantCode(t, err, CodeRateLimited)
+	e := wantCode(t, err, api.CodeRateLimited)
 	if e.RetryAfter < 19900*time.Millisecond || e.RetryAfter > 20*time.Second || !strings.Contains(e.Message, `run "nightly@1"`) {
 		t.Fatalf("refusal: %v, retry after %s", e, e.RetryAfter)
 	}
@@ -88,7 +89,7 @@ func TestRecordingIsBudgetedPerRun(t *testing.T) {
 	r.mustRecord("script", Record{Item: "d0", Thread: "T", Run: "nightly@1"})
 	r.clock.Add(20*time.Second - time.Nanosecond)
 	_, err = r.record("watcher", Record{Item: "a3", Thread: "T", Run: "nightly@1"})
-	wantCode(t, err, CodeRateLimited)
+	wantCode(t, err, api.CodeRateLimited)
 	r.clock.Add(time.Nanosecond)
 	r.mustRecord("watcher", Record{Item: "a3", Thread: "T", Run: "nightly@1"})
 
@@ -98,7 +99,7 @@ func TestRecordingIsBudgetedPerRun(t *testing.T) {
 		r.mustRecord("watcher", Record{Item: fmt.Sprint("c", i+1), Thread: "T"})
 	}
 	_, err = r.record("watcher", Record{Item: "c4", Thread: "T"})
-	if e := wantCode(t, err, CodeRateLimited); !strings.Contains(e.Message, "unnamed run") {
+	if e := wantCode(t, err, api.CodeRateLimited); !strings.Contains(e.Message, "unnamed run") {
 		t.Fatalf("refusal: %v", e)
 	}
 }
@@ -109,13 +110,59 @@ func TestBothBudgetsOrNeither(t *testing.T) {
 	r := newRig(t, helpConfig("watcher"), func(o *Options) { o.Rate, o.Burst, o.RunPerMinute = 0.001, 2, 1 })
 	r.mustRecord("watcher", Record{Item: "m1", Thread: "T", Run: "a"})
 	_, err := r.record("watcher", Record{Item: "m2", Thread: "T", Run: "a"})
-	if e := wantCode(t, err, CodeRateLimited); !strings.Contains(e.Message, `run "a"`) {
+	if e := wantCode(t, err, api.CodeRateLimited); !strings.Contains(e.Message, `run "a"`) {
 		t.Fatalf("refusal: %v", e)
 	}
 	r.mustRecord("watcher", Record{Item: "m3", Thread: "T", Run: "b"})
 	_, err = r.record("watcher", Record{Item: "m4", Thread: "T", Run: "c"})
-	if e := wantCode(t, err, CodeRateLimited); !strings.Contains(e.Message, "recording rate") || e.RetryAfter < time.Minute {
+	if e := wantCode(t, err, api.CodeRateLimited); !strings.Contains(e.Message, "recording rate") || e.RetryAfter < time.Minute {
 		t.Fatalf("refusal: %v, retry after %s", e, e.RetryAfter)
+	}
+	// Both budgets empty: the refusal names the principal's, which the
+	// reporter cannot escape by naming another run.
+	_, err = r.record("watcher", Record{Item: "m5", Thread: "T", Run: "a"})
+	if e := wantCode(t, err, api.CodeRateLimited); !strings.Contains(e.Message, "recording rate") {
+		t.Fatalf("refusal with both budgets empty: %v", e)
+	}
+}
+
+// A clock that steps back refills nothing and takes nothing away: the
+// bucket keeps its tokens as of the latest instant it saw.
+func TestBudgetClockSteppingBack(t *testing.T) {
+	b := newBudgets(limit{rate: 1, size: 2}, limit{})
+	later := t0.Add(time.Minute)
+	if _, ok := b.take("w", "", later); !ok {
+		t.Fatal("the first take was refused")
+	}
+	if ref, ok := b.take("w", "", t0); !ok {
+		t.Fatalf("a take a minute back was refused (wait %s): the step back cost tokens", ref.wait)
+	}
+	if _, ok := b.take("w", "", later); ok {
+		t.Fatal("a third take from a bucket of two: the step back refilled it")
+	}
+}
+
+// Sweeps are amortized: none below minSweep run buckets, and after one
+// the next waits until the map has doubled what it kept.
+func TestRunBudgetSweepsAreAmortized(t *testing.T) {
+	b := newBudgets(limit{}, limit{rate: 1.0 / 3600, size: 1})
+	for i := range minSweep - 1 {
+		b.take("w", fmt.Sprint("old-", i), t0)
+	}
+	full := t0.Add(2 * time.Hour) // every old bucket is full again
+	b.take("w", "new-0", full)
+	if n := len(b.runs); n != minSweep {
+		t.Fatalf("%d run buckets below the sweep threshold, want all %d kept", n, minSweep)
+	}
+	b.take("w", "new-1", full) // at the threshold: the full ones go
+	if n := len(b.runs); n != 2 || b.sweepAt != minSweep {
+		t.Fatalf("after a sweep: %d buckets, next sweep at %d; want 2 and %d", n, b.sweepAt, minSweep)
+	}
+	for i := range minSweep {
+		b.take("w", fmt.Sprint("busy-", i), full) // none refills: the sweep at minSweep keeps them all
+	}
+	if b.sweepAt != 2*minSweep || len(b.runs) != minSweep+2 {
+		t.Fatalf("%d buckets, next sweep at %d; want %d and %d", len(b.runs), b.sweepAt, minSweep+2, 2*minSweep)
 	}
 }
 
@@ -138,7 +185,7 @@ func TestRunBudgetsAreSwept(t *testing.T) {
 		r.mustRecord("watcher", Record{Item: fmt.Sprint("hot-again", i), Thread: "T", Run: "hot"})
 	}
 	_, err := r.record("watcher", Record{Item: "hot-over", Thread: "T", Run: "hot"})
-	wantCode(t, err, CodeRateLimited)
+	wantCode(t, err, api.CodeRateLimited)
 }
 
 // Under any sequence of takes, refunds and clock steps, a bucket never

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/api/abi"
 )
 
@@ -167,7 +168,7 @@ func (v *view) recordable(scope string) error {
 		return fmt.Errorf("%w %q", ErrUnknownScope, scope)
 	}
 	if len(v.declared[scope]) == 0 {
-		return &Error{Code: CodeObserveUnavailable, Message: fmt.Sprintf("scope %s has no observe entry, so nothing can be recorded there", scope)}
+		return &api.Error{Code: api.CodeObserveUnavailable, Message: fmt.Sprintf("scope %s has no observe entry, so nothing can be recorded there", scope)}
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/vigilhq/vigil/api"
 )
 
 // FuzzDecodeRecord: the record endpoint's decoder and validators never
@@ -29,7 +31,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := DecodeRecord(body)
 		if err != nil {
-			if _, ok := err.(*Error); !ok {
+			if _, ok := err.(*api.Error); !ok {
 				t.Fatalf("untyped error %T: %v", err, err)
 			}
 			return

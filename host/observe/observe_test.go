@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/internal/fakeclock"
 
 	"github.com/vigilhq/vigil/api/abi"
@@ -106,9 +107,22 @@ func (r *rig) open() []store.Work {
 	return ws
 }
 
-func wantCode(t *testing.T, err error, code string) *Error {
+// complete completes the Work as whoever claims it now.
+func (r *rig) complete(id store.ID) {
+	r.t.Helper()
+	ctx := context.Background()
+	w, _, err := r.ob.GetWork(ctx, id)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if _, err := r.ob.CompleteWorkAs(ctx, id, w.ClaimedBy); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func wantCode(t *testing.T, err error, code string) *api.Error {
 	t.Helper()
-	var e *Error
+	var e *api.Error
 	if !errors.As(err, &e) || e.Code != code {
 		t.Fatalf("err = %v, want %s", err, code)
 	}
@@ -148,9 +162,9 @@ func TestObservedSourceSurvivesReplacingTheObserver(t *testing.T) {
 		t.Fatalf("T1 work: %+v", w)
 	}
 	_, err := r.record("mallory", Record{Item: "m9", Thread: "T1", Text: "x"})
-	wantCode(t, err, CodeNotAReporter)
+	wantCode(t, err, api.CodeNotAReporter)
 	_, err = r.record("help-script", Record{Item: "m9", Thread: "T1", Text: "x", Source: "other-source"})
-	wantCode(t, err, CodeNotAReporter)
+	wantCode(t, err, api.CodeNotAReporter)
 	if _, err := r.ob.Record(context.Background(), "help-script", "nowhere", Record{Item: "m", Thread: "T"}); !errors.Is(err, ErrUnknownScope) {
 		t.Fatalf("unknown scope: %v", err)
 	}
@@ -175,9 +189,9 @@ func TestObservedRevisions(t *testing.T) {
 		t.Fatalf("exact repeat: %+v", got)
 	}
 	_, err := r.record("watcher", Record{Item: "m1", Thread: "T", Text: "C", Revision: "r1"})
-	wantCode(t, err, CodeOnceConflict)
+	wantCode(t, err, api.CodeOnceConflict)
 	_, err = r.record("watcher", Record{Item: "m1", Thread: "other", Text: "B", Revision: "r1"})
-	wantCode(t, err, CodeOnceConflict)
+	wantCode(t, err, api.CodeOnceConflict)
 	r.route()
 	if ws := r.open(); len(ws) != 1 || ws[0].Inputs != 3 {
 		t.Fatalf("works %+v", ws)
@@ -272,9 +286,7 @@ func TestObservedThreadParksAndWakes(t *testing.T) {
 	}
 	// After the Work completes, later items start nothing and the parked
 	// watch is told.
-	if _, err := r.ob.CompleteWork(ctx, w.ID); err != nil {
-		t.Fatal(err)
-	}
+	r.complete(w.ID)
 	r.stack.Scheduler.Tick(ctx, r.clock.Now())
 	r.mustRecord("script", Record{Item: "m3", Thread: "T", Text: "after the end"})
 	r.route()
@@ -317,9 +329,7 @@ func TestThreadWatchAdmission(t *testing.T) {
 			other = ow
 		}
 	}
-	if _, err := r.ob.CompleteWork(ctx, other.ID); err != nil {
-		t.Fatal(err)
-	}
+	r.complete(other.ID)
 	_, err := r.stack.Scheduler.Register(ctx, scheduler.Registration{Kind: WorkKind, Params: json.RawMessage(`{"work_id":"` + other.ID.String() + `"}`), Recipient: store.Recipient{ID: "a"}})
 	var ref *plugin.Refusal
 	if !errors.As(err, &ref) || ref.Field != "params.work_id" || !strings.Contains(ref.Message, "completed") {
@@ -374,7 +384,7 @@ func TestRecordingIsRateLimitedPerPrincipal(t *testing.T) {
 		r.mustRecord("watcher", Record{Item: fmt.Sprint(i), Thread: "T"})
 	}
 	_, err := r.record("watcher", Record{Item: "x", Thread: "T"})
-	if e := wantCode(t, err, CodeRateLimited); e.RetryAfter <= 0 || e.RetryAfter > time.Second {
+	if e := wantCode(t, err, api.CodeRateLimited); e.RetryAfter <= 0 || e.RetryAfter > time.Second {
 		t.Fatalf("retry after %s", e.RetryAfter)
 	}
 	r.mustRecord("script", Record{Item: "y", Thread: "T"}) // another principal's own budget
@@ -390,7 +400,7 @@ func TestRecordSourceSelection(t *testing.T) {
 	r := newRig(t, cfg)
 	ctx := context.Background()
 	_, err := r.ob.Record(ctx, "p", "s", Record{Item: "i", Thread: "t"})
-	if e := wantCode(t, err, CodeInvalidField); e.Field != "source" {
+	if e := wantCode(t, err, api.CodeInvalidField); e.Field != "source" {
 		t.Fatalf("field %s", e.Field)
 	}
 	if got, err := r.ob.Record(ctx, "p", "s", Record{Item: "i", Thread: "t", Source: "b"}); err != nil || !strings.HasPrefix(got.ThreadKey, "observe/s/b/") {
@@ -447,8 +457,8 @@ func TestDecodeRecord(t *testing.T) {
 		`{"item":"m","thread":"T","source":"Bad Source"}`:                          "source",
 	} {
 		_, err := DecodeRecord([]byte(body))
-		var e *Error
-		if !errors.As(err, &e) || e.Code != CodeInvalidField || (field != "" && e.Field != field) {
+		var e *api.Error
+		if !errors.As(err, &e) || e.Code != api.CodeInvalidField || (field != "" && e.Field != field) {
 			t.Errorf("%.60s: %v, want invalid_field %s", body, err, field)
 		}
 	}
@@ -461,9 +471,9 @@ func TestDecodeRecord(t *testing.T) {
 		if err == nil {
 			t.Errorf("%q accepted", body)
 		}
-		var e *Error
-		if !errors.As(err, &e) || e.Code != CodeMalformed {
-			t.Errorf("%q: %v, want %s", body, err, CodeMalformed)
+		var e *api.Error
+		if !errors.As(err, &e) || e.Code != api.CodeMalformedJSON {
+			t.Errorf("%q: %v, want %s", body, err, api.CodeMalformedJSON)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -28,7 +29,6 @@ type Store interface {
 	WorkInputs(ctx context.Context, id store.ID, after int) ([]store.WorkInput, error)
 	ListWork(ctx context.Context, scope string, st store.WorkState) ([]store.Work, error)
 	ClaimWork(ctx context.Context, id store.ID, recipient string, now time.Time) (store.Work, error)
-	CompleteWork(ctx context.Context, id store.ID, now time.Time) (store.Work, error)
 	CompleteWorkAs(ctx context.Context, id store.ID, now time.Time, claimedBy string) (store.Work, error)
 	ConsumeWork(ctx context.Context, id store.ID, n int) (store.Work, error)
 }
@@ -157,14 +157,14 @@ type Recorded struct {
 
 // Record records r for principal in scope. The reporter is principal,
 // never a field of r. It returns the event (the first one again for an
-// exact repeat, with Duplicate set), or an *Error: observe_unavailable,
+// exact repeat, with Duplicate set), or an *api.Error: observe_unavailable,
 // not_a_reporter, invalid_field (source), once_conflict, rate_limited; or
 // ErrUnknownScope. Only a new event spends budget: a repeat is answered
 // as a duplicate however spent the budgets are. The text is stored on the
 // event and never logged.
 func (ob *Observer) Record(ctx context.Context, principal, scope string, r Record) (Recorded, error) {
 	got, err := ob.record(ctx, principal, scope, r)
-	var e *Error
+	var e *api.Error
 	switch {
 	case err == nil && got.Duplicate:
 		ob.o.Metrics.Record("duplicate")
@@ -201,13 +201,13 @@ func (ob *Observer) record(ctx context.Context, principal, scope string, r Recor
 	source := r.Source
 	switch {
 	case len(mine) == 0:
-		return Recorded{}, &Error{Code: CodeNotAReporter, Message: fmt.Sprintf("principal %q reports no source of scope %s", principal, scope)}
+		return Recorded{}, &api.Error{Code: api.CodeNotAReporter, Message: fmt.Sprintf("principal %q reports no source of scope %s", principal, scope)}
 	case source == "" && len(mine) > 1:
-		return Recorded{}, &Error{Code: CodeInvalidField, Field: "source", Message: fmt.Sprintf("required: principal %q reports %d sources of scope %s (%v)", principal, len(mine), scope, mine)}
+		return Recorded{}, &api.Error{Code: api.CodeInvalidField, Field: "source", Message: fmt.Sprintf("required: principal %q reports %d sources of scope %s (%v)", principal, len(mine), scope, mine)}
 	case source == "":
 		source = mine[0]
 	case !slices.Contains(mine, source):
-		return Recorded{}, &Error{Code: CodeNotAReporter, Field: "source", Message: fmt.Sprintf("principal %q is not a reporter of source %s in scope %s", principal, source, scope)}
+		return Recorded{}, &api.Error{Code: api.CodeNotAReporter, Field: "source", Message: fmt.Sprintf("principal %q is not a reporter of source %s in scope %s", principal, source, scope)}
 	}
 	now := ob.o.Clock.Now().UTC()
 	payload, err := json.Marshal(ItemV1{Source: source, Item: r.Item, Revision: r.Revision, Thread: r.Thread, Text: r.Text})
@@ -262,11 +262,11 @@ func (ob *Observer) repeat(ctx context.Context, e store.Event, r Record, source,
 		}
 		msg = fmt.Sprintf("%s of principal %q is over its budget of %d new items per minute; retry in %s", run, principal, ob.o.RunPerMinute, ref.wait.Round(time.Millisecond))
 	}
-	return Recorded{}, &Error{Code: CodeRateLimited, Message: msg, RetryAfter: ref.wait}
+	return Recorded{}, &api.Error{Code: api.CodeRateLimited, Message: msg, RetryAfter: ref.wait}
 }
 
 func onceConflict(r Record, source string) error {
-	return &Error{Code: CodeOnceConflict, Message: fmt.Sprintf("item %q revision %q of source %s was recorded with another thread or text; an edit is a new revision", r.Item, r.Revision, source)}
+	return &api.Error{Code: api.CodeOnceConflict, Message: fmt.Sprintf("item %q revision %q of source %s was recorded with another thread or text; an edit is a new revision", r.Item, r.Revision, source)}
 }
 
 func (ob *Observer) signal() {

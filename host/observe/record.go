@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/vigilhq/vigil/api"
 )
 
 // Input bounds, in bytes.
@@ -69,41 +71,41 @@ const (
 // invalid bytes and lone surrogate escapes into U+FFFD; here they are
 // refused), then Validate. A run given as "" is refused (a run left out is
 // left out, not empty: an unset variable in a script is a mistake to
-// report). Every failure is an *Error naming the field (or the body).
+// report). Every failure is an *api.Error naming the field (or the body).
 func DecodeRecord(body []byte) (Record, error) {
 	var r Record
 	if len(bytes.TrimSpace(body)) == 0 {
-		return r, &Error{Code: CodeMalformed, Message: "the request needs a JSON body"}
+		return r, &api.Error{Code: api.CodeMalformedJSON, Message: "the request needs a JSON body"}
 	}
 	var fields map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&fields); err != nil {
-		return r, &Error{Code: CodeMalformed, Message: err.Error()}
+		return r, &api.Error{Code: api.CodeMalformedJSON, Message: err.Error()}
 	}
 	if fields == nil {
-		return r, &Error{Code: CodeMalformed, Message: "the body must be a JSON object"}
+		return r, &api.Error{Code: api.CodeMalformedJSON, Message: "the body must be a JSON object"}
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return r, &Error{Code: CodeMalformed, Message: "trailing data after the JSON body"}
+		return r, &api.Error{Code: api.CodeMalformedJSON, Message: "trailing data after the JSON body"}
 	}
 	targets := map[string]*string{"item": &r.Item, "thread": &r.Thread, "text": &r.Text, "revision": &r.Revision, "source": &r.Source, "run": &r.Run}
 	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		dst, ok := targets[name]
 		if !ok {
-			return r, &Error{Code: CodeInvalidField, Field: name, Message: "unknown field"}
+			return r, &api.Error{Code: api.CodeInvalidField, Field: name, Message: "unknown field"}
 		}
 		raw := fields[name]
 		if len(raw) == 0 || raw[0] != '"' {
-			return r, &Error{Code: CodeInvalidField, Field: name, Message: "want a string"}
+			return r, &api.Error{Code: api.CodeInvalidField, Field: name, Message: "want a string"}
 		}
 		if !utf8.Valid(raw) || loneSurrogate(raw) {
-			return r, &Error{Code: CodeInvalidField, Field: name, Message: "not valid UTF-8"}
+			return r, &api.Error{Code: api.CodeInvalidField, Field: name, Message: "not valid UTF-8"}
 		}
 		if err := json.Unmarshal(raw, dst); err != nil {
-			return r, &Error{Code: CodeInvalidField, Field: name, Message: "want a string"}
+			return r, &api.Error{Code: api.CodeInvalidField, Field: name, Message: "want a string"}
 		}
 		if name == "run" && r.Run == "" {
-			return r, &Error{Code: CodeInvalidField, Field: "run", Message: "empty: want " + RunGrammar + ", or leave run out"}
+			return r, &api.Error{Code: api.CodeInvalidField, Field: "run", Message: "empty: want " + RunGrammar + ", or leave run out"}
 		}
 	}
 	return r, r.Validate()
@@ -178,18 +180,18 @@ func (r Record) Validate() error {
 	} {
 		switch {
 		case len(f.v) < f.min:
-			return &Error{Code: CodeInvalidField, Field: f.name, Message: "required: 1 to " + fmt.Sprint(f.max) + " bytes"}
+			return &api.Error{Code: api.CodeInvalidField, Field: f.name, Message: "required: 1 to " + fmt.Sprint(f.max) + " bytes"}
 		case len(f.v) > f.max:
-			return &Error{Code: CodeInvalidField, Field: f.name, Message: fmt.Sprintf("%d bytes: at most %d", len(f.v), f.max)}
+			return &api.Error{Code: api.CodeInvalidField, Field: f.name, Message: fmt.Sprintf("%d bytes: at most %d", len(f.v), f.max)}
 		case !utf8.ValidString(f.v):
-			return &Error{Code: CodeInvalidField, Field: f.name, Message: "not valid UTF-8"}
+			return &api.Error{Code: api.CodeInvalidField, Field: f.name, Message: "not valid UTF-8"}
 		}
 	}
 	if r.Source != "" && !validName(r.Source) {
-		return &Error{Code: CodeInvalidField, Field: "source", Message: fmt.Sprintf("want 1-%d of a-z 0-9 . _ -", MaxSourceName)}
+		return &api.Error{Code: api.CodeInvalidField, Field: "source", Message: fmt.Sprintf("want 1-%d of a-z 0-9 . _ -", MaxSourceName)}
 	}
 	if r.Run != "" && !validRun(r.Run) {
-		return &Error{Code: CodeInvalidField, Field: "run", Message: fmt.Sprintf("%d bytes: want %s", len(r.Run), RunGrammar)}
+		return &api.Error{Code: api.CodeInvalidField, Field: "run", Message: fmt.Sprintf("%d bytes: want %s", len(r.Run), RunGrammar)}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/api"
 	"pgregory.net/rapid"
 )
 
@@ -60,13 +61,13 @@ func TestDecodeRecordRun(t *testing.T) {
 		`{"item":"m","thread":"T","run":null}`:                                false,
 	} {
 		r, err := DecodeRecord([]byte(body))
-		var e *Error
+		var e *api.Error
 		switch {
 		case ok && err != nil:
 			t.Errorf("%.70s: %v", body, err)
 		case ok && r.Run == "":
 			t.Errorf("%.70s: the run was lost", body)
-		case !ok && (!errors.As(err, &e) || e.Code != CodeInvalidField || e.Field != "run"):
+		case !ok && (!errors.As(err, &e) || e.Code != api.CodeInvalidField || e.Field != "run"):
 			t.Errorf("%.70s: %v, want invalid_field run", body, err)
 		}
 	}
@@ -100,7 +101,7 @@ func TestRecordGoesWithTheLastEntry(t *testing.T) {
 	r := newRig(t, helpConfig("watcher"))
 	r.mustRecord("watcher", Record{Item: "m1", Thread: "T"})
 	_, err := r.record("mallory", Record{Item: "m2", Thread: "T"})
-	wantCode(t, err, CodeNotAReporter)
+	wantCode(t, err, api.CodeNotAReporter)
 
 	routesOnly := Config{Scopes: map[string]Scope{"support": {Routes: []Route{{Source: "slack-help"}}}}}
 	if err := r.ob.SetConfig(routesOnly); err != nil {
@@ -115,11 +116,11 @@ func TestRecordGoesWithTheLastEntry(t *testing.T) {
 		{"mallory", Record{Item: "m2", Thread: "T", Source: "slack-help"}},
 	} {
 		_, err := r.record(rec.principal, rec.r)
-		if e := wantCode(t, err, CodeObserveUnavailable); !strings.Contains(e.Message, "no observe entry") {
+		if e := wantCode(t, err, api.CodeObserveUnavailable); !strings.Contains(e.Message, "no observe entry") {
 			t.Fatalf("message: %v", e)
 		}
 	}
-	wantCode(t, r.ob.Recordable("support"), CodeObserveUnavailable)
+	wantCode(t, r.ob.Recordable("support"), api.CodeObserveUnavailable)
 	if err := r.ob.Recordable("nowhere"); !errors.Is(err, ErrUnknownScope) {
 		t.Fatalf("unknown scope: %v", err)
 	}
@@ -149,9 +150,7 @@ func TestTheTextStaysOutOfTheLog(t *testing.T) {
 	_, _ = r.record("watcher", Record{Item: "m1", Thread: "T", Text: secret + " edited"})
 	r.route()
 	w := r.open()[0]
-	if _, err := r.ob.CompleteWork(context.Background(), w.ID); err != nil {
-		t.Fatal(err)
-	}
+	r.complete(w.ID)
 	r.mustRecord("watcher", Record{Item: "m2", Thread: "T", Text: secret})
 	r.mustRecord("watcher", Record{Item: "m3", Thread: "T", Text: secret})
 	for _, err := range []error{

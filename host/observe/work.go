@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -14,7 +15,7 @@ func (ob *Observer) ListWork(ctx context.Context, scope string, st store.WorkSta
 		return nil, fmt.Errorf("%w %q", ErrUnknownScope, scope)
 	}
 	if st != "" && !st.Valid() {
-		return nil, &Error{Code: CodeInvalidField, Field: "state", Message: "want open or completed"}
+		return nil, &api.Error{Code: api.CodeInvalidField, Field: "state", Message: "want open or completed"}
 	}
 	return ob.o.Store.ListWork(ctx, scope, st)
 }
@@ -39,34 +40,22 @@ func (ob *Observer) ClaimWork(ctx context.Context, id store.ID, recipient string
 	return w, in, err
 }
 
-// CompleteWork completes the Work: later items of its thread start
-// nothing, and a watch parked on it is woken to say so.
-func (ob *Observer) CompleteWork(ctx context.Context, id store.ID) (store.Work, error) {
-	return ob.completed(ctx, id)(ob.o.Store.CompleteWork(ctx, id, ob.o.Clock.Now()))
-}
-
-// CompleteWorkAs is CompleteWork on the condition that the Work is still
+// CompleteWorkAs completes the Work on the condition that it is still
 // claimed by claimedBy ("": still unclaimed), as it was when the caller
-// was allowed to complete it; otherwise a work_conflict.
+// was allowed to complete it; otherwise a work_conflict. Later items of
+// its thread start nothing, and a watch parked on it is woken to say so.
 func (ob *Observer) CompleteWorkAs(ctx context.Context, id store.ID, claimedBy string) (store.Work, error) {
-	return ob.completed(ctx, id)(ob.o.Store.CompleteWorkAs(ctx, id, ob.o.Clock.Now(), claimedBy))
-}
-
-// completed finishes a completion: a conflict is the API's, and a watch
-// parked on the Work is woken.
-func (ob *Observer) completed(ctx context.Context, id store.ID) func(store.Work, error) (store.Work, error) {
-	return func(w store.Work, err error) (store.Work, error) {
-		if err != nil {
-			return w, workError(err)
-		}
-		ob.poke(ctx, id)
-		return w, nil
+	w, err := ob.o.Store.CompleteWorkAs(ctx, id, ob.o.Clock.Now(), claimedBy)
+	if err != nil {
+		return w, workError(err)
 	}
+	ob.poke(ctx, id)
+	return w, nil
 }
 
 func workError(err error) error {
 	if errors.Is(err, store.ErrWorkConflict) {
-		return &Error{Code: CodeWorkConflict, Message: err.Error()}
+		return &api.Error{Code: api.CodeWorkConflict, Message: err.Error()}
 	}
 	return err
 }
