@@ -503,12 +503,18 @@ func (s *Badger) Settle(ctx context.Context, id ID, st Settlement) (Watch, error
 		if w.State != Pending {
 			return ErrNotPending
 		}
-		at := st.SettledAt.UTC()
-		w.State, w.Receipt, w.Outcome, w.SettledAt = st.State, st.Receipt, st.Outcome, &at
-		w.Attempts, w.LastNote, w.LastFault = st.Attempts, st.LastNote, st.LastFault
-		w.NextCheck = time.Time{} // a next check is a pending row's only
+		st.applyTo(w)
 		return nil
 	})
+}
+
+// applyTo writes the settlement onto w, a pending row, in one place for
+// Settle and SettleAndMail.
+func (st Settlement) applyTo(w *Watch) {
+	at := st.SettledAt.UTC()
+	w.State, w.Receipt, w.Outcome, w.SettledAt = st.State, st.Receipt, st.Outcome, &at
+	w.Attempts, w.LastNote, w.LastFault = st.Attempts, st.LastNote, st.LastFault
+	w.NextCheck = time.Time{} // a next check is a pending row's only
 }
 
 // SetReceipt implements Store.
@@ -536,10 +542,16 @@ func (s *Badger) CarryBaseline(ctx context.Context, id ID, baseline json.RawMess
 		if w.State != Pending {
 			return ErrNotPending
 		}
-		w.Baseline, w.Attempts, w.LastNote, w.LastFault = baseline, attempts, note, nil
+		carry(w, baseline, attempts, note)
 		return nil
 	})
 	return err
+}
+
+// carry writes a standing row's new baseline and what its probes saw onto
+// w, in one place for CarryBaseline and CarryAndMail.
+func carry(w *Watch, baseline json.RawMessage, attempts int, note string) {
+	w.Baseline, w.Attempts, w.LastNote, w.LastFault = baseline, attempts, note, nil
 }
 
 // SetNextCheck implements Store: it rewrites the pending index entry
