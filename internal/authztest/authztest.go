@@ -1,6 +1,3 @@
-// Package authztest builds authorization policies for tests: a Guard
-// from a map of tokens to principals, each with the same roles. It is for
-// tests only; the product compiles its policy from the config file.
 package authztest
 
 import (
