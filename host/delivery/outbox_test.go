@@ -544,3 +544,28 @@ func TestNoticeIsNotPushedToARecipientThatStopped(t *testing.T) {
 
 // nopOutboxStore stands in where no store call is made.
 type nopOutboxStore struct{ OutboxStore }
+
+// A receiver's Retry-After holds a push at most maxRetryAfter, never a
+// negative time, and nothing when it cannot be read.
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name, v string
+		want    time.Duration
+	}{
+		{"absent", "", 0},
+		{"seconds", "120", 120 * time.Second},
+		{"seconds past the bound", "604800", maxRetryAfter},
+		{"an HTTP date", now.Add(time.Hour).Format(http.TimeFormat), time.Hour},
+		{"an HTTP date past the bound", now.Add(48 * time.Hour).Format(http.TimeFormat), maxRetryAfter},
+		{"an HTTP date already past", now.Add(-time.Hour).Format(http.TimeFormat), 0},
+		{"negative seconds", "-5", 0},
+		{"unreadable", "soon", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := retryAfter(tt.v, now); got != tt.want {
+				t.Fatalf("retryAfter(%q) = %v, want %v", tt.v, got, tt.want)
+			}
+		})
+	}
+}
