@@ -260,11 +260,10 @@ func (s *Badger) commit(ctx context.Context, mu *sync.Mutex, f func(txn *badger.
 	}
 }
 
-func getRow(txn *badger.Txn, id ID) (Watch, error) {
+// readRow reads and decodes a row: badger.ErrKeyNotFound when it is
+// absent, an *UnreadableError when this build cannot read it.
+func readRow(txn *badger.Txn, id ID) (Watch, error) {
 	item, err := txn.Get(rowKey(id))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return Watch{}, ErrNotFound
-	}
 	if err != nil {
 		return Watch{}, err
 	}
@@ -274,8 +273,18 @@ func getRow(txn *badger.Txn, id ID) (Watch, error) {
 		w, derr = decodeRow(item.KeyCopy(nil), v)
 		return derr
 	})
+	return w, err
+}
+
+// getRow is readRow with a pending row's durable next check from its
+// index entry, and an absent or unreadable row ErrNotFound.
+func getRow(txn *badger.Txn, id ID) (Watch, error) {
+	w, err := readRow(txn, id)
 	var ue *UnreadableError
-	if errors.As(err, &ue) {
+	switch {
+	case errors.Is(err, badger.ErrKeyNotFound):
+		return Watch{}, ErrNotFound
+	case errors.As(err, &ue):
 		return Watch{}, fmt.Errorf("%w (%v)", ErrNotFound, ue)
 	}
 	if err != nil || w.State != Pending {
