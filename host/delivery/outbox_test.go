@@ -569,3 +569,18 @@ func TestRetryAfter(t *testing.T) {
 		})
 	}
 }
+
+// The outbox's pool is 4 workers by default and never more than 16,
+// whatever it is asked for.
+func TestOutboxWorkers(t *testing.T) {
+	st := newRig(t, 1).st
+	for _, tt := range []struct{ asked, want int }{{0, 4}, {-3, 4}, {1, 1}, {16, 16}, {100, 16}} {
+		o, err := NewOutbox(OutboxConfig{Store: st, Workers: tt.asked})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.cfg.Workers != tt.want {
+			t.Fatalf("Workers %d: %d workers, want %d", tt.asked, o.cfg.Workers, tt.want)
+		}
+	}
+}
