@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -582,5 +583,71 @@ func TestOutboxWorkers(t *testing.T) {
 		if o.cfg.Workers != tt.want {
 			t.Fatalf("Workers %d: %d workers, want %d", tt.asked, o.cfg.Workers, tt.want)
 		}
+	}
+}
+
+// failingBegin is the store with BeginPush failing, as a store error
+// that marks nothing.
+type failingBegin struct {
+	*store.Badger
+	err error
+}
+
+func (f failingBegin) BeginPush(context.Context, string, uint64, time.Time) (store.Push, store.Message, store.RecipientRecord, error) {
+	return store.Push{}, store.Message{}, store.RecipientRecord{}, f.err
+}
+
+// A store error starting a push marks nothing and leaves the push in the
+// outbox, retried after the schedule's first wait.
+func TestPushRetriedAfterAStoreError(t *testing.T) {
+	r := newRig(t, 1)
+	recipient(t, r.st, "a", store.StatusRunning, "https://example.org/hook")
+	mail(t, r.d, r.st, "a")
+	o, err := NewOutbox(OutboxConfig{Store: failingBegin{r.st, errors.New("disk on fire")}, Clock: r.clock, Metrics: r.metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final := o.attempt(context.Background(), pushKey{"a", 1}, true); final {
+		t.Fatal("the push left the outbox after a store error")
+	}
+	if at, ok := o.NextRetry(); !ok || !at.Equal(t0.Add(RetrySchedule()[1])) {
+		t.Fatalf("retry at %v (%v), want %v", at, ok, t0.Add(RetrySchedule()[1]))
+	}
+	if p := r.push("a", 1); p.State != store.PushPending || p.Attempts != 0 {
+		t.Fatalf("push %+v", p)
+	}
+}
+
+// stoppingAtBegin is the store, with the host stopping just after a push
+// was marked sending: its context ends before the request goes out.
+type stoppingAtBegin struct {
+	*store.Badger
+	stop context.CancelFunc
+}
+
+func (s stoppingAtBegin) BeginPush(ctx context.Context, rid string, seq uint64, at time.Time) (store.Push, store.Message, store.RecipientRecord, error) {
+	defer s.stop()
+	return s.Badger.BeginPush(context.WithoutCancel(ctx), rid, seq, at)
+}
+
+// A push the host stops before sending is put back as it was: pending,
+// its attempt not counted, for the next start to send.
+func TestPushNotSentWhenStopping(t *testing.T) {
+	r := newRig(t, 1)
+	rc := newReceiver(t, status(http.StatusNoContent))
+	recipient(t, r.st, "a", store.StatusRunning, rc.srv.URL+"/hook")
+	mail(t, r.d, r.st, "a")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o, err := NewOutbox(OutboxConfig{Store: stoppingAtBegin{r.st, cancel}, Guard: loopbackGuard(), Clock: r.clock, Metrics: r.metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.attempt(ctx, pushKey{"a", 1}, true)
+	if p := r.push("a", 1); p.State != store.PushPending || p.Attempts != 0 || p.NextAttempt != nil {
+		t.Fatalf("push %+v", p)
+	}
+	if got := rc.got(); len(got) != 0 {
+		t.Fatalf("requests %v", got)
 	}
 }
