@@ -260,11 +260,10 @@ func (s *Badger) commit(ctx context.Context, mu *sync.Mutex, f func(txn *badger.
 	}
 }
 
-func getRow(txn *badger.Txn, id ID) (Watch, error) {
+// readRow reads and decodes a row: badger.ErrKeyNotFound when it is
+// absent, an *UnreadableError when this build cannot read it.
+func readRow(txn *badger.Txn, id ID) (Watch, error) {
 	item, err := txn.Get(rowKey(id))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return Watch{}, ErrNotFound
-	}
 	if err != nil {
 		return Watch{}, err
 	}
@@ -274,8 +273,18 @@ func getRow(txn *badger.Txn, id ID) (Watch, error) {
 		w, derr = decodeRow(item.KeyCopy(nil), v)
 		return derr
 	})
+	return w, err
+}
+
+// getRow is readRow with a pending row's durable next check from its
+// index entry, and an absent or unreadable row ErrNotFound.
+func getRow(txn *badger.Txn, id ID) (Watch, error) {
+	w, err := readRow(txn, id)
 	var ue *UnreadableError
-	if errors.As(err, &ue) {
+	switch {
+	case errors.Is(err, badger.ErrKeyNotFound):
+		return Watch{}, ErrNotFound
+	case errors.As(err, &ue):
 		return Watch{}, fmt.Errorf("%w (%v)", ErrNotFound, ue)
 	}
 	if err != nil || w.State != Pending {
@@ -503,12 +512,18 @@ func (s *Badger) Settle(ctx context.Context, id ID, st Settlement) (Watch, error
 		if w.State != Pending {
 			return ErrNotPending
 		}
-		at := st.SettledAt.UTC()
-		w.State, w.Receipt, w.Outcome, w.SettledAt = st.State, st.Receipt, st.Outcome, &at
-		w.Attempts, w.LastNote, w.LastFault = st.Attempts, st.LastNote, st.LastFault
-		w.NextCheck = time.Time{} // a next check is a pending row's only
+		st.applyTo(w)
 		return nil
 	})
+}
+
+// applyTo writes the settlement onto w, a pending row, in one place for
+// Settle and SettleAndMail.
+func (st Settlement) applyTo(w *Watch) {
+	at := st.SettledAt.UTC()
+	w.State, w.Receipt, w.Outcome, w.SettledAt = st.State, st.Receipt, st.Outcome, &at
+	w.Attempts, w.LastNote, w.LastFault = st.Attempts, st.LastNote, st.LastFault
+	w.NextCheck = time.Time{} // a next check is a pending row's only
 }
 
 // SetReceipt implements Store.
@@ -536,10 +551,16 @@ func (s *Badger) CarryBaseline(ctx context.Context, id ID, baseline json.RawMess
 		if w.State != Pending {
 			return ErrNotPending
 		}
-		w.Baseline, w.Attempts, w.LastNote, w.LastFault = baseline, attempts, note, nil
+		carry(w, baseline, attempts, note)
 		return nil
 	})
 	return err
+}
+
+// carry writes a standing row's new baseline and what its probes saw onto
+// w, in one place for CarryBaseline and CarryAndMail.
+func carry(w *Watch, baseline json.RawMessage, attempts int, note string) {
+	w.Baseline, w.Attempts, w.LastNote, w.LastFault = baseline, attempts, note, nil
 }
 
 // SetNextCheck implements Store: it rewrites the pending index entry

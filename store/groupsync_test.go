@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -400,17 +401,20 @@ func TestSyncerFsyncsLogsBadgerSwitchedAwayFrom(t *testing.T) {
 		name  string
 		setup func()
 		want  []string
+		// remembered are the old logs the syncer keeps as fsynced: a log
+		// flushed and deleted is forgotten.
+		remembered []int
 	}{
-		{"first: the directory", func() { touch("00001.mem"); touch("000001.vlog") }, []string{"."}},
-		{"nothing new", func() {}, nil},
-		{"a switch: the old log and the directory", func() { touch("00002.mem") }, []string{"00001.mem", "."}},
-		{"the old log only once", func() {}, nil},
+		{"first: the directory", func() { touch("00001.mem"); touch("000001.vlog") }, []string{"."}, nil},
+		{"nothing new", func() {}, nil, nil},
+		{"a switch: the old log and the directory", func() { touch("00002.mem") }, []string{"00001.mem", "."}, []int{1}},
+		{"the old log only once", func() {}, nil, []int{1}},
 		{"flushed and deleted", func() {
 			if err := os.Remove(filepath.Join(dir, "00001.mem")); err != nil {
 				t.Fatal(err)
 			}
-		}, nil},
-		{"two switches", func() { touch("00003.mem"); touch("00004.mem") }, []string{"00002.mem", "00003.mem", "."}},
+		}, nil, nil},
+		{"two switches", func() { touch("00003.mem"); touch("00004.mem") }, []string{"00002.mem", "00003.mem", "."}, []int{2, 3}},
 	}
 	for _, st := range steps {
 		got = nil
@@ -423,6 +427,9 @@ func TestSyncerFsyncsLogsBadgerSwitchedAwayFrom(t *testing.T) {
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: fsynced %q, want %q", st.name, got, want)
+		}
+		if kept := slices.Sorted(maps.Keys(b.synced)); !slices.Equal(kept, st.remembered) {
+			t.Errorf("%s: remembers %v as fsynced, want %v", st.name, kept, st.remembered)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -47,12 +48,7 @@ func (s PushState) Final() bool {
 }
 
 func (s PushState) valid() bool {
-	for _, k := range PushStates() {
-		if s == k {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(PushStates(), s)
 }
 
 // Push is the outbox record of one message's webhook push, keyed by its

@@ -124,22 +124,6 @@ func indexPrefix(f Filter) (prefix []byte, byState bool) {
 	return rowPrefix, false
 }
 
-// readRow reads and decodes a row: badger.ErrKeyNotFound when it is
-// absent, an *UnreadableError when this build cannot read it.
-func readRow(txn *badger.Txn, id ID) (Watch, error) {
-	item, err := txn.Get(rowKey(id))
-	if err != nil {
-		return Watch{}, err
-	}
-	var w Watch
-	err = item.Value(func(v []byte) error {
-		var derr error
-		w, derr = decodeRow(item.KeyCopy(nil), v)
-		return derr
-	})
-	return w, err
-}
-
 // CountPending counts a recipient's pending watches, stopping at upTo (a
 // count of upTo means "at least upTo"; upTo <= 0 counts them all). Away
 // from upTo it answers from the count the commits keep (pendingcount.go);

@@ -164,10 +164,7 @@ func TestCountPending(t *testing.T) {
 	s := openTest(t, t.TempDir())
 	ids := newIDs()
 	for i := range 7 {
-		w := pendingWatch(t, ids, "a", t0.Add(time.Duration(i)*time.Millisecond))
-		if err := s.Create(ctx, w); err != nil {
-			t.Fatal(err)
-		}
+		w := createdWatch(t, s, ids, "a", t0.Add(time.Duration(i)*time.Millisecond))
 		if i%3 == 0 {
 			if _, err := s.Settle(ctx, w.ID, Settlement{State: Fired, Receipt: ReceiptNone, SettledAt: t0}); err != nil {
 				t.Fatal(err)

@@ -90,3 +90,23 @@ func TestPendingCountIsExactNearTheBound(t *testing.T) {
 		t.Fatalf("near the bound again: %d, %v; want the exact 40", n, err)
 	}
 }
+
+// A kept count moves only once the recipient has been counted, and a
+// count that drifted low (a settle told after a recount that saw it)
+// stays at zero rather than going below.
+func TestPendingCountsAdd(t *testing.T) {
+	p := newPendingCounts()
+	p.add("a", 1)
+	if _, ok := p.get("a"); ok {
+		t.Fatal("a recipient never counted has a kept count")
+	}
+	p.set("a", 0)
+	p.add("a", -1)
+	if n, ok := p.get("a"); !ok || n != 0 {
+		t.Fatalf("kept count %d (%v), want 0", n, ok)
+	}
+	p.add("a", 2)
+	if n, _ := p.get("a"); n != 2 {
+		t.Fatalf("kept count %d, want 2", n)
+	}
+}

@@ -12,10 +12,7 @@ import (
 func settleAt(t *testing.T, s *Badger, ids seqReader, at time.Time) Watch {
 	t.Helper()
 	ctx := context.Background()
-	w := pendingWatch(t, ids, "a", at)
-	if err := s.Create(ctx, w); err != nil {
-		t.Fatal(err)
-	}
+	w := createdWatch(t, s, ids, "a", at)
 	m := firedMessage(t, ids)
 	m.At = at
 	got, _, err := s.SettleAndMail(ctx, w.ID, Settlement{State: Fired, Outcome: &m.Outcome, SettledAt: at}, m)
@@ -52,10 +49,7 @@ func TestPruneOldestSettledAndMessages(t *testing.T) {
 	for _, h := range []int{3, 1, 2, 10} {
 		rows = append(rows, settleAt(t, s, ids, t0.Add(time.Duration(h)*time.Hour)))
 	}
-	pending := pendingWatch(t, ids, "a", t0)
-	if err := s.Create(ctx, pending); err != nil {
-		t.Fatal(err)
-	}
+	pending := createdWatch(t, s, ids, "a", t0)
 	for _, c := range []Retained{RetainedSettled, RetainedMessages} {
 		if at, ok := oldest(t, s, c); !ok || !at.Equal(t0.Add(time.Hour)) {
 			t.Fatalf("%s: oldest %v %v, want %v", c, at, ok, t0.Add(time.Hour))
@@ -115,10 +109,7 @@ func TestPruneOldestCancelled(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, t.TempDir())
 	ids := newIDs()
-	w := pendingWatch(t, ids, "a", t0)
-	if err := s.Create(ctx, w); err != nil {
-		t.Fatal(err)
-	}
+	w := createdWatch(t, s, ids, "a", t0)
 	var told []time.Time
 	s.OnRetained(func(c Retained, at time.Time) {
 		if c == RetainedSettled {
@@ -246,10 +237,7 @@ func TestPruneOldestDoesNotBlockSettling(t *testing.T) {
 	for range 3 {
 		settleAt(t, s, ids, t0)
 	}
-	w := pendingWatch(t, ids, "a", t0)
-	if err := s.Create(ctx, w); err != nil {
-		t.Fatal(err)
-	}
+	w := createdWatch(t, s, ids, "a", t0)
 	m := firedMessage(t, ids)
 	settled := make(chan error, 1)
 	s.failpoint = func(at string) error {

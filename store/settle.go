@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -75,10 +74,7 @@ func (s *Badger) SettleAndMailThen(ctx context.Context, id ID, st Settlement, m 
 		default:
 			st.Receipt = ReceiptDelivered
 		}
-		at := st.SettledAt.UTC()
-		w.State, w.Receipt, w.Outcome, w.SettledAt = st.State, st.Receipt, st.Outcome, &at
-		w.Attempts, w.LastNote, w.LastFault = st.Attempts, st.LastNote, st.LastFault
-		w.NextCheck = time.Time{} // a next check is a pending row's only
+		st.applyTo(&w)
 		if err := rewriteRow(txn, Pending, w); err != nil {
 			return err
 		}
@@ -131,7 +127,7 @@ func (s *Badger) CarryAndMailThen(ctx context.Context, id ID, baseline json.RawM
 		if w.State != Pending {
 			return ErrNotPending
 		}
-		w.Baseline, w.Attempts, w.LastNote, w.LastFault = baseline, attempts, note, nil
+		carry(&w, baseline, attempts, note)
 		if err := rewriteRow(txn, Pending, w); err != nil {
 			return err
 		}

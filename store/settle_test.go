@@ -32,10 +32,7 @@ func TestSettleAndMail(t *testing.T) {
 	s := openTest(t, t.TempDir())
 	ids := newIDs()
 	runningRecipientFor(t, s, "a", "https://example.org/hook")
-	w := pendingWatch(t, ids, "a", t0)
-	if err := s.Create(ctx, w); err != nil {
-		t.Fatal(err)
-	}
+	w := createdWatch(t, s, ids, "a", t0)
 	m := firedMessage(t, ids)
 	got, mailed, err := s.SettleAndMail(ctx, w.ID, Settlement{State: Fired, Outcome: &m.Outcome, SettledAt: t0, Attempts: 2}, m)
 	if err != nil || got.State != Fired || got.Receipt != ReceiptDelivered || got.Attempts != 2 {
@@ -67,10 +64,7 @@ func TestSettleAndMailIsOneTransaction(t *testing.T) {
 	s := openTest(t, t.TempDir())
 	ids := newIDs()
 	runningRecipientFor(t, s, "a", "https://example.org/hook")
-	w := pendingWatch(t, ids, "a", t0)
-	if err := s.Create(ctx, w); err != nil {
-		t.Fatal(err)
-	}
+	w := createdWatch(t, s, ids, "a", t0)
 	injected := errors.New("injected")
 	s.failpoint = func(at string) error {
 		if at == "settled" {
@@ -109,10 +103,7 @@ func TestSettleAndMailForARecipientNotRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, rid := range []string{"p", "nobody"} {
-		w := pendingWatch(t, ids, rid, t0)
-		if err := s.Create(ctx, w); err != nil {
-			t.Fatal(err)
-		}
+		w := createdWatch(t, s, ids, rid, t0)
 		m := firedMessage(t, ids)
 		got, mailed, err := s.SettleAndMail(ctx, w.ID, Settlement{State: Expired, Outcome: &m.Outcome, SettledAt: t0}, m)
 		if err != nil || got.State != Undeliverable || got.Receipt != ReceiptRejected || mailed.Message != nil || mailed.Push != nil {
@@ -129,10 +120,7 @@ func TestCarryAndMail(t *testing.T) {
 	s := openTest(t, t.TempDir())
 	ids := newIDs()
 	runningRecipientFor(t, s, "a", "https://example.org/hook")
-	w := pendingWatch(t, ids, "a", t0)
-	if err := s.Create(ctx, w); err != nil {
-		t.Fatal(err)
-	}
+	w := createdWatch(t, s, ids, "a", t0)
 	m := firedMessage(t, ids)
 	m.Type = MessageChanged
 	mailed, err := s.CarryAndMail(ctx, w.ID, []byte(`{"v":1}`), 3, "moved", &m)
@@ -193,10 +181,7 @@ func TestPushLifecycle(t *testing.T) {
 	runningRecipientFor(t, s, "a", "https://example.org/hook")
 	var seqs []uint64
 	for range 3 {
-		w := pendingWatch(t, ids, "a", t0)
-		if err := s.Create(ctx, w); err != nil {
-			t.Fatal(err)
-		}
+		w := createdWatch(t, s, ids, "a", t0)
 		m := firedMessage(t, ids)
 		_, mailed, err := s.SettleAndMail(ctx, w.ID, Settlement{State: Fired, Outcome: &m.Outcome, SettledAt: t0}, m)
 		if err != nil {

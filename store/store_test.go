@@ -49,14 +49,21 @@ func pendingWatch(t *testing.T, ids seqReader, recipient string, at time.Time) W
 	}
 }
 
+// createdWatch creates a pending row for recipient at at and returns it.
+func createdWatch(t *testing.T, s *Badger, ids seqReader, recipient string, at time.Time) Watch {
+	t.Helper()
+	w := pendingWatch(t, ids, recipient, at)
+	if err := s.Create(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 func TestLifecycle(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, t.TempDir())
 	ids := newIDs()
-	w := pendingWatch(t, ids, "agent-1", t0)
-	if err := s.Create(ctx, w); err != nil {
-		t.Fatal(err)
-	}
+	w := createdWatch(t, s, ids, "agent-1", t0)
 	if err := s.Create(ctx, w); !errors.Is(err, ErrExists) {
 		t.Fatalf("second create: %v", err)
 	}

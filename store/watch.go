@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/vigilhq/vigil/api/abi"
@@ -28,12 +29,7 @@ func States() []State {
 
 // Valid reports whether s is a state this build knows.
 func (s State) Valid() bool {
-	for _, k := range States() {
-		if s == k {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(States(), s)
 }
 
 // Receipt says what became of a watch's delivery.

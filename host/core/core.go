@@ -85,6 +85,9 @@ func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = wallClock{}
+	}
 	c := &Core{log: cfg.Logger}
 	if cfg.Store.Logger == nil {
 		cfg.Store.Logger = cfg.Logger
@@ -106,44 +109,32 @@ func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 			return nil, fmt.Errorf("registering %s: %w", reminder.Name, err)
 		}
 	}
-	var clock delivery.Clock
-	if cfg.Clock != nil {
-		clock = cfg.Clock
-	}
 	var dm delivery.Metrics
 	var sm scheduler.Metrics
 	if cfg.Metrics != nil {
 		c.Metrics = cfg.Metrics(c.Store)
 		dm, sm = c.Metrics, c.Metrics
 	}
-	if c.Outbox, err = delivery.NewOutbox(delivery.OutboxConfig{Store: c.Store, Guard: cfg.Guard, Clock: clock, Logger: cfg.Logger, Metrics: dm}); err != nil {
+	if c.Outbox, err = delivery.NewOutbox(delivery.OutboxConfig{Store: c.Store, Guard: cfg.Guard, Clock: cfg.Clock, Logger: cfg.Logger, Metrics: dm}); err != nil {
 		return nil, err
 	}
 	if err = c.Outbox.Start(ctx); err != nil {
 		return nil, err
 	}
-	if c.Delivery, err = delivery.New(delivery.Config{Store: c.Store, Outbox: c.Outbox, Clock: clock, Logger: cfg.Logger, Metrics: dm}); err != nil {
+	if c.Delivery, err = delivery.New(delivery.Config{Store: c.Store, Outbox: c.Outbox, Clock: cfg.Clock, Logger: cfg.Logger, Metrics: dm}); err != nil {
 		return nil, err
 	}
 	var deliver scheduler.Deliverer = c.Delivery
 	if cfg.Deliver != nil {
 		deliver = cfg.Deliver(c.Delivery, c.Store)
 	}
-	var sclock scheduler.Clock
-	if cfg.Clock != nil {
-		sclock = cfg.Clock
-	}
 	if c.Scheduler, err = scheduler.New(scheduler.Config{
-		Store: c.Store, Plugins: c.Kinds, Deliver: deliver, Recipients: c.Store, Clock: sclock,
+		Store: c.Store, Plugins: c.Kinds, Deliver: deliver, Recipients: c.Store, Clock: cfg.Clock,
 		Logger: cfg.Logger, Workers: cfg.Workers, Metrics: sm, IDs: cfg.IDs,
 	}); err != nil {
 		return nil, err
 	}
-	var rclock recipients.Clock = wallClock{}
-	if cfg.Clock != nil {
-		rclock = cfg.Clock
-	}
-	c.Recipients = recipients.New(c.Store, c.Scheduler, c.Kinds, rclock, cfg.Logger).WithLimits(cfg.Limits)
+	c.Recipients = recipients.New(c.Store, c.Scheduler, c.Kinds, cfg.Clock, cfg.Logger).WithLimits(cfg.Limits)
 	if cfg.Guard != nil {
 		// The rules delivery dials through: a guard is immutable, so the
 		// outbox's and this one agree.

@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -544,3 +545,109 @@ func TestNoticeIsNotPushedToARecipientThatStopped(t *testing.T) {
 
 // nopOutboxStore stands in where no store call is made.
 type nopOutboxStore struct{ OutboxStore }
+
+// A receiver's Retry-After holds a push at most maxRetryAfter, never a
+// negative time, and nothing when it cannot be read.
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name, v string
+		want    time.Duration
+	}{
+		{"absent", "", 0},
+		{"seconds", "120", 120 * time.Second},
+		{"seconds past the bound", "604800", maxRetryAfter},
+		{"an HTTP date", now.Add(time.Hour).Format(http.TimeFormat), time.Hour},
+		{"an HTTP date past the bound", now.Add(48 * time.Hour).Format(http.TimeFormat), maxRetryAfter},
+		{"an HTTP date already past", now.Add(-time.Hour).Format(http.TimeFormat), 0},
+		{"negative seconds", "-5", 0},
+		{"unreadable", "soon", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := retryAfter(tt.v, now); got != tt.want {
+				t.Fatalf("retryAfter(%q) = %v, want %v", tt.v, got, tt.want)
+			}
+		})
+	}
+}
+
+// The outbox's pool is 4 workers by default and never more than 16,
+// whatever it is asked for.
+func TestOutboxWorkers(t *testing.T) {
+	st := newRig(t, 1).st
+	for _, tt := range []struct{ asked, want int }{{0, 4}, {-3, 4}, {1, 1}, {16, 16}, {100, 16}} {
+		o, err := NewOutbox(OutboxConfig{Store: st, Workers: tt.asked})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.cfg.Workers != tt.want {
+			t.Fatalf("Workers %d: %d workers, want %d", tt.asked, o.cfg.Workers, tt.want)
+		}
+	}
+}
+
+// failingBegin is the store with BeginPush failing, as a store error
+// that marks nothing.
+type failingBegin struct {
+	*store.Badger
+	err error
+}
+
+func (f failingBegin) BeginPush(context.Context, string, uint64, time.Time) (store.Push, store.Message, store.RecipientRecord, error) {
+	return store.Push{}, store.Message{}, store.RecipientRecord{}, f.err
+}
+
+// A store error starting a push marks nothing and leaves the push in the
+// outbox, retried after the schedule's first wait.
+func TestPushRetriedAfterAStoreError(t *testing.T) {
+	r := newRig(t, 1)
+	recipient(t, r.st, "a", store.StatusRunning, "https://example.org/hook")
+	mail(t, r.d, r.st, "a")
+	o, err := NewOutbox(OutboxConfig{Store: failingBegin{r.st, errors.New("disk on fire")}, Clock: r.clock, Metrics: r.metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final := o.attempt(context.Background(), pushKey{"a", 1}, true); final {
+		t.Fatal("the push left the outbox after a store error")
+	}
+	if at, ok := o.NextRetry(); !ok || !at.Equal(t0.Add(RetrySchedule()[1])) {
+		t.Fatalf("retry at %v (%v), want %v", at, ok, t0.Add(RetrySchedule()[1]))
+	}
+	if p := r.push("a", 1); p.State != store.PushPending || p.Attempts != 0 {
+		t.Fatalf("push %+v", p)
+	}
+}
+
+// stoppingAtBegin is the store, with the host stopping just after a push
+// was marked sending: its context ends before the request goes out.
+type stoppingAtBegin struct {
+	*store.Badger
+	stop context.CancelFunc
+}
+
+func (s stoppingAtBegin) BeginPush(ctx context.Context, rid string, seq uint64, at time.Time) (store.Push, store.Message, store.RecipientRecord, error) {
+	defer s.stop()
+	return s.Badger.BeginPush(context.WithoutCancel(ctx), rid, seq, at)
+}
+
+// A push the host stops before sending is put back as it was: pending,
+// its attempt not counted, for the next start to send.
+func TestPushNotSentWhenStopping(t *testing.T) {
+	r := newRig(t, 1)
+	rc := newReceiver(t, status(http.StatusNoContent))
+	recipient(t, r.st, "a", store.StatusRunning, rc.srv.URL+"/hook")
+	mail(t, r.d, r.st, "a")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o, err := NewOutbox(OutboxConfig{Store: stoppingAtBegin{r.st, cancel}, Guard: loopbackGuard(), Clock: r.clock, Metrics: r.metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.attempt(ctx, pushKey{"a", 1}, true)
+	if p := r.push("a", 1); p.State != store.PushPending || p.Attempts != 0 || p.NextAttempt != nil {
+		t.Fatalf("push %+v", p)
+	}
+	if got := rc.got(); len(got) != 0 {
+		t.Fatalf("requests %v", got)
+	}
+}

@@ -66,6 +66,11 @@ func (e *ConflictError) Error() string {
 func (r *Registry) Replace(source string, kinds []Kind) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.replace(source, kinds)
+}
+
+// replace is Replace with mu held.
+func (r *Registry) replace(source string, kinds []Kind) error {
 	next := map[string]Kind{}
 	owner := map[string]string{}
 	for src, ks := range r.sources {
@@ -97,12 +102,13 @@ func (r *Registry) Replace(source string, kinds []Kind) error {
 	return nil
 }
 
-// Register adds one kind to source, beside what it already serves.
+// Register adds one kind to source, beside what it already serves. It
+// reads what the source serves and replaces it under one lock, so two
+// Registers of one source never lose either kind.
 func (r *Registry) Register(source string, k Kind) error {
 	r.mu.Lock()
-	ks := append(append([]Kind(nil), r.sources[source]...), k)
-	r.mu.Unlock()
-	return r.Replace(source, ks)
+	defer r.mu.Unlock()
+	return r.replace(source, append(append([]Kind(nil), r.sources[source]...), k))
 }
 
 // Get is the kind named name.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/vigilhq/vigil/api/abi"
@@ -141,5 +143,31 @@ func TestOf(t *testing.T) {
 	}
 	if _, ok := Of(r, "y"); ok {
 		t.Fatal("Of an unknown name")
+	}
+}
+
+// Registers of one source that run at once each add their kind: none is
+// lost to another that read the source's kinds before it wrote.
+func TestRegistryRegisterHammer(t *testing.T) {
+	const n = 64
+	for range 200 {
+		r := NewRegistry()
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				if err := r.Register("host", fakeKind{name: fmt.Sprintf("k%d", i)}); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if got := len(r.Infos()); got != n {
+			t.Fatalf("%d kinds served after %d Registers", got, n)
+		}
 	}
 }

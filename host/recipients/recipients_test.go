@@ -243,6 +243,7 @@ func TestPutValidates(t *testing.T) {
 		{"ref params", Update{ID: "a", Status: store.StatusRunning, Refs: []store.Ref{{Kind: "ticket", Params: json.RawMessage(`{`)}}}, "refs[0].params"},
 		{"relative workspace", Update{ID: "a", Status: store.StatusRunning, Workspace: "work/here"}, "workspace"},
 		{"unclean workspace", Update{ID: "a", Status: store.StatusRunning, Workspace: "/work/../etc"}, "workspace"},
+		{"workspace with a NUL", Update{ID: "a", Status: store.StatusRunning, Workspace: "/work/a\x00b"}, "workspace"},
 		{"ref refused by admit", Update{ID: "a", Status: store.StatusRunning, Refs: []store.Ref{{Kind: "ticket", Params: json.RawMessage(`{"bad":1}`)}}}, "refs[0].params.bad"},
 	}
 	for _, tt := range tests {

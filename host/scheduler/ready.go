@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"container/heap"
+	"slices"
 
 	"github.com/vigilhq/vigil/store"
 )
@@ -136,7 +137,7 @@ func (q *readyQueue) take(limit int) *job {
 	for {
 		var k *kindLane
 		for _, c := range q.kinds {
-			if len(c.flows) == 0 || c.inFlight >= limit || lanesContain(tried, c) {
+			if len(c.flows) == 0 || c.inFlight >= limit || slices.Contains(tried, c) {
 				continue
 			}
 			if k == nil || c.inFlight < k.inFlight ||
@@ -164,15 +165,6 @@ func (q *readyQueue) take(limit int) *job {
 		}
 		tried = append(tried, k)
 	}
-}
-
-func lanesContain(ls []*kindLane, k *kindLane) bool {
-	for _, l := range ls {
-		if l == k {
-			return true
-		}
-	}
-	return false
 }
 
 // pick is the flow of k to take from: the oldest whose recipient has

@@ -215,6 +215,12 @@ func (u *Upkeep) arm(cl *class, due time.Time) {
 	heap.Push(&u.h, cl)
 }
 
+// retryLater arms cl for after a store error: retryAfterError on from
+// now, or one retention when that is shorter. The caller holds mu.
+func (u *Upkeep) retryLater(cl *class, now time.Time) {
+	u.arm(cl, now.Add(min(retryAfterError, cl.Retention)))
+}
+
 // disarm takes cl out of the heap. The caller holds mu.
 func (u *Upkeep) disarm(cl *class) {
 	if cl.index >= 0 {
@@ -233,7 +239,7 @@ func (u *Upkeep) refresh(ctx context.Context, cl *class, now time.Time) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if err != nil {
-		u.arm(cl, now.Add(min(retryAfterError, cl.Retention)))
+		u.retryLater(cl, now)
 		return &Error{Class: cl.Class.Class, Op: "oldest", Err: err}
 	}
 	noted := cl.notes != notes && cl.index >= 0
@@ -299,7 +305,7 @@ func (u *Upkeep) Tick(ctx context.Context, now time.Time) (int, error) {
 	n, err := u.cfg.Store.PruneOldest(ctx, cl.Class.Class, cutoff, u.cfg.Batch)
 	if err != nil {
 		u.mu.Lock()
-		u.arm(cl, now.Add(min(retryAfterError, cl.Retention)))
+		u.retryLater(cl, now)
 		u.mu.Unlock()
 		return 0, &Error{Class: cl.Class.Class, Op: "prune", Err: err}
 	}

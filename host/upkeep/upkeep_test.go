@@ -514,3 +514,63 @@ func TestRetentionIsSevenDays(t *testing.T) {
 	}
 	wantNoWake(t, u)
 }
+
+// racingStore's Oldest answers what it read before a record it notifies
+// about committed: the write lands while the read is in flight.
+type racingStore struct {
+	stuckStore
+	ok     bool
+	during func()
+}
+
+func (s *racingStore) Oldest(ctx context.Context, c store.Retained) (time.Time, bool, error) {
+	if s.during != nil {
+		s.during()
+	}
+	return s.at, s.ok, nil
+}
+
+// A Notify that lands while a class's oldest is being read is kept: a read
+// that found nothing does not disarm the record just committed, and a read
+// that found a later oldest does not move the class past it.
+func TestNotifyDuringReadIsKept(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		ok   bool
+		at   time.Time
+	}{
+		{"read found nothing", false, time.Time{}},
+		{"read found a later oldest", true, t0.Add(day)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &racingStore{stuckStore: stuckStore{at: tt.at}, ok: tt.ok}
+			u := newUpkeep(t, upkeep.Config{Store: st, Clock: fakeclock.At(t0), Classes: settledOnly(7 * day)})
+			st.during = func() { u.Notify(store.RetainedSettled, t0) }
+			if err := u.Prime(ctx); err != nil {
+				t.Fatal(err)
+			}
+			wantWake(t, u, t0.Add(7*day))
+		})
+	}
+}
+
+// New refuses a class with no retention and a class named twice.
+func TestNewRefusesClasses(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		classes []upkeep.Class
+	}{
+		{"no retention", settledOnly(0)},
+		{"negative retention", settledOnly(-day)},
+		{"named twice", append(settledOnly(day), settledOnly(2*day)...)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := upkeep.New(upkeep.Config{Store: &stuckStore{}, Classes: tt.classes})
+			var ce *upkeep.ConfigError
+			if !errors.Is(err, upkeep.ErrConfig) || !errors.As(err, &ce) || ce.Field != "Classes" {
+				t.Fatalf("New: %v", err)
+			}
+		})
+	}
+}
