@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/runner"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
@@ -53,7 +54,7 @@ func TestCommandThroughTheRunner(t *testing.T) {
 		if _, err := rt.Admit(context.Background(), "command", json.RawMessage(params)); err != nil {
 			t.Fatalf("admit %s: %v", params, err)
 		}
-		obs, err := rt.Observe(plugin.WithRecipient(context.Background(), recipient), abi.ObserveRequest{Kind: "command", WatchID: "w", Params: json.RawMessage(params), Now: t0, Attempt: 1})
+		obs, err := rt.Observe(kind.WithRecipient(context.Background(), recipient), abi.ObserveRequest{Kind: "command", WatchID: "w", Params: json.RawMessage(params), Now: t0, Attempt: 1})
 		if err != nil {
 			t.Fatalf("observe %s: %v", params, err)
 		}
@@ -92,7 +93,7 @@ func TestCommandThroughTheRunner(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = rt2.Close(context.Background()) })
 	for _, c := range []struct{ registrant, want string }{{"orch", orch}, {"local", ""}, {"", ""}} {
-		ctx := plugin.WithRegistrant(plugin.WithRecipient(context.Background(), "agent-2"), c.registrant)
+		ctx := kind.WithRegistrant(kind.WithRecipient(context.Background(), "agent-2"), c.registrant)
 		params := `{"argv":["sh","-c","pwd"],"output_contains":"` + filepath.Base(orch) + `"}`
 		obs, err := rt2.Observe(ctx, abi.ObserveRequest{Kind: "command", WatchID: "w", Params: json.RawMessage(params), Now: t0, Attempt: 1})
 		switch {

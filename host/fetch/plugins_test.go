@@ -13,6 +13,7 @@ import (
 
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/fetch"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/internal/fakeforge"
@@ -94,7 +95,7 @@ func TestFourTicketWatchesOneReadAMinute(t *testing.T) {
 	clock := stepClock{fakeclock.At(time.Now())}
 	rt := runtime(t, "ticket", `{"kinds":{"ticket":`+loopbackGrant+`}}`, clock)
 	params, _ := json.Marshal(map[string]any{"forge": "github", "api_base": forge.URL(), "repo": "o/r", "number": 7, "token_ref": "forge"})
-	ctx := plugin.WithCadence(context.Background(), time.Minute)
+	ctx := kind.WithCadence(context.Background(), time.Minute)
 	baselines := make([]json.RawMessage, 4)
 	for probe := range 8 {
 		w := probe % 4

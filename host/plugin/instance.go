@@ -17,6 +17,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/kind"
 )
 
 // module is one compiled plugin file with its pool of warm instances. A
@@ -354,14 +355,14 @@ func fetchHostFunction(hc *hostCtx) extism.HostFunction {
 		invalid: abi.FetchInvalidRequestOptions, unavailable: abi.FetchUnavailable,
 		fail: fetchFailure,
 		serve: func(ctx context.Context, req abi.FetchRequest) abi.FetchResponse {
-			kind, entry := hc.get()
+			name, entry := hc.get()
 			if !slices.Contains(entry.Capabilities, abi.CapabilityFetch) {
-				return fetchFailure(abi.FetchNotGranted, fmt.Sprintf("kind %s is not granted fetch (setting: kinds.%s.capabilities)", kind, kind))
+				return fetchFailure(abi.FetchNotGranted, fmt.Sprintf("kind %s is not granted fetch (setting: kinds.%s.capabilities)", name, name))
 			}
 			if hc.fetch == nil {
 				return fetchFailure(abi.FetchUnavailable, "this host has no fetch issuer")
 			}
-			return hc.fetch.Fetch(ctx, FetchCall{Kind: kind, Entry: entry, Request: req, Every: CadenceFrom(ctx)})
+			return hc.fetch.Fetch(ctx, FetchCall{Kind: name, Entry: entry, Request: req, Every: kind.CadenceFrom(ctx)})
 		},
 		answered: func(resp abi.FetchResponse) {
 			if hc.metrics == nil {
@@ -413,14 +414,14 @@ func execHostFunction(hc *hostCtx) extism.HostFunction {
 		invalid: abi.ExecInvalidRequest, unavailable: abi.ExecUnavailable,
 		fail: execFailure,
 		serve: func(ctx context.Context, req abi.ExecRequest) abi.ExecResponse {
-			kind, entry := hc.get()
+			name, entry := hc.get()
 			if !slices.Contains(entry.Capabilities, abi.CapabilityExec) || entry.Exec == nil {
-				return execFailure(abi.ExecNotGranted, fmt.Sprintf("kind %s is not granted exec (setting: kinds.%s.exec)", kind, kind))
+				return execFailure(abi.ExecNotGranted, fmt.Sprintf("kind %s is not granted exec (setting: kinds.%s.exec)", name, name))
 			}
 			if hc.exec == nil {
 				return execFailure(abi.ExecUnavailable, "this host runs no commands")
 			}
-			return hc.exec.Exec(ctx, ExecCall{Kind: kind, Entry: entry, Recipient: RecipientFrom(ctx), RegisteredBy: RegistrantFrom(ctx), Request: req})
+			return hc.exec.Exec(ctx, ExecCall{Kind: name, Entry: entry, Recipient: kind.RecipientFrom(ctx), RegisteredBy: kind.RegistrantFrom(ctx), Request: req})
 		},
 	}.build()
 }

@@ -111,33 +111,6 @@ type ExecCall struct {
 // (kind.WorkspaceOwner).
 func (c ExecCall) WorkspaceOwner() string { return kind.WorkspaceOwner(c.Recipient, c.RegisteredBy) }
 
-// WithRecipient tells the plugin call made with ctx whose watch it
-// observes; vigil_exec runs commands in that recipient's workspace.
-func WithRecipient(ctx context.Context, id string) context.Context {
-	return kind.WithRecipient(ctx, id)
-}
-
-// RecipientFrom is the recipient WithRecipient put in ctx, or "".
-func RecipientFrom(ctx context.Context) string { return kind.RecipientFrom(ctx) }
-
-// WithRegistrant tells the plugin call made with ctx who registered the
-// watch it observes; vigil_exec runs in that principal's workspace.
-func WithRegistrant(ctx context.Context, principal string) context.Context {
-	return kind.WithRegistrant(ctx, principal)
-}
-
-// RegistrantFrom is the principal WithRegistrant put in ctx, or "".
-func RegistrantFrom(ctx context.Context) string { return kind.RegistrantFrom(ctx) }
-
-// WithCadence tells the plugin call made with ctx the cadence of the
-// watch it observes; vigil_fetch passes it on as FetchCall.Every.
-func WithCadence(ctx context.Context, every time.Duration) context.Context {
-	return kind.WithCadence(ctx, every)
-}
-
-// CadenceFrom is the cadence WithCadence put in ctx, or 0.
-func CadenceFrom(ctx context.Context) time.Duration { return kind.CadenceFrom(ctx) }
-
 // FetchCall is one fetch a plugin asked for, with the grants of its kind
 // and the cadence of the watch being observed (Every; 0 outside a probe),
 // which tells the issuer how old a held result that watch may be served.

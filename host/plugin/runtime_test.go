@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/kind"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -421,7 +422,7 @@ func TestFetchCarriesTheCadence(t *testing.T) {
 	close(f.release)
 	r := newRuntime(t, Config{Dir: pluginDir(t, fetchGrant, "fetcher"), Fetcher: f})
 	req := abi.ObserveRequest{Kind: "test.fetcher", Now: t0, Params: json.RawMessage(`{"url":"https://example.org/x"}`)}
-	if _, err := r.Observe(WithCadence(context.Background(), time.Minute), req); err != nil {
+	if _, err := r.Observe(kind.WithCadence(context.Background(), time.Minute), req); err != nil {
 		t.Fatal(err)
 	}
 	if call := <-f.entered; call.Every != time.Minute {

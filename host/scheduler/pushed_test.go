@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/store"
 )
@@ -127,7 +128,7 @@ func TestPokeDuringAProbeIsKept(t *testing.T) {
 func TestProbeCarriesTheRecipient(t *testing.T) {
 	h := newHarness(t)
 	var got string
-	h.plugins.observeCtx = func(ctx context.Context) { got = plugin.RecipientFrom(ctx) }
+	h.plugins.observeCtx = func(ctx context.Context) { got = kind.RecipientFrom(ctx) }
 	h.register("ci")
 	h.tick(t0)
 	if got != "agent-1" {
@@ -140,7 +141,7 @@ func TestProbeCarriesTheRecipient(t *testing.T) {
 func TestProbeCarriesTheCadence(t *testing.T) {
 	h := newHarness(t)
 	var got time.Duration
-	h.plugins.observeCtx = func(ctx context.Context) { got = plugin.CadenceFrom(ctx) }
+	h.plugins.observeCtx = func(ctx context.Context) { got = kind.CadenceFrom(ctx) }
 	w := h.register("ci")
 	h.tick(t0)
 	if got == 0 || got != time.Duration(w.Every) {
