@@ -12,6 +12,11 @@ import (
 	"github.com/vigilhq/vigil/store"
 )
 
+// HostSource is the registry source of the host's built-in kinds
+// (observe.thread, recipient.reminder): one source, so a plugin claiming
+// one of their kinds is refused as a conflict with the host.
+const HostSource = "host"
+
 // Registry holds the kinds the host serves, by source. Lookups read one
 // immutable map through an atomic pointer; Register and Replace build a
 // new one. The zero value is not usable: call NewRegistry.

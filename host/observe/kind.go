@@ -24,14 +24,13 @@ var (
 	_ kind.Settler = (*Thread)(nil)
 )
 
-// KindSource is the registry source of the host's built-in kinds.
-const KindSource = "host"
-
 // Thread is the observer's observe.thread kind.
 func (ob *Observer) Thread() *Thread { return &Thread{ob: ob} }
 
 // Register adds the observer's kind to reg.
-func (ob *Observer) Register(reg *kind.Registry) error { return reg.Register(KindSource, ob.Thread()) }
+func (ob *Observer) Register(reg *kind.Registry) error {
+	return reg.Register(kind.HostSource, ob.Thread())
+}
 
 // ThreadParams are an observe.thread watch's params. After is the last
 // input the agent has been given; left out, it is the Work's Consumed at

@@ -15,10 +15,6 @@ import (
 // Name is the reminder's kind.
 const Name = "recipient.reminder"
 
-// KindSource is the registry source of the host's built-in kinds (as
-// observe.thread's).
-const KindSource = "host"
-
 // Bounds of a recipient's reminder interval.
 const (
 	MinEvery = time.Minute
@@ -44,7 +40,7 @@ var _ kind.Kind = (*Kind)(nil)
 func New(st Store) *Kind { return &Kind{st: st} }
 
 // Register adds the kind to reg.
-func (k *Kind) Register(reg *kind.Registry) error { return reg.Register(KindSource, k) }
+func (k *Kind) Register(reg *kind.Registry) error { return reg.Register(kind.HostSource, k) }
 
 // Params are a reminder watch's params: the interval it was kept for, so a
 // changed interval is another watch (the reconciler replaces it) and the
