@@ -97,6 +97,12 @@ const (
 	MaxWorkers     = 16
 )
 
+// DefaultRetention is how long a settled row is kept after it settled
+// (seed 002: seven days): Config.Retention's default, for the start-time
+// backstop prune, and the upkeep's SettledRetention, so the two cannot
+// drift apart.
+const DefaultRetention = 7 * 24 * time.Hour
+
 // Config configures a Scheduler. Zero fields take the defaults.
 type Config struct {
 	Metrics Metrics
@@ -169,7 +175,7 @@ func (c Config) withDefaults() Config {
 		c.MaxDeadline = 7 * 24 * time.Hour
 	}
 	if c.Retention <= 0 {
-		c.Retention = 7 * 24 * time.Hour
+		c.Retention = DefaultRetention
 	}
 	if c.OverdueRate <= 0 {
 		c.OverdueRate = 1000 * c.Workers

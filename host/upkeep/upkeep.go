@@ -12,15 +12,15 @@ import (
 
 	"github.com/vigilhq/vigil/host/fetch"
 	"github.com/vigilhq/vigil/host/observe"
+	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/store"
 )
 
 // The retentions, one place for every class.
 const (
-	// SettledRetention keeps a settled row this long after it settled (the
-	// scheduler's Config.Retention default, which its start-time backstop
-	// uses).
-	SettledRetention = 7 * 24 * time.Hour
+	// SettledRetention keeps a settled row this long after it settled:
+	// the scheduler's, which its start-time backstop prune uses too.
+	SettledRetention = scheduler.DefaultRetention
 	// MessageRetention keeps a mailbox message this long after it was
 	// written.
 	MessageRetention = 7 * 24 * time.Hour
