@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/internal/servetest"
+	"github.com/vigilhq/vigil/internal/syncbuf"
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
@@ -79,7 +79,7 @@ func freePort(t *testing.T) string {
 // exited closes when it returns, with the result in err.
 type server struct {
 	cmd    *exec.Cmd
-	logs   *bytes.Buffer
+	logs   *syncbuf.Buffer
 	exited chan struct{}
 	err    error
 }
@@ -102,7 +102,7 @@ func startServer(t *testing.T, bin, addr, data string, args ...string) *server {
 // at base; the test's end kills it.
 func launch(t *testing.T, cmd *exec.Cmd, base string) *server {
 	t.Helper()
-	s := &server{cmd: cmd, logs: &bytes.Buffer{}, exited: make(chan struct{})}
+	s := &server{cmd: cmd, logs: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	s.cmd.Stderr = s.logs
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

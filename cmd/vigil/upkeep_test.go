@@ -1,36 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/vigilhq/vigil/host/fetch"
 	"github.com/vigilhq/vigil/host/observe"
+	"github.com/vigilhq/vigil/internal/syncbuf"
 	"github.com/vigilhq/vigil/store"
 )
-
-// syncBuffer is a bytes.Buffer safe to read while serve writes its log.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // vigil serve runs the upkeep: an old fetch fact and dead letter are
 // pruned while it serves, an old observed item is kept.
@@ -54,7 +35,7 @@ func TestServeRunsTheUpkeep(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	cmd := newServe(logs)
 	cmd.SetArgs([]string{"--listen", freePort(t), "--data", data})
 	runCtx, stop := context.WithCancel(ctx)

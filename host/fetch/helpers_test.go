@@ -1,7 +1,6 @@
 package fetch
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/internal/syncbuf"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -205,31 +205,13 @@ func (o *origin) last() http.Header {
 	return o.headers[len(o.headers)-1]
 }
 
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // harness is an issuer on a fake clock, a real event log and a captured
 // logger.
 type harness struct {
 	*Issuer
 	clock *fakeClock
 	log   *store.Badger
-	out   *syncBuffer
+	out   *syncbuf.Buffer
 }
 
 func mustOpenStore(tb testing.TB) *store.Badger {
@@ -246,7 +228,7 @@ func mustOpenStore(tb testing.TB) *store.Badger {
 // filled with the harness's own.
 func newHarness(t *testing.T, cfg Config) *harness {
 	t.Helper()
-	h := &harness{clock: newFakeClock(), out: &syncBuffer{}}
+	h := &harness{clock: newFakeClock(), out: &syncbuf.Buffer{}}
 	if cfg.Clock == nil {
 		cfg.Clock = h.clock
 	}

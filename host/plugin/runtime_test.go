@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/internal/syncbuf"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -263,7 +263,7 @@ func TestReloadLogsWhatLoadedAndWhatNot(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, RegistryFile), []byte(`{"kinds":{"timer":{"wasm":"a.wasm"}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	r := newRuntime(t, Config{Dir: dir, Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
 	buf.Reset()
 	if _, err := r.Reload(context.Background()); err != nil {
@@ -305,30 +305,6 @@ func TestReloadLogsWhatLoadedAndWhatNot(t *testing.T) {
 	if !strings.Contains(buf.String(), "plugin reload failed") {
 		t.Fatalf("the failed reload logged:\n%s", buf.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *syncBuffer) Reset() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Reset()
 }
 
 func TestConcurrentCallsNeverShareAnInstance(t *testing.T) {
