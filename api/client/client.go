@@ -123,25 +123,46 @@ func (c *Client) ListWatches(ctx context.Context, q WatchQuery) (api.WatchList, 
 	return out, err
 }
 
+// MaxWatchPage is the largest page of watches the server gives.
+const MaxWatchPage = 1000
+
 // AllWatches follows ListWatches from q.After page after page (q.Limit is
 // the page size) to the end, and returns every watch in one list with the
 // pages' HeldAside summed and no Next.
 func (c *Client) AllWatches(ctx context.Context, q WatchQuery) (api.WatchList, error) {
+	return c.Watches(ctx, q, 0)
+}
+
+// Watches follows ListWatches from q.After page after page (q.Limit is
+// the page size) until the end, or until it has upTo watches (0: no
+// bound), with the pages' HeldAside summed. It asks for no more than
+// upTo, and when it stops there with more to come, Next is where to go on
+// from. A server answering a cursor with itself is an error: the paging
+// would never end.
+func (c *Client) Watches(ctx context.Context, q WatchQuery, upTo int) (api.WatchList, error) {
 	out := api.WatchList{Watches: []api.Watch{}}
+	page := q.Limit
+	if upTo > 0 && page <= 0 {
+		page = MaxWatchPage
+	}
 	for {
-		page, err := c.ListWatches(ctx, q)
+		if upTo > 0 {
+			q.Limit = min(upTo-len(out.Watches), page)
+		}
+		p, err := c.ListWatches(ctx, q)
 		if err != nil {
 			return out, err
 		}
-		out.Watches = append(out.Watches, page.Watches...)
-		out.HeldAside += page.HeldAside
-		if page.Next == "" {
+		out.Watches = append(out.Watches, p.Watches...)
+		out.HeldAside += p.HeldAside
+		out.Next = p.Next
+		if p.Next == "" || upTo > 0 && len(out.Watches) >= upTo {
 			return out, nil
 		}
-		if page.Next == q.After {
+		if p.Next == q.After {
 			return out, fmt.Errorf("client: the server answered the cursor %q with itself", q.After)
 		}
-		q.After = page.Next
+		q.After = p.Next
 	}
 }
 

@@ -376,29 +376,9 @@ them for an operator). --for a recipient it may not read, or
 // most limit of them with the cursor to continue from, following the
 // server's pages either way (a page may be short and still have more).
 func listWatches(ctx context.Context, c *client.Client, q client.WatchQuery, limit int) (api.WatchList, error) {
-	if limit == 0 {
-		q.Limit = maxWatchPage
-		return c.AllWatches(ctx, q)
-	}
-	out := api.WatchList{Watches: []api.Watch{}}
-	for {
-		q.Limit = min(limit-len(out.Watches), maxWatchPage)
-		page, err := c.ListWatches(ctx, q)
-		if err != nil {
-			return out, err
-		}
-		out.Watches = append(out.Watches, page.Watches...)
-		out.HeldAside += page.HeldAside
-		out.Next = page.Next
-		if page.Next == "" || len(out.Watches) >= limit || page.Next == q.After {
-			return out, nil
-		}
-		q.After = page.Next
-	}
+	q.Limit = client.MaxWatchPage
+	return c.Watches(ctx, q, limit)
 }
-
-// maxWatchPage is the server's largest page of watches.
-const maxWatchPage = 1000
 
 func newWatchShow(cf *clientFlags, stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
