@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/internal/wasmbuild"
 )
 
 // pinnedDir is a plugin directory holding a copy of the bundled timer as
@@ -115,5 +117,42 @@ func TestAPIReportsAndLogsAPinnedOutFile(t *testing.T) {
 		if n := strings.Count(logs, want); n != 2 {
 			t.Errorf("%q logged %d times, want 2 (the start and the API's reload):\n%s", want, n, logs)
 		}
+	}
+}
+
+// vigil plugins run in an empty directory leaves it empty: it opens no
+// store, and the compilation cache it shares with serve is in the user
+// cache directory, under one directory per wazero version.
+func TestPluginsWritesNothingIntoTheCurrentDirectory(t *testing.T) {
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, "cache"))
+	t.Setenv("VIGIL_PLUGIN_CACHE", "")
+	// The default cache is the tests' shared one, behind a link, so the
+	// bundled plugins are not compiled again for this test.
+	if err := os.MkdirAll(filepath.Join(home, "cache", "vigil"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(wasmbuild.CacheDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(wasmbuild.CacheDir(), filepath.Join(home, "cache", "vigil", "wazero")); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, err := run(t, context.Background(), "plugins"); err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	left, err := os.ReadDir(cwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Fatalf("vigil plugins wrote into the current directory: %v", left)
+	}
+	versions, err := filepath.Glob(filepath.Join(home, "cache", "vigil", "wazero", "wazero-*-"+runtime.GOARCH+"-"+runtime.GOOS))
+	if err != nil || len(versions) == 0 {
+		t.Fatalf("no compilation cache keyed by the wazero version under the user cache directory: %v %v", versions, err)
 	}
 }
