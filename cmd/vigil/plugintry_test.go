@@ -251,3 +251,25 @@ func jsonEqual(a json.RawMessage, b string) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal([]byte(b), &y) == nil && reflect.DeepEqual(x, y)
 }
+
+// A timer that answers pending with no next_check, its instant half a
+// cadence away and its deadline the instant itself, is warned of: serve
+// would probe it next at the deadline, and expire it there.
+func TestPluginTryWarnsOfAProbePastTheDeadline(t *testing.T) {
+	wasm := testPlugins.Build(t, filepath.Join("..", "..", "conformance", "testdata", "quirks", "latetimer"))
+	at := time.Now().Add(30 * time.Second).UTC().Truncate(time.Second)
+	rep, code := tryJSON(t, wasm, "--params", `{"at":"`+at.Format(time.RFC3339)+`"}`)
+	if code != tryAnswered || rep.Observe == nil || rep.Observe.Status != abi.StatusPending || rep.Observe.NextCheck != nil {
+		t.Fatalf("exit %d: %+v", code, rep.Observe)
+	}
+	if rep.Observe.NextProbe == nil || !rep.Observe.NextProbe.Equal(at) {
+		t.Fatalf("next probe %v, want the deadline %s", rep.Observe.NextProbe, at)
+	}
+	if len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "after its natural deadline "+at.Format(time.RFC3339)) {
+		t.Fatalf("warnings %q", rep.Warnings)
+	}
+	// With a cadence that leaves a probe before the instant, no warning.
+	if rep, _ := tryJSON(t, wasm, "--every", "5s", "--params", `{"at":"`+at.Format(time.RFC3339)+`"}`); len(rep.Warnings) != 0 {
+		t.Fatalf("warnings at a 5s cadence: %q", rep.Warnings)
+	}
+}
