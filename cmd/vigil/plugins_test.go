@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -49,6 +52,12 @@ func TestPluginsReportsAPinnedOutFile(t *testing.T) {
 	if !strings.Contains(out, filepath.Join(dir, "a.wasm")) {
 		t.Fatalf("the pinned file does not serve timer:\n%s", out)
 	}
+	// The table names the build by its short SHA-256 and where it came
+	// from: the plugin directory.
+	sum := timerSum(t)
+	if !strings.Contains(out, "SHA256") || !strings.Contains(out, " "+sum[:12]+" ") || !strings.Contains(out, " "+dir+" ") {
+		t.Fatalf("the table lacks the SHA-256 or the source:\n%s", out)
+	}
 	if !strings.Contains(errOut, "not loaded: "+bundledTimer) || !strings.Contains(errOut, plugin.RuleKindPinned) {
 		t.Fatalf("the bundled timer set aside is not reported:\n%s", errOut)
 	}
@@ -58,10 +67,14 @@ func TestPluginsReportsAPinnedOutFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got struct {
+		Plugins  []plugin.Info       `json:"plugins"`
 		Problems []api.PluginProblem `json:"problems"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(got.Plugins, func(i plugin.Info) bool { return i.Kind == "timer" && i.SHA256 == sum && i.Source == dir }) {
+		t.Fatalf("--json lacks the full SHA-256 or the source: %+v", got.Plugins)
 	}
 	if len(got.Problems) != 1 || got.Problems[0].File != bundledTimer || got.Problems[0].Rule != plugin.RuleKindPinned ||
 		got.Problems[0].Kind != "timer" {
@@ -103,6 +116,10 @@ func TestAPIReportsAndLogsAPinnedOutFile(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 || !pinned(list) {
 		t.Fatalf("GET /api/v1/plugins: %d %v %+v", resp.StatusCode, err, list.Problems)
 	}
+	sum := timerSum(t)
+	if !slices.ContainsFunc(list.Plugins, func(p api.Plugin) bool { return p.Kind == "timer" && p.SHA256 == sum && p.Source == dir }) {
+		t.Fatalf("GET /api/v1/plugins lacks the SHA-256 or the source: %+v", list.Plugins)
+	}
 	code, body := postJSON(t, base+"/api/v1/plugins/reload", `{}`)
 	list = api.PluginList{}
 	if err := json.Unmarshal(body, &list); err != nil || code != 200 || !pinned(list) {
@@ -112,6 +129,12 @@ func TestAPIReportsAndLogsAPinnedOutFile(t *testing.T) {
 		t.Logf("serve exited: %v", err)
 	}
 	logs := s.logs.String()
+	// The first start says it compiles, and how long it took, naming the
+	// cache; the reload, with nothing changed, compiles nothing.
+	if !regexp.MustCompile(`"compiling \d+ plugins"[^\n]*"cache"`).MatchString(logs) || !regexp.MustCompile(`"compiled \d+ plugins in [^"]+"`).MatchString(logs) ||
+		strings.Count(logs, `"msg":"compiling `) != 1 {
+		t.Errorf("serve does not log its compiling once:\n%s", logs)
+	}
 	// Once at the start, once for the reload through the API.
 	for _, want := range []string{"plugins loaded", plugin.RuleKindPinned} {
 		if n := strings.Count(logs, want); n != 2 {
@@ -155,4 +178,14 @@ func TestPluginsWritesNothingIntoTheCurrentDirectory(t *testing.T) {
 	if err != nil || len(versions) == 0 {
 		t.Fatalf("no compilation cache keyed by the wazero version under the user cache directory: %v %v", versions, err)
 	}
+}
+
+// timerSum is the hex SHA-256 of the bundled timer's file.
+func timerSum(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(timerWasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(b))
 }
