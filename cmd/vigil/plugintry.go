@@ -267,6 +267,16 @@ Exit codes:
 			return nil
 		},
 	}
+	// The server flags of vigil plugin do not apply: nothing here talks
+	// to a server, so help does not offer them.
+	cmd.SetHelpFunc(func(c *cobra.Command, args []string) {
+		for _, name := range []string{"server", "token"} {
+			if f := c.InheritedFlags().Lookup(name); f != nil {
+				f.Hidden = true
+			}
+		}
+		c.Root().HelpFunc()(c, args)
+	})
 	localFlags(cmd)
 	cmd.Flags().StringVar(&params, "params", "", "the watch's params: JSON, @FILE, or - for standard input (default: the kind's example)")
 	cmd.Flags().StringVar(&workspace, "workspace", "", "the directory commands run in (vigil_exec), as a recipient's workspace (default: the current directory)")

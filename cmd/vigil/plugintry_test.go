@@ -160,10 +160,10 @@ func TestPluginTryLoadErrors(t *testing.T) {
 }
 
 // A plugin loaded from its file fetches from a server on 127.0.0.1 that
-// the registry grants (fetch_hosts and private_ranges): the fetch is
-// made through the issuer and reported with its status and bytes, and the
-// second of two tries in one run is not from a cache, since each try is
-// its own host. Without the private range the destination guard refuses
+// the registry of the config file's plugin directory grants (fetch_hosts
+// and private_ranges): the fetch is
+// made through the issuer and reported with its status and bytes. Without
+// the private range the destination guard refuses
 // the same fetch, and the report gives its reason; the plugin answers
 // pending, exit 0.
 func TestPluginTryFetchesThroughTheIssuer(t *testing.T) {
@@ -176,8 +176,13 @@ func TestPluginTryFetchesThroughTheIssuer(t *testing.T) {
 	wasm := testPlugins.Build(t, filepath.Join("..", "..", "host", "plugin", "testdata", "fetcher"))
 	params := `{"url":"` + srv.URL + `/x"}`
 
+	// The grant comes from the plugin directory serve's config file names.
 	granted := registryDir(t, `{"kinds":{"test.fetcher":{"capabilities":["fetch"],"fetch_hosts":["127.0.0.1"],"private_ranges":["127.0.0.0/8"]}}}`)
-	rep, code := tryJSON(t, wasm, "--plugins", granted, "--params", params)
+	config := filepath.Join(t.TempDir(), "vigil.yaml")
+	if err := os.WriteFile(config, []byte("plugins: "+granted+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, code := tryJSON(t, wasm, "--config", config, "--params", params)
 	if code != tryAnswered || rep.Kind != "test.fetcher" || rep.Source != wasm || rep.File != wasm {
 		t.Fatalf("exit %d: %+v", code, rep)
 	}
