@@ -332,9 +332,10 @@ type tryInput struct {
 }
 
 // isPluginFile says whether a KIND_OR_FILE names a file: a kind has no
-// path separator and no .wasm suffix (abi.ValidKind allows neither).
+// path separator and no .wasm suffix (abi.ValidKind allows no separator,
+// and no kind ends in .wasm that a file would not name better).
 func isPluginFile(target string) bool {
-	return strings.HasSuffix(target, ".wasm") || strings.ContainsRune(target, os.PathSeparator) || !abi.ValidKind(target)
+	return strings.HasSuffix(target, ".wasm") || strings.ContainsRune(target, os.PathSeparator)
 }
 
 // tryPlugin makes the dry run and reports it; ExitCode says how it ended.
