@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/conformance"
 	"github.com/vigilhq/vigil/host"
@@ -410,7 +411,7 @@ func tryPlugin(ctx context.Context, cmd *cobra.Command, in tryInput) (rep tryRep
 		rep.ExitCode = tryRefused
 		return rep
 	case err != nil:
-		rep.Admit = &tryAdmit{Code: "plugin_fault", Message: err.Error()}
+		rep.Admit = &tryAdmit{Code: api.CodePluginFault, Message: err.Error()}
 		rep.ExitCode = tryFault
 		return rep
 	}
@@ -538,7 +539,7 @@ func (r tryReport) writeText(w io.Writer) error {
 			}
 		default:
 			what := "refused"
-			if a.Code == "plugin_fault" {
+			if a.Code == api.CodePluginFault {
 				what = "faulted"
 			}
 			msg := fmt.Sprintf("%s: %s: %s", what, a.Code, a.Message)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
@@ -276,5 +277,15 @@ func TestPluginTryWarnsOfAProbePastTheDeadline(t *testing.T) {
 	// With a cadence that leaves a probe before the instant, no warning.
 	if rep, _ := tryJSON(t, wasm, "--every", "5s", "--params", `{"at":"`+at.Format(time.RFC3339)+`"}`); len(rep.Warnings) != 0 {
 		t.Fatalf("warnings at a 5s cadence: %q", rep.Warnings)
+	}
+}
+
+// An admit whose answer breaks the contract is the plugin's fault, not a
+// refusal of the params: exit 3, with the admission's code plugin_fault.
+func TestPluginTryReportsAnAdmitFault(t *testing.T) {
+	wasm := testPlugins.Build(t, filepath.Join("..", "..", "conformance", "testdata", "broken", "baddestinations"))
+	rep, code := tryJSON(t, wasm) // its example
+	if code != tryFault || rep.Admit == nil || rep.Admit.OK || rep.Admit.Code != api.CodePluginFault || rep.Observe != nil {
+		t.Fatalf("exit %d: %+v", code, rep.Admit)
 	}
 }
