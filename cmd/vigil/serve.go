@@ -111,7 +111,7 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", f.Listen, err)
 	}
-	log.Info("vigil serving", "listen", ln.Addr().String(), "data", f.Data, "plugins", pluginDirLabel(f.Plugins), "kinds", len(h.Runtime.Plugins()), "pending", h.Pending, "fsync", f.Fsync, "auth", authLabel(f.Tokens))
+	log.Info("vigil serving", "listen", ln.Addr().String(), "data", f.Data, "plugins", pluginDirLabel(f.Plugins), "plugin_cache", cache, "kinds", len(h.Runtime.Plugins()), "pending", h.Pending, "fsync", f.Fsync, "auth", authLabel(f.Tokens))
 	// The runtime logged each plugin it loaded, and each it did not.
 
 	hup := make(chan os.Signal, 1)
