@@ -197,7 +197,7 @@ func (x recordingExecer) Exec(ctx context.Context, call plugin.ExecCall) abi.Exe
 }
 
 func newPluginTry(stdout io.Writer) *cobra.Command {
-	var params, workspace, every string
+	var params, baseline, workspace, every string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "try KIND_OR_FILE",
@@ -214,7 +214,9 @@ KIND_OR_FILE is a kind, or the path of a .wasm to load beside the others
 (it serves its kind, under the grants the registry gives that kind, over
 any other file that claims it). --params is the watch's params as JSON,
 @FILE to read them from a file, or - to read them from standard input; by
-default, the example the kind's describe gives.
+default, the example the kind's describe gives. --baseline, in the same
+forms, is the baseline a standing watch recorded (an earlier try's), to try
+the check after the first.
 
 It prints the admission (or the refusal with its code and the field or
 setting at fault), the answer (state, note, next_check, the natural
@@ -240,7 +242,14 @@ Exit codes:
 				}
 				cadence = d
 			}
+			if params == "-" && baseline == "-" {
+				return errors.New("--params and --baseline cannot both read standard input")
+			}
 			raw, err := readParams(params, cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			base, err := readJSONFlag("--baseline", baseline, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
@@ -251,7 +260,7 @@ Exit codes:
 			} else if workspace, err = filepath.Abs(workspace); err != nil {
 				return err
 			}
-			rep := tryPlugin(cmd.Context(), cmd, tryInput{target: args[0], params: raw, workspace: workspace, every: cadence, clock: wallClock{}})
+			rep := tryPlugin(cmd.Context(), cmd, tryInput{target: args[0], params: raw, baseline: base, workspace: workspace, every: cadence, clock: wallClock{}})
 			if err := cmd.Context().Err(); err != nil {
 				return err
 			}
@@ -280,6 +289,7 @@ Exit codes:
 	})
 	localFlags(cmd)
 	cmd.Flags().StringVar(&params, "params", "", "the watch's params: JSON, @FILE, or - for standard input (default: the kind's example)")
+	cmd.Flags().StringVar(&baseline, "baseline", "", "the baseline a standing watch recorded (an earlier try's baseline): JSON, @FILE, or -; the observation is then attempt 2")
 	cmd.Flags().StringVar(&workspace, "workspace", "", "the directory commands run in (vigil_exec), as a recipient's workspace (default: the current directory)")
 	cmd.Flags().StringVar(&every, "every", "", "the watch's cadence, as a registration's every (default: the kind's default_every)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -289,6 +299,12 @@ Exit codes:
 // readParams reads --params: JSON as given, @FILE, or - for stdin; ""
 // is none (the kind's example).
 func readParams(v string, stdin io.Reader) (json.RawMessage, error) {
+	return readJSONFlag("--params", v, stdin)
+}
+
+// readJSONFlag reads a flag that takes JSON as given, @FILE, or - for
+// stdin, at most 1 MiB of it; "" is none.
+func readJSONFlag(flag, v string, stdin io.Reader) (json.RawMessage, error) {
 	var b []byte
 	switch {
 	case v == "":
@@ -296,21 +312,21 @@ func readParams(v string, stdin io.Reader) (json.RawMessage, error) {
 	case v == "-":
 		var err error
 		if b, err = io.ReadAll(io.LimitReader(stdin, 1<<20+1)); err != nil {
-			return nil, fmt.Errorf("--params -: %w", err)
+			return nil, fmt.Errorf("%s -: %w", flag, err)
 		}
 	case strings.HasPrefix(v, "@"):
 		var err error
 		if b, err = os.ReadFile(v[1:]); err != nil {
-			return nil, fmt.Errorf("--params: %w", err)
+			return nil, fmt.Errorf("%s: %w", flag, err)
 		}
 	default:
 		b = []byte(v)
 	}
 	if len(b) > 1<<20 {
-		return nil, errors.New("--params: more than 1 MiB")
+		return nil, fmt.Errorf("%s: more than 1 MiB", flag)
 	}
 	if !json.Valid(b) {
-		return nil, fmt.Errorf("--params: not JSON: %s", clipText(string(b), 80))
+		return nil, fmt.Errorf("%s: not JSON: %s", flag, clipText(string(b), 80))
 	}
 	return json.RawMessage(b), nil
 }
@@ -327,6 +343,7 @@ func clipText(s string, n int) string {
 type tryInput struct {
 	target    string // a kind, or the path of a .wasm
 	params    json.RawMessage
+	baseline  json.RawMessage // nil: the first check
 	workspace string
 	every     time.Duration
 	clock     tryClock
@@ -435,7 +452,11 @@ func tryPlugin(ctx context.Context, cmd *cobra.Command, in tryInput) (rep tryRep
 		return loadFailed(tryLoad{Error: err.Error()})
 	}
 	octx := kind.WithCadence(kind.WithRegistrant(kind.WithRecipient(ctx, tryRecipient), tryRecipient), every)
-	obs, err := rt.Observe(octx, abi.ObserveRequest{Kind: info.Kind, WatchID: id.String(), Params: params, Now: now, Attempt: 1})
+	req := abi.ObserveRequest{Kind: info.Kind, WatchID: id.String(), Params: params, Now: now, Attempt: 1}
+	if in.baseline != nil {
+		req.Baseline, req.Attempt = in.baseline, 2
+	}
+	obs, err := rt.Observe(octx, req)
 	o := &tryObserve{Status: obs.Status, Note: obs.Note, Outcome: obs.Outcome, Baseline: obs.Baseline, Now: now, Every: every.String()}
 	rep.Observe = o
 	if !obs.NextCheck.IsZero() {

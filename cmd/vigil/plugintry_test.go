@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -287,5 +289,31 @@ func TestPluginTryReportsAnAdmitFault(t *testing.T) {
 	rep, code := tryJSON(t, wasm) // its example
 	if code != tryFault || rep.Admit == nil || rep.Admit.OK || rep.Admit.Code != api.CodePluginFault || rep.Observe != nil {
 		t.Fatalf("exit %d: %+v", code, rep.Admit)
+	}
+}
+
+// A standing kind's first try records a baseline; tried again with that
+// baseline (--baseline) after its subject changed, it answers changed:
+// the check after the first, attempt 2.
+func TestPluginTryAStandingKindWithItsBaseline(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "version %d", hits.Add(1))
+	}))
+	defer srv.Close()
+	wasm := testPlugins.Build(t, filepath.Join("..", "..", "conformance", "testdata", "good", "standing"))
+	dir := registryDir(t, `{"kinds":{"good.standing":{"capabilities":["fetch","exec"],"fetch_hosts":["127.0.0.1"],"private_ranges":["127.0.0.0/8"],"exec":{"programs":["true"]}}}}`)
+	args := []string{wasm, "--plugins", dir, "--workspace", t.TempDir(), "--params", `{"url":"` + srv.URL + `/"}`}
+
+	first, code := tryJSON(t, args...)
+	if code != tryAnswered || first.Observe == nil || first.Observe.Status != abi.StatusPending || len(first.Observe.Baseline) == 0 || first.Observe.Deadline != nil {
+		t.Fatalf("first: exit %d: %+v", code, first.Observe)
+	}
+	next, code := tryJSON(t, append(args, "--baseline", string(first.Observe.Baseline))...)
+	if code != tryAnswered || next.Observe == nil || next.Observe.Status != abi.StatusChanged || jsonEqual(next.Observe.Baseline, string(first.Observe.Baseline)) {
+		t.Fatalf("with the baseline: exit %d: %+v", code, next.Observe)
+	}
+	if _, _, err := run(t, context.Background(), "plugin", "try", wasm, "--params", "-", "--baseline", "-"); exitCodeOf(err) != 1 {
+		t.Fatalf("both from stdin: %v", err)
 	}
 }
