@@ -131,6 +131,11 @@ func TestPluginTryRefusesAndReadsParams(t *testing.T) {
 	if code := exitCodeOf(err); code != 1 || !strings.Contains(err.Error(), "not JSON") {
 		t.Fatalf("params that are not JSON: exit %d, %v", code, err)
 	}
+	for _, every := range []string{"0s", "-1m", "soon"} {
+		if _, _, err := run(t, context.Background(), "plugin", "try", "timer", "--every", every); exitCodeOf(err) != 1 || !strings.Contains(err.Error(), "--every") {
+			t.Fatalf("--every %s: %v", every, err)
+		}
+	}
 	big := filepath.Join(t.TempDir(), "big.json")
 	if err := os.WriteFile(big, []byte(`"`+strings.Repeat("x", 1<<20)+`"`), 0o644); err != nil {
 		t.Fatal(err)
@@ -313,7 +318,8 @@ func TestPluginTryAStandingKindWithItsBaseline(t *testing.T) {
 	if code != tryAnswered || next.Observe == nil || next.Observe.Status != abi.StatusChanged || jsonEqual(next.Observe.Baseline, string(first.Observe.Baseline)) {
 		t.Fatalf("with the baseline: exit %d: %+v", code, next.Observe)
 	}
-	if _, _, err := run(t, context.Background(), "plugin", "try", wasm, "--params", "-", "--baseline", "-"); exitCodeOf(err) != 1 {
+	if _, _, err := run(t, context.Background(), "plugin", "try", wasm, "--params", "-", "--baseline", "-"); exitCodeOf(err) != 1 ||
+		!strings.Contains(err.Error(), "cannot both read standard input") {
 		t.Fatalf("both from stdin: %v", err)
 	}
 }
