@@ -421,6 +421,10 @@ type Plugin struct {
 	Observable   bool     `json:"observable"`
 	Setting      string   `json:"setting,omitempty"`
 	File         string   `json:"file"`
+	// Source is "bundled" or the plugin directory's path; SHA256 the hex
+	// SHA-256 of the .wasm file.
+	Source string `json:"source"`
+	SHA256 string `json:"sha256"`
 }
 
 // PluginProblem is a plugin file that did not load.

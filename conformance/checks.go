@@ -3,7 +3,7 @@ package conformance
 // SuiteVersion is the version of the check list. It moves when a check is
 // added, removed or made stricter, so a plugin's "passes suite 1" keeps a
 // meaning; docs/conformance.md is its spec page.
-const SuiteVersion = 3
+const SuiteVersion = 4
 
 // Level says whether a check gates: a plugin conforms when no required
 // check fails. An advisory failure is reported and does not gate.
@@ -47,6 +47,7 @@ const (
 	ObserveDeterministic  = "observe.deterministic"
 	ObserveNoWallClock    = "observe.no-wall-clock"
 	ObserveBudget         = "observe.budget"
+	ObserveDeadline       = "observe.deadline-reachable"
 	StandingFirstSilent   = "standing.first-baseline-silent"
 	StandingUnchanged     = "standing.unchanged"
 	StandingChanged       = "standing.changed"
@@ -126,6 +127,9 @@ var specs = []Spec{
 	{ObserveBudget, Required,
 		"every call is bounded: 5s, 64 MiB and 256 KiB of output; a call past one is killed and the watch learns nothing",
 		"make one bounded observation per call: no loops waiting for the subject, no unbounded buffers, small outputs"},
+	{ObserveDeadline, Advisory,
+		"a watch still pending at its deadline expires: a pending answer with no next_check near the natural deadline leaves the next probe, by the cadence, past it, so the host's last probe is at the deadline itself, and a timer expires instead of firing",
+		"answer pending with next_check at the instant the answer can change (sdk.Pending(note).CheckAt(t)), or give admit a natural deadline that leaves room for a probe after that instant"},
 	{StandingFirstSilent, Required,
 		`a standing kind's first check records the baseline silently: "it exists" is not news`,
 		"answer the first check (no baseline in the input) with pending and a baseline (sdk.Baseline)"},

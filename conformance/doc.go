@@ -25,6 +25,12 @@
 //     admitted generated params. Clocks close together (the default and a
 //     year on, suite 2) both lie before an instant in the future, and a
 //     plugin comparing its clock with one passed.
+//   - What the contract allows but serve would punish is a warning (an
+//     advisory failure, "warn" in the text report, "warning:" in JUnit),
+//     never a failure: a pending answer with no next_check whose next
+//     probe by the cadence falls after the natural deadline, so the watch
+//     expires at its deadline (observe.deadline-reachable). LateProbe is
+//     that rule, and vigil plugin try prints it from the same function.
 //
 // What it must never do:
 //   - Judge a plugin by anything but the contract (api/abi,
@@ -46,4 +52,6 @@
 // Each check is proved to bite by a broken plugin in testdata/broken: one
 // way to be wrong each, built on the well-behaved plugin in testdata/base,
 // and the test asserts it fails exactly its check and passes the others.
+// The advisory observe.deadline-reachable is proved by testdata/quirks/
+// latetimer, which passes every required check and is warned of.
 package conformance

@@ -12,6 +12,7 @@ import (
 
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/scheduler"
 )
 
 // budgetFault reports whether a fault is one of the call's bounds biting:
@@ -100,16 +101,60 @@ func (s *suite) observeChecks(ctx context.Context) {
 		}
 		s.timed(ObserveFetchFailure, func() (Status, string) { return s.fetchFailure(ctx) })
 		s.timed(ObserveExecFailure, func() (Status, string) { return s.execFailure(ctx) })
+		s.timed(ObserveDeadline, func() (Status, string) { return s.deadlineReachable(ctx) })
 		s.standing(ctx)
 	} else {
 		why := "needs an answer to the example (observe.valid-result)"
 		if budgetFault(first.obs.Fault) {
 			why = "the example's observation ran past a bound (observe.budget)"
 		}
-		s.skipAll(why, ObserveDeterministic, ObserveNoWallClock, ObserveFetchFailure, ObserveExecFailure, RobustnessGenerated)
+		s.skipAll(why, ObserveDeterministic, ObserveNoWallClock, ObserveFetchFailure, ObserveExecFailure, ObserveDeadline, RobustnessGenerated)
 		s.skipAll(why, standingIDs...)
 	}
 	s.timed(ObserveBudget, s.budget)
+}
+
+// deadlineReachable looks for the trap LateProbe names, with the kind's
+// default cadence: in the example's first answer, and, when the natural
+// deadline is further off than one cadence, in an answer half a cadence
+// before it, where a timer's last probe by its cadence would be.
+func (s *suite) deadlineReachable(ctx context.Context) (Status, string) {
+	if s.info.Standing {
+		return Pass, "a standing kind has no deadline: nothing expires"
+	}
+	if s.exampleAdm == nil || s.exampleAdm.Deadline.IsZero() {
+		return Pass, "admit gives the example no natural deadline: the host's default applies, and the watch may set its own"
+	}
+	deadline := s.exampleAdm.Deadline
+	every := s.info.DefaultEvery
+	if every <= 0 {
+		every = scheduler.DefaultEvery
+	}
+	if msg, late := LateProbe(false, s.first.obs, suiteNow, every, deadline); late {
+		return Fail, "observing the example " + msg
+	}
+	at := deadline.Add(-every / 2)
+	if !at.After(suiteNow) {
+		return Pass, fmt.Sprintf("the first answer leaves a probe before the natural deadline %s", deadline.UTC().Format(time.RFC3339))
+	}
+	req := s.exampleReq(nil)
+	req.Now = at
+	c := s.observe(ctx, s.rt, "half a cadence before its natural deadline", req, answerOK)
+	if !c.answered() {
+		return Fail, "observing the example half a cadence before its natural deadline came back with " + c.describe()
+	}
+	if msg, late := LateProbe(false, c.obs, at, every, deadline); late {
+		return Fail, "observing the example half a cadence before its natural deadline: " + msg
+	}
+	return Pass, fmt.Sprintf("half a cadence (%s) before its natural deadline %s it answered %s", every, deadline.UTC().Format(time.RFC3339), answerLabel(c.obs))
+}
+
+// answerLabel is an answer's status, with its next_check when it has one.
+func answerLabel(o plugin.Observation) string {
+	if !o.NextCheck.IsZero() {
+		return o.Status + " with next_check " + o.NextCheck.UTC().Format(time.RFC3339)
+	}
+	return o.Status
 }
 
 // deterministic observes the example four more times, two after another

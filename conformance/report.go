@@ -70,6 +70,18 @@ func (r Report) Failed() []string {
 	return out
 }
 
+// Warnings lists the ids of the advisory checks that failed: reported,
+// never gating.
+func (r Report) Warnings() []string {
+	var out []string
+	for _, res := range r.Results {
+		if res.Status == Fail && res.Level == Advisory {
+			out = append(out, res.ID)
+		}
+	}
+	return out
+}
+
 // label is how a result reads in the table: an advisory failure is a
 // warning, since it does not gate.
 func (res Result) label() string {
@@ -114,6 +126,9 @@ func (r Report) WriteText(w io.Writer) error {
 	verdict := "PASS: every required check passed"
 	if !r.Passed {
 		verdict = fmt.Sprintf("FAIL: %d required check(s) failed: %s", len(r.Failed()), strings.Join(r.Failed(), ", "))
+	}
+	if w := r.Warnings(); len(w) > 0 {
+		verdict += fmt.Sprintf("; %d warning(s): %s", len(w), strings.Join(w, ", "))
 	}
 	_, err := fmt.Fprintf(w, "\n%s (%s)\n", verdict, r.Duration.Round(time.Millisecond))
 	return err
@@ -177,7 +192,7 @@ func (r Report) WriteJUnit(w io.Writer) error {
 			tc.Failure = &failure{Message: oneLine(res.Message, 200), Type: res.ID,
 				Body: res.Message + "\nwhy: " + res.Why + "\nfix: " + res.Fix}
 		case res.Status == Fail:
-			tc.SystemOut = "advisory check failed: " + res.Message + "\nfix: " + res.Fix
+			tc.SystemOut = "warning: advisory check failed: " + res.Message + "\nfix: " + res.Fix
 		case res.Status == Skip:
 			ts.Skipped++
 			tc.Skipped = &skipped{Message: res.Message}

@@ -268,7 +268,7 @@ var (
 		DescribeCapabilities, DescribeDefaultEvery, DescribeDeterministic}
 	admitIDs   = []string{AdmitExample, AdmitRefusesInvalid, AdmitDeterministic, AdmitDestinations, AdmitNamesDests, AdmitNoFetch}
 	observeIDs = []string{ObserveValidResult, ObserveFetchFailure, ObserveExecFailure, ObserveDeterministic,
-		ObserveNoWallClock, ObserveBudget}
+		ObserveNoWallClock, ObserveBudget, ObserveDeadline}
 	standingIDs = []string{StandingFirstSilent, StandingUnchanged, StandingChanged}
 )
 

@@ -5,7 +5,10 @@
 // runtime registering its kinds, observe and its built-in kind, the
 // upkeep that enforces retention, the REST API), in one order; Run starts
 // their goroutines and stops them, in the reverse order, when its context
-// ends; Close releases the rest.
+// ends; Close releases the rest. OpenPlugins builds the plugin side
+// alone (the runtime with the same issuer and runner, no store, no API),
+// for `vigil plugins` and `vigil plugin try`, so what they load and how
+// their fetches and commands go is what serve's would be.
 //
 // What it must never do: read flags, files or the environment (the command
 // decides the settings and hands them over), or decide anything a

@@ -135,19 +135,13 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		return nil, err
 	}
 	st.OnRetained(h.Upkeep.Notify)
-	if h.Issuer, err = fetch.New(fetch.Config{
-		MaxTimeout: cfg.Fetch.MaxTimeout, MaxFetchTime: cfg.Fetch.MaxFetchTime, MinInterval: cfg.Fetch.MinInterval, MaxBody: cfg.Fetch.MaxBodyBytes,
-		UserAgent: cfg.Fetch.UserAgent, Secrets: cfg.Secrets, Log: st, Logger: log, Metrics: h.Metrics,
-	}); err != nil {
+	if h.Issuer, err = newIssuer(cfg, st, h.Metrics, log); err != nil {
 		return nil, fmt.Errorf("fetch: %w", err)
 	}
-	execer := runner.PluginExecer{
-		Runner: runner.New(runner.Config{Logger: log}),
-		Workspaces: runner.WorkspaceFunc(func(ctx context.Context, id string) (string, error) {
-			rec, err := st.GetRecipient(ctx, id)
-			return rec.Workspace, err
-		}),
-	}
+	execer := newExecer(log, runner.WorkspaceFunc(func(ctx context.Context, id string) (string, error) {
+		rec, err := st.GetRecipient(ctx, id)
+		return rec.Workspace, err
+	}))
 	// One registry of kinds: the plugins register theirs as they load and
 	// reload, the observer its built-in observe.thread.
 	if h.Runtime, err = OpenRuntime(ctx, RuntimeConfig{
@@ -280,6 +274,7 @@ func (h *Host) Close() error {
 // RuntimeConfig is what OpenRuntime needs.
 type RuntimeConfig struct {
 	Cache, Dir  string
+	Extra       string // plugin.Config.Extra
 	Bundled     fs.FS
 	Metrics     plugin.Metrics
 	Fetcher     plugin.Fetcher
@@ -300,7 +295,7 @@ func OpenRuntime(ctx context.Context, rc RuntimeConfig) (*plugin.Runtime, error)
 		return nil, fmt.Errorf("the plugin compilation cache: %w", err)
 	}
 	cfg := plugin.Config{
-		Bundled: rc.Bundled, Dir: rc.Dir, CacheDir: rc.Cache, Fetcher: rc.Fetcher, Execer: rc.Execer,
+		Bundled: rc.Bundled, Dir: rc.Dir, Extra: rc.Extra, CacheDir: rc.Cache, Fetcher: rc.Fetcher, Execer: rc.Execer,
 		ResolvePrograms: runner.ResolvePrograms, SecretNames: rc.SecretNames, Logger: rc.Logger,
 	}
 	// Interfaces holding a typed nil are not nil: set only what is set.

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -43,7 +45,8 @@ func (cliPlugins) Settled(context.Context, store.Watch) {}
 func (cliPlugins) Lookup(kind string) (plugin.Info, bool) {
 	switch kind {
 	case "ci", "slow", "gone":
-		return plugin.Info{Kind: kind, Version: "1.0.0", DefaultEvery: 30 * time.Second, Observable: true, File: kind + ".wasm"}, true
+		return plugin.Info{Kind: kind, Version: "1.0.0", DefaultEvery: 30 * time.Second, Observable: true, File: kind + ".wasm",
+			Source: "bundled", SHA256: fmt.Sprintf("%x", sha256.Sum256([]byte(kind)))}, true
 	}
 	return plugin.Info{}, false
 }
@@ -627,11 +630,15 @@ func TestErrorOutput(t *testing.T) {
 func TestPluginLsAndReload(t *testing.T) {
 	f := newCLIFixture(t, httpapi.Options{})
 	out := f.mustVigil(t, "plugin", "ls")
-	if !strings.HasPrefix(out, "KIND ") || !strings.Contains(out, "slow") || !strings.Contains(out, "ci.wasm") {
+	ciSum := fmt.Sprintf("%x", sha256.Sum256([]byte("ci")))
+	// The table shows the short SHA-256 and the source; --json the full
+	// SHA-256.
+	if !strings.HasPrefix(out, "KIND ") || !strings.Contains(out, "slow") || !strings.Contains(out, "ci.wasm") ||
+		!strings.Contains(out, "SHA256") || !strings.Contains(out, " "+ciSum[:12]+" ") || strings.Contains(out, ciSum) || !strings.Contains(out, "bundled") {
 		t.Fatalf("ls:\n%s", out)
 	}
 	pl := decodeJSON[api.PluginList](t, f.mustVigil(t, "plugin", "reload", "--json"))
-	if len(pl.Plugins) != 3 || pl.Plugins[0].Kind != "ci" {
+	if len(pl.Plugins) != 3 || pl.Plugins[0].Kind != "ci" || pl.Plugins[0].SHA256 != ciSum || pl.Plugins[0].Source != "bundled" {
 		t.Fatalf("reload: %+v", pl)
 	}
 }

@@ -29,7 +29,7 @@ import (
 //	# vigil.yaml
 //	listen: 127.0.0.1:7878
 //	data: ./vigil-data
-//	plugin_cache: ./vigil-data/plugin-cache
+//	plugin_cache: /var/cache/vigil     # default: vigil/wazero in the user cache directory
 //	plugins: ./plugins
 //	workers: 4
 //	fsync: true
@@ -219,13 +219,24 @@ func loadSettings(flags *pflag.FlagSet, getenv func(string) string) (settings, e
 	return s, s.validate(sources)
 }
 
-// pluginCache is the wazero compilation cache's directory: the setting, or
-// plugin-cache under the data directory.
-func (s settings) pluginCache() string {
+// pluginCache is the wazero compilation cache's directory: the setting
+// (plugin_cache, VIGIL_PLUGIN_CACHE, --plugin-cache), or vigil/wazero in
+// the user's cache directory (os.UserCacheDir: $XDG_CACHE_HOME or
+// ~/.cache on Linux). serve, vigil plugins and vigil plugin try share it,
+// so a plugin compiled by one is not compiled again by the next, and none
+// of them writes into the current directory. Beneath it wazero keeps one
+// directory per wazero version, architecture and OS
+// (wazero-v1.12.0-amd64-linux), so two builds of vigil never read each
+// other's code.
+func (s settings) pluginCache() (string, error) {
 	if s.PluginCache != "" {
-		return s.PluginCache
+		return s.PluginCache, nil
 	}
-	return filepath.Join(s.Data, "plugin-cache")
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", &configError{Key: "plugin_cache", Source: "the default", Err: fmt.Errorf("no user cache directory to keep compiled plugins in (%w): set --plugin-cache, plugin_cache or VIGIL_PLUGIN_CACHE", err)}
+	}
+	return filepath.Join(dir, "vigil", "wazero"), nil
 }
 
 func (s settings) validate(sources map[string]string) error {

@@ -209,10 +209,17 @@ func TestGrantSettings(t *testing.T) {
 	}
 }
 
-// The compilation cache sits under the data directory unless plugin_cache
-// names another, from the file, the environment or the flag, in that
-// order of precedence.
+// The compilation cache is vigil/wazero in the user cache directory,
+// whatever the data directory, unless plugin_cache names another, from the
+// file, the environment or the flag, in that order of precedence.
 func TestPluginCacheSetting(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, "cache"))
+	t.Setenv("HOME", home)
+	userCache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		args []string
@@ -220,17 +227,33 @@ func TestPluginCacheSetting(t *testing.T) {
 		file string
 		want string
 	}{
-		{"default", nil, nil, "", filepath.Join("vigil-data", "plugin-cache")},
-		{"under data", []string{"--data", "/d"}, nil, "", "/d/plugin-cache"},
+		{"default", nil, nil, "", filepath.Join(userCache, "vigil", "wazero")},
+		{"not under data", []string{"--data", "/d"}, nil, "", filepath.Join(userCache, "vigil", "wazero")},
 		{"file", nil, nil, "plugin_cache: /c/file\n", "/c/file"},
 		{"env over file", nil, map[string]string{"VIGIL_PLUGIN_CACHE": "/c/env"}, "plugin_cache: /c/file\n", "/c/env"},
 		{"flag over env", []string{"--plugin-cache", "/c/flag"}, map[string]string{"VIGIL_PLUGIN_CACHE": "/c/env"}, "", "/c/flag"},
 	}
 	for _, c := range cases {
 		s, err := settingsFor(t, c.args, c.env, c.file)
-		if err != nil || s.pluginCache() != c.want {
-			t.Errorf("%s: %q, %v; want %q", c.name, s.pluginCache(), err, c.want)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
 		}
+		if got, err := s.pluginCache(); err != nil || got != c.want {
+			t.Errorf("%s: %q, %v; want %q", c.name, got, err, c.want)
+		}
+	}
+
+	// With no user cache directory to be had, the default is an error
+	// naming the setting that moves it, never the current directory.
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv("HOME", "")
+	s, err := settingsFor(t, nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ce *configError
+	if _, err := s.pluginCache(); !errors.As(err, &ce) || ce.Key != "plugin_cache" || !strings.Contains(err.Error(), "--plugin-cache") {
+		t.Fatalf("no user cache directory: %v", err)
 	}
 }
 

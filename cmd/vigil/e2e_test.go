@@ -60,6 +60,7 @@ func TestMain(m *testing.M) {
 		_ = os.Setenv("VIGIL_PLUGIN_CACHE", wasmbuild.CacheDir())
 	}
 	code := m.Run()
+	testPlugins.Cleanup()
 	if built.dir != "" {
 		_ = os.RemoveAll(built.dir)
 	}

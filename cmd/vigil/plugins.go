@@ -1,42 +1,45 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/vigilhq/vigil/host"
 	"github.com/vigilhq/vigil/host/plugin"
-	"github.com/vigilhq/vigil/plugins"
 )
 
 func newPlugins(stdout, stderr io.Writer) *cobra.Command {
-	var data, cache, dir string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "plugins",
 		Short: "List the plugins the host would load, and why any would not",
-		Long: `Load the bundled plugins and the plugin directory exactly as serve does, and
-list each kind, or print why a file was refused. A file that claims a kind
-the registry gives to another file (kinds.KIND.wasm) is listed as not
-loaded, rule kind.pinned. Exits non-zero when any plugin failed to load
-(a pinned-out file is not a failure: its kind is served by the file the
-registry names), so it can gate a deployment.`,
+		Long: `Load the bundled plugins and the plugin directory exactly as serve does (the
+same flags, environment and config file: plugins, plugin_cache, secrets),
+and list each kind with its version, the SHA-256 of its file (the first 12
+hex digits; --json gives all 64), where it came from (bundled, or the
+plugin directory) and its file, or print why a file was refused. A file
+that claims a kind the registry gives to another file (kinds.KIND.wasm) is
+listed as not loaded, rule kind.pinned. Exits non-zero when any plugin
+failed to load (a pinned-out file is not a failure: its kind is served by
+the file the registry names), so it can gate a deployment.
+
+Nothing is written but the compilation cache, which serve shares (vigil/wazero
+in the user cache directory unless --plugin-cache, plugin_cache or
+VIGIL_PLUGIN_CACHE moves it): no store is opened, nothing lands in the
+current directory.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cache == "" {
-				cache = settings{Data: data, PluginCache: os.Getenv("VIGIL_PLUGIN_CACHE")}.pluginCache()
-			}
-			rt, err := host.OpenRuntime(cmd.Context(), host.RuntimeConfig{Cache: cache, Dir: dir, Bundled: plugins.Bundled()})
+			local, err := openLocal(cmd.Context(), cmd, localOptions{})
 			if err != nil {
 				return err
 			}
-			defer func() { _ = rt.Close(cmd.Context()) }()
+			defer func() { _ = local.Close(context.WithoutCancel(cmd.Context())) }()
+			rt := local.Runtime
 			infos, problems := rt.Plugins(), rt.Problems()
 			if asJSON {
 				type problem struct {
@@ -59,13 +62,13 @@ registry names), so it can gate a deployment.`,
 				}
 			} else {
 				tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "KIND\tVERSION\tSTANDING\tCAPABILITIES\tOBSERVABLE\tFILE")
+				fmt.Fprintln(tw, "KIND\tVERSION\tSHA256\tSOURCE\tSTANDING\tCAPABILITIES\tOBSERVABLE\tFILE")
 				for _, p := range infos {
 					obs := "yes"
 					if !p.Observable {
 						obs = "no: grant " + p.Setting
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\n", p.Kind, p.Version, p.Standing, strings.Join(p.Capabilities, ","), obs, p.File)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\n", p.Kind, p.Version, shortSum(p.SHA256), p.Source, p.Standing, orDash(strings.Join(p.Capabilities, ",")), obs, p.File)
 				}
 				if err := tw.Flush(); err != nil {
 					return err
@@ -86,9 +89,22 @@ registry names), so it can gate a deployment.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dir, "plugins", "", "plugin directory: *.wasm and an optional registry.json")
-	cmd.Flags().StringVar(&data, "data", "./vigil-data", "data directory (holds the plugin compilation cache)")
-	cmd.Flags().StringVar(&cache, "plugin-cache", "", "plugin compilation cache directory (default $VIGIL_PLUGIN_CACHE, else DATA/plugin-cache)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	localFlags(cmd)
+	// --data once held the compilation cache; it is accepted and ignored
+	// (vigil plugins opens no store), so a script that passes it keeps
+	// working. Hidden rather than deprecated: cobra would print the notice
+	// into the --json output.
+	cmd.Flags().String("data", defaultSettings().Data, "")
+	_ = cmd.Flags().MarkHidden("data")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the full SHA-256)")
 	return cmd
+}
+
+// shortSum is the table's form of a SHA-256: its first 12 hex digits, as
+// git shortens a commit, enough to tell two builds apart at a glance.
+func shortSum(sum string) string {
+	if len(sum) > 12 {
+		return sum[:12]
+	}
+	return orDash(sum)
 }

@@ -68,8 +68,8 @@ in-flight requests and probes finish.`,
 	}
 	cmd.Flags().String("config", "", "YAML config file (also VIGIL_CONFIG)")
 	cmd.Flags().String("listen", d.Listen, "address the API listens on")
-	cmd.Flags().String("data", d.Data, "data directory (store and plugin compilation cache)")
-	cmd.Flags().String("plugin-cache", "", "plugin compilation cache directory, shareable between hosts (default DATA/plugin-cache)")
+	cmd.Flags().String("data", d.Data, "data directory (the store)")
+	cmd.Flags().String("plugin-cache", "", "plugin compilation cache directory, shared with vigil plugins and between hosts (default vigil/wazero in the user cache directory)")
 	cmd.Flags().String("plugins", "", "plugin directory: *.wasm and an optional registry.json")
 	cmd.Flags().Bool("fsync", d.Fsync, "acknowledge a write only once it is fsynced, concurrent writes sharing one fsync: survives power loss; --fsync=false survives kill -9 only")
 	cmd.Flags().Int("workers", d.Workers, "probe workers: a small fixed pool, never scaled with the watches; no kind or recipient holds more than workers-1 (at most 16)")
@@ -88,12 +88,14 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 	if err != nil {
 		return err
 	}
+	cache, err := f.pluginCache()
+	if err != nil {
+		return err
+	}
 	h, err := host.New(ctx, host.Config{
-		Data: f.Data, PluginCache: f.pluginCache(), PluginDir: f.Plugins, Bundled: plugins.Bundled(),
+		Data: f.Data, PluginCache: cache, PluginDir: f.Plugins, Bundled: plugins.Bundled(),
 		Fsync: f.Fsync, Workers: f.Workers, WebhookAllow: f.allowPrefixes(), Tokens: f.authTokens(), Secrets: secrets,
-		Fetch: host.FetchConfig{
-			MaxTimeout: f.Fetch.MaxTimeout, MaxFetchTime: f.Fetch.MaxFetchTime, MinInterval: f.Fetch.MinInterval, MaxBodyBytes: f.Fetch.MaxBodyBytes, UserAgent: f.Fetch.UserAgent,
-		},
+		Fetch:       f.fetchConfig(),
 		ObserveRate: f.Observe.Rate, ObserveBurst: f.Observe.Burst, ObserveRunPerMinute: f.Observe.RunPerMinute, Scopes: f.Scopes,
 		Limits: recipients.Limits{MaxRefs: f.MaxRefs, MaxPending: f.MaxPending}, Logger: log,
 	})
@@ -109,7 +111,7 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", f.Listen, err)
 	}
-	log.Info("vigil serving", "listen", ln.Addr().String(), "data", f.Data, "plugins", pluginDirLabel(f.Plugins), "kinds", len(h.Runtime.Plugins()), "pending", h.Pending, "fsync", f.Fsync, "auth", authLabel(f.Tokens))
+	log.Info("vigil serving", "listen", ln.Addr().String(), "data", f.Data, "plugins", pluginDirLabel(f.Plugins), "plugin_cache", cache, "kinds", len(h.Runtime.Plugins()), "pending", h.Pending, "fsync", f.Fsync, "auth", authLabel(f.Tokens))
 	// The runtime logged each plugin it loaded, and each it did not.
 
 	hup := make(chan os.Signal, 1)

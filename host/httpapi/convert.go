@@ -87,7 +87,7 @@ func toPluginList(infos []plugin.Info, problems []*plugin.LoadError) api.PluginL
 			every = i.DefaultEvery.String()
 		}
 		out.Plugins = append(out.Plugins, api.Plugin{Kind: i.Kind, Version: i.Version, Summary: i.Summary, Standing: i.Standing,
-			DefaultEvery: every, Capabilities: caps, Observable: i.Observable, Setting: i.Setting, File: i.File})
+			DefaultEvery: every, Capabilities: caps, Observable: i.Observable, Setting: i.Setting, File: i.File, Source: i.Source, SHA256: i.SHA256})
 	}
 	for _, p := range problems {
 		out.Problems = append(out.Problems, api.PluginProblem{File: p.File, Kind: p.Kind, Rule: p.Rule, Error: p.Err.Error()})

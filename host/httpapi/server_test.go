@@ -43,9 +43,9 @@ func (fakePlugins) Settled(context.Context, store.Watch) {}
 func (fakePlugins) Lookup(kind string) (plugin.Info, bool) {
 	switch kind {
 	case "ci":
-		return plugin.Info{Kind: "ci", DefaultEvery: 30 * time.Second, Observable: true}, true
+		return plugin.Info{Kind: "ci", DefaultEvery: 30 * time.Second, Observable: true, Source: "bundled", SHA256: strings.Repeat("c", 64)}, true
 	case "ticket":
-		return plugin.Info{Kind: "ticket", Standing: true, DefaultEvery: time.Minute, Observable: true}, true
+		return plugin.Info{Kind: "ticket", Standing: true, DefaultEvery: time.Minute, Observable: true, Source: "/plugins", SHA256: strings.Repeat("7", 64)}, true
 	}
 	return plugin.Info{}, false
 }
@@ -355,6 +355,10 @@ func TestPluginsRoutes(t *testing.T) {
 		var pl api.PluginList
 		if err := json.Unmarshal(b, &pl); status != 200 || err != nil || len(pl.Plugins) != 2 || pl.Problems == nil {
 			t.Fatalf("%s %s: %d %s", r.method, r.path, status, b)
+		}
+		// Each plugin says which build serves it and where it came from.
+		if p := pl.Plugins[1]; p.SHA256 != strings.Repeat("7", 64) || p.Source != "/plugins" {
+			t.Fatalf("%s %s: the listing lacks the SHA-256 or the source: %s", r.method, r.path, b)
 		}
 	}
 	if status, _ := f.do(t, "GET", "/healthz", ""); status != 200 {

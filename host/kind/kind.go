@@ -54,6 +54,11 @@ type Info struct {
 	// Pushed kinds are built into the host, not plugins: their watches are
 	// woken when their subject changes, never probed on a cadence.
 	Pushed bool `json:"pushed,omitempty"`
+	// Source is where the plugin came from: "bundled" (embedded in the
+	// binary), the plugin directory's path, the path of a file loaded on
+	// its own (vigil plugin try FILE), or "pushed" for a kind built into
+	// the host (Pushed).
+	Source string `json:"source"`
 }
 
 // Admission is admit's "yes", with what the kind said of the subject.

@@ -66,7 +66,7 @@ const threadSchema = `{"type":"object","additionalProperties":false,"required":[
 // Info implements kind.Kind.
 func (k *Thread) Info() kind.Info {
 	return kind.Info{
-		Kind: WorkKind, File: "(built in)", Version: "1.0.0", Pushed: true, Observable: true,
+		Kind: WorkKind, File: "(built in)", Version: "1.0.0", Pushed: true, Source: "pushed", Observable: true,
 		Summary:      "Wait for the next new item of an observed thread's Work",
 		Capabilities: []string{}, Schema: json.RawMessage(threadSchema),
 	}

@@ -18,9 +18,14 @@
 //     Problems and never affects the others. Where the registry pins the
 //     file of a contested kind, each file it sets aside is reported too
 //     (kind.pinned), never silently ignored; so is a plugin whose kind the
-//     host serves itself (kind.host), which the host's kind keeps.
+//     host serves itself (kind.host), which the host's kind keeps. A file
+//     loaded on its own (Config.Extra, vigil plugin try FILE) wins its
+//     kind the same way, under the grants the registry gives that kind.
 //   - Every load and reload logs what loaded, what did not and why, from
-//     Reload itself, so SIGHUP and the API's reload say the same.
+//     Reload itself, so SIGHUP and the API's reload say the same; and,
+//     when it compiles anything, "compiling N plugins" before and
+//     "compiled N plugins in D" after, with the cache directory, so a
+//     first start's minute of compiling is explained.
 //   - Reload swaps a new generation of plugins in atomically. Unchanged
 //     files keep their module; a call in flight finishes on the module it
 //     started on, which closes when its last call returns.

@@ -142,6 +142,12 @@ type Config struct {
 	// Dir is the plugin directory: *.wasm files and an optional
 	// registry.json. "" for bundled plugins only.
 	Dir string
+	// Extra is a .wasm file loaded beside the bundled plugins and the
+	// directory (vigil plugin try FILE). Its kind is served by it: any
+	// other file claiming the kind is set aside (kind.pinned), so a new
+	// build of a kind can be tried under the grants the registry gives
+	// that kind. "" for none.
+	Extra string
 	// CacheDir keeps wazero's compilation cache, so a restart does not
 	// recompile. "" keeps it in memory only.
 	CacheDir string
@@ -333,6 +339,7 @@ type candidate struct {
 	file  string // label: "bundled:timer.wasm" or the path
 	name  string // base name, what a registry entry's wasm names
 	dir   bool   // from the plugin directory
+	extra bool   // Config.Extra
 	bytes []byte
 	sum   string
 }
@@ -362,6 +369,19 @@ func (r *Runtime) Reload(ctx context.Context) (Report, error) {
 	next := &pluginSet{kinds: map[string]*loaded{}, registry: reg}
 	claims := map[string][]*loaded{}
 	kept := map[*module]bool{}
+	// The first start compiles every plugin (10 to 70 s without a warm
+	// cache), so it says so before and after; a reload that changed
+	// nothing compiles nothing and says nothing of it.
+	compiling := 0
+	for _, c := range cands {
+		if reuse[c.file+"\x00"+c.sum] == nil && c.bytes != nil {
+			compiling++
+		}
+	}
+	start := time.Now()
+	if compiling > 0 {
+		r.log.Info(fmt.Sprintf("compiling %d plugins", compiling), "cache", r.cacheLabel())
+	}
 	for _, c := range cands {
 		l, perr := r.load(ctx, c, reg, reuse[c.file+"\x00"+c.sum])
 		if perr != nil {
@@ -371,6 +391,10 @@ func (r *Runtime) Reload(ctx context.Context) (Report, error) {
 		next.modules = append(next.modules, l.mod)
 		kept[l.mod] = true
 		claims[l.info.Kind] = append(claims[l.info.Kind], l)
+	}
+	if compiling > 0 {
+		took := time.Since(start)
+		r.log.Info(fmt.Sprintf("compiled %d plugins in %s", compiling, took.Round(time.Millisecond)), "cache", r.cacheLabel(), "took", took)
 	}
 	for kind, ls := range claims {
 		if w, ok := r.resolve(kind, ls, reg, next); ok {
@@ -415,6 +439,14 @@ func (r *Runtime) Reload(ctx context.Context) (Report, error) {
 	return rep, nil
 }
 
+// cacheLabel is where compiled code is kept, for the log.
+func (r *Runtime) cacheLabel() string {
+	if r.cfg.CacheDir == "" {
+		return "memory only"
+	}
+	return r.cfg.CacheDir
+}
+
 func hasProblemFor(ps []*LoadError, kind string) bool {
 	return slices.ContainsFunc(ps, func(p *LoadError) bool { return p.Kind == kind })
 }
@@ -423,6 +455,19 @@ func hasProblemFor(ps []*LoadError, kind string) bool {
 func (r *Runtime) resolve(kind string, ls []*loaded, reg Registry, next *pluginSet) (*loaded, bool) {
 	if len(ls) == 1 {
 		return ls[0], true
+	}
+	if r.cfg.Extra != "" {
+		for _, l := range ls {
+			if l.mod.file == r.cfg.Extra {
+				for _, o := range ls {
+					if o != l {
+						next.problems = append(next.problems, &LoadError{File: o.mod.file, Kind: kind, Rule: RuleKindPinned,
+							Err: fmt.Errorf("it claims kind %s, which the file tried, %s, serves", kind, l.mod.file)})
+					}
+				}
+				return l, true
+			}
+		}
 	}
 	if want := reg.Kinds[kind].Wasm; want != "" {
 		for _, l := range ls {
@@ -495,6 +540,15 @@ func (r *Runtime) scan() (Registry, []candidate, error) {
 			}
 			cands = append(cands, newCandidate(filepath.Join(r.cfg.Dir, n), n, true, data))
 		}
+	}
+	if r.cfg.Extra != "" {
+		data, err := os.ReadFile(r.cfg.Extra)
+		if err != nil {
+			return reg, nil, fmt.Errorf("plugin file: %w", err)
+		}
+		c := newCandidate(r.cfg.Extra, filepath.Base(r.cfg.Extra), false, data)
+		c.extra = true
+		cands = append(cands, c)
 	}
 	return reg, cands, nil
 }
@@ -569,7 +623,7 @@ func (r *Runtime) load(ctx context.Context, c candidate, reg Registry, prev *mod
 	}
 	mod.hostCtx.set(d.Kind, entry)
 	info := Info{
-		Kind: d.Kind, File: c.file, SHA256: c.sum, Version: d.Version, Summary: d.Summary,
+		Kind: d.Kind, File: c.file, Source: r.sourceOf(c), SHA256: c.sum, Version: d.Version, Summary: d.Summary,
 		Standing: d.Standing, DefaultEvery: every, Capabilities: d.Capabilities,
 		Grants: entry.grants(), Observable: true, Example: d.Example, Schema: d.ParamsSchema,
 	}
@@ -581,6 +635,18 @@ func (r *Runtime) load(ctx context.Context, c candidate, reg Registry, prev *mod
 		}
 	}
 	return &loaded{info: info, entry: entry, schema: schema, mod: mod, guard: guardFor(entry.PrivateRanges)}, nil
+}
+
+// sourceOf is where c came from (Info.Source).
+func (r *Runtime) sourceOf(c candidate) string {
+	switch {
+	case c.extra:
+		return c.file
+	case c.dir:
+		return r.cfg.Dir
+	default:
+		return "bundled"
+	}
 }
 
 // guardFor is the destination guard of a kind's private ranges, as the

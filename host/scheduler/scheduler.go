@@ -103,6 +103,14 @@ const (
 // drift apart.
 const DefaultRetention = 7 * 24 * time.Hour
 
+// The cadence of a watch whose kind names none, and the deadline of an
+// open-ended watch that sets none (Config.DefaultEvery, DefaultDeadline):
+// named here so the dry run (vigil plugin try) says what serve would do.
+const (
+	DefaultEvery    = 30 * time.Second
+	DefaultDeadline = 15 * time.Minute
+)
+
 // Config configures a Scheduler. Zero fields take the defaults.
 type Config struct {
 	Metrics Metrics
@@ -166,10 +174,10 @@ func (c Config) withDefaults() Config {
 		c.MaxBackoff = time.Hour
 	}
 	if c.DefaultEvery <= 0 {
-		c.DefaultEvery = 30 * time.Second
+		c.DefaultEvery = DefaultEvery
 	}
 	if c.DefaultDeadline <= 0 {
-		c.DefaultDeadline = 15 * time.Minute
+		c.DefaultDeadline = DefaultDeadline
 	}
 	if c.MaxDeadline <= 0 {
 		c.MaxDeadline = 7 * 24 * time.Hour
