@@ -9,7 +9,11 @@ import (
 )
 
 // badger passes the backend conformance suite, with every hook given:
-// held-aside rows, failpoints and reopening the same directory.
+// held-aside rows, failpoints and reopening the same directory. The
+// semantics every backend shares are pinned there, not here; this
+// package's own tests keep what is badger's alone (its files, versions
+// and row encoding, group commit, the time indexes and their floors, the
+// older layouts of the pending index, the listing's budget).
 func TestBackendConformance(t *testing.T) {
 	var mu sync.Mutex
 	dirs := map[*store.Badger]string{} // guarded by mu

@@ -115,6 +115,12 @@ func testReopen(e *env) {
 	if _, err := e.b.ReportPhase(e.ctx, "a", store.Phase{Name: "build", ReportedBy: "a", ReportedAt: t0}); err != nil {
 		e.Fatal(err)
 	}
+	if _, err := e.b.ReportActivity(e.ctx, "a", 2, 5, t0); err != nil {
+		e.Fatal(err)
+	}
+	if _, err := e.b.SetReminder(e.ctx, "a", 10*time.Minute); err != nil {
+		e.Fatal(err)
+	}
 	w := e.created("a", t0)
 	next := t0.Add(time.Hour)
 	if err := e.b.SetNextCheck(e.ctx, w.ID, next); err != nil {
@@ -134,7 +140,8 @@ func testReopen(e *env) {
 
 	e.reopen()
 
-	if rec, err := e.b.GetRecipient(e.ctx, "a"); err != nil || rec.Phase == nil || rec.Phase.Name != "build" || !rec.Webhook.Active() {
+	if rec, err := e.b.GetRecipient(e.ctx, "a"); err != nil || rec.Phase == nil || rec.Phase.Name != "build" || !rec.Webhook.Active() ||
+		rec.Activity.Replies != 2 || rec.Activity.ToolCalls != 5 || rec.ReminderEvery != store.Duration(10*time.Minute) {
 		e.Fatalf("the recipient after a reopen: %+v %v", rec, err)
 	}
 	if sc, ok := e.schedules()[w.ID]; !ok || !sc.Next.Equal(next) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vigilhq/vigil/store"
@@ -14,6 +15,7 @@ func eventCases() []testCase {
 	return []testCase{
 		{"AppendInOrderPerStream", testEventsInOrder},
 		{"IdempotentByKey", testEventsIdempotent},
+		{"IdempotentUnderConcurrency", testEventsConcurrent},
 		{"BadAppendsRefused", testEventsRefused},
 		{"PruneEventsStopsAtCutoff", testPruneEvents},
 	}
@@ -77,6 +79,50 @@ func testEventsIdempotent(e *env) {
 	}
 	if _, err := e.b.EventByKey(e.ctx, "s", "nope"); !errors.Is(err, store.ErrNotFound) {
 		e.Fatalf("EventByKey of an absent key: %v, want ErrNotFound", err)
+	}
+}
+
+// Appends of one key at once make one event: exactly one is new, the
+// others are its duplicates with its seq; keys of their own each get one
+// seq, none shared or skipped.
+func testEventsConcurrent(e *env) {
+	const rounds, writers = 40, 8
+	for r := range rounds {
+		key := fmt.Sprint("k", r)
+		evs := make([]store.Event, writers)
+		dups := make([]bool, writers)
+		errs := make([]error, writers)
+		var wg sync.WaitGroup
+		start := make(chan struct{}) // released together, so the appends overlap
+		for i := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				evs[i], dups[i], errs[i] = e.b.AppendEvent(e.ctx, store.Event{Stream: "s", Key: key, Type: "t", OccurredAt: t0, Payload: []byte(`{}`)})
+			}()
+		}
+		close(start)
+		wg.Wait()
+		fresh := 0
+		for i := range writers {
+			if errs[i] != nil {
+				e.Fatalf("round %d: %v", r, errs[i])
+			}
+			if !dups[i] {
+				fresh++
+			}
+			if evs[i].Seq != uint64(r+1) {
+				e.Fatalf("round %d: writer %d got seq %d, want %d", r, i, evs[i].Seq, r+1)
+			}
+		}
+		if fresh != 1 {
+			e.Fatalf("round %d: %d appends of one key were new, want 1", r, fresh)
+		}
+	}
+	got, err := e.b.ReadEvents(e.ctx, "s", 0, 1000)
+	if err != nil || len(got) != rounds {
+		e.Fatalf("the stream holds %d events, want %d: %v", len(got), rounds, err)
 	}
 }
 
