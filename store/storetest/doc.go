@@ -31,6 +31,11 @@
 //   - What survives a reopen (rows, sequences, pushes left sending), and
 //     Close.
 //
+// Run it from the backend's external test package (package x_test), as
+// package store does in conformance_test.go: this package imports
+// host/core for core.Store, so an in-package test of a backend that the
+// host may one day import would be an import cycle.
+//
 // A backend-specific ability the suite cannot reach through the interface
 // (writing a row this build cannot decode, failing a transaction between
 // its writes, reopening the same data) comes in through Options; a subtest

@@ -187,6 +187,10 @@ func testPruneOldestEvents(e *env) {
 			e.Fatal(err)
 		}
 	}
+	young := store.Event{Stream: "fetch", Key: "young", Type: "t", OccurredAt: t0.Add(20 * time.Hour), Payload: []byte(`{}`)}
+	if _, _, err := e.b.AppendEvent(e.ctx, young); err != nil {
+		e.Fatal(err)
+	}
 	fetch := store.RetainedEvents("fetch")
 	if at, ok := e.oldest(fetch); !ok || !at.Equal(t0) {
 		e.Fatalf("oldest %v %v", at, ok)
@@ -199,7 +203,10 @@ func testPruneOldestEvents(e *env) {
 		e.Fatalf("oldest after a batch %v", at)
 	}
 	if n, err := e.b.PruneOldest(e.ctx, fetch, cutoff, 2); err != nil || n != 1 {
-		e.Fatalf("second batch: %d %v", n, err)
+		e.Fatalf("second batch: %d %v, want 1 (the one after the cutoff stays)", n, err)
+	}
+	if _, err := e.b.EventByKey(e.ctx, "fetch", "young"); err != nil {
+		e.Fatalf("the event after the cutoff: %v", err)
 	}
 	if evs, _ := e.b.ReadEvents(e.ctx, "observe", 0, 10); len(evs) != 1 {
 		e.Fatalf("observe stream %+v", evs)
