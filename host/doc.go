@@ -5,7 +5,10 @@
 // runtime registering its kinds, observe and its built-in kind, the
 // upkeep that enforces retention, the REST API), in one order; Run starts
 // their goroutines and stops them, in the reverse order, when its context
-// ends; Close releases the rest.
+// ends; Close releases the rest. The store is whatever backend
+// Config.OpenStore opens (badger in Data by default), held as a
+// core.Store; seam.go checks at compile time that it covers what each
+// component built here uses of it.
 //
 // What it must never do: read flags, files or the environment (the command
 // decides the settings and hands them over), or decide anything a

@@ -104,9 +104,6 @@ func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 	if c.Store, err = cfg.OpenStore(ctx); err != nil {
 		return nil, fmt.Errorf("opening the store: %w", err)
 	}
-	if c.Store == nil {
-		return nil, errors.New("core: OpenStore returned no store")
-	}
 	defer func() {
 		if err != nil {
 			_ = c.Close()

@@ -89,6 +89,7 @@ func TestOpenStoreChoosesTheBackend(t *testing.T) {
 	if _, err := New(ctx, Config{OpenStore: func(context.Context) (Store, error) { return nil, refused }}); !errors.Is(err, refused) {
 		t.Fatalf("an OpenStore error: %v", err)
 	}
+	// No store and no error: the components refuse to be built on none.
 	if _, err := New(ctx, Config{OpenStore: func(context.Context) (Store, error) { return nil, nil }}); err == nil {
 		t.Fatal("OpenStore returning no store: no error")
 	}
