@@ -41,6 +41,12 @@
 // its writes, reopening the same data) comes in through Options; a subtest
 // whose hook is missing is skipped with the reason, never passed.
 //
+// That the suite bites is tested too: bites_test.go runs subtests of it
+// against badger wrapped to break one rule each (a second settlement
+// answered as won, a row written for a recipient not running, a mailbox
+// read that ignores its cursor, a next check acknowledged and not kept)
+// and checks each fails where it should.
+//
 // What it must never do: test one backend's internals (badger's files,
 // its versions, its group commit stay in package store's own tests), or
 // depend on timing: times are arguments of the store's calls, fixed here,
