@@ -52,7 +52,10 @@
 // depend on timing: times are arguments of the store's calls, fixed here,
 // and the concurrent subtests check outcomes, never how long they took.
 //
-// Rejected: a copy of package store's tests per backend, which would
+// Backend embeds core.Store itself, so a backend that compiles here is a
+// core.Store by the compiler's word. Rejected: a copy of the core's
+// interface in this package, which would let the two drift apart. Also
+// rejected: a copy of package store's tests per backend, which would
 // drift the way two hand-wired compositions did (host/core's doc), and
 // which could not tell a backend's author which rule a failure breaks.
 package storetest
