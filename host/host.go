@@ -35,6 +35,10 @@ import (
 type Config struct {
 	// Data holds the store (Data/store).
 	Data string
+	// OpenStore, when set, opens the storage backend instead of the
+	// badger store in Data (core.Config.OpenStore); Data and Fsync are
+	// then unused.
+	OpenStore func(ctx context.Context) (core.Store, error)
 	// PluginCache is the plugin compilation cache's directory; PluginDir
 	// the operator's plugin directory ("" for the bundled plugins only);
 	// Bundled the bundled plugins.
@@ -106,7 +110,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Data == "" {
+	if cfg.Data == "" && cfg.OpenStore == nil {
 		return nil, errors.New("host: the data directory must not be empty")
 	}
 	h := &Host{log: log}
@@ -122,9 +126,9 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	}()
 	guard := netguard.New(cfg.WebhookAllow)
 	if h.Core, err = core.New(ctx, core.Config{
-		StoreDir: filepath.Join(cfg.Data, "store"), Store: store.Options{SyncWrites: cfg.Fsync, Logger: log},
+		OpenStore: cfg.OpenStore, StoreDir: filepath.Join(cfg.Data, "store"), Store: store.Options{SyncWrites: cfg.Fsync, Logger: log},
 		Logger: log, Workers: cfg.Workers, Guard: guard, Limits: cfg.Limits,
-		Metrics: func(st *store.Badger) core.Metrics { h.Metrics = metrics.New(st); return h.Metrics },
+		Metrics: func(st core.Store) core.Metrics { h.Metrics = metrics.New(st); return h.Metrics },
 	}); err != nil {
 		return nil, err
 	}
