@@ -9,7 +9,7 @@
 // alone (the runtime with the same issuer and runner, no store, no API),
 // for `vigil plugins` and `vigil plugin try`, so what they load and how
 // their fetches and commands go is what serve's would be.
-// ends; Close releases the rest. The store is whatever backend
+// The store is whatever backend
 // Config.OpenStore opens (badger in Data by default), held as a
 // core.Store; seam.go checks at compile time that it covers what each
 // component built here uses of it.

@@ -32,7 +32,7 @@ Nothing is written but the compilation cache, which serve shares (vigil/wazero
 in the user cache directory unless --plugin-cache, plugin_cache or
 VIGIL_PLUGIN_CACHE moves it): no store is opened, nothing lands in the
 current directory.`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			local, err := openLocal(cmd.Context(), cmd, localOptions{})
 			if err != nil {

@@ -232,7 +232,7 @@ Exit codes:
   3  the plugin faulted (timeout, trap, memory, an answer off the contract)
      or raised an error, in admit or observe
   4  nothing to try: the settings, the plugin file or the kind did not load`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs("KIND_OR_FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var cadence time.Duration
 			if every != "" {
