@@ -26,8 +26,8 @@ import (
 )
 
 // The exit codes of vigil plugin try: 0 the plugin answered (pending
-// included), and one each for what stopped it short. 1 stays what every
-// command exits with on a usage error.
+// included), and one each for what stopped it short. A usage error is
+// ExitUsage, as for every command.
 const (
 	tryAnswered  = 0
 	tryRefused   = 2 // admit refused the params or the kind is not observable
@@ -227,23 +227,23 @@ would leave the watch to expire at its deadline.
 
 Exit codes:
   0  the plugin answered (pending, settled or changed)
-  1  a usage error (bad flags, params that are not JSON)
   2  admit refused: invalid_params, watch_unobservable, destination_refused
   3  the plugin faulted (timeout, trap, memory, an answer off the contract)
      or raised an error, in admit or observe
-  4  nothing to try: the settings, the plugin file or the kind did not load`,
+  4  nothing to try: the settings, the plugin file or the kind did not load
+  64 a usage error (bad flags, params that are not JSON)`,
 		Args: exactArgs("KIND_OR_FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var cadence time.Duration
 			if every != "" {
 				d, err := time.ParseDuration(every)
 				if err != nil || d <= 0 {
-					return fmt.Errorf("--every %q: want a positive Go duration (30s, 5m)", every)
+					return usagef("--every %q: want a positive Go duration (30s, 5m)", every)
 				}
 				cadence = d
 			}
 			if params == "-" && baseline == "-" {
-				return errors.New("--params and --baseline cannot both read standard input")
+				return usagef("--params and --baseline cannot both read standard input")
 			}
 			raw, err := readParams(params, cmd.InOrStdin())
 			if err != nil {
@@ -312,21 +312,21 @@ func readJSONFlag(flag, v string, stdin io.Reader) (json.RawMessage, error) {
 	case v == "-":
 		var err error
 		if b, err = io.ReadAll(io.LimitReader(stdin, 1<<20+1)); err != nil {
-			return nil, fmt.Errorf("%s -: %w", flag, err)
+			return nil, &usageError{fmt.Errorf("%s -: %w", flag, err)}
 		}
 	case strings.HasPrefix(v, "@"):
 		var err error
 		if b, err = os.ReadFile(v[1:]); err != nil {
-			return nil, fmt.Errorf("%s: %w", flag, err)
+			return nil, &usageError{fmt.Errorf("%s: %w", flag, err)}
 		}
 	default:
 		b = []byte(v)
 	}
 	if len(b) > 1<<20 {
-		return nil, fmt.Errorf("%s: more than 1 MiB", flag)
+		return nil, usagef("%s: more than 1 MiB", flag)
 	}
 	if !json.Valid(b) {
-		return nil, fmt.Errorf("%s: not JSON: %s", flag, clipText(string(b), 80))
+		return nil, usagef("%s: not JSON: %s", flag, clipText(string(b), 80))
 	}
 	return json.RawMessage(b), nil
 }

@@ -105,7 +105,7 @@ func TestPluginTryAFileWinsItsKind(t *testing.T) {
 
 // Params that are not the kind's are admit's refusal, with its code and
 // field, exit 2; params from a file and from stdin are read as given;
-// params that are not JSON are a usage error, exit 1.
+// params that are not JSON are a usage error, ExitUsage.
 func TestPluginTryRefusesAndReadsParams(t *testing.T) {
 	rep, code := tryJSON(t, "timer", "--params", `{"at":"soon"}`)
 	if code != tryRefused || rep.Admit == nil || rep.Admit.OK || rep.Admit.Code != plugin.CodeInvalidParams || rep.Admit.Field != "params.at" || rep.Observe != nil {
@@ -128,11 +128,11 @@ func TestPluginTryRefusesAndReadsParams(t *testing.T) {
 	}
 
 	_, _, err := run(t, context.Background(), "plugin", "try", "timer", "--params", `{"at":`)
-	if code := exitCodeOf(err); code != 1 || !strings.Contains(err.Error(), "not JSON") {
+	if code := exitCodeOf(err); code != ExitUsage || !strings.Contains(err.Error(), "not JSON") {
 		t.Fatalf("params that are not JSON: exit %d, %v", code, err)
 	}
 	for _, every := range []string{"0s", "-1m", "soon"} {
-		if _, _, err := run(t, context.Background(), "plugin", "try", "timer", "--every", every); exitCodeOf(err) != 1 || !strings.Contains(err.Error(), "--every") {
+		if _, _, err := run(t, context.Background(), "plugin", "try", "timer", "--every", every); exitCodeOf(err) != ExitUsage || !strings.Contains(err.Error(), "--every") {
 			t.Fatalf("--every %s: %v", every, err)
 		}
 	}
@@ -141,7 +141,7 @@ func TestPluginTryRefusesAndReadsParams(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = run(t, context.Background(), "plugin", "try", "timer", "--params", "@"+big)
-	if code := exitCodeOf(err); code != 1 || !strings.Contains(err.Error(), "1 MiB") {
+	if code := exitCodeOf(err); code != ExitUsage || !strings.Contains(err.Error(), "1 MiB") {
 		t.Fatalf("params over 1 MiB: exit %d, %v", code, err)
 	}
 }
@@ -318,7 +318,7 @@ func TestPluginTryAStandingKindWithItsBaseline(t *testing.T) {
 	if code != tryAnswered || next.Observe == nil || next.Observe.Status != abi.StatusChanged || jsonEqual(next.Observe.Baseline, string(first.Observe.Baseline)) {
 		t.Fatalf("with the baseline: exit %d: %+v", code, next.Observe)
 	}
-	if _, _, err := run(t, context.Background(), "plugin", "try", wasm, "--params", "-", "--baseline", "-"); exitCodeOf(err) != 1 ||
+	if _, _, err := run(t, context.Background(), "plugin", "try", wasm, "--params", "-", "--baseline", "-"); exitCodeOf(err) != ExitUsage ||
 		!strings.Contains(err.Error(), "cannot both read standard input") {
 		t.Fatalf("both from stdin: %v", err)
 	}
