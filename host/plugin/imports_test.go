@@ -9,7 +9,8 @@ import (
 
 // importPlugin is a module, raw Extism ABI and no dependencies, whose
 // describe calls one import given by the test: what docs/abi.md says a
-// module may not import, each refused at load with the message it quotes.
+// module may not import, each refused at load with the message it quotes,
+// and a kernel import it says traps.
 const importPlugin = `package main
 
 //go:wasmimport MODULE NAME
@@ -29,7 +30,7 @@ func main() {}
 
 func TestImportsOutsideTheHostsModulesAreRefusedAtLoad(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds three plugins")
+		t.Skip("builds four plugins")
 	}
 	for _, tt := range []struct {
 		name, module, fn, signature, call, says string
@@ -40,6 +41,9 @@ func TestImportsOutsideTheHostsModulesAreRefusedAtLoad(t *testing.T) {
 			`"vigil_fech" is not exported in module "extism:host/user"`},
 		{"wrong signature", "extism:host/user", "vigil_fetch", "off uint32) uint32", "imported(0)",
 			"import func[extism:host/user.vigil_fetch]: signature mismatch: i32_i32 != i64_i64"},
+		// Present, and refused when called: vars are disabled.
+		{"var_set", "extism:host/env", "var_set", "key, value uint64)", "imported(0, 0)",
+			"Vars are disabled by this host"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := t.TempDir()
