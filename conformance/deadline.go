@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // LateProbe reports the trap of a watch that expires instead of settling:

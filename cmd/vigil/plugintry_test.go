@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api"
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // testPlugins builds the test plugins the dry run's tests load from a file.
