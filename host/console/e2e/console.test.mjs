@@ -99,7 +99,6 @@ try {
   await page.locator('#f-params_at').waitFor();
   await page.locator('#f-recipient_id').fill('agent-1');
   await page.locator('#f-params_at').fill('9999-12-31T23:59:59Z');
-  await shot(page, 'register');
   await page.getByRole('button', { name: 'Register the watch' }).click();
   const fieldErr = page.locator('#f-params_at-err');
   await fieldErr.waitFor();
@@ -154,7 +153,6 @@ try {
   const count = page.getByTestId('pause-count');
   await count.waitFor();
   assert.equal((await count.textContent()).trim(), String(seed.agent2Pending));
-  await shot(page, 'pause');
   await page.locator('dialog[open]').getByRole('button', { name: 'Pause' }).click();
   await page.locator('h1 .state-paused').waitFor();
   const rec = await apiCall(open, 'GET', '/recipients/agent-2');
@@ -173,12 +171,6 @@ try {
   await page.getByText('observe calls').waitFor();
   await shot(page, 'plugin');
 
-  for (const [name, hash] of [['cluster', '#/cluster'], ['dead-letters', '#/dead-letters'], ['recipients', '#/recipients']]) {
-    await page.goto(open + '/' + hash);
-    await page.locator('h1').waitFor();
-    await page.waitForTimeout(300);
-    await shot(page, name);
-  }
   assert.equal((await (await page.goto(open + '/#/cluster'), page.getByTestId('cluster-mode')).textContent()).trim(), 'single');
   await page.context().close();
 
@@ -188,7 +180,6 @@ try {
     const p = await newPage(1280);
     await p.goto(locked + '/#/');
     await p.getByText('A token is needed').waitFor();
-    await shot(p, 'signin-needed');
     await p.getByRole('button', { name: 'Enter a token' }).first().click();
     await p.locator('#token').fill('not-the-token-at-all');
     await p.keyboard.press('Enter');
