@@ -15,6 +15,7 @@ import (
 // reads no store: vigil_watches is not among them.
 func (m *Metrics) Kinds() []api.KindView {
 	by := map[string]*api.KindView{}
+	calls := map[string]*dto.Histogram{} // observe calls by kind, every outcome merged
 	get := func(k string) *api.KindView {
 		v := by[k]
 		if v == nil {
@@ -35,17 +36,20 @@ func (m *Metrics) Kinds() []api.KindView {
 				if l["export"] != "observe" {
 					continue
 				}
-				v, h := get(l["kind"]), x.GetHistogram()
-				total := float64(v.Calls)*v.CallMeanSeconds + h.GetSampleSum()
-				v.Calls += h.GetSampleCount()
-				if v.Calls > 0 {
-					v.CallMeanSeconds = total / float64(v.Calls)
-				}
-				v.CallP99Seconds = max(v.CallP99Seconds, quantile(h, 0.99))
+				get(l["kind"])
+				calls[l["kind"]] = mergeHistograms(calls[l["kind"]], x.GetHistogram())
 			case "vigil_probe_lag_seconds":
 				get(l["kind"]).LagP99Seconds = quantile(x.GetHistogram(), 0.99)
 			}
 		}
+	}
+	for k, h := range calls {
+		v := by[k]
+		v.Calls = h.GetSampleCount()
+		if v.Calls > 0 {
+			v.CallMeanSeconds = h.GetSampleSum() / float64(v.Calls)
+		}
+		v.CallP99Seconds = quantile(h, 0.99)
 	}
 	out := make([]api.KindView, 0, len(by))
 	for _, v := range by {
