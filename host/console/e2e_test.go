@@ -236,3 +236,17 @@ func seedBulk(t *testing.T, api client, recipient string, n int) {
 	}
 	t.Logf("seeded %s with %d pending watches and %d messages in %v", recipient, n, n, time.Since(start).Round(time.Millisecond))
 }
+
+// TestStreamParser runs the properties of the console's stream parser
+// (e2e/sse.test.mjs) under Node: random event streams in random chunks.
+func TestStreamParser(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		requireTools(t, "node is not installed: the stream parser's properties run under Node")
+	}
+	cmd := exec.Command(node, "--test", "sse.test.mjs")
+	cmd.Dir = "e2e"
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}

@@ -54,6 +54,37 @@ export const q = (o) => {
   return s ? '?' + s : '';
 };
 
+// parseEvents splits server-sent events off the front of buf: each
+// event's id, event name and data (its data lines joined by newlines),
+// comments and unknown fields skipped, and the incomplete rest to keep
+// for the next chunk. Lines end in LF or CRLF (a CR at a chunk's end
+// waits in the rest for its LF).
+export function parseEvents(buf) {
+  const events = [];
+  const text = buf.replace(/\r\n/g, '\n');
+  let start = 0;
+  for (;;) {
+    const end = text.indexOf('\n\n', start);
+    if (end < 0) break;
+    const e = { id: '', event: 'message', data: '' };
+    const data = [];
+    for (const line of text.slice(start, end).split('\n')) {
+      if (line === '' || line.startsWith(':')) continue;
+      const i = line.indexOf(':');
+      const field = i < 0 ? line : line.slice(0, i);
+      let value = i < 0 ? '' : line.slice(i + 1);
+      if (value.startsWith(' ')) value = value.slice(1);
+      if (field === 'id') e.id = value;
+      else if (field === 'event') e.event = value;
+      else if (field === 'data') data.push(value);
+    }
+    e.data = data.join('\n');
+    if (data.length || e.id) events.push(e);
+    start = end + 2;
+  }
+  return { events, rest: text.slice(start) };
+}
+
 // stream reads a recipient's mailbox stream with a streaming fetch (an
 // EventSource cannot send the Authorization header), calling onMessage
 // for each message, and reconnects with Last-Event-ID after an error,
@@ -90,19 +121,13 @@ export function stream(recipient, after, onMessage, onState) {
           const { value, done } = await reader.read();
           if (done) break;
           buf += dec.decode(value, { stream: true });
-          let i;
-          while ((i = buf.indexOf('\n\n')) >= 0) {
-            const block = buf.slice(0, i); buf = buf.slice(i + 2);
-            let id = '', data = '';
-            for (const line of block.split('\n')) {
-              if (line.startsWith('id: ')) id = line.slice(4);
-              else if (line.startsWith('data: ')) data += line.slice(6);
-            }
-            if (data) {
-              const m = JSON.parse(data);
-              last = Number(id) || m.seq;
-              onMessage(m);
-            }
+          const { events, rest } = parseEvents(buf);
+          buf = rest;
+          for (const e of events) {
+            if (!e.data) continue;
+            const m = JSON.parse(e.data);
+            last = Number(e.id) || m.seq;
+            onMessage(m);
           }
         }
         if (!stopped) throw new NetworkError('the stream ended');

@@ -204,28 +204,35 @@ function RecipientPage({ id, auth }) {
   const [confirm, setConfirm] = useState(null);
   const [actErr, setActErr] = useState(null);
   const [bump, setBump] = useState(0);
+  const [secret, setSecret] = useState('');
+  // The API replaces the whole record: refs and workspace are sent back
+  // as they are, and a webhook (whose secret never leaves the host) only
+  // with its secret entered again, as vigil recipient set asks for it.
   const setStatus = async (status) => {
     setActErr(null);
     try {
       const body = { status };
       if (r.refs && r.refs.length) body.refs = r.refs;
       if (r.workspace) body.workspace = r.workspace;
-      // The webhook's secret never leaves the host, so a status change
-      // through the console keeps the recipient without its webhook
-      // only if it had none; with one, the API needs the secret again.
-      if (r.webhook) { setActErr(new ApiError(0, 'webhook_secret_needed', 'this recipient has a webhook; the API needs its secret with a status change: use vigil recipient set')); return; }
+      if (r.webhook) {
+        if (!secret) { setActErr(new ApiError(0, 'webhook_secret_needed', 'this recipient has a webhook: enter its secret to keep it (the host never shows it)')); return; }
+        body.webhook = { url: r.webhook.url, secret };
+      }
       await api('PUT', '/recipients/' + encodeURIComponent(id), body);
+      setSecret('');
       reload(); setBump((b) => b + 1);
     } catch (e) { setActErr(e); }
   };
   const askPause = async (status) => {
     setActErr(null);
     let n = '?';
-    try {
-      const l = await api('GET', '/recipients');
-      const me = l.recipients.find((x) => x.id === id);
-      if (me) n = me.pending + (me.pending_capped ? ' or more' : '');
-    } catch (e) { /* the count is advice; the pause itself is checked by the API */ }
+    if (status === 'paused') {
+      try {
+        const l = await api('GET', '/recipients');
+        const me = l.recipients.find((x) => x.id === id);
+        if (me) n = me.pending + (me.pending_capped ? ' or more' : '');
+      } catch (e) { /* the count is advice; the pause itself is checked by the API */ }
+    }
     setConfirm({ status, n });
   };
   if (!r) return html`<section><h1>Recipient ${id}</h1><${Problem} err=${err} onSignIn=${auth}/></section>`;
@@ -239,11 +246,12 @@ function RecipientPage({ id, auth }) {
       <div class="kv"><dt>updated</dt><dd><${Time} t=${r.updated_at} now=${now}/></dd></div>
     </dl>
     <div class="toolbar">
-      ${r.status === 'running' ? html`<button class="danger" onClick=${() => askPause('paused')}>Pause</button>` : html`<button onClick=${() => setStatus('running')}>Resume</button>`}
+      ${r.status === 'running' ? html`<button class="danger" onClick=${() => askPause('paused')}>Pause</button>` : html`<button onClick=${() => (r.webhook ? askPause('running') : setStatus('running'))}>Resume</button>`}
     </div>
     <${Problem} err=${actErr} onSignIn=${auth}/>
-    ${confirm ? html`<${Confirm} title=${'Pause ' + id + '?'} confirm="Pause" onCancel=${() => setConfirm(null)} onConfirm=${() => { setConfirm(null); setStatus(confirm.status); }}>
-      <p>Pausing cancels its <strong data-testid="pause-count">${confirm.n}</strong> pending watches, and messages to it are recorded undeliverable until it runs again.</p>
+    ${confirm ? html`<${Confirm} title=${(confirm.status === 'paused' ? 'Pause ' : 'Resume ') + id + '?'} confirm=${confirm.status === 'paused' ? 'Pause' : 'Resume'} onCancel=${() => setConfirm(null)} onConfirm=${() => { setConfirm(null); setStatus(confirm.status); }}>
+      ${confirm.status === 'paused' ? html`<p>Pausing cancels its <strong data-testid="pause-count">${confirm.n}</strong> pending watches, and messages to it are recorded undeliverable until it runs again.</p>` : ''}
+      ${r.webhook ? html`<label for="wh-secret">Webhook secret (to keep ${r.webhook.url})</label><input id="wh-secret" type="password" autocomplete="off" value=${secret} onInput=${(e) => setSecret(e.target.value)}/>` : ''}
     </${Confirm}>` : ''}
     <h2>Watches</h2>
     <${RecipientWatches} id=${id} auth=${auth} bump=${bump}/>

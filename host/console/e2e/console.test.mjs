@@ -79,10 +79,11 @@ try {
     await page.reload();
     await page.getByTestId('watches-pending').waitFor();
     figures.second_load_interactive_ms = await page.evaluate(() => Math.round(performance.now()));
+    await shot(page, 'overview');
     // Keyboard: the first Tab reaches the skip link, and it is visible.
     await page.keyboard.press('Tab');
     assert.equal(await page.evaluate(() => document.activeElement.className), 'skip');
-    await shot(page, 'overview');
+    assert.ok(await page.evaluate(() => document.activeElement.getBoundingClientRect().left >= 0), 'the focused skip link is off screen');
     // 390 px: nothing wider than the screen but the tables' own scroll.
     await page.setViewportSize({ width: 390, height: 800 });
     await page.waitForTimeout(100);
