@@ -28,11 +28,12 @@ export function relative(t, now = Date.now()) {
 }
 
 // Time is a relative time with the exact instant in its title (hover) and
-// datetime attribute.
-export function Time({ t, now }) {
+// datetime attribute. now (from useNow) only makes the page render again;
+// the time is taken at each render, so a fresh message never reads "in 1 s".
+export function Time({ t }) {
   if (!t) return html`<span class="muted">—</span>`;
   const exact = new Date(t).toISOString();
-  return html`<time datetime=${exact} title=${exact} tabindex="0">${relative(t, now)}</time>`;
+  return html`<time datetime=${exact} title=${exact} tabindex="0">${relative(t, Date.now())}</time>`;
 }
 
 export function seconds(s) {

@@ -71,6 +71,10 @@ try {
         transferred_bytes: Math.round(nav.transferSize + assets.reduce((s, r) => s + r.transferSize, 0)),
         decoded_bytes: Math.round(nav.decodedBodySize + assets.reduce((s, r) => s + r.decodedBodySize, 0)),
         requests: 1 + res.length,
+        document_ms: Math.round(nav.responseEnd),
+        modules_ms: Math.round(Math.max(...assets.map((r) => r.responseEnd))),
+        dom_content_loaded_ms: Math.round(nav.domContentLoadedEventEnd),
+        overview_request_ms: Math.round((res.find((r) => r.name.includes('/api/v1/overview')) || {}).responseEnd || 0),
       };
     });
     m.wall_ms = Date.now() - t0;
