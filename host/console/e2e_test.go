@@ -138,9 +138,9 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	const good = "a-token-for-the-console-test-0001"
+	const good, agent = "a-token-for-the-console-test-0001", "a-token-of-an-agent-of-the-test-01"
 	cfg := filepath.Join(t.TempDir(), "vigil.yaml")
-	if err := os.WriteFile(cfg, []byte("tokens:\n  - principal: ops\n    token: "+good+"\n    roles: [admin]\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte("tokens:\n  - principal: ops\n    token: "+good+"\n    roles: [admin]\n  - principal: agent-9\n    token: "+agent+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	open, locked := serve(t, bin), serve(t, bin, "--config", cfg)
@@ -157,7 +157,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	seed := map[string]any{"cancel": cancel, "agent2Pending": 2}
 
-	env := append(os.Environ(), "VIGIL_OPEN="+open, "VIGIL_LOCKED="+locked, "VIGIL_TOKEN="+good, "VIGIL_CHROMIUM="+chromium())
+	env := append(os.Environ(), "VIGIL_OPEN="+open, "VIGIL_LOCKED="+locked, "VIGIL_TOKEN="+good, "VIGIL_AGENT_TOKEN="+agent, "VIGIL_CHROMIUM="+chromium())
 	if dir := os.Getenv("VIGIL_CONSOLE_SCREENSHOTS"); dir != "" {
 		if os.Getenv("CI") != "" {
 			t.Fatal("VIGIL_CONSOLE_SCREENSHOTS is set in CI, which must never rewrite a tracked file")

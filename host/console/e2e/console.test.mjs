@@ -4,7 +4,8 @@
 // "FIGURES {json}" with what it measured; any failed step throws.
 //
 // Environment: VIGIL_OPEN (a host with no tokens), VIGIL_LOCKED (a host
-// with tokens), VIGIL_TOKEN (a good token of the locked host), VIGIL_SEED
+// with tokens), VIGIL_TOKEN (an admin's token of the locked host),
+// VIGIL_AGENT_TOKEN (a token there without the operator role), VIGIL_SEED
 // (JSON: the ids the Go test made), VIGIL_CHROMIUM (the browser),
 // VIGIL_CONSOLE_SCREENSHOTS (a directory: write screenshots there),
 // VIGIL_CONSOLE_BENCH (the bulk recipient's id: measure its page).
@@ -175,6 +176,9 @@ try {
   assert.match((await page.getByTestId('plugin-sha256').textContent()).trim(), /^[0-9a-f]{64}$/);
   await page.getByText('observe calls').waitFor();
   await shot(page, 'plugin');
+  await page.goto(open + '/#/plugins');
+  await page.getByRole('button', { name: 'Reload plugins' }).click();
+  await page.getByRole('status').getByText(/\d+ plugins loaded, \d+ problems/).waitFor();
 
   assert.equal((await (await page.goto(open + '/#/cluster'), page.getByTestId('cluster-mode')).textContent()).trim(), 'single');
   await page.context().close();
@@ -195,6 +199,19 @@ try {
     await p.locator('dialog[open]').waitFor({ state: 'detached' });
     await p.getByTestId('watches-pending').waitFor();
     assert.ok(!p.url().includes(token), 'the token is in the URL');
+    await p.context().close();
+  }
+  step('a 403 names the grant that is missing');
+  {
+    const p = await newPage(1280);
+    await p.goto(locked + '/#/');
+    await p.getByText('A token is needed').waitFor();
+    await p.getByRole('button', { name: 'Enter a token' }).first().click();
+    await p.locator('#token').fill(process.env.VIGIL_AGENT_TOKEN);
+    await p.keyboard.press('Enter');
+    const refusal = p.getByRole('alert').filter({ hasText: 'Your token may not do this' });
+    await refusal.waitFor();
+    assert.match(await refusal.textContent(), /may not .*operator/);
     await p.context().close();
   }
 
