@@ -1,7 +1,7 @@
 // The vigil console: hash-routed pages over the REST API.
 import { render } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { api, ApiError, getToken, setToken, stream, mailboxEnd, q } from './api.js';
+import { api, ApiError, NetworkError, getToken, setToken, stream, mailboxEnd, q } from './api.js';
 import { html, Time, useNow, Problem, Empty, Confirm, usePage, Json, State, seconds } from './ui.js';
 import { RegisterForm } from './form.js';
 
@@ -17,12 +17,17 @@ function useLoad(fn, deps, every) {
   useEffect(() => {
     let live = true;
     let timer;
+    // A host that does not answer is asked again every 3 s (the page
+    // says it is retrying); a refusal waits for the next change.
     const run = () => fn().then(
-      (data) => { if (live) setState({ data, err: null, loading: false }); },
-      (err) => { if (live) setState((s) => ({ data: s.data, err, loading: false })); },
-    ).finally(() => {
-      if (live && every) timer = setTimeout(run, every);
-    });
+      (data) => { if (live) { setState({ data, err: null, loading: false }); if (every) timer = setTimeout(run, every); } },
+      (err) => {
+        if (!live) return;
+        setState((s) => ({ data: s.data, err, loading: false }));
+        if (err instanceof NetworkError) timer = setTimeout(run, 3000);
+        else if (every) timer = setTimeout(run, every);
+      },
+    );
     run();
     return () => { live = false; clearTimeout(timer); };
   }, [...deps, n]);

@@ -94,6 +94,15 @@ try {
     await page.waitForTimeout(100);
     const wide = await page.evaluate(() => document.documentElement.scrollWidth);
     assert.ok(wide <= 391, `the overview is ${wide} px wide at 390`);
+    // The network down: a page that loads once (a plugin's) says it is
+    // retrying, and shows its data once the host answers again.
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.context().setOffline(true);
+    await page.evaluate(() => { location.hash = '#/plugins/timer'; });
+    await page.getByText('The host does not answer.').waitFor();
+    await page.context().setOffline(false);
+    await page.getByText('The host does not answer.').waitFor({ state: 'detached' });
+    await page.getByTestId('plugin-sha256').waitFor();
     await page.context().close();
   }
 
