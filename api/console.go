@@ -129,3 +129,24 @@ type PluginDetail struct {
 	ParamsSchema json.RawMessage `json:"params_schema"`
 	Example      json.RawMessage `json:"example,omitempty"`
 }
+
+// ScopeList is GET /api/v1/scopes: the observe scopes in force.
+type ScopeList struct {
+	Scopes []ScopeView `json:"scopes"`
+}
+
+// ScopeView is one observe scope: its declared sources and whether the
+// principal may list its Work.
+type ScopeView struct {
+	Name    string       `json:"name"`
+	Sources []SourceView `json:"sources"`
+	// MayRead: the principal may list and read the scope's Work.
+	MayRead bool `json:"may_read"`
+}
+
+// SourceView is a declared source of a scope; Routed, when a route takes
+// its threads into Work.
+type SourceView struct {
+	Name   string `json:"name"`
+	Routed bool   `json:"routed"`
+}

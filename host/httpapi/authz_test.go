@@ -246,6 +246,7 @@ func TestGrantsOnEveryRoute(t *testing.T) {
 		{"GET", "/api/v1/cluster", "", [7]int{403, 403, 403, 200, 200, 401, 401}},
 		{"GET", "/api/v1/recipients", "", [7]int{200, 200, 200, 200, 200, 401, 401}},
 		{"GET", "/api/v1/plugins/ci", "", [7]int{200, 200, 200, 200, 200, 401, 401}},
+		{"GET", "/api/v1/scopes", "", [7]int{200, 200, 200, 200, 200, 401, 401}},
 		{"POST", "/api/v1/scopes/support/observe", `{"item":"n1","thread":"TN"}`, [7]int{201, 403, 403, 403, 403, 401, 401}},
 		{"GET", "/api/v1/scopes/support/work", "", [7]int{200, 403, 403, 200, 200, 401, 401}},
 		{"GET", "/api/v1/work/{workA}", "", [7]int{200, 404, 404, 200, 200, 401, 401}},

@@ -238,6 +238,8 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		{"GET", "/api/v1/plugins/ci", "", nil, false},
 		{"GET", "/api/v1/plugins/gitlab", "", nil, false},
 		{"GET", "/api/v1/plugins/ci", "", nil, true},
+		{"GET", "/api/v1/scopes", "", nil, false},
+		{"GET", "/api/v1/scopes", "", nil, true},
 		{"POST", "/api/v1/scopes/support/observe", `{"item":"m1","thread":"T1","text":"printer on fire","run":"nightly@1"}`, nil, false},
 		{"POST", "/api/v1/scopes/support/observe", `{"item":"m1","thread":"T1","text":"printer on fire"}`, nil, false},
 		{"POST", "/api/v1/scopes/support/observe", `{"item":"m1","thread":"T1","text":"edited"}`, nil, false},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/authz"
+	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/recipients"
 )
@@ -38,6 +39,14 @@ type RecipientLister interface {
 
 var _ RecipientLister = (*recipients.Service)(nil)
 
+// ScopeLister lists the observe scopes in force, when the Observe service
+// can (an *observe.Observer does).
+type ScopeLister interface {
+	Scopes() []observe.ScopeInfo
+}
+
+var _ ScopeLister = (*observe.Observer)(nil)
+
 // Console is the operator's web console, served beside the API at the
 // paths it says it serves (GET and HEAD only); it never answers under
 // /api/, /metrics or /healthz.
@@ -55,6 +64,7 @@ func (s *server) viewRoutes(app *fiber.App, v1 fiber.Router) {
 	v1.Get("/cluster", s.cluster)
 	v1.Get("/recipients", s.listRecipients)
 	v1.Get("/plugins/:kind", s.getPlugin)
+	v1.Get("/scopes", s.listScopes)
 	if s.o.Console != nil {
 		console, serves := adaptor.HTTPHandler(s.o.Console), s.o.Console.Serves
 		app.Use(func(c *fiber.Ctx) error {
@@ -170,4 +180,25 @@ func toPluginDetail(i plugin.Info) api.PluginDetail {
 	return api.PluginDetail{Kind: i.Kind, Version: i.Version, Summary: i.Summary, File: i.File, SHA256: i.SHA256,
 		Standing: i.Standing, Pushed: i.Pushed, DefaultEvery: every, Capabilities: caps, Grants: grants,
 		Observable: i.Observable, Setting: i.Setting, ParamsSchema: schema, Example: i.Example}
+}
+
+// listScopes answers the observe scopes in force (their names are the
+// operator's configuration, not a secret: the observe route tells an
+// unknown scope from a known one too), each saying whether the principal
+// may list its Work.
+func (s *server) listScopes(c *fiber.Ctx) error {
+	l, ok := s.d.Observe.(ScopeLister)
+	if !ok {
+		return &api.Error{Code: api.CodeNotFound, Message: "this host cannot list its scopes"}
+	}
+	pr := principal(c)
+	out := api.ScopeList{Scopes: []api.ScopeView{}}
+	for _, sc := range l.Scopes() {
+		v := api.ScopeView{Name: sc.Name, Sources: make([]api.SourceView, 0, len(sc.Sources)), MayRead: pr.Allows(authz.Action{Verb: authz.ReadScope, Scope: sc.Name})}
+		for _, src := range sc.Sources {
+			v.Sources = append(v.Sources, api.SourceView{Name: src.Name, Routed: src.Routed})
+		}
+		out.Scopes = append(out.Scopes, v)
+	}
+	return c.JSON(out)
 }

@@ -162,3 +162,30 @@ func TestRecipientListShowsWhatThePrincipalMayRead(t *testing.T) {
 		t.Errorf("agent-1 lists %q", got)
 	}
 }
+
+// The scopes list says, per principal, whether it may read each scope's
+// Work: the grant's scopes and the operator's.
+func TestScopesSayWhoMayReadThem(t *testing.T) {
+	f := newGrantsFixture(t, context.Background())
+	for _, c := range []struct {
+		who, token string
+		may        bool
+	}{
+		{"own", grantPrincipals[0].token, true},
+		{"other", grantPrincipals[1].token, false},
+		{"ops", grantPrincipals[3].token, true},
+	} {
+		resp, b := f.send(t, "GET", "/api/v1/scopes", "", c.token)
+		var l api.ScopeList
+		if err := json.Unmarshal(b, &l); resp.StatusCode != 200 || err != nil || len(l.Scopes) != 1 {
+			t.Fatalf("%s: %d %s", c.who, resp.StatusCode, b)
+		}
+		sc := l.Scopes[0]
+		if sc.Name != "support" || len(sc.Sources) != 1 || sc.Sources[0].Name != "slack-help" || !sc.Sources[0].Routed || sc.MayRead != c.may {
+			t.Errorf("%s: %s", c.who, b)
+		}
+		if strings.Contains(string(b), "agent-1") {
+			t.Errorf("%s: the list names a reporter: %s", c.who, b)
+		}
+	}
+}

@@ -429,12 +429,21 @@ function Observe({ auth, query }) {
   const [{ data, err }] = useLoad(() => shown ? api('GET', '/scopes/' + encodeURIComponent(shown) + '/work' + q({ state: st })) : Promise.resolve(null), [shown, st], 10000);
   const [open, setOpen] = useState(null);
   const [{ data: work, err: werr }] = useLoad(() => open ? api('GET', '/work/' + encodeURIComponent(open)) : Promise.resolve(null), [open]);
-  const submit = (e) => { e.preventDefault(); sessionStorage.setItem('vigil.scope', scope); setShown(scope); };
+  const [{ data: scopes, err: serr }] = useLoad(() => api('GET', '/scopes'), []);
+  const show = (name) => { setScope(name); sessionStorage.setItem('vigil.scope', name); setShown(name); };
+  const submit = (e) => { e.preventDefault(); show(scope); };
   return html`<section><h1>Observe: scopes, threads and Work</h1>
+    <h2>Scopes</h2>
+    <${Problem} err=${serr} onSignIn=${auth}/>
+    ${scopes && scopes.scopes.length === 0 ? html`<${Empty}>No scopes are configured: see <code>scopes:</code> in the host's config file (docs/observe.md).</${Empty}>` : ''}
+    ${scopes && scopes.scopes.length > 0 ? html`<div class="scroll"><table><thead><tr><th>scope</th><th>sources (→ Work when routed)</th><th>your token</th></tr></thead>
+      <tbody>${scopes.scopes.map((sc) => html`<tr><td>${sc.may_read ? html`<button class="linklike" onClick=${() => show(sc.name)}>${sc.name}</button>` : sc.name}</td>
+        <td>${sc.sources.length ? sc.sources.map((x) => html`<span class="tag">${x.name}${x.routed ? ' → Work' : ''}</span>`) : html`<span class="muted">none</span>`}</td>
+        <td>${sc.may_read ? 'reads its Work' : html`<span class="muted">may not read its Work</span>`}</td></tr>`)}</tbody></table></div>` : ''}
+    <h2>Work</h2>
     <form class="toolbar" onSubmit=${submit}><label for="scope">Scope</label><input id="scope" value=${scope} onInput=${(e) => setScope(e.target.value)} placeholder="support"/>
       <label for="wkstate">State</label><select id="wkstate" value=${st} onChange=${(e) => setSt(e.target.value)}>${['', 'open', 'claimed', 'done'].map((s) => html`<option value=${s}>${s || 'all'}</option>`)}</select>
       <button type="submit">Show</button></form>
-    <p class="muted small">Scopes are the host's configuration (<code>scopes:</code> in its config file); name one to list its Work.</p>
     <${Problem} err=${err} onSignIn=${auth}/>
     ${!shown ? html`<${Empty}>Name a scope to see the threads observed there and the Work they became.</${Empty}>` : ''}
     ${data && data.work.length === 0 ? html`<${Empty}>No Work in ${shown}${st ? ' ' + st : ''}.</${Empty}>` : ''}

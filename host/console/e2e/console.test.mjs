@@ -188,6 +188,8 @@ try {
   await page.goto(open + '/#/plugins');
   await page.getByRole('button', { name: 'Reload plugins' }).click();
   await page.getByRole('status').getByText(/\d+ plugins loaded, \d+ problems/).waitFor();
+  await page.goto(open + '/#/observe');
+  await page.getByText('No scopes are configured').waitFor();
 
   assert.equal((await (await page.goto(open + '/#/cluster'), page.getByTestId('cluster-mode')).textContent()).trim(), 'single');
   await page.context().close();
