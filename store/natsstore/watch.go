@@ -23,7 +23,7 @@ import (
 //	rp.<tok recipient>.<id> a recipient's pending rows (CountPending)
 //	sj.<tok subject>        the pending ids of a subject, 16 bytes each
 //	sa.<time>.<id>          settled_at index (retention)
-func rowKey(id store.ID) string                { return "w." + id.String() }
+func rowKey(id store.ID) string                   { return "w." + id.String() }
 func stateKey(st store.State, id store.ID) string { return "s." + string(st) + "." + id.String() }
 func recipientKey(rid string, id store.ID) string { return "r." + tok(rid) + "." + id.String() }
 func recipientPendingKey(rid string, id store.ID) string {
