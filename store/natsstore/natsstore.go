@@ -115,6 +115,9 @@ type Store struct {
 	// commit is sent, with the commit's kind; an error from it aborts the
 	// commit, and it may write through another Store meanwhile.
 	failpoint func(at string) error
+	// loseAnswer, set only by this package's tests, says whether to treat
+	// a commit the server stored as unanswered (a timeout).
+	loseAnswer func() bool
 }
 
 // meta is the metadata key's value.

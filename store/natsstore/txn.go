@@ -266,6 +266,9 @@ func (t *txn) commit(kind string) error {
 	msgs[0].Header.Set(hdrMsgID, "vigil-"+id)
 	for attempt := 0; ; attempt++ {
 		err := t.s.publish(t.ctx, id, msgs)
+		if err == nil && t.s.loseAnswer != nil && t.s.loseAnswer() {
+			err = nats.ErrTimeout // stored, and the answer lost on its way
+		}
 		var apiErr *jetstream.APIError
 		switch {
 		case err == nil:
@@ -298,15 +301,11 @@ func (t *txn) commit(kind string) error {
 	}
 }
 
-// publish sends msgs as one atomic batch (or, for one message, as a
-// plain publish) and returns the server's answer to the last.
+// publish sends msgs as one atomic batch and returns the server's answer
+// to the last. One message is a batch too: a plain publish checks its
+// expected sequence before its message id, so a resend after a lost
+// answer would be refused as stale instead of recognised as stored.
 func (s *Store) publish(ctx context.Context, id string, msgs []*nats.Msg) error {
-	if len(msgs) == 1 {
-		m := msgs[0]
-		m.Header.Del(hdrBatchID)
-		_, err := s.js.PublishMsg(ctx, m)
-		return err
-	}
 	for i, m := range msgs {
 		m.Header.Set(hdrBatchID, id)
 		m.Header.Set(hdrBatchSeq, strconv.Itoa(i+1))
