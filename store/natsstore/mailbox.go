@@ -78,8 +78,9 @@ func mail(t *txn, rec store.RecipientRecord, m store.Message, notice bool) (stor
 func (s *Store) AppendIfRunning(ctx context.Context, rid string, m store.Message) (store.Message, store.RecipientRecord, error) {
 	var out store.Message
 	var rec store.RecipientRecord
-	s.mailMu.Lock()
-	defer s.mailMu.Unlock()
+	mu := s.mailLock(rid)
+	mu.Lock()
+	defer mu.Unlock()
 	err := s.update(ctx, "append", func(t *txn) error {
 		var err error
 		if rec, err = runningRecipient(t, rid); err != nil {
@@ -111,8 +112,7 @@ func (s *Store) SettleAndMailThen(ctx context.Context, id store.ID, st store.Set
 	}
 	var out store.Watch
 	var mailed store.Mailed
-	s.mailMu.Lock()
-	defer s.mailMu.Unlock()
+	defer s.lockMailOf(ctx, id)()
 	err := s.update(ctx, "settle-and-mail", func(t *txn) error {
 		mailed = store.Mailed{}
 		w, err := getRow(t, id)
@@ -169,8 +169,7 @@ func (s *Store) CarryAndMail(ctx context.Context, id store.ID, baseline json.Raw
 // calls it.
 func (s *Store) CarryAndMailThen(ctx context.Context, id store.ID, baseline json.RawMessage, attempts int, note string, change *store.Message, then func(store.Mailed)) (store.Mailed, error) {
 	var mailed store.Mailed
-	s.mailMu.Lock()
-	defer s.mailMu.Unlock()
+	defer s.lockMailOf(ctx, id)()
 	err := s.update(ctx, "carry-and-mail", func(t *txn) error {
 		mailed = store.Mailed{}
 		w, err := getRow(t, id)
@@ -210,6 +209,25 @@ func (s *Store) CarryAndMailThen(ctx context.Context, id store.ID, baseline json
 		then(mailed)
 	}
 	return mailed, nil
+}
+
+// lockMailOf locks the mail stripe of the recipient of row id and
+// returns its unlock. A row's recipient never changes, so it is read
+// before the lock; a row that cannot be read locks nothing (the
+// transition that follows fails on it).
+func (s *Store) lockMailOf(ctx context.Context, id store.ID) func() {
+	var rid string
+	err := s.view(ctx, func(t *txn) error {
+		w, _, err := readRow(t, id)
+		rid = w.Recipient.ID
+		return err
+	})
+	if err != nil {
+		return func() {}
+	}
+	mu := s.mailLock(rid)
+	mu.Lock()
+	return mu.Unlock
 }
 
 // lastSeq reads a recipient's last mailbox seq (0: none).

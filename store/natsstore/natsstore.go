@@ -104,11 +104,19 @@ type Store struct {
 	subj       string
 	partitions int
 	replicas   int
-	log        *slog.Logger
-	// mailMu serialises this process's mail-writing commits and the
-	// callbacks after them, so SettleAndMailThen's then runs in commit
-	// order; the mailbox's order itself is the sequence key's fence.
-	mailMu sync.Mutex
+	// inflight bounds this Store's batches in flight below the server's
+	// 50 open atomic batches per stream.
+	inflight chan struct{}
+	// timeout bounds one request: a read or a commit sent while the
+	// stream has no leader gets no answer, whatever the caller's context.
+	timeout time.Duration
+	log     *slog.Logger
+	// mailMu stripes this process's mail-writing commits by recipient:
+	// each is held across a commit and the callback after it, so
+	// SettleAndMailThen's then runs in mailbox order per recipient. The
+	// mailbox's order itself is the sequence key's fence; commits for one
+	// recipient would refuse each other anyway.
+	mailMu [64]sync.Mutex
 	// retained is OnRetained's fn, or nil.
 	retained atomic.Pointer[func(store.Retained, time.Time)]
 	// failpoint, set only by this package's tests, is called before a
@@ -181,7 +189,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		nc.Close()
 		return nil, fmt.Errorf("natsstore: %w", err)
 	}
-	s := &Store{nc: nc, js: js, bucket: bucket, subj: "$KV." + bucket + ".", log: log}
+	s := &Store{nc: nc, js: js, bucket: bucket, subj: "$KV." + bucket + ".", timeout: timeout, log: log,
+		inflight: make(chan struct{}, maxInflight)}
 	if err := s.openBucket(ctx, cfg); err != nil {
 		nc.Close()
 		return nil, err
@@ -309,6 +318,9 @@ func (s *Store) checkMeta(ctx context.Context, cfg Config, created bool) error {
 	s.partitions = m.Partitions
 	return nil
 }
+
+// mailLock is the stripe of mailMu that serialises rid's mail.
+func (s *Store) mailLock(rid string) *sync.Mutex { return &s.mailMu[Partition(rid, len(s.mailMu))] }
 
 // Partitions is the store's partition count.
 func (s *Store) Partitions() int { return s.partitions }

@@ -3,6 +3,7 @@ package natsstore
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"testing"
 	"time"
@@ -40,12 +41,24 @@ func runServer(tb testing.TB) *server.Server {
 }
 
 // runCluster starts n embedded servers routed to each other on
-// 127.0.0.1, with JetStream clustered, and waits until they have a
-// JetStream meta leader.
+// 127.0.0.1, with JetStream clustered. A JetStream cluster needs its
+// routes configured before it starts, so the route ports are picked
+// first (a free port each, released just before the servers bind them).
 func runCluster(tb testing.TB, n int) []*server.Server {
 	tb.Helper()
+	var routes []*url.URL
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		ports = append(ports, port)
+		routes = append(routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", port)})
+	}
 	var servers []*server.Server
-	var seed *url.URL
 	for i := range n {
 		opts := &server.Options{
 			ServerName: fmt.Sprintf("n%d", i),
@@ -55,31 +68,24 @@ func runCluster(tb testing.TB, n int) []*server.Server {
 			StoreDir:   tb.TempDir(),
 			NoLog:      true,
 			NoSigs:     true,
-			Cluster: server.ClusterOpts{
-				Name: "vigil-test",
-				Host: "127.0.0.1",
-				Port: server.RANDOM_PORT,
-			},
-		}
-		if seed != nil {
-			opts.Routes = []*url.URL{seed}
+			Cluster:    server.ClusterOpts{Name: "vigil-test", Host: "127.0.0.1", Port: ports[i]},
+			Routes:     routes,
 		}
 		s, err := server.NewServer(opts)
 		if err != nil {
 			tb.Fatal(err)
 		}
 		s.Start()
-		if !s.ReadyForConnections(10 * time.Second) {
-			tb.Fatalf("server %d did not start", i)
-		}
 		tb.Cleanup(func() {
 			s.Shutdown()
 			s.WaitForShutdown()
 		})
-		if seed == nil {
-			seed = &url.URL{Scheme: "nats", Host: s.ClusterAddr().String()}
-		}
 		servers = append(servers, s)
+	}
+	for i, s := range servers {
+		if !s.ReadyForConnections(10 * time.Second) {
+			tb.Fatalf("server %d did not start", i)
+		}
 	}
 	return servers
 }

@@ -49,6 +49,10 @@ const maxBatch = 900
 // writer fenced on the marker is refused as on any change.
 const tombstoneTTL = time.Hour
 
+// maxInflight bounds one Store's batches in flight; nodes sharing a
+// bucket can still reach the server's 50 together, and then retry.
+const maxInflight = 32
+
 // maxAttempts bounds how often a transition is re-run after losing its
 // rows to another writer.
 const maxAttempts = 16
@@ -68,6 +72,8 @@ type entry struct {
 
 // last reads a key from the stream leader.
 func (s *Store) last(ctx context.Context, key string) (entry, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
 	m, err := s.stream.GetLastMsgForSubject(ctx, s.subj+key)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return entry{}, nil
@@ -283,7 +289,7 @@ func (t *txn) commit(kind string) error {
 				}
 				return err
 			case codeBatchIncomplete, codeBatchInflight:
-				if attempt < 3 {
+				if attempt < 8 {
 					continue
 				}
 			}
@@ -306,6 +312,12 @@ func (t *txn) commit(kind string) error {
 // expected sequence before its message id, so a resend after a lost
 // answer would be refused as stale instead of recognised as stored.
 func (s *Store) publish(ctx context.Context, id string, msgs []*nats.Msg) error {
+	select {
+	case s.inflight <- struct{}{}:
+		defer func() { <-s.inflight }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	for i, m := range msgs {
 		m.Header.Set(hdrBatchID, id)
 		m.Header.Set(hdrBatchSeq, strconv.Itoa(i+1))
@@ -318,6 +330,8 @@ func (s *Store) publish(ctx context.Context, id string, msgs []*nats.Msg) error 
 		}
 		m.Header.Set(hdrBatchCommit, "1")
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
 	_, err := s.js.PublishMsg(ctx, msgs[len(msgs)-1])
 	return err
 }
