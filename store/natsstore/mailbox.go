@@ -284,22 +284,25 @@ func (s *Store) ReadMailbox(ctx context.Context, rid string, after uint64, limit
 		if err != nil {
 			return err
 		}
-		seqs, err := s.seqsAfter(ctx, t, "mb."+tok(rid)+".", after, last, limit)
-		if err != nil {
-			return err
-		}
-		for _, seq := range seqs {
-			m, err := getMessage(t, rid, seq)
-			if err != nil {
-				if errors.Is(err, store.ErrNotFound) {
-					continue
-				}
+		for len(out) < limit && after < last {
+			seqs, err := s.seqsAfter(ctx, t, "mb."+tok(rid)+".", after, last, limit-len(out))
+			if err != nil || len(seqs) == 0 {
 				return err
 			}
-			if p, err := getPush(t, rid, seq); err == nil {
-				m.Push = &p
+			for _, seq := range seqs {
+				after = seq
+				m, err := getMessage(t, rid, seq)
+				if errors.Is(err, store.ErrNotFound) {
+					continue // pruned, or held aside
+				}
+				if err != nil {
+					return err
+				}
+				if p, err := getPush(t, rid, seq); err == nil {
+					m.Push = &p
+				}
+				out = append(out, m)
 			}
-			out = append(out, m)
 		}
 		return nil
 	})

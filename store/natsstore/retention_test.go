@@ -3,6 +3,7 @@ package natsstore
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -154,5 +155,42 @@ func TestPrune(t *testing.T) {
 	}
 	if at, ok := oldest(t, s, store.RetainedMessages); !ok || !at.Equal(t0.Add(2*time.Hour)) {
 		t.Fatalf("the message index after prune: %v %v", at, ok)
+	}
+}
+
+// TestMailboxReadsStepOverAPrunedGap: a message pruned from the middle
+// of a mailbox (its at older than its neighbours') leaves a gap a read
+// steps over, still filling its page.
+func TestMailboxReadsStepOverAPrunedGap(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, Config{}, runServer(t))
+	runningFor(t, s, "r", "")
+	ids := newIDs()
+	for _, at := range []time.Duration{2 * time.Hour, 0, 3 * time.Hour, 4 * time.Hour} {
+		m := firedMessage(t, ids)
+		m.At = t0.Add(at)
+		if _, _, err := s.AppendIfRunning(ctx, "r", m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := s.PruneOldest(ctx, store.RetainedMessages, t0.Add(time.Hour), 10); err != nil || n != 1 {
+		t.Fatalf("prune: %d %v", n, err)
+	}
+	for _, tc := range []struct {
+		after uint64
+		limit int
+		want  []uint64
+	}{{0, 2, []uint64{1, 3}}, {1, 1, []uint64{3}}, {1, 10, []uint64{3, 4}}, {4, 10, nil}} {
+		msgs, err := s.ReadMailbox(ctx, "r", tc.after, tc.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []uint64
+		for _, m := range msgs {
+			got = append(got, m.Seq)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("after %d limit %d: %v, want %v", tc.after, tc.limit, got, tc.want)
+		}
 	}
 }
