@@ -52,7 +52,14 @@
 // A batch's first message carries a message id (Nats-Msg-Id), which the
 // server checks before any expected sequence: a commit that got no answer
 // (a timeout, a leader change) is sent again under a new batch id and is
-// either stored once or recognised as stored, never applied twice.
+// either stored once or recognised as stored, never applied twice. A
+// commit of one key is a batch too: a plain publish checks its expected
+// sequence before its message id, so its resend would be refused as
+// stale and the transition run again on its own write. Every request (a
+// read, a commit) is bounded by Config.Timeout whatever the caller's
+// context, since one sent while the stream has no leader gets no answer;
+// a Store keeps at most 32 batches in flight, below the server's 50 open
+// atomic batches per stream.
 // Deletes are delete markers (KV-Operation: DEL) with a one-hour TTL; a
 // marker is still the key's last message, so a writer that read the key
 // absent is fenced by it, and once it expires the key has no message and
@@ -66,11 +73,23 @@
 //     a read that decided nothing may only be a moment old. A listing
 //     that meets an index entry whose row has moved on checks the row
 //     (its state, its recipient) and skips what no longer matches.
-//   - then is in commit order per Store, not per cluster.
-//     SettleAndMailThen's then runs after every earlier mail-writing
-//     commit of the same Store (one lock around each such commit and its
-//     then, where badger overlaps their syncs); commits of other nodes
-//     are ordered by the mailbox's seq alone.
+//   - then is in mailbox order per recipient and per Store, not across
+//     recipients or nodes. SettleAndMailThen's then runs after the then
+//     of every earlier mail-writing commit of the same Store for the same
+//     recipient (a lock, striped by recipient, held around each such
+//     commit and its then), where badger orders every commit's then;
+//     commits of other nodes are ordered by the mailbox's seq alone.
+//   - Commits for one recipient contend. Every registration and every
+//     settlement of a recipient is fenced on its record (and a
+//     settlement writes its sequence key), and a clustered stream refuses
+//     an expected-sequence check on a subject another batch in flight
+//     checks too, so a burst of them for one recipient commits one at a
+//     time, the others re-running (up to 16 times, then ErrConflict).
+//   - A batch on one replica costs a sync. nats-server stages an atomic
+//     batch of an R1 file stream in a file store of its own, synced on
+//     flush, so an R1 commit waits for a disk sync (tens of
+//     milliseconds on a busy disk), where R3 stages it in memory and
+//     replicates it: R1 is for trying vigil out, R3 for running it.
 //   - A page, a count and a retention batch cost an index, not a budget.
 //     JetStream orders a bucket by write, not by key, and has no seek: a
 //     ListPage, CountPending, CountByState, Oldest and PruneOldest list
@@ -99,6 +118,11 @@
 // ErrMismatch) naming what differs. The partition count (default 64) is
 // fixed when the store is created; Partition(key, n) is FNV-1a 32 modulo
 // n, stable across builds, for the partition owners to come.
+//
+// Room for partitions: a row's key is w.<id> today; the partition a
+// watch lands in is Partition(key, Partitions()) of its partition key
+// (or its id), which the row can carry as a field without changing any
+// key, so the cluster's owners can filter by it.
 //
 // What it must never do: decide anything about scheduling, delivery or
 // ownership. Which transition to make and when is the scheduler's; which
