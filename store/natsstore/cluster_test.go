@@ -105,6 +105,24 @@ func TestThreeNodeClusterThroughALeaderChange(t *testing.T) {
 	if err != nil || len(msgs) != 5 {
 		t.Fatalf("%d messages, want 5 (one per fired watch): %v", len(msgs), err)
 	}
+	// Two nodes on two different servers: a long poll on one wakes on
+	// the other's append.
+	var alive []*server.Server
+	for _, srv := range servers {
+		if srv != leader {
+			alive = append(alive, srv)
+		}
+	}
+	a := openStore(t, Config{Timeout: 2 * time.Second}, alive[0])
+	b := openStore(t, Config{Timeout: 2 * time.Second}, alive[1])
+	woke := make(chan error, 1)
+	go func() { woke <- a.WaitMailbox(ctx, "r", 5) }()
+	if m, _, err := b.AppendIfRunning(ctx, "r", firedMessage(t, ids)); err != nil || m.Seq != 6 {
+		t.Fatalf("append through another server: %+v %v", m, err)
+	}
+	if err := <-woke; err != nil {
+		t.Fatalf("the long poll on one server did not wake on an append through another: %v", err)
+	}
 	seen := map[store.ID]bool{}
 	for i, m := range msgs {
 		if m.Seq != uint64(i+1) || seen[m.WatchID] {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -355,6 +356,31 @@ func (s *Store) update(ctx context.Context, kind string, f func(t *txn) error) e
 		if attempt == maxAttempts-1 {
 			return fmt.Errorf("%w (%s, %d attempts)", ErrConflict, kind, maxAttempts)
 		}
+		if err := backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}
+
+// backoff waits before a transition runs again after losing a race: not
+// at all the first time (the row changed: the next run sees the change),
+// then a random time up to 1 ms doubling to 64 ms. A clustered stream
+// refuses a check on a subject another batch in flight checks until that
+// batch is applied, and re-running at once would spend the attempts
+// inside that window. It paces a network retry and decides nothing, so
+// it waits on the runtime's timer, not on an injected clock.
+func backoff(ctx context.Context, attempt int) error {
+	if attempt == 0 {
+		return nil
+	}
+	d := time.Duration(rand.Int64N(int64(time.Millisecond << min(attempt-1, 6))))
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
