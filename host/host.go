@@ -124,7 +124,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	if h.Core, err = core.New(ctx, core.Config{
 		StoreDir: filepath.Join(cfg.Data, "store"), Store: store.Options{SyncWrites: cfg.Fsync, Logger: log},
 		Logger: log, Workers: cfg.Workers, Guard: guard, Limits: cfg.Limits,
-		Metrics: func(st *store.Badger) core.Metrics { h.Metrics = metrics.New(st); return h.Metrics },
+		Metrics: func(st core.Store) core.Metrics { h.Metrics = metrics.New(st); return h.Metrics },
 	}); err != nil {
 		return nil, err
 	}

@@ -1,8 +1,22 @@
 // Package store is vigil's persistence: watch rows, their receipts and
 // standing baselines, recipients and their mailboxes, and the host's event
 // log (named streams of facts, each event unique by its idempotency key
-// within its stream), on badger v4 behind the small Store interface, so a
-// distributed backend can be added without touching the scheduler.
+// within its stream), on badger v4 (Badger, opened by Open); and the
+// types and sentinel errors every backend shares.
+//
+// Where the seam is. No component of the host names Badger: each
+// declares the few methods it uses where it uses them, and the core holds
+// the backend as a core.Store (host/core), their union, opened by
+// core.Config.OpenStore (Open in a directory by default). Another backend
+// is another package that returns a core.Store with these types and
+// these errors, and what it must keep is pinned by the backend
+// conformance suite, store/storetest, which it runs from its own tests as
+// TestBackendConformance runs it here. The guarantees below are Badger's;
+// the suite holds every backend to those the components rely on (the
+// conditional transitions, SettleAndMail, the pending schedule, mailbox
+// sequences and cursors, the outbox, held-aside rows, events idempotent
+// by key, Work, retention by class), not to badger's means (its files,
+// versions, group commit, indexes).
 //
 // What it guarantees:
 //   - Every transition is one badger transaction, committed before the

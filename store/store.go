@@ -56,9 +56,11 @@ type Filter struct {
 	RegisteredBy string
 }
 
-// Store is the persistence the scheduler needs. Every method commits before
-// it returns. Implementations must make each transition conditional on the
-// row's current state, as documented per method.
+// Store is the rows' contract: each transition conditional on the row's
+// current state, as documented per method, every method committed before
+// it returns. The host's components each declare the part they use
+// (scheduler.Store, recipients.Store, …) and the core holds their union,
+// core.Store; store/storetest pins this contract for every backend.
 type Store interface {
 	// Create writes a new row. ErrExists if the id is taken.
 	Create(ctx context.Context, w Watch) error

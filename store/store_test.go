@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,127 +56,6 @@ func createdWatch(t *testing.T, s *Badger, ids seqReader, recipient string, at t
 		t.Fatal(err)
 	}
 	return w
-}
-
-func TestLifecycle(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t, t.TempDir())
-	ids := newIDs()
-	w := createdWatch(t, s, ids, "agent-1", t0)
-	if err := s.Create(ctx, w); !errors.Is(err, ErrExists) {
-		t.Fatalf("second create: %v", err)
-	}
-	got, err := s.Get(ctx, w.ID)
-	if err != nil || got.ID != w.ID || got.State != Pending || time.Duration(got.Every) != time.Minute || !got.ExpiresAt.Equal(*w.ExpiresAt) {
-		t.Fatalf("get: %+v %v", got, err)
-	}
-	if err := s.CarryBaseline(ctx, w.ID, json.RawMessage(`{"title":"a"}`), 2, "seen"); err != nil {
-		t.Fatal(err)
-	}
-	settled, err := s.Settle(ctx, w.ID, Settlement{State: Fired, Receipt: ReceiptUnknown, Outcome: &Outcome{Result: "fired"}, SettledAt: t0.Add(time.Hour), Attempts: 3, LastNote: "done"})
-	if err != nil || settled.State != Fired || settled.Receipt != ReceiptUnknown || settled.Attempts != 3 || string(settled.Baseline) != `{"title":"a"}` {
-		t.Fatalf("settle: %+v %v", settled, err)
-	}
-	// A row settles once.
-	if _, err := s.Settle(ctx, w.ID, Settlement{State: Cancelled, Receipt: ReceiptNone, SettledAt: t0}); !errors.Is(err, ErrNotPending) {
-		t.Fatalf("second settle: %v", err)
-	}
-	if err := s.CarryBaseline(ctx, w.ID, nil, 0, ""); !errors.Is(err, ErrNotPending) {
-		t.Fatalf("baseline after settle: %v", err)
-	}
-	got, err = s.SetReceipt(ctx, w.ID, ReceiptDelivered)
-	if err != nil || got.Receipt != ReceiptDelivered || got.State != Fired {
-		t.Fatalf("receipt: %+v %v", got, err)
-	}
-	if _, err := s.Get(ctx, ID{}); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("missing: %v", err)
-	}
-}
-
-func TestRejectedReceiptSettlesUndeliverable(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t, t.TempDir())
-	w := pendingWatch(t, newIDs(), "a", t0)
-	_ = s.Create(ctx, w)
-	if _, err := s.Settle(ctx, w.ID, Settlement{State: Expired, Receipt: ReceiptUnknown, SettledAt: t0}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.SetReceipt(ctx, w.ID, ReceiptRejected)
-	if err != nil || got.State != Undeliverable || got.Receipt != ReceiptRejected {
-		t.Fatalf("%+v %v", got, err)
-	}
-	if ws, _, _ := s.List(ctx, Filter{State: Undeliverable}); len(ws) != 1 {
-		t.Fatalf("state index not moved: %v", ws)
-	}
-	if ws, _, _ := s.List(ctx, Filter{State: Expired}); len(ws) != 0 {
-		t.Fatalf("old state index kept: %v", ws)
-	}
-}
-
-func TestListFilters(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t, t.TempDir())
-	ids := newIDs()
-	var a []Watch
-	for i := range 5 {
-		w := pendingWatch(t, ids, "alice", t0.Add(time.Duration(i)*time.Second))
-		a = append(a, w)
-		_ = s.Create(ctx, w)
-	}
-	b := pendingWatch(t, ids, "bob", t0)
-	_ = s.Create(ctx, b)
-	// A recipient id that is a prefix of another must not list its rows.
-	_ = s.Create(ctx, pendingWatch(t, ids, "alice2", t0))
-	_, _ = s.Settle(ctx, a[1].ID, Settlement{State: Cancelled, Receipt: ReceiptNone, SettledAt: t0})
-
-	got, held, err := s.List(ctx, Filter{Recipient: "alice"})
-	if err != nil || held != 0 || len(got) != 5 {
-		t.Fatalf("alice: %d rows %d held %v", len(got), held, err)
-	}
-	for i := range got {
-		if got[i].ID != a[i].ID {
-			t.Fatalf("not in registration order at %d", i)
-		}
-	}
-	got, _, _ = s.List(ctx, Filter{Recipient: "alice", State: Pending})
-	if len(got) != 4 {
-		t.Fatalf("alice pending: %d", len(got))
-	}
-	got, _, _ = s.List(ctx, Filter{State: Pending})
-	if len(got) != 6 {
-		t.Fatalf("pending: %d", len(got))
-	}
-	got, _, _ = s.List(ctx, Filter{})
-	if len(got) != 7 {
-		t.Fatalf("all: %d", len(got))
-	}
-}
-
-func TestPrune(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t, t.TempDir())
-	ids := newIDs()
-	old, recent, pending := pendingWatch(t, ids, "a", t0), pendingWatch(t, ids, "a", t0), pendingWatch(t, ids, "a", t0)
-	for _, w := range []Watch{old, recent, pending} {
-		_ = s.Create(ctx, w)
-	}
-	_, _ = s.Settle(ctx, old.ID, Settlement{State: Fired, Receipt: ReceiptDelivered, SettledAt: t0})
-	_, _ = s.Settle(ctx, recent.ID, Settlement{State: Fired, Receipt: ReceiptDelivered, SettledAt: t0.Add(8 * 24 * time.Hour)})
-	n, err := s.Prune(ctx, t0.Add(24*time.Hour))
-	if err != nil || n != 1 {
-		t.Fatalf("pruned %d %v", n, err)
-	}
-	if _, err := s.Get(ctx, old.ID); !errors.Is(err, ErrNotFound) {
-		t.Fatal("old settled row kept")
-	}
-	for _, w := range []Watch{recent, pending} {
-		if _, err := s.Get(ctx, w.ID); err != nil {
-			t.Fatalf("%s: %v", w.ID, err)
-		}
-	}
-	if ws, _, _ := s.List(ctx, Filter{Recipient: "a"}); len(ws) != 2 {
-		t.Fatalf("recipient index not pruned: %d", len(ws))
-	}
 }
 
 func TestPruneManyInBatches(t *testing.T) {
@@ -388,54 +266,6 @@ func TestNewerRowVersionIsHeldAside(t *testing.T) {
 	}
 }
 
-// Transitions that make no sense are refused, not written.
-func TestBadTransitionsAreRefused(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t, t.TempDir())
-	w := pendingWatch(t, newIDs(), "a", t0)
-	if err := s.Create(ctx, Watch{ID: w.ID, State: "snoozed", Receipt: ReceiptNone}); err == nil {
-		t.Fatal("created a row in an unknown state")
-	}
-	_ = s.Create(ctx, w)
-	if _, err := s.SetReceipt(ctx, w.ID, ReceiptDelivered); err == nil {
-		t.Fatal("a receipt for a pending watch")
-	}
-	if _, err := s.Settle(ctx, w.ID, Settlement{State: Pending, Receipt: ReceiptNone, SettledAt: t0}); err == nil {
-		t.Fatal("settled to pending")
-	}
-	if got, _ := s.Get(ctx, w.ID); got.State != Pending || got.Receipt != ReceiptNone {
-		t.Fatalf("row changed: %+v", got)
-	}
-}
-
-// A pushed watch is found by its subject while it is pending, and no
-// longer once it settles.
-func TestPendingBySubject(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t, t.TempDir())
-	ids := newIDs()
-	a, b, other := pendingWatch(t, ids, "agent-1", t0), pendingWatch(t, ids, "agent-2", t0), pendingWatch(t, ids, "agent-1", t0)
-	a.Subject, b.Subject, other.Subject = "work/1", "work/1", "work/10"
-	for _, w := range []Watch{a, b, other, pendingWatch(t, ids, "agent-3", t0)} {
-		if err := s.Create(ctx, w); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := s.PendingBySubject(ctx, "work/1")
-	if err != nil || len(got) != 2 || !slices.Contains(got, a.ID) || !slices.Contains(got, b.ID) {
-		t.Fatalf("work/1: %v %v", got, err)
-	}
-	if _, err := s.Settle(ctx, a.ID, Settlement{State: Fired, Receipt: ReceiptUnknown, SettledAt: t0}); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := s.PendingBySubject(ctx, "work/1"); len(got) != 1 || got[0] != b.ID {
-		t.Fatalf("after settling one: %v", got)
-	}
-	if got, _ := s.PendingBySubject(ctx, "work/"); len(got) != 0 {
-		t.Fatalf("a prefix of a subject matched: %v", got)
-	}
-}
-
 // A durable next check rides in the pending index beside the schedule: Get
 // and ForEachPending see it, a baseline keeps it, an older 20-byte entry
 // still reads (with none) and takes one, and a settled row refuses it.
@@ -501,35 +331,5 @@ func TestNextCheckLivesInThePendingIndex(t *testing.T) {
 	}
 	if err := s.RecordProbe(ctx, a.ID, Probe{Attempts: 9}); !errors.Is(err, ErrNotPending) {
 		t.Fatalf("a probe record on a settled row: %v", err)
-	}
-}
-
-// RecordProbe writes the attempts, note, fault and next check in one
-// transition; a settlement carries its own fault, and a baseline clears it.
-func TestRecordProbe(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t, t.TempDir())
-	w := pendingWatch(t, newIDs(), "r", t0)
-	if err := s.Create(ctx, w); err != nil {
-		t.Fatal(err)
-	}
-	f := &Fault{Reason: "timeout", Message: "observe ran past 5s"}
-	next := t0.Add(90 * time.Second)
-	if err := s.RecordProbe(ctx, w.ID, Probe{Attempts: 4, Note: "run 7 in progress", Fault: f, NextCheck: next}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.Get(ctx, w.ID)
-	if err != nil || got.Attempts != 4 || got.LastNote != "run 7 in progress" || !got.LastFault.Equal(f) || !got.NextCheck.Equal(next) {
-		t.Fatalf("row: %+v %v", got, err)
-	}
-	if err := s.CarryBaseline(ctx, w.ID, []byte(`{}`), 5, "ok"); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := s.Get(ctx, w.ID); got.LastFault != nil || !got.NextCheck.Equal(next) {
-		t.Fatalf("after an answer: %+v", got)
-	}
-	settled, err := s.Settle(ctx, w.ID, Settlement{State: Expired, Receipt: ReceiptNone, SettledAt: t0, Attempts: 6, LastNote: "n", LastFault: f})
-	if err != nil || !settled.LastFault.Equal(f) || !settled.NextCheck.IsZero() {
-		t.Fatalf("settled: %+v %v", settled, err)
 	}
 }

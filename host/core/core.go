@@ -26,9 +26,14 @@ type Metrics interface {
 	delivery.Metrics
 }
 
-// Config shapes a Core. StoreDir is required.
+// Config shapes a Core. OpenStore or StoreDir is required.
 type Config struct {
-	// StoreDir is the badger store's directory; Store its options.
+	// OpenStore opens the storage backend the core is built over; the
+	// core closes it in Close (and when New fails). Nil: the badger store
+	// in StoreDir with the options Store (OpenBadger).
+	OpenStore func(ctx context.Context) (Store, error)
+	// StoreDir is the badger store's directory; Store its options. Both
+	// are unused when OpenStore is set.
 	StoreDir string
 	Store    store.Options
 	// Kinds the scheduler serves. Nil: a new registry, Core.Registry,
@@ -41,7 +46,7 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics, when set, makes the metrics every component counts into,
 	// from the opened store (which counts the watches by state).
-	Metrics func(*store.Badger) Metrics
+	Metrics func(Store) Metrics
 	// Workers probe due watches (the scheduler's default when zero).
 	Workers int
 	// Guard screens webhook destinations, for the outbox and for the
@@ -54,13 +59,14 @@ type Config struct {
 	IDs io.Reader
 	// Deliver, in tests, wraps the delivery the scheduler settles
 	// through; it is given the store.
-	Deliver func(*delivery.Delivery, *store.Badger) scheduler.Deliverer
+	Deliver func(*delivery.Delivery, Store) scheduler.Deliverer
 }
 
 // Core is the built core. Its fields are the components, for the layers
 // above (the API, observe) to use; Close stops and closes them.
 type Core struct {
-	Store *store.Badger
+	// Store is the backend Config.OpenStore opened.
+	Store Store
 	// Registry is the kind registry the core made, nil when Config.Kinds
 	// was given.
 	Registry   *kind.Registry
@@ -75,12 +81,12 @@ type Core struct {
 	closed bool
 }
 
-// New builds the core: it opens the store and starts the outbox's workers
+// New builds the core: it opens the store (Config.OpenStore) and starts the outbox's workers
 // (with nothing to send they wait, without a timer). The scheduler's loop
 // is not started: Prime, then Start (or drive Tick, in tests).
 func New(ctx context.Context, cfg Config) (_ *Core, err error) {
-	if cfg.StoreDir == "" {
-		return nil, errors.New("core: StoreDir is required")
+	if cfg.OpenStore == nil && cfg.StoreDir == "" {
+		return nil, errors.New("core: OpenStore or StoreDir is required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -89,11 +95,17 @@ func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 		cfg.Clock = wallClock{}
 	}
 	c := &Core{log: cfg.Logger}
-	if cfg.Store.Logger == nil {
-		cfg.Store.Logger = cfg.Logger
+	if cfg.OpenStore == nil {
+		if cfg.Store.Logger == nil {
+			cfg.Store.Logger = cfg.Logger
+		}
+		cfg.OpenStore = OpenBadger(cfg.StoreDir, cfg.Store)
 	}
-	if c.Store, err = store.Open(cfg.StoreDir, cfg.Store); err != nil {
+	if c.Store, err = cfg.OpenStore(ctx); err != nil {
 		return nil, fmt.Errorf("opening the store: %w", err)
+	}
+	if c.Store == nil {
+		return nil, errors.New("core: OpenStore returned no store")
 	}
 	defer func() {
 		if err != nil {

@@ -8,6 +8,18 @@
 // fakes for the kinds and the clock, so a test runs the same wiring as the
 // product.
 //
+// The storage seam is here. The core holds its backend as a Store (store.go),
+// the union of what the components use of it, each through the small
+// interface it declares where it uses it (scheduler.Store, delivery.Store
+// and OutboxStore, recipients.Store and PhaseStore, observe.Store,
+// fetch.EventLog, upkeep.Store, metrics.StateCounter, httpapi.Watches):
+// no component names a backend. Config.OpenStore chooses the backend;
+// without it the core opens badger in StoreDir (OpenBadger). A backend is
+// fit to be returned there when it passes store/storetest, the suite that
+// pins what the components rely on (conditional transitions, the pending
+// schedule, mailbox sequences and cursors, held-aside rows, events
+// idempotent by key, Work routing, retention).
+//
 // What it must never do: decide anything (each component owns its rules),
 // or start a goroutine it does not stop in Close.
 //

@@ -68,21 +68,20 @@ type Delivery struct {
 	hub *hub
 	// mailMu is held across each mail-writing store call and the enqueue
 	// of the push it wrote, so the outbox learns of a recipient's pushes in
-	// mailbox order, when the store is not an orderedMailer (which keeps
+	// mailbox order, when the store is not an OrderedMailer (which keeps
 	// that order itself without holding a lock across its syncs).
 	mailMu sync.Mutex
 }
 
-// orderedMailer is the optional side of a Store that calls back, in
-// mailbox order, once a mail-writing commit is durable (store.Badger's
+// OrderedMailer is the optional side of a Store that calls back, in
+// mailbox order, once a mail-writing commit is durable (badger's
 // SettleAndMailThen): concurrent settlements then share the store's syncs
-// instead of queueing on mailMu for one each.
-type orderedMailer interface {
+// instead of queueing on mailMu for one each. A Store without it is
+// served in the same order, one mail-writing commit at a time.
+type OrderedMailer interface {
 	SettleAndMailThen(ctx context.Context, id store.ID, st store.Settlement, m store.Message, then func(store.Mailed)) (store.Watch, store.Mailed, error)
 	CarryAndMailThen(ctx context.Context, id store.ID, baseline json.RawMessage, attempts int, note string, change *store.Message, then func(store.Mailed)) (store.Mailed, error)
 }
-
-var _ orderedMailer = (*store.Badger)(nil)
 
 // New builds a Delivery.
 func New(cfg Config) (*Delivery, error) {
@@ -118,7 +117,7 @@ func (d *Delivery) Settle(ctx context.Context, id store.ID, st store.Settlement,
 		return store.Watch{}, fmt.Errorf("delivery: message id: %w", err)
 	}
 	m.ID, m.At = mid, now
-	if om, ok := d.cfg.Store.(orderedMailer); ok {
+	if om, ok := d.cfg.Store.(OrderedMailer); ok {
 		w, _, err := om.SettleAndMailThen(ctx, id, st, m, d.mailed)
 		return w, err
 	}
@@ -150,7 +149,7 @@ func (d *Delivery) Carry(ctx context.Context, id store.ID, baseline json.RawMess
 		m.ID, m.At = mid, now
 		change = &m
 	}
-	if om, ok := d.cfg.Store.(orderedMailer); ok {
+	if om, ok := d.cfg.Store.(OrderedMailer); ok {
 		mailed, err := om.CarryAndMailThen(ctx, id, baseline, attempts, note, change, func(m store.Mailed) {
 			if change != nil {
 				d.mailed(m)
@@ -172,7 +171,7 @@ func (d *Delivery) Carry(ctx context.Context, id store.ID, baseline json.RawMess
 }
 
 // mailed wakes the recipient's readers and hands the push to the outbox;
-// the caller holds mailMu, or it is an orderedMailer's then.
+// the caller holds mailMu, or it is an OrderedMailer's then.
 func (d *Delivery) mailed(m store.Mailed) {
 	if m.Message == nil {
 		d.cfg.Metrics.Delivery(store.ReceiptRejected, "mailbox")

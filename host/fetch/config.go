@@ -68,21 +68,17 @@ func (wallClock) Wait(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// EventLog is where facts and dead letters go; *store.Badger is one.
+// EventLog is where facts and dead letters go; the host's store
+// (core.Store) is one.
 type EventLog interface {
 	AppendEvent(ctx context.Context, e store.Event) (store.Event, bool, error)
 }
 
-// EventReader reads a stream back; *store.Badger is one. DeadLetters needs
+// EventReader reads a stream back; the host's store is one. DeadLetters needs
 // the Config's Log to be one.
 type EventReader interface {
 	ReadEvents(ctx context.Context, stream string, after uint64, limit int) ([]store.Event, error)
 }
-
-var (
-	_ EventLog    = (*store.Badger)(nil)
-	_ EventReader = (*store.Badger)(nil)
-)
 
 // Metrics hears of the issuer's trade-offs; *metrics.Metrics is one.
 type Metrics interface {

@@ -14,14 +14,13 @@ import (
 )
 
 // PhaseStore is what phase and activity reports and the reminder opt-in
-// need of the store (store.Badger); each is one transaction on the record.
+// need of the store (the host's core.Store); each is one transaction on
+// the record.
 type PhaseStore interface {
 	ReportPhase(ctx context.Context, id string, p store.Phase) (store.RecipientRecord, error)
 	ReportActivity(ctx context.Context, id string, replies, toolCalls uint64, at time.Time) (store.RecipientRecord, error)
 	SetReminder(ctx context.Context, id string, every time.Duration) (store.RecipientRecord, error)
 }
-
-var _ PhaseStore = (*store.Badger)(nil)
 
 // Bounds of a report.
 const (

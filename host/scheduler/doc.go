@@ -83,13 +83,14 @@
 //   - Cancel and a probe's settlement race through the store, not a lock:
 //     the settlement is settle-if-still-pending together with its mailbox
 //     append (Deliver.Settle, one transaction; store.ErrNotPending
-//     otherwise), and cancel is cancel-if-still-pending. Badger's
-//     transactions make the two commits serial, so whichever commits first
-//     wins and the loser writes and sends nothing: a cancel that wins keeps
-//     the row cancelled with nothing mailed; a probe that finishes after it
-//     is dropped. The scheduler's mutex guards the in-memory heap, index
-//     and ready queue only, and is never held across a store commit, a
-//     plugin call or a delivery.
+//     otherwise), and cancel is cancel-if-still-pending. The store's
+//     conditional transitions (badger's transactions; any backend must
+//     pass store/storetest) make the two commits serial, so whichever
+//     commits first wins and the loser writes and sends nothing: a cancel
+//     that wins keeps the row cancelled with nothing mailed; a probe that
+//     finishes after it is dropped. The scheduler's mutex guards the
+//     in-memory heap, index and ready queue only, and is never held
+//     across a store commit, a plugin call or a delivery.
 //   - A standing watch's new baseline and its change mail are one
 //     transaction (Deliver.Carry), conditional on the watch still pending,
 //     so a crash neither loses nor repeats a notice and a cancel that won

@@ -60,6 +60,31 @@ type Deliverer interface {
 	Carry(ctx context.Context, id store.ID, baseline json.RawMessage, attempts int, note string, change *store.Message) (bool, error)
 }
 
+// Store is what the scheduler needs of the store: rows written, read and
+// moved on conditionally (each transition only while the row is pending,
+// store.ErrNotPending otherwise), the pending schedule read at Prime, the
+// pending rows parked on a subject, and the start-time prune of settled
+// rows (the backstop of the upkeep's retention). Settlements with mail go
+// through the Deliverer, not here.
+type Store interface {
+	// Create writes a new row; store.ErrExists if the id is taken.
+	Create(ctx context.Context, w store.Watch) error
+	// Get reads a row; store.ErrNotFound if absent or held aside.
+	Get(ctx context.Context, id store.ID) (store.Watch, error)
+	// Settle makes a pending row final (a cancel, here).
+	Settle(ctx context.Context, id store.ID, s store.Settlement) (store.Watch, error)
+	// SetNextCheck and RecordProbe keep a pending row's schedule and
+	// what its probes saw.
+	SetNextCheck(ctx context.Context, id store.ID, next time.Time) error
+	RecordProbe(ctx context.Context, id store.ID, p store.Probe) error
+	// ForEachPending calls fn with each pending row's schedule and
+	// returns how many rows it skipped as held aside.
+	ForEachPending(ctx context.Context, fn func(store.Schedule) error) (int, error)
+	PendingBySubject(ctx context.Context, subject string) ([]store.ID, error)
+	// Prune deletes what settled before cutoff; never a pending row.
+	Prune(ctx context.Context, cutoff time.Time) (int, error)
+}
+
 // Recipients is what registration needs of the recipients: the named one,
 // created running with a mailbox only if it is new, and the row written
 // only if the recipient is running in the transaction that writes it (a
@@ -106,7 +131,7 @@ const DefaultRetention = 7 * 24 * time.Hour
 // Config configures a Scheduler. Zero fields take the defaults.
 type Config struct {
 	Metrics Metrics
-	Store   store.Store
+	Store   Store
 	// Plugins are the kinds the scheduler serves (a *kind.Registry).
 	Plugins Kinds
 	Deliver Deliverer

@@ -13,8 +13,8 @@
 //     record; with nothing retained there is no timer at all (NextWake
 //     reports none). A class learns that it holds a record again from
 //     Notify, which the store calls after each commit that writes one
-//     (store.Badger.OnRetained): O(1), and a no-op when the class is
-//     already due no later than the new record.
+//     (the store's OnRetained, part of core.Store): O(1), and a no-op
+//     when the class is already due no later than the new record.
 //   - When a class comes due, one bounded batch (Config.Batch, default
 //     256) is pruned in its own store transaction, oldest first; the
 //     class's oldest is then read again (one index entry) and re-armed:
@@ -42,7 +42,7 @@
 // deleted (never a pending row, a live push, a held-aside record), is the
 // store's.
 //
-// The start-time backstop. store.Badger.Prune, run by the scheduler's
+// The start-time backstop. The store's Prune, run by the scheduler's
 // Prime, still walks every settled row and message once at start: records
 // an older build wrote carry no time index, so only that walk finds them.
 // It stays there rather than in this package's first pass so that a first

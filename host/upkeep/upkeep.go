@@ -40,13 +40,11 @@ const retryAfterError = time.Minute
 
 // Store is what the upkeep needs of the store: a class's oldest record's
 // time, and a bounded batch of its records older than a cutoff pruned in
-// one transaction (store.Badger).
+// one transaction (the host's core.Store).
 type Store interface {
 	Oldest(ctx context.Context, c store.Retained) (time.Time, bool, error)
 	PruneOldest(ctx context.Context, c store.Retained, cutoff time.Time, limit int) (int, error)
 }
-
-var _ Store = (*store.Badger)(nil)
 
 // Clock tells the time. The product uses the wall clock; tests a fake one.
 type Clock interface{ Now() time.Time }
@@ -187,7 +185,7 @@ func (u *Upkeep) signal() {
 // Notify tells the upkeep that a record of c, ordered by at, was
 // committed: if c was not due as early, it is armed for at plus its
 // retention. A class the upkeep does not keep is ignored. It never blocks
-// and touches no store (store.Badger.OnRetained calls it on the writer's
+// and touches no store (the store's OnRetained calls it on the writer's
 // goroutine).
 func (u *Upkeep) Notify(c store.Retained, at time.Time) {
 	u.mu.Lock()

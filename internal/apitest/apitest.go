@@ -52,15 +52,29 @@ func NewStack(tb testing.TB, cfg Config) *Stack {
 	if ids == nil {
 		ids = seeded{rand.NewChaCha8([32]byte{7})}
 	}
-	c, err := core.New(context.Background(), core.Config{
+	// The stack's backend is badger, opened here through the core's
+	// OpenStore so the tests can reach it as itself; the core closes it.
+	var st *store.Badger
+	open := func(context.Context) (core.Store, error) {
+		var err error
 		// fsync off, for speed: the store's tests cover the synced path.
-		StoreDir: tb.TempDir(), Store: store.Options{SyncWrites: false}, Kinds: cfg.Plugins, Clock: cfg.Clock, IDs: ids, Deliver: cfg.Deliver,
+		if st, err = store.Open(tb.TempDir(), store.Options{SyncWrites: false}); err != nil {
+			return nil, err
+		}
+		return st, nil
+	}
+	var deliver func(*delivery.Delivery, core.Store) scheduler.Deliverer
+	if cfg.Deliver != nil {
+		deliver = func(d *delivery.Delivery, _ core.Store) scheduler.Deliverer { return cfg.Deliver(d, st) }
+	}
+	c, err := core.New(context.Background(), core.Config{
+		OpenStore: open, Kinds: cfg.Plugins, Clock: cfg.Clock, IDs: ids, Deliver: deliver,
 	})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = c.Close() })
-	return &Stack{Store: c.Store, Delivery: c.Delivery, Outbox: c.Outbox, Scheduler: c.Scheduler, Recipients: c.Recipients}
+	return &Stack{Store: st, Delivery: c.Delivery, Outbox: c.Outbox, Scheduler: c.Scheduler, Recipients: c.Recipients}
 }
 
 // Serve runs app on a 127.0.0.1 listener until the test ends and returns

@@ -1,0 +1,22 @@
+package host
+
+import (
+	"github.com/vigilhq/vigil/host/core"
+	"github.com/vigilhq/vigil/host/fetch"
+	"github.com/vigilhq/vigil/host/httpapi"
+	"github.com/vigilhq/vigil/host/metrics"
+	"github.com/vigilhq/vigil/host/observe"
+	"github.com/vigilhq/vigil/host/upkeep"
+)
+
+// The core's Store covers what every component host builds over it uses
+// of the store, each through the interface that component declares: a
+// backend that is a core.Store serves them all, with no change to them.
+var (
+	_ observe.Store        = core.Store(nil)
+	_ fetch.EventLog       = core.Store(nil)
+	_ fetch.EventReader    = core.Store(nil)
+	_ upkeep.Store         = core.Store(nil)
+	_ metrics.StateCounter = core.Store(nil)
+	_ httpapi.Watches      = core.Store(nil)
+)

@@ -1,0 +1,228 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/vigilhq/vigil/host/core"
+	"github.com/vigilhq/vigil/store"
+)
+
+// Backend is what the suite runs against: the core's Store, and the rest
+// of package store's row contract (store.Store) and the calls the host's
+// tools and retention use beside it. A backend that passes is a
+// core.Store fit for Config.OpenStore.
+type Backend interface {
+	core.Store
+	store.Store
+	AppendIfRunning(ctx context.Context, rid string, m store.Message) (store.Message, store.RecipientRecord, error)
+	PruneEvents(ctx context.Context, stream string, cutoff time.Time) (int, error)
+	PrunePushes(ctx context.Context, cutoff time.Time) (int, error)
+	CompleteWork(ctx context.Context, id store.ID, now time.Time) (store.Work, error)
+}
+
+// Options are a backend's hooks for what the interface cannot reach. A
+// nil hook skips the subtests that need it, with the reason.
+type Options struct {
+	// HoldAside writes a row under w's id that this build cannot decode
+	// (a newer release's state and fields), indexed under w's recipient
+	// and w's state as the release that wrote it would have.
+	HoldAside func(t *testing.T, b Backend, w store.Watch)
+	// StillHeld reports whether the row HoldAside wrote for id is still
+	// stored exactly as written. Needed with HoldAside.
+	StillHeld func(t *testing.T, b Backend, id store.ID) bool
+	// Failpoint sets fn to be called inside the transactions that write
+	// several things at once, between their writes, at the named points
+	// "settled" (SettleAndMail: the row settled, its mail not yet
+	// written) and "carried" (CarryAndMail: the baseline written, its
+	// change not yet mailed); an error from fn aborts the transaction.
+	// Nil fn clears it.
+	Failpoint func(b Backend, fn func(at string) error)
+	// Reopen closes b and opens the same data again, as a restart would.
+	Reopen func(t *testing.T, b Backend) Backend
+}
+
+// Run runs the suite: each subtest on a backend of its own from open,
+// which must register the backend's Close with t.Cleanup. The suite may
+// close a backend itself first (the Close subtest, Reopen), so that
+// cleanup must accept a backend already closed.
+func Run(t *testing.T, open func(t *testing.T) Backend, o Options) {
+	t.Helper()
+	for _, g := range groups() {
+		t.Run(g.name, func(t *testing.T) {
+			for _, c := range g.cases {
+				t.Run(c.name, func(t *testing.T) {
+					c.run(&env{T: t, b: open(t), o: o, open: open, ids: newIDs(), ctx: context.Background()})
+				})
+			}
+		})
+	}
+}
+
+type testCase struct {
+	name string
+	run  func(e *env)
+}
+
+type group struct {
+	name  string
+	cases []testCase
+}
+
+func groups() []group {
+	return []group{
+		{"Rows", rowCases()},
+		{"Mail", mailCases()},
+		{"Outbox", outboxCases()},
+		{"Recipients", recipientCases()},
+		{"Events", eventCases()},
+		{"Work", workCases()},
+		{"Retention", retentionCases()},
+		{"HeldAside", heldAsideCases()},
+		{"Lifetime", lifetimeCases()},
+	}
+}
+
+// t0 is the suite's fixed time: the store keeps no clock of its own, so
+// every time is an argument, and none is read from the wall.
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// env is one subtest's backend and helpers.
+type env struct {
+	*testing.T
+	b    Backend
+	o    Options
+	open func(t *testing.T) Backend
+	ids  seqReader
+	ctx  context.Context
+}
+
+type seqReader struct{ r *rand.ChaCha8 }
+
+func (s seqReader) Read(p []byte) (int, error) { return s.r.Read(p) }
+
+func newIDs() seqReader { return seqReader{rand.NewChaCha8([32]byte{1})} }
+
+// id is a fresh id created at at.
+func (e *env) id(at time.Time) store.ID {
+	e.Helper()
+	id, err := store.NewID(at, e.ids)
+	if err != nil {
+		e.Fatal(err)
+	}
+	return id
+}
+
+// watch is a pending row for recipient, created at at, not yet written.
+func (e *env) watch(recipient string, at time.Time) store.Watch {
+	e.Helper()
+	exp := at.Add(15 * time.Minute)
+	return store.Watch{
+		ID: e.id(at), Kind: "timer", Params: json.RawMessage(`{"at":"2026-11-30T13:00:00Z"}`),
+		Recipient: store.Recipient{ID: recipient}, State: store.Pending, Receipt: store.ReceiptNone,
+		Every: store.Duration(time.Minute), CreatedAt: at, ExpiresAt: &exp,
+	}
+}
+
+// created writes a pending row for recipient at at and returns it.
+func (e *env) created(recipient string, at time.Time) store.Watch {
+	e.Helper()
+	w := e.watch(recipient, at)
+	if err := e.b.Create(e.ctx, w); err != nil {
+		e.Fatal(err)
+	}
+	return w
+}
+
+// running writes a running recipient id, with a webhook when hook is set.
+func (e *env) running(id, hook string) {
+	e.Helper()
+	r := store.RecipientRecord{ID: id, Status: store.StatusRunning, CreatedAt: t0, UpdatedAt: t0}
+	if hook != "" {
+		r.Webhook = &store.Webhook{URL: hook, Secret: "whsec_x"}
+	}
+	if _, _, err := e.b.PutRecipient(e.ctx, r); err != nil {
+		e.Fatal(err)
+	}
+}
+
+// setStatus moves recipient id to status.
+func (e *env) setStatus(id string, status store.RecipientStatus) {
+	e.Helper()
+	rec, err := e.b.GetRecipient(e.ctx, id)
+	if err != nil {
+		e.Fatal(err)
+	}
+	rec.Status = status
+	if _, _, err := e.b.PutRecipient(e.ctx, rec); err != nil {
+		e.Fatal(err)
+	}
+}
+
+// fired is a fired message, at t0.
+func (e *env) fired() store.Message {
+	e.Helper()
+	return store.Message{ID: e.id(t0), Kind: "timer", Type: store.MessageFired, Outcome: store.Outcome{Result: "fired"}, At: t0}
+}
+
+// settleMailed creates a row for recipient and settles it fired at at
+// through SettleAndMail, its message dated at.
+func (e *env) settleMailed(recipient string, at time.Time) (store.Watch, store.Mailed) {
+	e.Helper()
+	w := e.created(recipient, at)
+	m := e.fired()
+	m.At = at
+	got, mailed, err := e.b.SettleAndMail(e.ctx, w.ID, store.Settlement{State: store.Fired, Outcome: &m.Outcome, SettledAt: at}, m)
+	if err != nil {
+		e.Fatal(err)
+	}
+	return got, mailed
+}
+
+func (e *env) mailbox(rid string) []store.Message {
+	e.Helper()
+	msgs, err := e.b.ReadMailbox(e.ctx, rid, 0, 1000)
+	if err != nil {
+		e.Fatal(err)
+	}
+	return msgs
+}
+
+func (e *env) live() []store.Push {
+	e.Helper()
+	var out []store.Push
+	if err := e.b.LivePushes(e.ctx, func(p store.Push) error { out = append(out, p); return nil }); err != nil {
+		e.Fatal(err)
+	}
+	return out
+}
+
+func (e *env) schedules() map[store.ID]store.Schedule {
+	e.Helper()
+	got := map[store.ID]store.Schedule{}
+	if _, err := e.b.ForEachPending(e.ctx, func(sc store.Schedule) error { got[sc.ID] = sc; return nil }); err != nil {
+		e.Fatal(err)
+	}
+	return got
+}
+
+func (e *env) list(f store.Filter) []store.Watch {
+	e.Helper()
+	ws, _, err := e.b.List(e.ctx, f)
+	if err != nil {
+		e.Fatal(err)
+	}
+	return ws
+}
+
+// reopen restarts the backend through Options.Reopen, or skips.
+func (e *env) reopen() {
+	e.Helper()
+	if e.o.Reopen == nil {
+		e.Skip("the backend gives no Reopen hook")
+	}
+	e.b = e.o.Reopen(e.T, e.b)
+}
