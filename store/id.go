@@ -98,3 +98,45 @@ func (id *ID) UnmarshalText(b []byte) error {
 	*id = v
 	return nil
 }
+
+// MaxPartitions is the most partitions a cluster may have: a watch's
+// partition is its id's slot (16 bits) modulo the count.
+const MaxPartitions = 1 << 16
+
+// Slot is the id's 16 bits after its instant: random for a watch
+// registered with no partition key, the key's hash (SlotOf) for one
+// registered with one. A watch's partition is its slot modulo the
+// cluster's partition count, so any node finds a watch's partition from
+// its id alone, and the scheduler keeps no field for it.
+func (id ID) Slot() uint16 { return binary.BigEndian.Uint16(id[6:8]) }
+
+// Partition is the id's partition among n (1 to MaxPartitions).
+func (id ID) Partition(n int) int {
+	if n <= 1 {
+		return 0
+	}
+	return int(id.Slot()) % n
+}
+
+// SlotOf is the slot of a partition key (FNV-1a, 32 bits folded to 16):
+// every watch on one key (one ticket, one URL) shares a slot, so a
+// partition, so the one node that reads the resource for all of them.
+func SlotOf(key string) uint16 {
+	h := uint32(2166136261)
+	for i := 0; i < len(key); i++ {
+		h ^= uint32(key[i])
+		h *= 16777619
+	}
+	return uint16(h>>16) ^ uint16(h)
+}
+
+// NewIDInSlot is NewID with the slot set: the id of a watch whose
+// partition key hashes to slot.
+func NewIDInSlot(at time.Time, r io.Reader, slot uint16) (ID, error) {
+	id, err := NewID(at, r)
+	if err != nil {
+		return id, err
+	}
+	binary.BigEndian.PutUint16(id[6:8], slot)
+	return id, nil
+}

@@ -73,6 +73,11 @@ type Admission struct {
 	// as registered).
 	Subject string
 	Params  json.RawMessage
+	// PartitionKey is the resource the watch reads (a ticket, a URL),
+	// when the kind names one: every watch on one key lands in one
+	// partition of a cluster, so one node reads the resource for all of
+	// them. Empty: the watch's partition is random.
+	PartitionKey string
 }
 
 // Observation is the answer of one observe call.

@@ -104,6 +104,18 @@
 // through a watchwait.Notifier (WaitChange). The last case has no store
 // write when the probe saw nothing new, which is why the hook is the
 // scheduler's and not the store's.
+// On a cluster (Config.Ownership set) the scheduler holds only the
+// watches of the partitions its node holds leases on. A watch's partition
+// is its id's slot modulo the partition count (store.ID.Partition): the
+// slot is the hash of the partition key admit names (the resource the
+// watch reads), else random, so every watch on one resource shares a
+// partition and no entry grows a field for it. Register writes every
+// watch and arms only its own; Gain arms a partition's pending watches
+// when the node takes its lease, Drop forgets them when it loses it, and
+// Adopt arms a watch another node registered in an owned partition. A
+// probe asks Ownership before it calls the plugin and again before it
+// writes: a partition that moved meanwhile gets nothing of the probe, and
+// the backend's revision check refuses what slips between the two.
 //
 // What it must never do: decide whether something settled (that is the
 // plugin's answer), or how a message reaches its recipient (that is the

@@ -204,6 +204,8 @@ type harness struct {
 	deliver *recordingDeliverer
 	clock   *fakeclock.Clock
 	s       *Scheduler
+	// ownership, when set before open, is the scheduler's.
+	ownership Ownership
 }
 
 func newHarness(t *testing.T) *harness {
@@ -244,6 +246,7 @@ func (h *harness) open() {
 	s, err := New(Config{
 		Store: h.counted, Plugins: h.plugins, Deliver: h.deliver, Clock: h.clock,
 		Jitter: rand.New(rand.NewPCG(1, 2)), IDs: idSource{rand.NewChaCha8([32]byte{7})},
+		Ownership: h.ownership,
 	})
 	if err != nil {
 		h.t.Fatal(err)

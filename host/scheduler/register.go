@@ -155,7 +155,7 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 		expires = &d
 	}
 
-	id, err := store.NewID(now, s.cfg.IDs)
+	id, err := s.newID(now, adm.PartitionKey)
 	if err != nil {
 		return store.Watch{}, err
 	}
@@ -175,6 +175,11 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 	if expires != nil {
 		e.deadline = expires.UnixNano()
 	}
+	if !s.owns(id) {
+		// Another node's partition: its scheduler hears of the row from
+		// the backend and probes it (Adopt).
+		return w, nil
+	}
 	s.mu.Lock()
 	heap.Push(&s.h, e)
 	s.byID[id] = e
@@ -182,6 +187,15 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 	s.signal()
 	s.changes.Changed(id)
 	return w, nil
+}
+
+// newID is a new watch's id: in the slot of its partition key when admit
+// named one, so every watch on one resource shares a partition.
+func (s *Scheduler) newID(now time.Time, key string) (store.ID, error) {
+	if key == "" {
+		return store.NewID(now, s.cfg.IDs)
+	}
+	return store.NewIDInSlot(now, s.cfg.IDs, store.SlotOf(key))
 }
 
 // create writes the row; with Recipients, only if the recipient is running

@@ -180,6 +180,9 @@ type Config struct {
 	// MaxWaiters bounds the requests waiting on a watch's change at once
 	// (WaitChange; default watchwait.DefaultLimit).
 	MaxWaiters int
+	// Ownership, on a cluster, is which partitions this scheduler
+	// probes; nil owns every watch.
+	Ownership Ownership
 }
 
 func (c Config) withDefaults() Config {
@@ -302,13 +305,10 @@ func (s *Scheduler) Prime(ctx context.Context) (int, error) {
 	// Schedules stream from the store's pending index: no row is decoded,
 	// and only the 48-byte entries stay.
 	held, err := s.cfg.Store.ForEachPending(ctx, func(sc store.Schedule) error {
-		e := &entry{id: sc.ID, every: everyMillis(sc.Every)}
-		e.setTries(sc.Attempts, 0)
-		if !sc.Expires.IsZero() {
-			e.deadline = sc.Expires.UnixNano()
+		if !s.owns(sc.ID) {
+			return nil // another node's, on a cluster
 		}
-		e.due = s.recoveredDue(sc, e.deadline, nowN)
-		s.byID[sc.ID] = e
+		e := s.recovered(sc, nowN)
 		if e.due <= nowN {
 			overdue = append(overdue, e)
 			return nil
@@ -325,6 +325,20 @@ func (s *Scheduler) Prime(ctx context.Context) (int, error) {
 	s.log.Info("primed", "pending", len(s.h), "overdue", len(overdue), "pruned", pruned, "held_aside", held)
 	s.signal()
 	return len(s.h), nil
+}
+
+// recovered is the entry of a pending watch read back from the store, at
+// its recovered due time, registered in byID but not yet in the heap. The
+// caller holds mu.
+func (s *Scheduler) recovered(sc store.Schedule, now int64) *entry {
+	e := &entry{id: sc.ID, every: everyMillis(sc.Every)}
+	e.setTries(sc.Attempts, 0)
+	if !sc.Expires.IsZero() {
+		e.deadline = sc.Expires.UnixNano()
+	}
+	e.due = s.recoveredDue(sc, e.deadline, now)
+	s.byID[sc.ID] = e
+	return e
 }
 
 // recoveredDue is when a recovered watch is due, before the overdue are

@@ -277,9 +277,19 @@ func (s *Scheduler) probe(ctx context.Context, e *entry, w store.Watch, now, at 
 	// vigil_fetch (a result younger than it serves this watch without a
 	// read).
 	pctx := kind.WithCadence(kind.WithRegistrant(kind.WithRecipient(ctx, w.Recipient.ID), w.RegisteredBy), time.Duration(w.Every))
+	if !s.owns(e.id) {
+		s.drop(e) // its partition moved to another node while it was due
+		return
+	}
 	obs, err := s.cfg.Plugins.Observe(pctx, abi.ObserveRequest{
 		Kind: w.Kind, WatchID: w.ID.String(), Params: w.Params, Now: now.UTC(), Attempt: attempts, Baseline: w.Baseline,
 	})
+	if !s.owns(e.id) {
+		// The partition moved while the plugin answered: the new owner
+		// probes it again, and nothing of this probe is written.
+		s.drop(e)
+		return
+	}
 	switch {
 	case errors.Is(err, kind.ErrUnknownKind):
 		s.cfg.Metrics.Probe(w.Kind, "unwatchable")

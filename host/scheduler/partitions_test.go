@@ -1,0 +1,215 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/sdk/abi"
+	"github.com/vigilhq/vigil/store"
+)
+
+// fakeOwnership is a node's lease set, as a test sets it.
+type fakeOwnership struct {
+	mu   sync.Mutex
+	n    int
+	held map[int]bool
+}
+
+func owning(n int, ps ...int) *fakeOwnership {
+	o := &fakeOwnership{n: n, held: map[int]bool{}}
+	for _, p := range ps {
+		o.held[p] = true
+	}
+	return o
+}
+
+func (o *fakeOwnership) Partitions() int { return o.n }
+
+func (o *fakeOwnership) Holds(p int) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.held[p]
+}
+
+func (o *fakeOwnership) set(p int, held bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.held[p] = held
+}
+
+func clusteredHarness(t *testing.T, o Ownership) *harness {
+	t.Helper()
+	h := newHarness(t)
+	h.ownership = o
+	h.open()
+	return h
+}
+
+// inPartition counts the watches of ws in partition p of n.
+func inPartition(ws []store.Watch, p, n int) int {
+	c := 0
+	for _, w := range ws {
+		if w.ID.Partition(n) == p {
+			c++
+		}
+	}
+	return c
+}
+
+// A scheduler arms only the watches of the partitions its node holds;
+// every registration is written whichever node owns it.
+func TestOnlyOwnedPartitionsAreArmed(t *testing.T) {
+	own := owning(4, 0)
+	h := clusteredHarness(t, own)
+	var ws []store.Watch
+	for range 40 {
+		ws = append(ws, h.register("ci"))
+	}
+	mine := inPartition(ws, 0, 4)
+	if mine == 0 || mine == len(ws) {
+		t.Fatalf("%d of %d watches in partition 0: the ids do not spread", mine, len(ws))
+	}
+	if got := h.s.Pending(); got != mine {
+		t.Fatalf("%d armed, want the %d of partition 0", got, mine)
+	}
+	for _, w := range ws {
+		if h.row(w.ID).State != store.Pending {
+			t.Fatalf("watch %s was not written", w.ID)
+		}
+	}
+	h.tick(t0)
+	if got := h.plugins.probeCount(); got != mine {
+		t.Fatalf("%d probes, want %d", got, mine)
+	}
+	// A restart primes the same ones.
+	h.open()
+	if n, err := h.s.Prime(context.Background()); err != nil || n != mine {
+		t.Fatalf("Prime armed %d (%v), want %d", n, err, mine)
+	}
+}
+
+func TestGainArmsAPartitionAndDropForgetsIt(t *testing.T) {
+	own := owning(4)
+	h := clusteredHarness(t, own)
+	var ws []store.Watch
+	for range 40 {
+		ws = append(ws, h.register("ci"))
+	}
+	if h.s.Pending() != 0 {
+		t.Fatalf("%d armed with no partition held", h.s.Pending())
+	}
+	ctx := context.Background()
+	total := 0
+	for p := range 4 {
+		own.set(p, true)
+		n, err := h.s.Gain(ctx, p)
+		if err != nil || n != inPartition(ws, p, 4) {
+			t.Fatalf("Gain(%d) armed %d (%v), want %d", p, n, err, inPartition(ws, p, 4))
+		}
+		total += n
+	}
+	if total != len(ws) || h.s.Pending() != len(ws) {
+		t.Fatalf("armed %d, pending %d, want %d", total, h.s.Pending(), len(ws))
+	}
+	// Gaining again arms nothing twice.
+	if n, _ := h.s.Gain(ctx, 0); n != 0 {
+		t.Fatalf("a second Gain(0) armed %d", n)
+	}
+	own.set(1, false)
+	if n := h.s.Drop(1); n != inPartition(ws, 1, 4) {
+		t.Fatalf("Drop(1) dropped %d, want %d", n, inPartition(ws, 1, 4))
+	}
+	// Gained watches that were due are spread from now, as after a
+	// restart: a second later all have been probed.
+	h.tick(t0.Add(time.Second))
+	if got, want := h.plugins.probeCount(), len(ws)-inPartition(ws, 1, 4); got != want {
+		t.Fatalf("%d probes after dropping partition 1, want %d", got, want)
+	}
+}
+
+// A probe whose partition moves to another node while the plugin answers
+// writes nothing: the new owner probes the watch itself.
+func TestAProbeWhosePartitionMovesWritesNothing(t *testing.T) {
+	own := owning(1, 0)
+	h := clusteredHarness(t, own)
+	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) {
+		own.set(0, false)
+		return settled("success")
+	}
+	w := h.register("ci")
+	h.tick(t0)
+	if got := h.row(w.ID); got.State != store.Pending || got.Attempts != 0 {
+		t.Fatalf("the stale probe wrote: %+v", got)
+	}
+	if m := h.deliver.messages(); len(m) != 0 {
+		t.Fatalf("the stale probe mailed %+v", m)
+	}
+	if h.s.Pending() != 0 {
+		t.Fatal("the scheduler kept a watch of a partition it lost")
+	}
+}
+
+// A registration made on another node is armed by the owner when the
+// backend tells it (Adopt); a node that does not own it ignores it.
+func TestAdoptArmsOnlyOwnedWatches(t *testing.T) {
+	h := clusteredHarness(t, owning(2, 0))
+	other := owning(2)
+	h2 := &harness{t: t, dir: h.dir, plugins: h.plugins, deliver: h.deliver, clock: h.clock, store: h.store, counted: h.counted}
+	s2, err := New(Config{Store: h.counted, Plugins: h.plugins, Deliver: h.deliver, Clock: h.clock, Ownership: other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2.s = s2
+	var ws []store.Watch
+	for range 10 {
+		ws = append(ws, h2.register("ci"))
+	}
+	if s2.Pending() != 0 {
+		t.Fatal("a node with no partitions armed its own registrations")
+	}
+	adopted := 0
+	for _, w := range ws {
+		sc := store.Schedule{ID: w.ID, Every: time.Duration(w.Every)}
+		if h.s.Adopt(sc) {
+			adopted++
+		}
+		if h.s.Adopt(sc) {
+			t.Fatalf("watch %s adopted twice", w.ID)
+		}
+	}
+	if want := inPartition(ws, 0, 2); adopted != want || h.s.Pending() != want {
+		t.Fatalf("adopted %d, pending %d, want %d", adopted, h.s.Pending(), want)
+	}
+}
+
+// Every watch admit gives one partition key lands in one partition.
+func TestAPartitionKeyPicksThePartition(t *testing.T) {
+	h := clusteredHarness(t, owning(64, 0))
+	h.plugins.admit = func(_ string, params json.RawMessage) (plugin.Admission, error) {
+		var p struct{ Key string }
+		_ = json.Unmarshal(params, &p)
+		return plugin.Admission{PartitionKey: p.Key}, nil
+	}
+	parts := map[string]map[int]bool{}
+	for i := range 30 {
+		key := fmt.Sprintf("ticket-%d", i%3)
+		w, err := h.s.Register(context.Background(), Registration{Kind: "ci", Params: json.RawMessage(fmt.Sprintf(`{"key":%q}`, key)), Recipient: store.Recipient{ID: "agent-1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if parts[key] == nil {
+			parts[key] = map[int]bool{}
+		}
+		parts[key][w.ID.Partition(64)] = true
+	}
+	for key, ps := range parts {
+		if len(ps) != 1 {
+			t.Fatalf("watches on %s span partitions %v", key, ps)
+		}
+	}
+}

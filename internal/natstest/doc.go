@@ -1,0 +1,9 @@
+// Package natstest is test support: NATS servers with JetStream, embedded
+// through the server's Go package on 127.0.0.1 with their stores in the
+// test's temporary directory, one alone or three in a cluster. It owns the
+// servers it starts and shuts them down when the test ends; it must never
+// be used by product code, which connects to servers an operator runs.
+//
+// Rejected: running the nats-server binary as a child process, which a
+// fresh machine does not have and Debian packages too old a release of.
+package natstest

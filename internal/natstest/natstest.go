@@ -1,0 +1,130 @@
+package natstest
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ready is how long a server may take to accept connections; a loaded
+// machine starting three with JetStream needs seconds, not milliseconds.
+const ready = 30 * time.Second
+
+// Start runs one server with JetStream and stops it when the test ends.
+func Start(t testing.TB) *server.Server {
+	t.Helper()
+	s := run(t, &server.Options{ServerName: "n1"})
+	return s
+}
+
+func run(t testing.TB, o *server.Options) *server.Server {
+	t.Helper()
+	o.Host = "127.0.0.1"
+	o.Port = -1
+	o.JetStream = true
+	o.StoreDir = t.TempDir()
+	o.NoLog = os.Getenv("NATSTEST_LOG") == ""
+	o.NoSigs = true
+	s, err := server.NewServer(o)
+	if err != nil {
+		t.Fatalf("natstest: %v", err)
+	}
+	if !o.NoLog {
+		s.ConfigureLogger()
+	}
+	s.Start()
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	if !s.ReadyForConnections(ready) {
+		t.Fatalf("natstest: server %s not ready in %s", o.ServerName, ready)
+	}
+	return s
+}
+
+// Cluster runs n servers routed to one another, with JetStream, and waits
+// until their meta group has a leader. JetStream's clustering wants every
+// route configured at start, so the cluster ports are chosen first.
+func Cluster(t testing.TB, n int) []*server.Server {
+	t.Helper()
+	ports := make([]int, n)
+	var routes []*url.URL
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("natstest: pick a port: %v", err)
+		}
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		routes = append(routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", ports[i])})
+	}
+	out := make([]*server.Server, n)
+	for i := range n {
+		o := &server.Options{ServerName: fmt.Sprintf("n%d", i+1), Routes: routes}
+		o.Cluster.Name = "vigil-test"
+		o.Cluster.Host = "127.0.0.1"
+		o.Cluster.Port = ports[i]
+		out[i] = run(t, o)
+	}
+	WaitFor(t, ready, "a JetStream meta leader", func() bool {
+		for _, s := range out {
+			if s.JetStreamIsLeader() {
+				return len(s.JetStreamClusterPeers()) == n
+			}
+		}
+		return false
+	})
+	return out
+}
+
+// URLs is the servers' client URLs, comma-separated as nats.Connect takes
+// them.
+func URLs(servers ...*server.Server) string {
+	var s string
+	for i, srv := range servers {
+		if i > 0 {
+			s += ","
+		}
+		s += srv.ClientURL()
+	}
+	return s
+}
+
+// Connect opens a client connection and its JetStream context to the
+// servers, closed when the test ends. It reconnects forever, so a test
+// that stops one server of a cluster keeps its connection.
+func Connect(t testing.TB, servers ...*server.Server) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(URLs(servers...), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatalf("natstest: connect: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatalf("natstest: jetstream: %v", err)
+	}
+	return nc, js
+}
+
+// WaitFor polls cond until it holds or d has passed, for conditions on
+// servers and networks that give no event to wait on; the test fails
+// naming what it waited for.
+func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("natstest: no %s within %s", what, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
