@@ -436,3 +436,27 @@ type PluginList struct {
 	Plugins  []Plugin        `json:"plugins"`
 	Problems []PluginProblem `json:"problems"`
 }
+
+// Kind is a kind the host serves, plugin or built in, as its describe
+// says it: what a watch of it waits on, and the params it takes.
+// ParamsSchema is a JSON Schema of the params; Example, when the kind
+// gives one, is params it admits.
+type Kind struct {
+	Kind         string          `json:"kind"`
+	Version      string          `json:"version,omitempty"`
+	Summary      string          `json:"summary"`
+	Standing     bool            `json:"standing"`
+	DefaultEvery string          `json:"default_every,omitempty"`
+	Observable   bool            `json:"observable"`
+	Setting      string          `json:"setting,omitempty"`
+	ParamsSchema json.RawMessage `json:"params_schema,omitempty"`
+	Example      json.RawMessage `json:"example,omitempty"`
+	// BuiltIn is a kind the host serves itself (observe.thread,
+	// recipient.reminder), not a plugin.
+	BuiltIn bool `json:"built_in,omitempty"`
+}
+
+// KindList is GET /api/v1/kinds, by kind name.
+type KindList struct {
+	Kinds []Kind `json:"kinds"`
+}

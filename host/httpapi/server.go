@@ -94,11 +94,14 @@ type Observe interface {
 
 // Deps are the services behind the API.
 type Deps struct {
-	Scheduler   Scheduler
-	Watches     Watches
-	Mailboxes   Mailboxes
-	Recipients  Recipients
-	Plugins     Plugins
+	Scheduler  Scheduler
+	Watches    Watches
+	Mailboxes  Mailboxes
+	Recipients Recipients
+	Plugins    Plugins
+	// Kinds are every kind the host serves (nil: the plugins'), for
+	// GET /kinds and the MCP server at /mcp (kinds.go, mcp.go).
+	Kinds       KindSource
 	DeadLetters DeadLetters
 	Observe     Observe
 	// Refusals counts refused requests (nil: not counted).
@@ -215,6 +218,7 @@ func New(d Deps, o Options) *fiber.App {
 	})
 	v1.Get("/plugins", s.listPlugins)
 	v1.Post("/plugins/reload", s.reloadPlugins)
+	v1.Get("/kinds", s.listKinds)
 	v1.Post("/watches", s.createWatch)
 	v1.Get("/watches", s.listWatches)
 	v1.Get("/watches/:id", s.getWatch)
