@@ -62,7 +62,7 @@ func Status(code string) int {
 	case CodeInvalidParams, CodeInvalidField, CodeInvalidRecipient, CodeWatchUnobservable, CodeDeadlineTooFar,
 		CodeDestinationRefused:
 		return 422
-	case CodePluginFault:
+	case CodePluginFault, CodeTooManyWaiters:
 		return 503
 	case CodeTooManyRefs, CodeTooManyPending:
 		return 422
@@ -92,6 +92,10 @@ const (
 	// CodeTooManyPending: the recipient already holds the host's bound of
 	// pending watches.
 	CodeTooManyPending = "too_many_pending"
+	// CodeTooManyWaiters: the host already holds its bound of requests
+	// waiting on a watch's change (GET /api/v1/watches/{id}?wait=).
+	// Retry later, or without wait.
+	CodeTooManyWaiters = "too_many_waiters"
 )
 
 // Error is the one error envelope's content.
@@ -173,6 +177,10 @@ type Watch struct {
 	// LastFault is why the last probe gave no answer (a timeout, a trap,
 	// a plugin error); absent once one answers.
 	LastFault *Fault `json:"last_fault,omitempty"`
+	// Version is opaque: it changes whenever the state, the receipt, the
+	// probes so far or the last observation (note, fault, next check)
+	// does. Pass it as since to wait for the next change.
+	Version string `json:"version"`
 }
 
 // Fault is a probe that gave no answer: its reason (timeout, trap,

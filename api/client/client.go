@@ -181,6 +181,22 @@ func (c *Client) GetWatch(ctx context.Context, id string) (api.Watch, error) {
 	return out, err
 }
 
+// WaitWatch waits, up to wait (at most 60 s, the server's bound), for the
+// watch to move from version since, and returns it: at once when its
+// version already differs from since (or since is empty), as soon as it
+// changes, else at the end of the wait unchanged. Compare the answer's
+// Version with since to tell which. wait 0 answers at once.
+func (c *Client) WaitWatch(ctx context.Context, id, since string, wait time.Duration) (api.Watch, error) {
+	q := url.Values{}
+	q.Set("wait", wait.String())
+	if since != "" {
+		q.Set("since", since)
+	}
+	var out api.Watch
+	err := c.do(ctx, http.MethodGet, "/api/v1/watches/"+url.PathEscape(id), q, nil, &out)
+	return out, err
+}
+
 // CancelWatch cancels a pending watch and returns it cancelled. A watch
 // that has already settled is an *api.Error with code already_settled.
 func (c *Client) CancelWatch(ctx context.Context, id string) (api.Watch, error) {

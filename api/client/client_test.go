@@ -538,3 +538,32 @@ func TestStreamEnded(t *testing.T) {
 		t.Fatalf("err %v, seqs %v", err, seqs)
 	}
 }
+
+// WaitWatch answers at once on a version it has not seen, waits on one
+// it has until the watch changes, and refuses a wait past the bound.
+func TestWaitWatch(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	w := f.watch(t, "agent-1", `{}`)
+	got, err := f.c.WaitWatch(ctx, w.ID, "", time.Minute)
+	if err != nil || got.Version != w.Version || got.State != "pending" {
+		t.Fatalf("since none: %+v %v", got, err)
+	}
+	done := make(chan api.Watch, 1)
+	go func() {
+		got, err := f.c.WaitWatch(ctx, w.ID, w.Version, time.Minute)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- got
+	}()
+	for f.sched.Waiters() == 0 { // the wait is parked before the probe
+		time.Sleep(time.Millisecond)
+	}
+	f.sched.Tick(ctx, t0)
+	if got := <-done; got.State != "fired" || got.Version == w.Version || got.Receipt != "delivered" {
+		t.Fatalf("after the probe: %+v", got)
+	}
+	_, err = f.c.WaitWatch(ctx, w.ID, w.Version, 2*time.Minute)
+	wantAPIError(t, err, api.CodeInvalidField, "wait", "")
+}

@@ -230,6 +230,8 @@ func TestGrantsOnEveryRoute(t *testing.T) {
 		{"GET", "/api/v1/watches?registered_by=orch", "", [7]int{403, 403, 200, 200, 200, 401, 401}},
 		{"GET", "/api/v1/watches/{w1}", "", [7]int{200, 404, 404, 200, 200, 401, 401}},
 		{"GET", "/api/v1/watches/{w2}", "", [7]int{200, 404, 200, 200, 200, 401, 401}},
+		{"GET", "/api/v1/watches/{w1}?wait=0s", "", [7]int{200, 404, 404, 200, 200, 401, 401}},
+		{"GET", "/api/v1/watches/{w2}?wait=0s&since=v", "", [7]int{200, 404, 200, 200, 200, 401, 401}},
 		{"DELETE", "/api/v1/watches/{w1}", "", [7]int{200, 404, 404, 403, 200, 401, 401}},
 		{"DELETE", "/api/v1/watches/{w2}", "", [7]int{200, 404, 200, 403, 200, 401, 401}},
 		{"PUT", "/api/v1/recipients/agent-1", `{"status":"paused"}`, [7]int{200, 403, 403, 403, 200, 401, 401}},

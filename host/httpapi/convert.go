@@ -1,6 +1,10 @@
 package httpapi
 
 import (
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"io"
 	"time"
 
 	"github.com/vigilhq/vigil/api"
@@ -26,19 +30,72 @@ func toWatch(w store.Watch) api.Watch {
 	if f := w.LastFault; f != nil {
 		out.LastFault = &api.Fault{Reason: f.Reason, Message: f.Message}
 	}
+	out.Version = watchVersion(out, w.NextCheck)
 	return out
 }
 
 // withSeen is a pending watch's view with what the scheduler holds in
 // memory: the probes so far and when the last began, which its row has
 // only as of its last write.
-func withSeen(out api.Watch, seen scheduler.Seen) api.Watch {
+func withSeen(w store.Watch, seen scheduler.Seen) api.Watch {
+	out := toWatch(w)
 	out.Attempts = max(out.Attempts, seen.Attempts)
 	if !seen.LastProbe.IsZero() {
 		t := seen.LastProbe
 		out.LastProbeAt = &t
 	}
+	out.Version = watchVersion(out, w.NextCheck)
 	return out
+}
+
+// watchVersion is a watch's version: a digest of what changes while it is
+// waited on (its state, receipt, outcome, the probes so far, the last
+// probe's time, note and fault, and its durable next check), so two views
+// have the same version exactly when none of those differ. Opaque to
+// clients, who only compare it; a digest and not a counter, so it needs
+// nothing stored and is the same after a restart.
+func watchVersion(out api.Watch, next time.Time) string {
+	h := fnv.New64a()
+	field := func(s string) {
+		var n [binary.MaxVarintLen64]byte
+		_, _ = h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
+		_, _ = io.WriteString(h, s)
+	}
+	at := func(t *time.Time) {
+		if t == nil {
+			field("")
+			return
+		}
+		field(t.UTC().Format(time.RFC3339Nano))
+	}
+	field(out.State)
+	field(out.Receipt)
+	field(fmt.Sprint(out.Attempts))
+	field(out.LastNote)
+	if f := out.LastFault; f != nil {
+		field(f.Reason)
+		field(f.Message)
+	} else {
+		field("")
+		field("")
+	}
+	at(out.LastProbeAt)
+	at(out.SettledAt)
+	if o := out.Outcome; o != nil {
+		field(o.Result)
+		field(o.Summary)
+		field(string(o.Detail))
+	} else {
+		field("")
+		field("")
+		field("")
+	}
+	if next.IsZero() {
+		at(nil)
+	} else {
+		at(&next)
+	}
+	return fmt.Sprintf("%016x", h.Sum64())
 }
 
 // toMessage is a message as a mailbox read returns it, with its push's

@@ -26,6 +26,13 @@
 // phase reminder acts on, rather than one seeded on its behalf) is
 // authz.Principal.ActsAs.
 //
+// A wait on a watch (GET /api/v1/watches/{id}?wait=D&since=V) compares
+// the watch's version, a digest of what a waiter waits for (convert.go,
+// watchVersion), and sleeps on the scheduler's notifier (ChangeWaiter)
+// between reads: the notifier's channel is taken before each read, so a
+// change in between is not missed, and nothing re-reads on a timer. Its
+// context is the long poll's (requestContext): it ends on revocation.
+//
 // Rejected alternative: the server in api/. api/ is the wire contract and
 // the Go client, which clients import; a server there would make the
 // contract package depend on the whole host.

@@ -29,6 +29,7 @@ import (
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/host/watchwait"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -47,6 +48,16 @@ type Seer interface {
 }
 
 var _ Seer = (*scheduler.Scheduler)(nil)
+
+// ChangeWaiter wakes a wait on a watch, when its Scheduler can (a
+// *scheduler.Scheduler does): the channel the next change of the watch
+// closes, and release, to call once the wait ends; taken before the watch
+// is read. Without one, a wait runs to its bound.
+type ChangeWaiter interface {
+	WaitChange(id store.ID) (<-chan struct{}, func(), error)
+}
+
+var _ ChangeWaiter = (*scheduler.Scheduler)(nil)
 
 // Watches reads watch rows.
 type Watches interface {
@@ -512,19 +523,76 @@ func (s *server) watchFor(c *fiber.Ctx) (store.Watch, error) {
 	return w, s.visible(c, authz.Action{Verb: authz.SeeWatch, Recipient: w.Recipient.ID, RegisteredBy: w.RegisteredBy, ID: w.ID.String()}, notFound)
 }
 
+// getWatch answers a watch. With ?wait=D it is a bounded long poll on
+// the watch's version: at once when the version differs from ?since= (or
+// since is empty), else as soon as the scheduler changes the watch, else
+// at the end of the wait with the watch unchanged; 200 either way.
 func (s *server) getWatch(c *fiber.Ctx) error {
 	w, err := s.watchFor(c)
 	if err != nil {
 		return err
 	}
-	id := w.ID
-	out := toWatch(w)
+	raw, waiting := c.Queries()["wait"]
+	if !waiting {
+		return c.JSON(s.watchView(w))
+	}
+	wait, err := time.ParseDuration(raw)
+	if err != nil || wait < 0 || wait > delivery.MaxWait {
+		return &api.Error{Code: api.CodeInvalidField, Field: "wait", Message: fmt.Sprintf("want a duration from 0s to %s", delivery.MaxWait)}
+	}
+	since := c.Query("since")
+	ctx, cancel := s.requestContext(c)
+	defer cancel()
+	ctx, stop := context.WithTimeout(ctx, wait)
+	defer stop()
+	cw, _ := s.d.Scheduler.(ChangeWaiter)
+	for {
+		var changed <-chan struct{}
+		release := func() {}
+		if cw != nil {
+			ch, rel, err := cw.WaitChange(w.ID)
+			if errors.Is(err, watchwait.ErrTooManyWaiters) {
+				return &api.Error{Code: api.CodeTooManyWaiters, Message: "the host holds its bound of requests waiting on a watch; retry later, or without wait"}
+			}
+			if err != nil {
+				return err
+			}
+			changed, release = ch, rel
+		}
+		// Read after taking the channel: a change in between wakes it.
+		cur, err := s.d.Watches.Get(c.UserContext(), w.ID)
+		if err != nil {
+			release()
+			if errors.Is(err, store.ErrNotFound) {
+				return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no watch %q", w.ID)}
+			}
+			return err
+		}
+		out := s.watchView(cur)
+		if out.Version != since || ctx.Err() != nil {
+			release()
+			if principal(c).Revoked() && !s.stillAuthenticated(c) {
+				return revokedError()
+			}
+			return c.JSON(out)
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+		}
+		release()
+	}
+}
+
+// watchView is a watch as GET answers it: a pending one with what the
+// scheduler holds in memory of its probes.
+func (s *server) watchView(w store.Watch) api.Watch {
 	if sr, ok := s.d.Scheduler.(Seer); ok && w.State == store.Pending {
-		if seen, ok := sr.Seen(id); ok {
-			out = withSeen(out, seen)
+		if seen, ok := sr.Seen(w.ID); ok {
+			return withSeen(w, seen)
 		}
 	}
-	return c.JSON(out)
+	return toWatch(w)
 }
 
 func (s *server) cancelWatch(c *fiber.Ctx) error {

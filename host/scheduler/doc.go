@@ -97,6 +97,13 @@
 //     type a host kind's observation names (the phase reminder's
 //     reminder); a plugin's observation names none.
 //
+// Waiting on a watch (GET /api/v1/watches/{id}?wait=) is told of each
+// change here, where every change is made: after a registration, a
+// cancel, and the end of each probe (its write, if any, and its re-arm),
+// through a watchwait.Notifier (WaitChange). The last case has no store
+// write when the probe saw nothing new, which is why the hook is the
+// scheduler's and not the store's.
+//
 // What it must never do: decide whether something settled (that is the
 // plugin's answer), or how a message reaches its recipient (that is the
 // Deliverer's); hold its lock across a store commit, a plugin call or a

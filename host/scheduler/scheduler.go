@@ -18,6 +18,7 @@ import (
 
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/host/watchwait"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -143,6 +144,9 @@ type Config struct {
 	Jitter *mrand.Rand
 	// IDs is the randomness of new watch ids (default crypto/rand).
 	IDs io.Reader
+	// MaxWaiters bounds the requests waiting on a watch's change at once
+	// (WaitChange; default watchwait.DefaultLimit).
+	MaxWaiters int
 }
 
 func (c Config) withDefaults() Config {
@@ -211,6 +215,9 @@ type Scheduler struct {
 
 	wake    chan struct{}
 	running atomic.Bool
+	// changes wakes the waiters on a watch after each change the
+	// scheduler makes to it.
+	changes *watchwait.Notifier
 }
 
 // New builds a scheduler. Call Prime, then Start (or Tick, in tests).
@@ -225,6 +232,8 @@ func New(cfg Config) (*Scheduler, error) {
 		byID:  map[store.ID]*entry{},
 		ready: newReadyQueue(),
 		wake:  make(chan struct{}, 1),
+
+		changes: watchwait.New(cfg.MaxWaiters),
 	}
 	s.work = sync.NewCond(&s.mu)
 	return s, nil
@@ -351,6 +360,18 @@ func (s *Scheduler) Seen(id store.ID) (Seen, bool) {
 	}
 	return out, true
 }
+
+// WaitChange returns the channel the next change the scheduler makes to
+// watch id closes (its registration, a cancel, a probe's end, whether it
+// rewrote the row or only counted an attempt), and release, to call once
+// the waiter stops waiting. Take it before reading the watch.
+// watchwait.ErrTooManyWaiters at the bound (Config.MaxWaiters).
+func (s *Scheduler) WaitChange(id store.ID) (<-chan struct{}, func(), error) {
+	return s.changes.Wait(id)
+}
+
+// Waiters is how many requests wait on a watch's change now.
+func (s *Scheduler) Waiters() int { return s.changes.Waiters() }
 
 // NextWake is when the next watch in the heap is due; false when the heap
 // is empty, and then no timer exists. Watches already due, in the ready
