@@ -105,14 +105,11 @@ type Observe interface {
 
 // Deps are the services behind the API.
 type Deps struct {
-	Scheduler  Scheduler
-	Watches    Watches
-	Mailboxes  Mailboxes
-	Recipients Recipients
-	Plugins    Plugins
-	// Kinds are every kind the host serves (nil: the plugins'), for
-	// GET /kinds and the MCP server at /mcp (kinds.go, mcp.go).
-	Kinds       KindSource
+	Scheduler   Scheduler
+	Watches     Watches
+	Mailboxes   Mailboxes
+	Recipients  Recipients
+	Plugins     Plugins
 	DeadLetters DeadLetters
 	Observe     Observe
 	// Refusals counts refused requests (nil: not counted).
@@ -120,6 +117,10 @@ type Deps struct {
 	Logger   *slog.Logger
 	// Base ends long polls and streams when the server shuts down.
 	Base context.Context
+
+	// Kinds are every kind the host serves (nil: the plugins'), for
+	// GET /kinds and the MCP server at /mcp (kinds.go, mcp.go).
+	Kinds KindSource
 }
 
 // Options tune the server.
