@@ -172,6 +172,7 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		{"GET", "/api/v1/plugins", "", nil, false},
 		{"GET", "/api/v1/kinds", "", nil, false},
 		{"GET", "/api/v1/kinds", "", nil, true},
+		{"POST", "/mcp", "", nil, true},
 		{"POST", "/api/v1/plugins/reload", "", nil, false},
 		{"POST", "/api/v1/watches", `{"kind":"ci","params":{"sha":"abc"},"recipient":{"id":"agent-1"},"every":"5s"}`, nil, false},
 		{"POST", "/api/v1/watches", `{"kind":"ticket","params":{},"recipient":{"id":"agent-1"}}`, nil, false},

@@ -250,6 +250,7 @@ func New(d Deps, o Options) *fiber.App {
 	v1.Get("/work/:id", s.observing, s.getWork)
 	v1.Post("/work/:id/claim", s.observing, s.claimWork)
 	v1.Post("/work/:id/complete", s.observing, s.completeWork)
+	s.mountMCP(app)
 	s.routes = app.GetRoutes(true)
 	app.Use(func(c *fiber.Ctx) error {
 		var allowed []string
