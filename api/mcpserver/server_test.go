@@ -62,9 +62,11 @@ func (f *fakeAPI) Record(context.Context, string, api.ObserveRequest) (api.Obser
 func (f *fakeAPI) ListWork(context.Context, string, string) (api.WorkList, error) {
 	return api.WorkList{}, f.err
 }
-func (f *fakeAPI) GetWork(context.Context, string) (api.Work, error)           { return api.Work{}, f.err }
-func (f *fakeAPI) ClaimWork(context.Context, string, string) (api.Work, error) { return api.Work{}, f.err }
-func (f *fakeAPI) CompleteWork(context.Context, string) (api.Work, error)      { return api.Work{}, f.err }
+func (f *fakeAPI) GetWork(context.Context, string) (api.Work, error) { return api.Work{}, f.err }
+func (f *fakeAPI) ClaimWork(context.Context, string, string) (api.Work, error) {
+	return api.Work{}, f.err
+}
+func (f *fakeAPI) CompleteWork(context.Context, string) (api.Work, error) { return api.Work{}, f.err }
 
 // session runs a Server over f on an in-memory transport and connects
 // the SDK's client to it.
