@@ -50,8 +50,7 @@ type mcpHost struct {
 	clock *fakeclock.Clock
 	sched *scheduler.Scheduler
 	rt    *plugin.Runtime
-	// tr is the tests' connections to the host, closed before the
-	// server shuts down (which waits for an idle keep-alive connection).
+	// tr is the tests' connections to the host.
 	tr *http.Transport
 }
 
@@ -109,7 +108,10 @@ func newMCPHost(t *testing.T) *mcpHost {
 	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: rt, Kinds: reg, Base: base, Observe: ob},
 		Options{Auth: guard, BodyLimit: 1 << 16, StreamWait: 50 * time.Millisecond})
 	url := apitest.Serve(t, app)
-	tr := &http.Transport{}
+	// No keep-alive: the server's shutdown waits for a connection that
+	// was opened and never sent a request (an SSE reconnect dialled as the
+	// session closed), which a pool of idle connections can hold.
+	tr := &http.Transport{DisableKeepAlives: true}
 	t.Cleanup(func() { stop(); tr.CloseIdleConnections() }) // the streams end and the connections close before the app shuts down
 	ctx := context.Background()
 	for tok, id := range map[string]string{tokenAgent1: "agent-1", tokenAgent2: "agent-2"} {
