@@ -181,9 +181,9 @@ func netHTTPRequest(ctx context.Context, c *fiber.Ctx) (*http.Request, error) {
 }
 
 // bridgeWriter is the http.ResponseWriter serveMCP gives the handler.
-// Until the handler commits (its first Flush, or a write after
-// WriteHeader … of a stream), what it writes is held; after, each Flush
-// sends what was written since as one chunk.
+// Until the handler commits (its first Flush), what it writes is held:
+// returning without a flush makes the whole response. After the commit,
+// each Flush sends what was written since as one chunk, in order.
 type bridgeWriter struct {
 	header    http.Header
 	committed chan struct{} // closed at the first flush
@@ -196,9 +196,10 @@ type bridgeWriter struct {
 	status int
 	buf    bytes.Buffer
 	sent   bool
-	// frozen is the header as it was at the commit, which the handler
-	// may no longer change.
+	// frozen and first are the header and the body written as they were
+	// at the commit: the start of the response.
 	frozen http.Header
+	first  []byte
 }
 
 func newBridgeWriter() *bridgeWriter {
@@ -234,6 +235,8 @@ func (w *bridgeWriter) Flush() {
 	if !w.sent {
 		w.sent = true
 		w.frozen = w.header.Clone()
+		w.first = bytes.Clone(w.buf.Bytes())
+		w.buf.Reset()
 		w.mu.Unlock()
 		close(w.committed)
 		return
@@ -273,13 +276,12 @@ func (w *bridgeWriter) head() (status int, h http.Header, body []byte, streaming
 	if status == 0 {
 		status = http.StatusOK
 	}
-	h = w.frozen
-	if !w.sent {
-		h = w.header
+	if w.sent {
+		// What was written up to the commit: what the handler has written
+		// since goes out through chunks, after it.
+		return status, w.frozen, w.first, true
 	}
-	body = bytes.Clone(w.buf.Bytes())
-	w.buf.Reset()
-	return status, h, body, w.sent
+	return status, w.header, bytes.Clone(w.buf.Bytes()), false
 }
 
 var _ http.Flusher = (*bridgeWriter)(nil)

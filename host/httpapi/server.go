@@ -119,7 +119,8 @@ type Deps struct {
 	Base context.Context
 
 	// Kinds are every kind the host serves (nil: the plugins'), for
-	// GET /kinds and the MCP server at /mcp (kinds.go, mcp.go).
+	// GET /kinds and the MCP server at /mcp (kinds.go, mcp.go). With it,
+	// New starts one goroutine that follows its changes until Base ends.
 	Kinds KindSource
 }
 
