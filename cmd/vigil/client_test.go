@@ -177,6 +177,20 @@ func newCLIFixture(t *testing.T, o httpapi.Options) *cliFixture {
 	return &cliFixture{url: url, now: now, sched: st.Scheduler, mail: mail}
 }
 
+// waitParked returns once more than before waits on a watch are parked
+// in the server, so what the test changes next is a change the wait must
+// be woken by. (A wait whose client went away stays parked until its
+// bound: count from before the command starts.)
+func (f *cliFixture) waitParked(t *testing.T, before int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); f.sched.Waiters() <= before; {
+		if time.Now().After(deadline) {
+			t.Fatal("no wait on a watch was parked within 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // vigil runs the root command against the fixture's server.
 func (f *cliFixture) vigil(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
@@ -202,16 +216,7 @@ func decodeJSON[T any](t *testing.T, s string) T {
 }
 
 // exitCodeOf is what main() exits with for err.
-func exitCodeOf(err error) int {
-	var e *exitError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &e):
-		return e.Code
-	}
-	return 1
-}
+func exitCodeOf(err error) int { return exitCode(err) }
 
 func TestWatchAddListShowCancel(t *testing.T) {
 	f := newCLIFixture(t, httpapi.Options{})
@@ -271,7 +276,7 @@ func TestWatchAddListShowCancel(t *testing.T) {
 		t.Fatalf("ls --state cancelled: %+v", list)
 	}
 	_, _, err := f.vigil(t, "watch", "cancel", w.ID)
-	if err == nil || !strings.HasPrefix(err.Error(), "already_settled: ") || exitCodeOf(err) != 1 {
+	if err == nil || !strings.HasPrefix(err.Error(), "already_settled: ") || exitCodeOf(err) != ExitUsage {
 		t.Fatalf("cancel twice: %v", err)
 	}
 }
@@ -347,17 +352,14 @@ func TestWatchAddWaitExitCodes(t *testing.T) {
 				err         error
 			}
 			done := make(chan result, 1)
+			before := f.sched.Waiters()
 			go func() {
 				args := append([]string{"watch", "add", tt.kind, "--for", tt.recipient, "--wait"}, tt.params...)
 				out, errOut, err := f.vigil(t, args...)
 				done <- result{out, errOut, err}
 			}()
 			if tt.tick >= 0 {
-				select {
-				case <-f.mail.began(tt.recipient):
-				case r := <-done:
-					t.Fatalf("returned before its long poll: %v\n%s%s", r.err, r.out, r.errOut)
-				}
+				f.waitParked(t, before)
 				f.sched.Tick(context.Background(), f.now.Add(tt.tick))
 			}
 			var r result
@@ -377,11 +379,12 @@ func TestWatchAddWaitExitCodes(t *testing.T) {
 
 	// With --json: the watch as it ended and the message that said so.
 	done := make(chan string, 1)
+	before := f.sched.Waiters()
 	go func() {
 		out, _, _ := f.vigil(t, "watch", "add", "ci", "--for", "w-json", "--wait", "--json")
 		done <- out
 	}()
-	<-f.mail.began("w-json")
+	f.waitParked(t, before)
 	f.sched.Tick(context.Background(), f.now)
 	res := decodeJSON[waitResult](t, <-done)
 	if res.Message == nil || res.Watch == nil || res.Message.WatchID != res.Watch.ID || res.Message.Type != "fired" || res.Watch.State != "fired" {
@@ -407,7 +410,7 @@ func TestWaitExitCode(t *testing.T) {
 		{"undeliverable", "success", 3},
 		{"unwatchable", "unwatchable", 3},
 		{"cancelled", "", 3},
-		{"pending", "", 1},
+		{"pending", "", 4},
 		{"teleported", "success", 1},
 	}
 	for _, tt := range tests {
@@ -603,7 +606,8 @@ func TestRecipientPhaseActivityReminder(t *testing.T) {
 	}
 }
 
-// A refusal prints as `vigil: <code>: <message> (field: …)` and exits 1.
+// A refusal prints as `vigil: <code>: <message> (field: …)` and exits
+// with the usage code: the request was the caller's mistake.
 func TestErrorOutput(t *testing.T) {
 	f := newCLIFixture(t, httpapi.Options{})
 	tests := []struct {
@@ -618,7 +622,7 @@ func TestErrorOutput(t *testing.T) {
 	for _, tt := range tests {
 		_, _, err := f.vigil(t, tt.args...)
 		var ae *api.Error
-		if err == nil || "vigil: "+err.Error() != tt.want || exitCodeOf(err) != 1 || !errors.As(err, &ae) {
+		if err == nil || "vigil: "+err.Error() != tt.want || exitCodeOf(err) != ExitUsage || !errors.As(err, &ae) {
 			t.Errorf("vigil %s: %v\nwant %s", strings.Join(tt.args, " "), err, tt.want)
 		}
 	}

@@ -98,16 +98,10 @@ func (f *clientFlags) explain(err error) error {
 	case errors.As(err, &ae):
 		return &apiError{ae}
 	case errors.As(err, &ue) && !errors.Is(err, context.Canceled):
-		return fmt.Errorf("no answer from the vigil server at %s (is vigil serve running? point --server or VIGIL_SERVER at it): %w", f.server, ue.Err)
+		return fmt.Errorf("no answer from the vigil server at %s (is vigil serve running? point --server or VIGIL_SERVER at it): %w", f.server, ue)
 	}
 	return err
 }
-
-// exitError ends the process with Code and prints nothing more: the
-// command has already said what happened.
-type exitError struct{ Code int }
-
-func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
 
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

@@ -37,7 +37,7 @@ replayed offline; see docs/conformance.md for the format).`,
   vigil conformance mykind.wasm --cases testdata/cases --junit conformance.xml
   vigil conformance mykind.wasm --run '^observe\.' --skip no-wall-clock
   vigil conformance mykind.wasm --json | jq '.results[] | select(.status=="fail")'`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs("PLUGIN.wasm"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rep, err := conformance.Check(cmd.Context(), args[0], opts)
 			if err != nil {

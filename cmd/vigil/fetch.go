@@ -30,7 +30,7 @@ func newFetch(stdout io.Writer) *cobra.Command {
 anything was sent: a header the issuer contract forbids, a timeout out of
 bounds, a host or secret the plugin is not granted, or a destination in a
 refused address range. Header names are shown, never their values.`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(),
 		RunE: cf.run(func(ctx context.Context, c *client.Client, _ []string) error {
 			out, err := c.DeadLetters(ctx, after, limit)
 			if err != nil {

@@ -16,13 +16,12 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := newRoot(os.Stdout, os.Stderr).ExecuteContext(ctx); err != nil {
+	if err := execute(ctx, newRoot(os.Stdout, os.Stderr)); err != nil {
 		var exitErr *exitError
-		if errors.As(err, &exitErr) {
-			os.Exit(exitErr.Code)
+		if !errors.As(err, &exitErr) {
+			fmt.Fprintln(os.Stderr, "vigil:", err)
 		}
-		fmt.Fprintln(os.Stderr, "vigil:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -33,7 +32,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		Long: `vigil is a watch host. An agent that waits on something slow (a CI run, a URL,
 a timer, an issue) registers a watch and stops; vigil probes it on one
 scheduler and wakes the agent when the outcome settles. Each predicate kind
-is a sandboxed WebAssembly plugin.`,
+is a sandboxed WebAssembly plugin.
+
+` + exitCodesHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -18,7 +18,7 @@ func run(t *testing.T, ctx context.Context, args ...string) (string, string, err
 	var out, errb bytes.Buffer
 	root := newRoot(&out, &errb)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	err := execute(ctx, root)
 	return out.String(), errb.String(), err
 }
 

@@ -53,7 +53,7 @@ A scope with no observe entry left answers observe_unavailable.
 --text-file - reads the text from standard input.`,
 		Example: `  vigil observe record support --item 1700000000.0001 --thread 1700000000.0001 \
       --text "printer on fire" --run "nightly@2026-12-01T20:00:00+00:00"`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs("SCOPE"),
 		RunE: cf.run(func(ctx context.Context, c *client.Client, args []string) error {
 			switch {
 			case !record.Flags().Changed("run"):
@@ -134,7 +134,7 @@ func newWork(stdout io.Writer) *cobra.Command {
 	ls := &cobra.Command{
 		Use:   "ls SCOPE [--state open|completed]",
 		Short: "List a scope's Work",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs("SCOPE"),
 		RunE: cf.run(func(ctx context.Context, c *client.Client, args []string) error {
 			wl, err := c.ListWork(ctx, args[0], state)
 			if err != nil {
@@ -155,7 +155,7 @@ func newWork(stdout io.Writer) *cobra.Command {
 	show := &cobra.Command{
 		Use:   "show ID",
 		Short: "Show a Work with its inputs in order",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs("ID"),
 		RunE: cf.run(func(ctx context.Context, c *client.Client, args []string) error {
 			w, err := c.GetWork(ctx, args[0])
 			if err != nil {
@@ -169,9 +169,10 @@ func newWork(stdout io.Writer) *cobra.Command {
 		Use:   "claim ID --for RECIPIENT",
 		Short: "Claim a Work for a recipient, who is given every input so far",
 		Long: `Claim a Work for RECIPIENT. Its inputs so far are printed and count as
-given: a later wait (vigil watch add --kind observe.thread work_id=ID)
+given: a later wait on the thread
+(vigil watch add observe.thread --for RECIPIENT --param work_id=ID)
 wakes only on newer items.`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs("ID"),
 		RunE: cf.run(func(ctx context.Context, c *client.Client, args []string) error {
 			w, err := c.ClaimWork(ctx, args[0], recipient)
 			if err != nil {
@@ -185,7 +186,7 @@ wakes only on newer items.`,
 	complete := &cobra.Command{
 		Use:   "complete ID",
 		Short: "Complete a Work: later items of its thread start nothing",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs("ID"),
 		RunE: cf.run(func(ctx context.Context, c *client.Client, args []string) error {
 			w, err := c.CompleteWork(ctx, args[0])
 			if err != nil {

@@ -55,7 +55,7 @@ plugins locally instead, without a server.)`,
 	ls := &cobra.Command{
 		Use:   "ls",
 		Short: "List the plugins the server has loaded",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(),
 		RunE: cf.run(func(ctx context.Context, c *client.Client, _ []string) error {
 			pl, err := c.ListPlugins(ctx)
 			if err != nil {
@@ -67,7 +67,7 @@ plugins locally instead, without a server.)`,
 	reload := &cobra.Command{
 		Use:   "reload",
 		Short: "Make the server reload its plugins, and list what it loaded",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(),
 		RunE: cf.run(func(ctx context.Context, c *client.Client, _ []string) error {
 			pl, err := c.ReloadPlugins(ctx)
 			if err != nil {

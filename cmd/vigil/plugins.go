@@ -27,7 +27,7 @@ the registry gives to another file (kinds.KIND.wasm) is listed as not
 loaded, rule kind.pinned. Exits non-zero when any plugin failed to load
 (a pinned-out file is not a failure: its kind is served by the file the
 registry names), so it can gate a deployment.`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cache == "" {
 				cache = settings{Data: data, PluginCache: os.Getenv("VIGIL_PLUGIN_CACHE")}.pluginCache()

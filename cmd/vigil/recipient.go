@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/api/client"
+	"github.com/vigilhq/vigil/api/webhooks"
 )
 
 func newRecipient(stdout, stderr io.Writer) *cobra.Command {
@@ -23,17 +26,17 @@ func newRecipient(stdout, stderr io.Writer) *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	addClientFlags(cmd, &cf)
-	cmd.AddCommand(newRecipientSet(&cf, stdout), newRecipientShow(&cf, stdout),
+	cmd.AddCommand(newRecipientSet(&cf, stdout, stderr), newRecipientShow(&cf, stdout),
 		newRecipientPhase(&cf, stdout), newRecipientActivity(&cf, stdout), newRecipientReminder(&cf, stdout))
 	return cmd
 }
 
-func newRecipientSet(cf *clientFlags, stdout io.Writer) *cobra.Command {
+func newRecipientSet(cf *clientFlags, stdout, stderr io.Writer) *cobra.Command {
 	var status, webhook, secret, workspace string
-	var removeWebhook bool
+	var removeWebhook, yes bool
 	var cmd *cobra.Command
 	cmd = &cobra.Command{
-		Use:   "set RECIPIENT --status running|paused|stopped [--webhook URL --secret whsec_... | --remove-webhook]",
+		Use:   "set RECIPIENT --status running|paused|stopped [--webhook URL [--secret whsec_...] | --remove-webhook] [--yes]",
 		Short: "Create a recipient or change its status and webhook",
 		Long: `Create RECIPIENT or replace its status and webhook. A recipient that stops
 running has its pending watches cancelled, and takes no new ones.
@@ -43,19 +46,32 @@ secret, so a webhook cannot be kept without restating it: when RECIPIENT
 has one, pass --webhook and --secret again, or --remove-webhook to drop
 it. Refs (standing watches) and the workspace are kept as they are unless
 --workspace is given. The secret is write-only; VIGIL_WEBHOOK_SECRET keeps
-it out of process listings.
+it out of process listings. --webhook without a secret makes one (whsec_
+and the base64 of 24 random bytes) and prints it once, on stderr: keep it,
+the receiver verifies every delivery with it and the server never shows it
+again.
+
+A status other than running cancels every pending watch of RECIPIENT for
+good (nothing is mailed for them). Before it does, the command says how
+many it cancels and, on a terminal, asks; without a terminal it refuses
+unless --yes is given.
 
 --workspace DIR declares the directory the recipient works in: a command
 the exec capability runs for one of its watches runs there, and nowhere
 else (--workspace "" removes it).`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs("RECIPIENT"),
 		RunE: cf.run(func(ctx context.Context, c *client.Client, args []string) error {
 			id := args[0]
 			if secret == "" {
 				secret = os.Getenv("VIGIL_WEBHOOK_SECRET")
 			}
+			made := false
 			if webhook != "" && secret == "" {
-				return errors.New("--webhook needs --secret (or VIGIL_WEBHOOK_SECRET): the server signs every delivery with it")
+				var err error
+				if secret, err = webhooks.NewSecret(rand.Reader); err != nil {
+					return fmt.Errorf("making a webhook secret: %w", err)
+				}
+				made = true
 			}
 			req := api.RecipientRequest{Status: status}
 			cur, err := c.GetRecipient(ctx, id)
@@ -76,9 +92,17 @@ else (--workspace "" removes it).`,
 			if cmd.Flags().Changed("workspace") {
 				req.Workspace = workspace
 			}
+			if status != "running" && status != "" {
+				if err := confirmCancels(ctx, c, cmd, id, status, yes, stderr); err != nil {
+					return err
+				}
+			}
 			r, err := c.PutRecipient(ctx, id, req)
 			if err != nil {
 				return err
+			}
+			if made {
+				fmt.Fprintf(stderr, "webhook secret (shown once; the receiver verifies each delivery with it): %s\n", secret)
 			}
 			if cf.json {
 				return printJSON(stdout, r)
@@ -89,19 +113,54 @@ else (--workspace "" removes it).`,
 	fl := cmd.Flags()
 	fl.StringVar(&status, "status", "", "running, paused or stopped (required)")
 	fl.StringVar(&webhook, "webhook", "", "a URL to POST each message to, signed (Standard Webhooks)")
-	fl.StringVar(&secret, "secret", "", "the webhook's signing secret, whsec_... (default $VIGIL_WEBHOOK_SECRET)")
+	fl.StringVar(&secret, "secret", "", "the webhook's signing secret, whsec_... (default $VIGIL_WEBHOOK_SECRET; none: one is made and printed once)")
 	fl.BoolVar(&removeWebhook, "remove-webhook", false, "drop the recipient's webhook")
+	fl.BoolVar(&yes, "yes", false, "cancel the recipient's pending watches without asking (a status other than running)")
 	fl.StringVar(&workspace, "workspace", "", "the recipient's workspace directory (absolute), where its commands run")
 	_ = cmd.MarkFlagRequired("status")
 	cmd.MarkFlagsMutuallyExclusive("webhook", "remove-webhook")
 	return cmd
 }
 
+// confirmCancels says how many pending watches of id a change to status
+// cancels, and goes on only when there are none, when yes was given, or
+// when the user agrees on a terminal; without a terminal it refuses.
+func confirmCancels(ctx context.Context, c *client.Client, cmd *cobra.Command, id, status string, yes bool, stderr io.Writer) error {
+	list, err := c.Watches(ctx, client.WatchQuery{Recipient: id, State: "pending", Limit: client.MaxWatchPage}, 0)
+	var ae *api.Error
+	if errors.As(err, &ae) && ae.Code == api.CodeNotFound {
+		return nil // a new recipient holds no watches
+	}
+	if err != nil {
+		return err
+	}
+	n := len(list.Watches)
+	if n == 0 {
+		return nil
+	}
+	what := fmt.Sprintf("setting %s to %s cancels its %d pending watch%s for good (nothing is mailed for them)", id, status, n, map[bool]string{true: "", false: "es"}[n == 1])
+	if yes {
+		fmt.Fprintln(stderr, what)
+		return nil
+	}
+	in := cmd.InOrStdin()
+	if !isTerminal(in) || !isTerminal(stderr) {
+		return usagef("refusing: %s; pass --yes to do it (there is no terminal to ask on)", what)
+	}
+	fmt.Fprintf(stderr, "%s. Continue? [y/N] ", what)
+	answer, _ := bufio.NewReader(in).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "y", "yes":
+		return nil
+	}
+	return usagef("not changed: %s stays as it was", id)
+}
+
 func newRecipientShow(cf *clientFlags, stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "show RECIPIENT",
 		Short: "Show a recipient (never its webhook secret)",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs("RECIPIENT"),
 		RunE: cf.run(func(ctx context.Context, c *client.Client, args []string) error {
 			r, err := c.GetRecipient(ctx, args[0])
 			if err != nil {
@@ -175,7 +234,7 @@ operator's, on its behalf) is seeded, and the phase reminder never acts on
 a seeded phase. A recipient that opted in (vigil recipient reminder) is
 reminded once of a report that is an interval old while it keeps working;
 handoff and blocked are never reminded of.`,
-		Args: cobra.ExactArgs(2),
+		Args: exactArgs("RECIPIENT", "NAME"),
 		RunE: cf.run(func(ctx context.Context, c *client.Client, args []string) error {
 			p, err := c.ReportPhase(ctx, args[0], api.PhaseRequest{Name: args[1], Text: text})
 			if err != nil {
@@ -200,7 +259,7 @@ func newRecipientActivity(cf *clientFlags, stdout io.Writer) *cobra.Command {
 activity counts, for example from a hook after each turn. The phase
 reminder reminds only a recipient whose counts moved since its previous
 check: a stall or one long tool call freezes them.`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs("RECIPIENT"),
 		RunE: cf.run(func(ctx context.Context, c *client.Client, args []string) error {
 			a, err := c.ReportActivity(ctx, args[0], api.ActivityRequest{Replies: replies, ToolCalls: toolCalls})
 			if err != nil {
@@ -227,7 +286,7 @@ interval and mails it a message of type reminder when, and only when, its
 own phase report is at least an interval old, is not handoff or blocked,
 has not been reminded of yet, and its activity moved since the previous
 check: one reminder per report. A stopped recipient is never reminded.`,
-		Args: cobra.ExactArgs(2),
+		Args: exactArgs("RECIPIENT", "EVERY|off"),
 		RunE: cf.run(func(ctx context.Context, c *client.Client, args []string) error {
 			if args[1] == "off" {
 				if err := c.ClearReminder(ctx, args[0]); err != nil {

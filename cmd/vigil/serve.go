@@ -57,7 +57,7 @@ Plugins load from the bundled set and, with --plugins, from a directory of
 config file's observe scopes, tokens and grants (a revoked token stops
 working at once, and its open streams and long polls end); SIGINT and SIGTERM stop the host after
 in-flight requests and probes finish.`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := loadSettings(cmd.Flags(), os.Getenv)
 			if err != nil {

@@ -19,11 +19,11 @@ func newWatch(stdout, stderr io.Writer) *cobra.Command {
 	var cf clientFlags
 	cmd := &cobra.Command{
 		Use:   "watch",
-		Short: "Register, list, show and cancel watches on a server",
+		Short: "Register, wait on, list, show and cancel watches on a server",
 		Args:  cobra.NoArgs,
 	}
 	addClientFlags(cmd, &cf)
-	cmd.AddCommand(newWatchAdd(&cf, stdout, stderr), newWatchLs(&cf, stdout, stderr), newWatchShow(&cf, stdout), newWatchCancel(&cf, stdout))
+	cmd.AddCommand(newWatchAdd(&cf, stdout, stderr), newWatchWait(&cf, stdout, stderr), newWatchLs(&cf, stdout, stderr), newWatchShow(&cf, stdout), newWatchCancel(&cf, stdout))
 	return cmd
 }
 
@@ -53,19 +53,17 @@ The deadline: --in D (from now) or --at TIME (RFC 3339). With neither the
 server applies the predicate's default (15 minutes for open-ended kinds, a
 timer's instant plus one minute).
 
---wait blocks until the watch's message arrives in RECIPIENT's mailbox and
-prints it, reading the mailbox from where it stood before the watch was
-registered, in long polls of up to 60 s. The exit code says how it ended:
+--wait follows the watch until it settles: the server answers each wait
+as soon as the watch changes, so a cancel, a pause or an expiry is seen at
+once. On a terminal one progress line (state, probes, last note, time to
+the deadline) is redrawn in place on stderr; piped, nothing but the
+registration line is written there. The watch is printed as it ended,
+with its final receipt and, when the mailbox can be read, its message.
+Interrupting --wait leaves the watch registered: vigil watch wait ID
+re-attaches.
 
-  0  fired (or changed) with a result other than failure, failed or error
-  1  fired with a result of failure, failed or error (and any other error)
-  2  expired: the deadline passed first
-  3  no outcome will come: undeliverable, unwatchable or cancelled
-
-A watch that ends without a message (undeliverable, cancelled) is noticed
-at the end of the current long poll. Interrupting --wait leaves the watch
-registered.`,
-		Args: cobra.ExactArgs(1),
+` + exitCodesHelp,
+		Args: exactArgs("KIND"),
 		RunE: cf.run(func(ctx context.Context, c *client.Client, args []string) error {
 			req, err := f.request(args[0], time.Now())
 			if err != nil {
@@ -91,7 +89,7 @@ registered.`,
 	fl.DurationVar(&f.every, "every", 0, "how often to check (default: the predicate's)")
 	fl.DurationVar(&f.in, "in", 0, "deadline: this long from now")
 	fl.StringVar(&f.at, "at", "", "deadline: this instant (RFC 3339, e.g. 2026-12-01T14:00:00Z)")
-	fl.BoolVar(&f.wait, "wait", false, "block until the outcome arrives; the exit code says which (see above)")
+	fl.BoolVar(&f.wait, "wait", false, "follow the watch until it settles; the exit code says how (see above)")
 	_ = cmd.MarkFlagRequired("for")
 	cmd.MarkFlagsMutuallyExclusive("in", "at")
 	return cmd
@@ -105,21 +103,21 @@ func (f *watchAddFlags) request(kind string, now time.Time) (api.WatchRequest, e
 	}
 	req := api.WatchRequest{Kind: kind, Params: params, Recipient: api.RecipientRef{ID: f.recipient}}
 	if f.every < 0 {
-		return req, errors.New("--every: want a positive duration")
+		return req, usagef("--every: want a positive duration")
 	}
 	if f.every > 0 {
 		req.Every = f.every.String()
 	}
 	switch {
 	case f.in < 0:
-		return req, errors.New("--in: want a positive duration")
+		return req, usagef("--in: want a positive duration")
 	case f.in > 0:
 		t := now.Add(f.in).UTC()
 		req.ExpiresAt = &t
 	case f.at != "":
 		t, err := time.Parse(time.RFC3339, f.at)
 		if err != nil {
-			return req, fmt.Errorf("--at %q: want an RFC 3339 time such as 2026-12-01T14:00:00Z", f.at)
+			return req, usagef("--at %q: want an RFC 3339 time such as 2026-12-01T14:00:00Z", f.at)
 		}
 		req.ExpiresAt = &t
 	}
@@ -134,13 +132,13 @@ func buildParams(paramsJSON string, pairs []string) (json.RawMessage, error) {
 	m := map[string]json.RawMessage{}
 	if strings.TrimSpace(paramsJSON) != "" {
 		if err := json.Unmarshal([]byte(paramsJSON), &m); err != nil || m == nil {
-			return nil, fmt.Errorf("--params-json %s: want a JSON object", paramsJSON)
+			return nil, usagef("--params-json %s: want a JSON object", paramsJSON)
 		}
 	}
 	for _, kv := range pairs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, fmt.Errorf("--param %q: want key=value", kv)
+			return nil, usagef("--param %q: want key=value", kv)
 		}
 		if json.Valid([]byte(v)) {
 			m[k] = json.RawMessage(v)
@@ -151,18 +149,16 @@ func buildParams(paramsJSON string, pairs []string) (json.RawMessage, error) {
 	return json.Marshal(m)
 }
 
-// waitResult is what --wait prints: the watch as it stands and, when one
-// came, the message that settled it.
+// waitResult is what --wait and watch wait print: the watch as it ended
+// (or stands, when the wait was cut short) and, when the command could
+// read it, the mailbox message that settled it.
 type waitResult struct {
 	Watch   *api.Watch   `json:"watch,omitempty"`
 	Message *api.Message `json:"message,omitempty"`
 }
 
-// exitCode is the one place --wait's outcomes become exit codes.
+// exitCode is the one place a wait's end becomes an exit code.
 func (r waitResult) exitCode() int {
-	if r.Message != nil {
-		return waitExitCode(r.Message.Type, r.Message.Outcome.Result)
-	}
 	var result string
 	if r.Watch.Outcome != nil {
 		result = r.Watch.Outcome.Result
@@ -174,25 +170,31 @@ func (r waitResult) exitCode() int {
 // failure.
 var failureResults = map[string]bool{"failure": true, "failed": true, "error": true}
 
-// waitExitCode maps a message type (or, when no message came, the watch's
-// state) and the outcome's result to --wait's exit code.
+// waitExitCode maps a watch's state (or a message's type) and its
+// outcome's result to the wait's exit code.
 func waitExitCode(typeOrState, result string) int {
 	switch typeOrState {
 	case "fired", "changed":
 		if failureResults[strings.ToLower(result)] {
-			return 1
+			return ExitFailed
 		}
-		return 0
+		return ExitFired
 	case "expired":
-		return 2
+		return ExitExpired
 	case "undeliverable", "unwatchable", "cancelled":
-		return 3
+		return ExitNoOutcome
+	case "pending":
+		return ExitStillPending
 	}
-	return 1 // something this build does not know: not a success
+	return ExitFailed // something this build does not know: not a success
 }
 
-// longPoll is the longest mailbox wait the server allows.
+// longPoll is the longest wait on a watch the server allows.
 const longPoll = 60 * time.Second
+
+// receiptWait bounds how long a settled watch's receipt is waited on to
+// leave none or unknown before it is printed as it stands.
+const receiptWait = 5 * time.Second
 
 func addAndWait(ctx context.Context, c *client.Client, req api.WatchRequest, asJSON bool, stdout, stderr io.Writer) error {
 	rid := req.Recipient.ID
@@ -204,13 +206,39 @@ func addAndWait(ctx context.Context, c *client.Client, req api.WatchRequest, asJ
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "watch %s registered (%s for %s, deadline %s); waiting for its outcome\n", w.ID, w.Kind, rid, orDash(timeText(w.ExpiresAt)))
-	res, err := awaitOutcome(ctx, c, rid, w.ID, after)
-	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("stopped waiting; watch %s stays registered (vigil watch show %s)", w.ID, w.ID)
-		}
+	fmt.Fprintf(stderr, "watch %s registered (%s for %s, deadline %s); waiting for its outcome (vigil watch wait %s re-attaches)\n",
+		w.ID, w.Kind, rid, orDash(timeText(w.ExpiresAt)), w.ID)
+	return waitAndReport(ctx, c, w, &after, 0, asJSON, stdout, stderr)
+}
+
+// waitAndReport follows w until it settles (or timeout, when set, runs
+// out), prints how it ended and returns the exit code as an *exitError.
+// after, when set, is rid's mailbox cursor from before w was registered,
+// where its message is looked for once it settled.
+func waitAndReport(ctx context.Context, c *client.Client, w api.Watch, after *uint64, timeout time.Duration, asJSON bool, stdout, stderr io.Writer) error {
+	wctx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	p := newProgress(stderr)
+	defer p.stop()
+	w, err := followWatch(wctx, c, w, p)
+	p.stop()
+	switch {
+	case ctx.Err() != nil:
+		fmt.Fprintf(stderr, "stopped waiting; watch %s stays registered (vigil watch wait %s)\n", w.ID, w.ID)
+		return &exitError{Code: ExitInterrupted}
+	case wctx.Err() != nil:
+		fmt.Fprintf(stderr, "--timeout %s passed; watch %s is still pending and stays registered (vigil watch wait %s)\n", timeout, w.ID, w.ID)
+		err = nil
+	case err != nil:
 		return err
+	}
+	res := waitResult{Watch: &w}
+	if after != nil && w.State != "pending" {
+		res.Message = findMessage(ctx, c, w, *after)
 	}
 	if asJSON {
 		err = printJSON(stdout, res)
@@ -220,20 +248,78 @@ func addAndWait(ctx context.Context, c *client.Client, req api.WatchRequest, asJ
 	if err != nil {
 		return err
 	}
-	if code := res.exitCode(); code != 0 {
+	if code := res.exitCode(); code != ExitFired {
 		return &exitError{Code: code}
 	}
 	return nil
 }
 
+// followWatch waits on w with the server's long poll until it leaves
+// pending, showing each change on p; the server answers as soon as the
+// watch changes, so a cancel, a pause or an expiry is seen at once. A
+// settled watch whose receipt is still none or unknown is waited on a
+// little longer (receiptWait) for its final receipt. It returns the watch
+// as it last stood, and ctx's error if ctx ended first.
+func followWatch(ctx context.Context, c *client.Client, w api.Watch, p *progress) (api.Watch, error) {
+	p.show(w)
+	for w.State == "pending" {
+		next, err := c.WaitWatch(ctx, w.ID, w.Version, longPoll)
+		if err != nil {
+			if ctx.Err() != nil {
+				return w, ctx.Err()
+			}
+			return w, err
+		}
+		w = next
+		p.show(w)
+	}
+	if receiptPending(w) {
+		next, err := c.WaitWatch(ctx, w.ID, w.Version, receiptWait)
+		if err == nil {
+			w = next
+		}
+	}
+	return w, nil
+}
+
+// receiptPending: a watch that settled with a message whose receipt has
+// not been concluded yet.
+func receiptPending(w api.Watch) bool {
+	switch w.State {
+	case "fired", "expired", "unwatchable":
+		return w.Receipt == "none" || w.Receipt == "unknown"
+	}
+	return false
+}
+
+// findMessage looks for w's message in its recipient's mailbox from
+// after, without waiting; nil when there is none or the mailbox cannot be
+// read (the token may register for a recipient it may not read).
+func findMessage(ctx context.Context, c *client.Client, w api.Watch, after uint64) *api.Message {
+	for range 10 {
+		mb, err := c.ReadMailbox(ctx, w.Recipient.ID, after, 0, 1000)
+		if err != nil || len(mb.Messages) == 0 {
+			return nil
+		}
+		for _, m := range mb.Messages {
+			if m.WatchID == w.ID {
+				return &m
+			}
+		}
+		after = mb.Next
+	}
+	return nil
+}
+
 // mailboxEnd is the cursor after the last message in rid's mailbox: 0 for
-// a recipient that does not exist yet (registering creates it).
+// a recipient that does not exist yet (registering creates it) or one the
+// token may not read.
 func mailboxEnd(ctx context.Context, c *client.Client, rid string) (uint64, error) {
 	var after uint64
 	for {
 		mb, err := c.ReadMailbox(ctx, rid, after, 0, 1000)
 		var ae *api.Error
-		if errors.As(err, &ae) && ae.Code == api.CodeNotFound {
+		if errors.As(err, &ae) && (ae.Code == api.CodeNotFound || ae.Code == api.CodeForbidden) {
 			return 0, nil
 		}
 		if err != nil {
@@ -246,56 +332,14 @@ func mailboxEnd(ctx context.Context, c *client.Client, rid string) (uint64, erro
 	}
 }
 
-// awaitOutcome reads rid's mailbox from after until the message for
-// watch id arrives. Between polls it reads the watch: one that settled
-// without a message to come (cancelled, undeliverable) ends the wait with
-// the row, and so does one whose message has not landed one look after it
-// settled (its delivery failed).
-func awaitOutcome(ctx context.Context, c *client.Client, rid, id string, after uint64) (waitResult, error) {
-	wait := time.Duration(0) // the first look does not wait: it may have settled already
-	settled := false
-	for {
-		mb, err := c.ReadMailbox(ctx, rid, after, wait, 100)
-		if err != nil {
-			return waitResult{}, err
-		}
-		for _, m := range mb.Messages {
-			if m.WatchID == id {
-				res := waitResult{Message: &m}
-				if w, err := c.GetWatch(ctx, id); err == nil {
-					res.Watch = &w
-				}
-				return res, nil
-			}
-		}
-		after = mb.Next
-		w, err := c.GetWatch(ctx, id)
-		if err != nil {
-			return waitResult{}, err
-		}
-		switch {
-		case w.State == "pending":
-			settled, wait = false, longPoll
-		case settled || (w.State != "fired" && w.State != "expired" && w.State != "unwatchable"):
-			return waitResult{Watch: &w}, nil
-		default:
-			// Settled, and its message is on its way: one more look,
-			// without waiting.
-			settled, wait = true, 0
-		}
-	}
-}
-
 func printOutcome(w io.Writer, r waitResult) error {
 	if r.Message == nil {
 		return printWatch(w, *r.Watch)
 	}
 	m := r.Message
 	kv := []string{"watch", m.WatchID, "kind", m.Kind, "type", m.Type, "result", m.Outcome.Result, "summary", m.Outcome.Summary,
-		"detail", compact(m.Outcome.Detail), "at", timeText(&m.At), "message", fmt.Sprintf("%s (seq %d)", m.ID, m.Seq)}
-	if r.Watch != nil {
-		kv = append(kv, "state", r.Watch.State+" (receipt "+r.Watch.Receipt+")")
-	}
+		"detail", compact(m.Outcome.Detail), "at", timeText(&m.At), "message", fmt.Sprintf("%s (seq %d)", m.ID, m.Seq),
+		"state", r.Watch.State + " (receipt " + r.Watch.Receipt + ")"}
 	return fields(w, kv...)
 }
 
@@ -310,6 +354,40 @@ func printWatch(w io.Writer, x api.Watch) error {
 		kv = append(kv, "result", x.Outcome.Result, "summary", x.Outcome.Summary, "detail", compact(x.Outcome.Detail))
 	}
 	return fields(w, kv...)
+}
+
+func newWatchWait(cf *clientFlags, stdout, stderr io.Writer) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "wait ID [--timeout D]",
+		Short: "Re-attach to a watch and follow it until it settles",
+		Long: `Follow the watch ID, registered earlier by anyone whose watches your token may
+see, until it settles, and print it as it ended, with its final receipt;
+the exit code says how it ended. The server answers each wait as soon as
+the watch changes, so a cancel, a pause or an expiry is seen at once. On a
+terminal one progress line (state, probes, last note, time to the
+deadline) is redrawn in place on stderr; piped, nothing extra is written.
+
+--timeout D stops following after D with the watch still pending (exit 4);
+the watch stays registered. Without it the wait lasts until the watch's
+own deadline (every wait has one; a standing watch, which has none, is
+followed until it is cancelled).
+
+` + exitCodesHelp,
+		Args: exactArgs("ID"),
+		RunE: cf.run(func(ctx context.Context, c *client.Client, args []string) error {
+			if timeout < 0 {
+				return usagef("--timeout: want a positive duration")
+			}
+			w, err := c.GetWatch(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return waitAndReport(ctx, c, w, nil, timeout, cf.json, stdout, stderr)
+		}),
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "stop following after this long, the watch still pending (exit 4)")
+	return cmd
 }
 
 func newWatchLs(cf *clientFlags, stdout, stderr io.Writer) *cobra.Command {
@@ -330,10 +408,10 @@ see: those of the recipients it acts for and those it registered (all of
 them for an operator). --for a recipient it may not read, or
 --registered-by another principal without the operator role, is refused
 (403 forbidden), never an empty list.`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(),
 		RunE: cf.run(func(ctx context.Context, c *client.Client, _ []string) error {
 			if limit < 0 {
-				return errors.New("--limit: want a positive number (0 lists every watch)")
+				return usagef("--limit: want a positive number (0 lists every watch)")
 			}
 			list, err := listWatches(ctx, c, q, limit)
 			if err != nil {
@@ -384,7 +462,7 @@ func newWatchShow(cf *clientFlags, stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "show ID",
 		Short: "Show one watch",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs("ID"),
 		RunE: cf.run(func(ctx context.Context, c *client.Client, args []string) error {
 			w, err := c.GetWatch(ctx, args[0])
 			if err != nil {
@@ -402,7 +480,7 @@ func newWatchCancel(cf *clientFlags, stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "cancel ID",
 		Short: "Cancel a pending watch (nothing is mailed)",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs("ID"),
 		RunE: cf.run(func(ctx context.Context, c *client.Client, args []string) error {
 			w, err := c.CancelWatch(ctx, args[0])
 			if err != nil {
