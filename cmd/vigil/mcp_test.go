@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -224,4 +226,71 @@ func mustJSONText(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// The built binary, as an MCP client runs it: `vigil mcp` started by the
+// SDK's CommandTransport with VIGIL_SERVER pointing at a real `vigil
+// serve`, and /mcp on that server over streamable HTTP. A timer a second
+// out fires on the host's own clock (the bound is the wait tool's), and
+// both transports name the host's kinds, built in ones included.
+func TestMCPEndToEnd(t *testing.T) {
+	bin := buildVigil(t)
+	addr := freePort(t)
+	base := "http://" + addr
+	startServer(t, bin, addr, t.TempDir())
+	ctx := context.Background()
+
+	cmd := exec.Command(bin, "mcp")
+	cmd.Env = append(os.Environ(), "VIGIL_SERVER="+base, "VIGIL_TOKEN=")
+	overStdio, err := mcp.NewClient(&mcp.Implementation{Name: "vigil-test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer overStdio.Close()
+	overHTTP, err := mcp.NewClient(&mcp.Implementation{Name: "vigil-test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp",
+		HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer overHTTP.Close()
+	for name, cs := range map[string]*mcp.ClientSession{"stdio": overStdio, "http": overHTTP} {
+		tools, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(tools.Tools, func(x *mcp.Tool) bool { return x.Name == "register_watch" })
+		if i < 0 {
+			t.Fatalf("%s: no register_watch", name)
+		}
+		schema := mustJSONText(t, tools.Tools[i].InputSchema)
+		for _, k := range []string{`"timer"`, `"ci"`, `"observe.thread"`} {
+			if !strings.Contains(schema, k) {
+				t.Errorf("%s: register_watch's kinds lack %s: %s", name, k, schema)
+			}
+		}
+	}
+
+	var w api.Watch
+	at := time.Now().Add(time.Second).UTC().Format(time.RFC3339Nano)
+	if res := callStdio(t, overStdio, "register_watch", map[string]any{"kind": "timer", "params": map[string]any{"at": at}, "recipient": "agent-1"}, &w); res.IsError {
+		t.Fatalf("register: %+v", res.Content)
+	}
+	var r mcpserver.WaitResult
+	for since := ""; !r.Settled; since = r.Version { // each call is bounded by the wait tool's 60 s
+		args := map[string]any{"id": w.ID}
+		if since != "" {
+			args["since"] = since
+		}
+		if res := callStdio(t, overHTTP, "wait_watch", args, &r); res.IsError {
+			t.Fatalf("wait: %+v", res.Content)
+		}
+	}
+	if r.Watch.State != "fired" {
+		t.Fatalf("the timer: %+v", r)
+	}
+	var box api.Mailbox
+	callStdio(t, overStdio, "read_mailbox", map[string]any{"recipient": "agent-1"}, &box)
+	if len(box.Messages) != 1 || box.Messages[0].WatchID != w.ID {
+		t.Fatalf("mailbox: %+v", box)
+	}
 }
