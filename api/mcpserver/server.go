@@ -130,17 +130,20 @@ func (s *Server) Refresh(ctx context.Context) error {
 
 // Follow refreshes the kinds each time changed says they were written,
 // until ctx ends: changed is called again after each wake for the next
-// signal (the host's kind registry's Changed). It returns when ctx ends.
+// signal (the host's kind registry's Changed), before the kinds are read,
+// so a write while they are read wakes it once more rather than being
+// missed. It returns when ctx ends.
 func (s *Server) Follow(ctx context.Context, changed func() <-chan struct{}) {
+	ch := changed()
 	for {
-		ch := changed()
 		select {
 		case <-ctx.Done():
 			return
 		case <-ch:
-			if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
-				s.log.Error("reading the host's kinds after a change", "err", err)
-			}
+		}
+		ch = changed()
+		if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("reading the host's kinds after a change", "err", err)
 		}
 	}
 }

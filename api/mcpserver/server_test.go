@@ -197,3 +197,76 @@ func TestRefreshAddsTheToolOnlyWhenTheKindsChanged(t *testing.T) {
 	}
 	_ = cs
 }
+
+// fakeSignal is a registry's change signal: a channel a write closes and
+// drops, made again when asked for.
+type fakeSignal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (f *fakeSignal) changed() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ch == nil {
+		f.ch = make(chan struct{})
+	}
+	return f.ch
+}
+
+func (f *fakeSignal) write() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ch != nil {
+		close(f.ch)
+		f.ch = nil
+	}
+}
+
+// A write while Follow reads the kinds wakes it again: it takes the next
+// signal before it reads, so the last kinds are the tool's.
+func TestFollowMissesNoWriteDuringARead(t *testing.T) {
+	var (
+		sig   fakeSignal
+		mu    sync.Mutex
+		reads int
+		kinds = []api.Kind{{Kind: "timer", Summary: "fires", Observable: true}}
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	read := func(context.Context) (api.KindList, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		reads++
+		out := api.KindList{Kinds: kinds}
+		switch reads {
+		case 2: // Follow's first read: the kinds change again under it
+			kinds = append(kinds, api.Kind{Kind: "ci", Summary: "CI", Observable: true})
+			sig.write()
+		case 3: // the read that write woke: Follow ends after it
+			cancel()
+		}
+		return out, nil
+	}
+	s := New(context.Background(), Config{API: func(*mcp.CallToolRequest) (API, error) { return &fakeAPI{}, nil }, Kinds: read})
+	var once sync.Once
+	taken := make(chan struct{})
+	changed := func() <-chan struct{} {
+		c := sig.changed()
+		once.Do(func() { close(taken) })
+		return c
+	}
+	followed := make(chan struct{})
+	go func() { defer close(followed); s.Follow(ctx, changed) }()
+	<-taken
+	sig.write() // a reload
+	select {
+	case <-followed:
+	case <-time.After(10 * time.Second): // a bound on the follower, not a pause
+		t.Fatal("Follow did not read the kinds again after a write during its read")
+	}
+	want := kindsKey([]api.Kind{{Kind: "ci", Summary: "CI", Observable: true}, {Kind: "timer", Summary: "fires", Observable: true}})
+	if s.kinds != want {
+		t.Fatalf("the register tool's kinds %q, want %q", s.kinds, want)
+	}
+}
