@@ -19,6 +19,7 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/api/client"
 	"github.com/vigilhq/vigil/api/mcpserver"
+	"github.com/vigilhq/vigil/host/authz"
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/observe"
@@ -51,7 +52,8 @@ type mcpHost struct {
 	sched *scheduler.Scheduler
 	rt    *plugin.Runtime
 	// tr is the tests' connections to the host.
-	tr *http.Transport
+	tr    *http.Transport
+	guard *authz.Guard
 }
 
 const (
@@ -119,7 +121,7 @@ func newMCPHost(t *testing.T) *mcpHost {
 			t.Fatal(err)
 		}
 	}
-	return &mcpHost{url: url, dir: dir, clock: clock, sched: st.Scheduler, rt: rt, tr: tr}
+	return &mcpHost{url: url, dir: dir, clock: clock, sched: st.Scheduler, rt: rt, tr: tr, guard: guard}
 }
 
 // bearerTransport sends a token on every request.
@@ -414,4 +416,29 @@ func canonical(t *testing.T, v any) string {
 	}
 	b, _ = json.Marshal(x)
 	return string(b)
+}
+
+// A token revoked by a reload ends its session's stream at once, and the
+// session's next call is refused as the API refuses the token.
+func TestMCPHTTPRevokedTokenEndsTheSession(t *testing.T) {
+	h := newMCPHost(t)
+	s := h.connect(t, tokenAgent1, nil)
+	callTool(t, s, "list_kinds", nil, nil)
+	ended := make(chan struct{})
+	go func() { _ = s.Wait(); close(ended) }()
+	next, err := authz.Compile([]authz.Token{{Token: tokenAgent2, Principal: "agent-2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.guard.Swap(next); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ended: // its stream ended, and the client's reconnect was refused
+	case <-time.After(30 * time.Second): // a bound on the revocation, not a pause
+		t.Error("the session of a revoked token is still open")
+	}
+	if _, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_kinds"}); err == nil {
+		t.Error("a call with a revoked token was answered")
+	}
 }
