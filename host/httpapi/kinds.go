@@ -26,7 +26,10 @@ func (s *server) listKinds(c *fiber.Ctx) error {
 // kinds there are.
 func (s *server) kinds() api.KindList {
 	plugins := map[string]bool{}
-	infos := s.d.Plugins.Plugins()
+	var infos []kind.Info
+	if s.d.Plugins != nil {
+		infos = s.d.Plugins.Plugins()
+	}
 	for _, i := range infos {
 		plugins[i.Kind] = true
 	}
