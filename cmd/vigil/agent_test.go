@@ -276,17 +276,19 @@ func TestExitCodesInHelp(t *testing.T) {
 			t.Errorf("vigil %v: %v\n%s", args, err, out)
 		}
 	}
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(exitCodesHelp, "\n")[1:] {
-		code := strings.Fields(line)[0]
-		if _, err := json.Number(code).Int64(); err != nil {
-			continue // a continuation line
+	for _, doc := range []string{"../../README.md", "../../docs/agents.md"} {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if !strings.Contains(string(readme), "| "+code+" |") {
-			t.Errorf("README.md does not document exit code %s", code)
+		for _, line := range strings.Split(exitCodesHelp, "\n")[1:] {
+			code := strings.Fields(line)[0]
+			if _, err := json.Number(code).Int64(); err != nil {
+				continue // a continuation line
+			}
+			if !strings.Contains(string(b), "| "+code+" |") {
+				t.Errorf("%s does not document exit code %s", doc, code)
+			}
 		}
 	}
 }
