@@ -62,7 +62,7 @@ func Status(code string) int {
 	case CodeInvalidParams, CodeInvalidField, CodeInvalidRecipient, CodeWatchUnobservable, CodeDeadlineTooFar,
 		CodeDestinationRefused:
 		return 422
-	case CodePluginFault, CodeTooManyWaiters:
+	case CodePluginFault, CodeTooManyWaiters, CodeTooManySessions:
 		return 503
 	case CodeTooManyRefs, CodeTooManyPending:
 		return 422
@@ -96,6 +96,9 @@ const (
 	// waiting on a watch's change (GET /api/v1/watches/{id}?wait=).
 	// Retry later, or without wait.
 	CodeTooManyWaiters = "too_many_waiters"
+	// CodeTooManySessions: the host already holds its bound of open MCP
+	// sessions (/mcp); retry later, or end a session you no longer use.
+	CodeTooManySessions = "too_many_sessions"
 )
 
 // Error is the one error envelope's content.

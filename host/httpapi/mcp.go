@@ -26,6 +26,10 @@ import (
 // MCPPath is where the host serves its MCP server (streamable HTTP).
 const MCPPath = "/mcp"
 
+// DefaultMCPSessions is how many MCP sessions the host holds open at
+// most, unless Options.MCPSessions says.
+const DefaultMCPSessions = 1000
+
 // mcpSessionTimeout closes an MCP session no request has come for in
 // this long, so sessions an agent abandoned do not accumulate.
 const mcpSessionTimeout = 30 * time.Minute
@@ -85,8 +89,28 @@ func (s *server) mountMCP(app *fiber.App) {
 		}
 		return bound
 	})
+	// A request without a session id opens one (initialize): one at a
+	// time, each counting the sessions open before it is let in, so the
+	// bound holds however many arrive at once. The SDK has the session
+	// before it answers, which is when serve returns.
+	var opening sync.Mutex
+	open := func(c *fiber.Ctx) error {
+		if c.Get("Mcp-Session-Id") != "" {
+			return serve(c)
+		}
+		opening.Lock()
+		defer opening.Unlock()
+		n := 0
+		for range m.MCP().Sessions() {
+			n++
+		}
+		if n >= s.o.MCPSessions {
+			return &api.Error{Code: api.CodeTooManySessions, Message: fmt.Sprintf("the host holds its bound of %d open MCP sessions; retry later, or end a session you no longer use (DELETE /mcp)", s.o.MCPSessions)}
+		}
+		return serve(c)
+	}
 	app.Get(MCPPath, s.authenticate, serve)
-	app.Post(MCPPath, s.authenticate, serve)
+	app.Post(MCPPath, s.authenticate, open)
 	app.Delete(MCPPath, s.authenticate, serve)
 }
 

@@ -79,7 +79,10 @@ func writeRegistry(t *testing.T, dir, registry string) {
 	}
 }
 
-func newMCPHost(t *testing.T) *mcpHost {
+func newMCPHost(t *testing.T) *mcpHost { t.Helper(); return newMCPHostWith(t, Options{}) }
+
+// newMCPHostWith is newMCPHost with o's MCPSessions.
+func newMCPHostWith(t *testing.T, o Options) *mcpHost {
 	t.Helper()
 	dir := t.TempDir()
 	copyBundled(t, dir, "timer")
@@ -108,7 +111,7 @@ func newMCPHost(t *testing.T) *mcpHost {
 	t.Cleanup(stop)
 	guard := authztest.Guard(t, map[string]string{tokenAgent1: "agent-1", tokenAgent2: "agent-2"})
 	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: rt, Kinds: reg, Base: base, Observe: ob},
-		Options{Auth: guard, BodyLimit: 1 << 16, StreamWait: 50 * time.Millisecond})
+		Options{Auth: guard, BodyLimit: 1 << 16, StreamWait: 50 * time.Millisecond, MCPSessions: o.MCPSessions})
 	url := apitest.Serve(t, app)
 	// No keep-alive: the server's shutdown waits for a connection that
 	// was opened and never sent a request (an SSE reconnect dialled as the
@@ -441,4 +444,35 @@ func TestMCPHTTPRevokedTokenEndsTheSession(t *testing.T) {
 	if _, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_kinds"}); err == nil {
 		t.Error("a call with a revoked token was answered")
 	}
+}
+
+// The open sessions are bounded: an initialize past the bound is 503
+// too_many_sessions in the API's envelope, and a session that ends makes
+// room for the next.
+func TestMCPHTTPSessionsAreBounded(t *testing.T) {
+	h := newMCPHostWith(t, Options{MCPSessions: 1})
+	first := h.connect(t, tokenAgent1, nil)
+	c := mcp.NewClient(&mcp.Implementation{Name: "vigil-test", Version: "1"}, nil)
+	if s, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: h.url + MCPPath, HTTPClient: &http.Client{Transport: bearerTransport{tokenAgent2, h.tr}}}, nil); err == nil {
+		_ = s.Close()
+		t.Fatal("a session past the bound was opened")
+	}
+	req, _ := http.NewRequest(http.MethodPost, h.url+MCPPath, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+tokenAgent2)
+	resp, err := h.tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env api.ErrorEnvelope
+	err = json.NewDecoder(resp.Body).Decode(&env)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || err != nil || env.Error.Code != api.CodeTooManySessions {
+		t.Fatalf("an initialize past the bound: %d %+v %v", resp.StatusCode, env, err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.connect(t, tokenAgent2, nil) // room again
 }

@@ -142,6 +142,9 @@ type Options struct {
 	// that stalls past it is answered 408 request_timeout (default 75 s,
 	// above the longest long poll).
 	ReadTimeout time.Duration
+	// MCPSessions bounds the open MCP sessions at /mcp (default 1000): an
+	// initialize past it is 503 too_many_sessions.
+	MCPSessions int
 }
 
 // Transport limits. A request line and headers that do not fit in
@@ -174,6 +177,9 @@ func New(d Deps, o Options) *fiber.App {
 	}
 	if o.ReadTimeout <= 0 {
 		o.ReadTimeout = 75 * time.Second
+	}
+	if o.MCPSessions <= 0 {
+		o.MCPSessions = DefaultMCPSessions
 	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
