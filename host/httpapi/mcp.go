@@ -50,7 +50,8 @@ const mcpSessionTimeout = 30 * time.Minute
 // stream). fiber's adaptor middleware buffers a whole response before it
 // writes any of it, which would hold those streams forever, so serveMCP
 // bridges the two itself: the handler runs in a goroutine the request
-// owns, its headers go out when it first writes or flushes, and each
+// owns, its status and headers go out at its first flush (or, for an
+// answer it never flushes, when it returns, with the whole body), and each
 // flush is written through fasthttp's body stream as it happens. The
 // rejected alternative, a net/http server beside fiber on the listener,
 // would split one port between two servers and their limits, and the
