@@ -62,7 +62,7 @@ func Status(code string) int {
 	case CodeInvalidParams, CodeInvalidField, CodeInvalidRecipient, CodeWatchUnobservable, CodeDeadlineTooFar,
 		CodeDestinationRefused:
 		return 422
-	case CodePluginFault, CodeTooManyWaiters:
+	case CodePluginFault, CodeTooManyWaiters, CodeTooManySessions:
 		return 503
 	case CodeTooManyRefs, CodeTooManyPending:
 		return 422
@@ -96,6 +96,9 @@ const (
 	// waiting on a watch's change (GET /api/v1/watches/{id}?wait=).
 	// Retry later, or without wait.
 	CodeTooManyWaiters = "too_many_waiters"
+	// CodeTooManySessions: the host already holds its bound of open MCP
+	// sessions (/mcp); retry later, or end a session you no longer use.
+	CodeTooManySessions = "too_many_sessions"
 )
 
 // Error is the one error envelope's content.
@@ -447,4 +450,28 @@ type PluginProblem struct {
 type PluginList struct {
 	Plugins  []Plugin        `json:"plugins"`
 	Problems []PluginProblem `json:"problems"`
+}
+
+// Kind is a kind the host serves, plugin or built in, as its describe
+// says it: what a watch of it waits on, and the params it takes.
+// ParamsSchema is a JSON Schema of the params; Example, when the kind
+// gives one, is params it admits.
+type Kind struct {
+	Kind         string          `json:"kind"`
+	Version      string          `json:"version,omitempty"`
+	Summary      string          `json:"summary"`
+	Standing     bool            `json:"standing"`
+	DefaultEvery string          `json:"default_every,omitempty"`
+	Observable   bool            `json:"observable"`
+	Setting      string          `json:"setting,omitempty"`
+	ParamsSchema json.RawMessage `json:"params_schema,omitempty"`
+	Example      json.RawMessage `json:"example,omitempty"`
+	// BuiltIn is a kind the host serves itself (observe.thread,
+	// recipient.reminder), not a plugin.
+	BuiltIn bool `json:"built_in,omitempty"`
+}
+
+// KindList is GET /api/v1/kinds, by kind name.
+type KindList struct {
+	Kinds []Kind `json:"kinds"`
 }

@@ -85,6 +85,14 @@ func (c *Client) ReloadPlugins(ctx context.Context) (api.PluginList, error) {
 	return out, err
 }
 
+// Kinds lists every kind the host serves (plugins and built in), each
+// with its summary, params schema and example.
+func (c *Client) Kinds(ctx context.Context) (api.KindList, error) {
+	var out api.KindList
+	err := c.do(ctx, http.MethodGet, "/api/v1/kinds", nil, nil, &out)
+	return out, err
+}
+
 // CreateWatch registers a watch. The watch is durable when it returns.
 func (c *Client) CreateWatch(ctx context.Context, req api.WatchRequest) (api.Watch, error) {
 	var out api.Watch

@@ -40,6 +40,15 @@
 // whatever it claims: the API's answers, including its 404s, stay the
 // API's.
 //
+// /mcp serves the MCP server of package api/mcpserver over streamable
+// HTTP (mcp.go), behind the same authenticate as /api/v1. Its tools call
+// this API in process with the request's own bearer token (inProcess), so
+// they cannot answer otherwise than a REST client is answered; the SDK's
+// net/http handler is bridged onto fiber by serveMCP, which streams each
+// flush (fiber's adaptor buffers a whole response, which would hold the
+// session's stream forever). GET /api/v1/kinds and the register tool's
+// kind enum are one conversion of the kind registry (kinds.go).
+//
 // Rejected alternative: the server in api/. api/ is the wire contract and
 // the Go client, which clients import; a server there would make the
 // contract package depend on the whole host.

@@ -120,6 +120,11 @@ type Deps struct {
 	Logger   *slog.Logger
 	// Base ends long polls and streams when the server shuts down.
 	Base context.Context
+
+	// Kinds are every kind the host serves (nil: the plugins'), for
+	// GET /kinds and the MCP server at /mcp (kinds.go, mcp.go). With it,
+	// New starts one goroutine that follows its changes until Base ends.
+	Kinds KindSource
 }
 
 // Options tune the server.
@@ -143,6 +148,9 @@ type Options struct {
 	// Console, when set, is the operator's web console, served at the
 	// paths it serves outside /api/ (views.go).
 	Console Console
+	// MCPSessions bounds the open MCP sessions at /mcp (default 1000): an
+	// initialize past it is 503 too_many_sessions.
+	MCPSessions int
 }
 
 // Transport limits. A request line and headers that do not fit in
@@ -175,6 +183,9 @@ func New(d Deps, o Options) *fiber.App {
 	}
 	if o.ReadTimeout <= 0 {
 		o.ReadTimeout = 75 * time.Second
+	}
+	if o.MCPSessions <= 0 {
+		o.MCPSessions = DefaultMCPSessions
 	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
@@ -232,6 +243,7 @@ func New(d Deps, o Options) *fiber.App {
 	})
 	v1.Get("/plugins", s.listPlugins)
 	v1.Post("/plugins/reload", s.reloadPlugins)
+	v1.Get("/kinds", s.listKinds)
 	v1.Post("/watches", s.createWatch)
 	v1.Get("/watches", s.listWatches)
 	v1.Get("/watches/:id", s.getWatch)
@@ -251,6 +263,7 @@ func New(d Deps, o Options) *fiber.App {
 	v1.Get("/work/:id", s.observing, s.getWork)
 	v1.Post("/work/:id/claim", s.observing, s.claimWork)
 	v1.Post("/work/:id/complete", s.observing, s.completeWork)
+	s.mountMCP(app)
 	s.viewRoutes(app, v1)
 	s.routes = app.GetRoutes(true)
 	app.Use(func(c *fiber.Ctx) error {

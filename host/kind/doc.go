@@ -13,6 +13,11 @@
 // a built-in kind and a plugin are served through the same calls, and a
 // new source of kinds is one more Replace.
 //
+// Changed is a channel each write of the kinds closes (then a new one is
+// made when asked), so a listener (the MCP server's kind enum) learns of
+// a reload without polling; it is made only when asked for, so it costs
+// nothing while nobody waits.
+//
 // What it must never do: run a predicate or know how one runs (that is its
 // source's), or decide anything about a watch (that is the scheduler's).
 // A lookup is one atomic load of an immutable map, because every probe

@@ -27,6 +27,22 @@ type Registry struct {
 	// explain, by source, says why a name is not served (a plugin that
 	// did not load), for the refusal of an unknown kind.
 	explain atomic.Pointer[map[string]func(name string) error]
+	// changed is closed by the next write of the kinds and then dropped
+	// (nil until Changed asks for one); guarded by mu.
+	changed chan struct{}
+}
+
+// Changed is a channel closed when the registered kinds are next written
+// (a plugin reload replaces its source's kinds, changed or not): a waiter
+// reads the kinds again and asks for the next one. It costs nothing while
+// nobody waits, and never polls.
+func (r *Registry) Changed() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.changed == nil {
+		r.changed = make(chan struct{})
+	}
+	return r.changed
 }
 
 // NewRegistry returns an empty registry.
@@ -104,6 +120,10 @@ func (r *Registry) replace(source string, kinds []Kind) error {
 		r.sources[source] = append([]Kind(nil), kinds...)
 	}
 	r.byName.Store(&next)
+	if r.changed != nil {
+		close(r.changed)
+		r.changed = nil
+	}
 	return nil
 }
 

@@ -171,3 +171,44 @@ func TestRegistryRegisterHammer(t *testing.T) {
 		}
 	}
 }
+
+// Changed is closed by the next write, not before, and a refused write
+// (a conflict) leaves it open: a waiter wakes only when the kinds did.
+func TestRegistryChangedClosesOnWrite(t *testing.T) {
+	r := NewRegistry()
+	ch := r.Changed()
+	closed := func(c <-chan struct{}) bool {
+		select {
+		case <-c:
+			return true
+		default:
+			return false
+		}
+	}
+	if closed(ch) {
+		t.Fatal("Changed is closed before any write")
+	}
+	if err := r.Register("host", fakeKind{name: "observe.thread"}); err != nil {
+		t.Fatal(err)
+	}
+	if !closed(ch) {
+		t.Fatal("a write did not close Changed")
+	}
+	next := r.Changed()
+	if closed(next) {
+		t.Fatal("the next Changed is closed already")
+	}
+	var conflict *ConflictError
+	if err := r.Replace("plugins", []Kind{fakeKind{name: "observe.thread"}}); !errors.As(err, &conflict) {
+		t.Fatalf("a kind the host serves: %v, want a conflict", err)
+	}
+	if closed(next) {
+		t.Error("a refused write closed Changed")
+	}
+	if err := r.Replace("plugins", []Kind{fakeKind{name: "timer"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !closed(next) {
+		t.Error("a reload did not close Changed")
+	}
+}
