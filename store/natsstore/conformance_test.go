@@ -19,7 +19,7 @@ func TestBackendConformance(t *testing.T) {
 	srv := natstest.Start(t)
 	var mu sync.Mutex
 	buckets := map[*natsstore.Store]string{} // guarded by mu
-	n := 0                                    // guarded by mu
+	n := 0                                   // guarded by mu
 	openBucket := func(t *testing.T, bucket string) *natsstore.Store {
 		t.Helper()
 		s, err := natsstore.Open(context.Background(), natsstore.Config{URLs: []string{srv.ClientURL()}, Bucket: bucket})
