@@ -1,6 +1,7 @@
-// Package api is vigil's wire contract. Its subpackage abi is the plugin
-// ABI (vigil.predicate/v1); the REST types, error codes, openapi.yaml and
-// the fiber server arrive with the HTTP API.
+// Package api is vigil's wire contract: the REST types, error codes,
+// openapi.yaml and the fiber server of the HTTP API. The plugin ABI
+// (vigil.predicate/v1) is the SDK module's package
+// github.com/vigilhq/vigil/sdk/abi, so a plugin needs the SDK alone.
 //
 // api and its subpackages import nothing else of this repository: host/
 // and store/ depend on the contract, never the reverse.

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // invalidProbe is params the schema or admit must refuse, naming field

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // caseFile is one of an author's data-driven cases: a file in the cases

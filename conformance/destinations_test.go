@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // admit.names-destinations warns a kind that fetches and names nothing,

@@ -27,7 +27,7 @@
 //     plugin comparing its clock with one passed.
 //
 // What it must never do:
-//   - Judge a plugin by anything but the contract (api/abi,
+//   - Judge a plugin by anything but the contract (sdk/abi,
 //     docs/writing-a-plugin.md) and the rules the host relies on. A check
 //     the suite cannot make for every plugin (a changed subject, which
 //     needs a payload the plugin reads) is advisory, not required.

@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // answerer says what the fake fetch answers a request.

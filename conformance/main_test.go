@@ -107,7 +107,7 @@ func sourceKey(t *testing.T) string {
 		}
 		h.Write(v)
 		var files []string
-		for _, root := range []string{"testdata", "../sdk", "../api/abi"} {
+		for _, root := range []string{"testdata", "../sdk"} {
 			err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 				if err == nil && !d.IsDir() && strings.HasSuffix(p, ".go") {
 					files = append(files, p)
@@ -119,7 +119,7 @@ func sourceKey(t *testing.T) string {
 				return
 			}
 		}
-		files = append(files, "../go.mod", "../go.sum")
+		files = append(files, "../go.mod", "../go.sum", "../sdk/go.mod")
 		sort.Strings(files)
 		for _, f := range files {
 			b, err := os.ReadFile(f)

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // budgetFault reports whether a fault is one of the call's bounds biting:

@@ -11,8 +11,8 @@ import (
 	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // probe calls a plugin's exports directly, under the runtime's limits, for

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // maxRobustnessProblems stops robustness.generated-params early: a plugin

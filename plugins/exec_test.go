@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/runner"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // The command plugin, compiled to wasm, running commands through the real

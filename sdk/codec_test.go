@@ -10,65 +10,67 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"pgregory.net/rapid"
-
-	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
-// jsonValue generates arbitrary JSON documents, nested a few levels.
-func jsonValue(depth int) *rapid.Generator[any] {
-	return rapid.Custom(func(t *rapid.T) any {
-		kinds := 5
-		if depth > 0 {
-			kinds = 7
+// jsonValue generates an arbitrary JSON document, nested a few levels.
+func jsonValue(t *prop, depth int) any {
+	kinds := 5
+	if depth > 0 {
+		kinds = 7
+	}
+	switch t.intRange(0, kinds-1) {
+	case 0:
+		return nil
+	case 1:
+		return t.bool()
+	case 2:
+		return t.float()
+	case 3:
+		return t.r.Int64() - t.r.Int64()
+	case 4:
+		return t.string()
+	case 5:
+		arr := make([]any, t.intRange(0, 4))
+		for i := range arr {
+			arr[i] = jsonValue(t, depth-1)
 		}
-		switch rapid.IntRange(0, kinds-1).Draw(t, "type") {
-		case 0:
-			return nil
-		case 1:
-			return rapid.Bool().Draw(t, "bool")
-		case 2:
-			return rapid.Float64().Filter(func(f float64) bool { return !isNaNOrInf(f) }).Draw(t, "num")
-		case 3:
-			return rapid.Int64().Draw(t, "int")
-		case 4:
-			return rapid.String().Draw(t, "str")
-		case 5:
-			return rapid.SliceOfN(jsonValue(depth-1), 0, 4).Draw(t, "arr")
-		default:
-			return rapid.MapOfN(rapid.String(), jsonValue(depth-1), 0, 4).Draw(t, "obj")
+		return arr
+	default:
+		obj := map[string]any{}
+		for n := t.intRange(0, 4); n > 0; n-- {
+			obj[t.string()] = jsonValue(t, depth-1)
 		}
-	})
+		return obj
+	}
 }
 
-func isNaNOrInf(f float64) bool { return f != f || f > 1e308 || f < -1e308 }
-
-func rawJSON(t *rapid.T, label string) json.RawMessage {
-	v := jsonValue(3).Draw(t, label)
-	b, err := json.Marshal(v)
+func rawJSON(t *prop) json.RawMessage {
+	b, err := json.Marshal(jsonValue(t, 3))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
 }
 
-func observeRequest() *rapid.Generator[abi.ObserveRequest] {
-	return rapid.Custom(func(t *rapid.T) abi.ObserveRequest {
-		offset := rapid.IntRange(-12*60, 14*60).Draw(t, "tz-minutes")
-		now := time.Unix(rapid.Int64Range(0, 1<<35).Draw(t, "sec"), rapid.Int64Range(0, 999_999_999).Draw(t, "nsec")).
-			In(time.FixedZone("", offset*60))
-		req := abi.ObserveRequest{
-			Kind:    rapid.StringMatching(`[a-z0-9._-]{1,64}`).Draw(t, "kind"),
-			WatchID: rapid.String().Draw(t, "watch_id"),
-			Params:  rawJSON(t, "params"),
-			Now:     now,
-			Attempt: rapid.IntRange(-1<<31, 1<<31).Draw(t, "attempt"),
-		}
-		if rapid.Bool().Draw(t, "has-baseline") {
-			req.Baseline = rawJSON(t, "baseline")
-		}
-		return req
-	})
+// instant is a time between 1970 and about 3058, to the nanosecond.
+func instant(t *prop) time.Time {
+	return time.Unix(t.int64Range(0, 1<<35), t.int64Range(0, 999_999_999))
+}
+
+func observeRequest(t *prop) abi.ObserveRequest {
+	offset := t.intRange(-12*60, 14*60)
+	req := abi.ObserveRequest{
+		Kind:    t.kind(),
+		WatchID: t.string(),
+		Params:  rawJSON(t),
+		Now:     instant(t).In(time.FixedZone("", offset*60)),
+		Attempt: t.intRange(-1<<31, 1<<31),
+	}
+	if t.bool() {
+		req.Baseline = rawJSON(t)
+	}
+	return req
 }
 
 // decodeWithEncodingJSON is the reference: encoding/json.
@@ -113,11 +115,11 @@ func compact(b []byte) []byte {
 // The hand-written decoder agrees with encoding/json on every request the
 // host can send, compact or indented.
 func TestDecodeObserveRequestMatchesEncodingJSON(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		req := observeRequest().Draw(t, "req")
+	check(t, func(t *prop) {
+		req := observeRequest(t)
 		var enc []byte
 		var err error
-		if rapid.Bool().Draw(t, "indent") {
+		if t.bool() {
 			enc, err = json.MarshalIndent(req, " ", "\t")
 		} else {
 			enc, err = json.Marshal(req)
@@ -205,23 +207,23 @@ func TestStringEscapes(t *testing.T) {
 }
 
 func TestAppendObserveResponseRoundTrips(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
+	check(t, func(t *prop) {
 		r := abi.ObserveResponse{
-			Status: rapid.SampledFrom([]string{abi.StatusPending, abi.StatusSettled, abi.StatusChanged}).Draw(t, "status"),
-			Note:   rapid.String().Draw(t, "note"),
+			Status: t.oneOf(abi.StatusPending, abi.StatusSettled, abi.StatusChanged),
+			Note:   t.string(),
 		}
-		if rapid.Bool().Draw(t, "next") {
-			nc := time.Unix(rapid.Int64Range(0, 1<<35).Draw(t, "sec"), rapid.Int64Range(0, 999_999_999).Draw(t, "ns")).UTC()
+		if t.bool() {
+			nc := instant(t).UTC()
 			r.NextCheck = &nc
 		}
-		if rapid.Bool().Draw(t, "outcome") {
-			r.Outcome = &abi.Outcome{Result: rapid.String().Draw(t, "result"), Summary: rapid.String().Draw(t, "summary")}
-			if rapid.Bool().Draw(t, "detail") {
-				r.Outcome.Detail = rawJSON(t, "detail")
+		if t.bool() {
+			r.Outcome = &abi.Outcome{Result: t.string(), Summary: t.string()}
+			if t.bool() {
+				r.Outcome.Detail = rawJSON(t)
 			}
 		}
-		if rapid.Bool().Draw(t, "baseline") {
-			r.Baseline = rawJSON(t, "baseline")
+		if t.bool() {
+			r.Baseline = rawJSON(t)
 		}
 		out := appendObserveResponse(nil, r)
 		if !json.Valid(out) {
@@ -315,16 +317,16 @@ func FuzzAppendString(f *testing.F) {
 }
 
 func TestDecodeAdmitRequestMatchesEncodingJSON(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
+	check(t, func(t *prop) {
 		req := abi.AdmitRequest{
-			Kind:   rapid.StringMatching(`[a-z0-9._-]{1,64}`).Draw(t, "kind"),
-			Params: rawJSON(t, "params"),
+			Kind:   t.kind(),
+			Params: rawJSON(t),
 			Grants: abi.Grants{
-				Capabilities:   rapid.SliceOf(rapid.String()).Draw(t, "caps"),
-				FetchHosts:     rapid.SliceOf(rapid.String()).Draw(t, "hosts"),
-				Secrets:        rapid.SliceOf(rapid.String()).Draw(t, "secrets"),
-				Programs:       rapid.SliceOf(rapid.String()).Draw(t, "programs"),
-				ExecMaxTimeout: rapid.String().Draw(t, "exec_max_timeout"),
+				Capabilities:   t.strings(),
+				FetchHosts:     t.strings(),
+				Secrets:        t.strings(),
+				Programs:       t.strings(),
+				ExecMaxTimeout: t.string(),
 			},
 		}
 		enc, err := json.Marshal(req)
@@ -352,13 +354,13 @@ func TestDecodeAdmitRequestMatchesEncodingJSON(t *testing.T) {
 }
 
 func TestAppendAdmitResponseRoundTrips(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
+	check(t, func(t *prop) {
 		r := abi.AdmitResponse{
-			OK: rapid.Bool().Draw(t, "ok"), Code: rapid.String().Draw(t, "code"), Message: rapid.String().Draw(t, "msg"),
-			Field: rapid.String().Draw(t, "field"), Setting: rapid.String().Draw(t, "setting"),
+			OK: t.bool(), Code: t.string(), Message: t.string(),
+			Field: t.string(), Setting: t.string(),
 		}
-		if rapid.Bool().Draw(t, "deadline") {
-			d := time.Unix(rapid.Int64Range(0, 1<<35).Draw(t, "s"), rapid.Int64Range(0, 999_999_999).Draw(t, "ns")).UTC()
+		if t.bool() {
+			d := instant(t).UTC()
 			r.Deadline = &d
 		}
 		out := appendAdmitResponse(nil, r)

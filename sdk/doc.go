@@ -48,6 +48,16 @@
 // plain go test: call the observe function with an [Input] that carries a
 // fake [Fetcher], or run the whole JSON path through [NewHarness].
 //
+// The SDK is a Go module of its own, github.com/vigilhq/vigil/sdk, with the
+// wire contract in its package abi, and it requires nothing outside the
+// standard library, its tests included: a plugin's go.sum names no module
+// but the SDK. What an author's tests need beyond that (a JSON Schema
+// compiler) lives in the test-support module, which a plugin's build never
+// pulls. [Source] is this module's own source, for writing it beside a
+// plugin until the module is published. Rejected: the SDK as a package of
+// the host's module, where requiring it meant requiring wazero, extism and
+// badger for a guest that uses none of them.
+//
 // Register keeps the one registered plugin in a package variable. That is
 // the single piece of package state here and it is forced by the ABI: the
 // exports are process-wide functions with no receiver.

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/sdk"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // afterParams are the params of demo.after, a tiny timer.

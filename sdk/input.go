@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // FetchRequest is a GET or HEAD the host screens and issues on the plugin's

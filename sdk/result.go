@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // Outcome is what a settled or changed observation concluded.

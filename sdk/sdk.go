@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // Grants is what the operator allows this plugin, as passed to admit.

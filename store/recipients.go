@@ -9,7 +9,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
-	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // RecipientStatus is a recipient's lifecycle state. Only a running

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // State is a watch's lifecycle state.

@@ -14,12 +14,12 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/authz"
 	"github.com/vigilhq/vigil/host/fetch"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // settings is serve's whole configuration. Each value comes from, in

@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api"
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/fetch"
 	"github.com/vigilhq/vigil/host/httpapi"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 type observeFixture struct {

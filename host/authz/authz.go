@@ -9,9 +9,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // Role is a right beyond acting for recipients.

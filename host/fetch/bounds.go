@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // The causes a fetch's request context is cancelled with when a bound

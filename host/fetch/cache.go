@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // resourceKey identifies a resource: the method, the URL, the plugin's

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/netguard"
 	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // FuzzScreen: Screen never panics; what it accepts satisfies every rule of

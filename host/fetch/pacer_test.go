@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 const budget = time.Hour

@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/fetch"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/internal/fakeforge"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // The tests here run plugins built from their source in plugins/ inside

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // sentinel is in every header value of the refusal table: no message,

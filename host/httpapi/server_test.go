@@ -16,7 +16,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/vigilhq/vigil/api"
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/authz"
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/observe"
@@ -25,6 +24,7 @@ import (
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/authztest"
+	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
 

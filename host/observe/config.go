@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/vigilhq/vigil/api"
-	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // Config is the observe part of the host's configuration: per scope, the

@@ -14,11 +14,11 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/internal/fakeclock"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
 

@@ -38,10 +38,10 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/internal/benchtest"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 	"github.com/vigilhq/vigil/plugins"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // benchTimeout is the per-call bound of the interruptible variants: the

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // Bounds on a plugin's default re-check interval.

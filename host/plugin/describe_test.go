@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 func TestValidateDescribe(t *testing.T) {

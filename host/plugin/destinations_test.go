@@ -11,7 +11,7 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // destsRuntime serves the test.dests plugin (its admit answers

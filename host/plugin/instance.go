@@ -16,8 +16,8 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // module is one compiled plugin file with its pool of warm instances. A

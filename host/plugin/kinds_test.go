@@ -6,8 +6,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // hostKind is a built-in kind, as the observer registers observe.thread.

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // RegistryFile is the name of the registry in a plugin directory.

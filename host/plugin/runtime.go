@@ -23,9 +23,9 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/netguard"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // Limits bound every plugin call. Zero fields take the defaults.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // wallClockPlugin is a plugin, raw Extism ABI and no dependencies, whose

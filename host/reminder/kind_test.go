@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api"
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
 

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api"
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/core"
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/kind"
@@ -16,6 +15,7 @@ import (
 	"github.com/vigilhq/vigil/host/reminder"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // BenchmarkSpawn: the runner's overhead per command (issue 9's

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // Test grace and margins. The margin is generous: a bound that holds

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // supported: this platform has process groups and waitid(WNOWAIT).

@@ -6,7 +6,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // supported: Run answers unavailable here, before any check.

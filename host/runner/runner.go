@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // Defaults for the zero Config.

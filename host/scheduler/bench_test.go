@@ -58,11 +58,11 @@ import (
 
 	"github.com/vigilhq/vigil/internal/fakeclock"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 	"github.com/vigilhq/vigil/plugins"
+	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
 

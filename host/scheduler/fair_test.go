@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/vigilhq/vigil/internal/fakeclock"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
 

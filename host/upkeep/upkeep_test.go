@@ -12,13 +12,13 @@ import (
 
 	"github.com/vigilhq/vigil/internal/fakeclock"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/fetch"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/host/upkeep"
+	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
 

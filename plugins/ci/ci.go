@@ -7,10 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/plugins/internal/forge"
 	"github.com/vigilhq/vigil/plugins/internal/note"
 	"github.com/vigilhq/vigil/sdk"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // Kind is the predicate's name.

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/internal/fakeforge"
 	"github.com/vigilhq/vigil/plugins/internal/forge"
 	"github.com/vigilhq/vigil/plugins/internal/plugintest"
 	"github.com/vigilhq/vigil/sdk"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 const (

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/sdk"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)

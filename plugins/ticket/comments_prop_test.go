@@ -7,9 +7,9 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/internal/fakeforge"
 	"github.com/vigilhq/vigil/plugins/internal/forge"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // Whatever the thread, its length, where a page ends, which comments

@@ -16,8 +16,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/sdk"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // Params name the resource to watch.

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/sdk"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // The forges the bundled plugins speak to.

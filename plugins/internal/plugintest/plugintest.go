@@ -6,7 +6,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/vigilhq/vigil/api/abi"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // compileSchema compiles a plugin's params schema the way the host does

@@ -9,9 +9,9 @@ package main
 import (
 	"time"
 
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/conformance/testdata/base"
 	"github.com/vigilhq/vigil/sdk"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 const kind = "broken.farfuture"

@@ -5,9 +5,9 @@
 package main
 
 import (
-	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/conformance/testdata/base"
 	"github.com/vigilhq/vigil/sdk"
+	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 func init() {

@@ -1,0 +1,3 @@
+module github.com/vigilhq/vigil/sdk
+
+go 1.26
