@@ -45,6 +45,7 @@ require (
 	github.com/valyala/fasthttp v1.51.0
 	github.com/valyala/tcplisten v1.0.0 // indirect
 	github.com/vigilhq/vigil/sdk v0.0.0
+	github.com/vigilhq/vigil/sdk/sdktest v0.0.0
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel v1.41.0 // indirect
 	go.opentelemetry.io/otel/metric v1.41.0 // indirect
@@ -56,3 +57,5 @@ require (
 )
 
 replace github.com/vigilhq/vigil/sdk => ./sdk
+
+replace github.com/vigilhq/vigil/sdk/sdktest => ./sdk/sdktest

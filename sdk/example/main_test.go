@@ -3,16 +3,18 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"os/exec"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/vigilhq/vigil/sdk"
 	"github.com/vigilhq/vigil/sdk/abi"
+	"github.com/vigilhq/vigil/sdk/sdktest"
 )
 
 var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -147,50 +149,21 @@ func TestAdmit(t *testing.T) {
 	}
 }
 
-// The schema is what the host checks before admit. sdk.NewHarness does not
-// run it, so compile it here the way the host does (draft 2020-12, formats
-// asserted) and hold it to the example and a few refusals.
+// The schema is what the host checks before admit; sdk.NewHarness does
+// not run it. sdktest compiles it the way the host does (draft 2020-12,
+// formats asserted), holds the example to it, and here to a few
+// refusals too.
 func TestSchema(t *testing.T) {
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	if err := c.AddResource("params.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("params.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	example, err := json.Marshal(Plugin.Example)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		params string
-		ok     bool
-	}{
-		{string(example), true},
-		{`{"url":"http://status.example.com/"}`, true},
-		{`{}`, false},
-		{`{"url":"status.example.com"}`, false},
-		{`{"url":"ftp://status.example.com/"}`, false},
-		{`{"url":"https://status.example.com/","status":42}`, false},
-		{`{"url":"https://status.example.com/","status":"200"}`, false},
-		{`{"url":"https://status.example.com/","colour":"red"}`, false},
-	}
-	for _, tt := range tests {
-		v, err := jsonschema.UnmarshalJSON(strings.NewReader(tt.params))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Validate(v); (err == nil) != tt.ok {
-			t.Errorf("%s: valid = %v, want %v (%v)", tt.params, err == nil, tt.ok, err)
-		}
-	}
+	sdktest.CheckParams(t, sdk.NewHarness(Plugin), map[string]bool{
+		`{"url":"https://status.example.com/healthz"}`:         true,
+		`{"url":"http://status.example.com/"}`:                 true,
+		`{}`:                                                   false,
+		`{"url":"status.example.com"}`:                         false,
+		`{"url":"ftp://status.example.com/"}`:                  false,
+		`{"url":"https://status.example.com/","status":42}`:    false,
+		`{"url":"https://status.example.com/","status":"200"}`: false,
+		`{"url":"https://status.example.com/","colour":"red"}`: false,
+	})
 	if err := admit(Plugin.Example, granted); err != nil {
 		t.Errorf("the example does not admit: %v", err)
 	}
@@ -279,5 +252,21 @@ func TestHarness(t *testing.T) {
 	}
 	if _, err := h.Admit(abi.AdmitRequest{Kind: "timer", Params: req.Params, Grants: granted}); !errors.As(err, &wk) {
 		t.Fatalf("admit of the wrong kind = %v, want a WrongKindError", err)
+	}
+}
+
+// The plugin's build pulls the SDK and the standard library, nothing
+// else: sdktest and its schema compiler are for the tests.
+func TestBuildPullsOnlyTheSDK(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "GOFLAGS=-mod=mod")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	got := strings.Fields(string(out))
+	want := []string{"github.com/vigilhq/vigil/sdk/abi", "github.com/vigilhq/vigil/sdk", "github.com/vigilhq/vigil/sdk/example"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the build pulls %v, want %v", got, want)
 	}
 }
