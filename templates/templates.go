@@ -13,6 +13,7 @@ import (
 
 	"github.com/vigilhq/vigil/sdk"
 	"github.com/vigilhq/vigil/sdk/abi"
+	"github.com/vigilhq/vigil/sdk/sdktest"
 )
 
 // files are the templates, one directory per language. all: keeps the
@@ -38,9 +39,13 @@ const (
 // Langs lists the languages there is a template for.
 func Langs() []Lang { return []Lang{Go, C, AssemblyScript} }
 
-// SDKDir is where a Go plugin's copy of the SDK's source is written,
-// relative to the plugin; its go.mod replaces the SDK with it.
-const SDKDir = "third_party/vigil-sdk"
+// Where a Go plugin's copies of the SDK's source and of its test-support
+// module's are written, relative to the plugin; its go.mod replaces each
+// module with its directory.
+const (
+	SDKDir     = "third_party/vigil-sdk"
+	SDKTestDir = "third_party/vigil-sdktest"
+)
 
 // Errors Write returns, wrapped with what was wrong.
 var (
@@ -85,7 +90,7 @@ func DefaultDir(kind string) (string, error) {
 // Write writes the template in lang into dir as a plugin of kind, and
 // returns the files it wrote, relative to dir. dir must not exist or be an
 // empty directory; Write creates it. A Go plugin gets the SDK's source in
-// SDKDir.
+// SDKDir, and its test-support module's in SDKTestDir.
 func Write(kind string, lang Lang, dir string) ([]string, error) {
 	if _, err := ParseLang(string(lang)); err != nil {
 		return nil, err
@@ -96,7 +101,7 @@ func Write(kind string, lang Lang, dir string) ([]string, error) {
 	}
 	trees := []tree{{fsys: sub, replace: true}}
 	if lang == Go {
-		trees = append(trees, tree{fsys: sdk.Source(), under: SDKDir})
+		trees = append(trees, tree{fsys: sdk.Source(), under: SDKDir}, tree{fsys: sdktest.Source(), under: SDKTestDir})
 	}
 	return write(kind, dir, trees)
 }
