@@ -47,18 +47,28 @@ const (
 	SDKTestDir = "third_party/vigil-sdktest"
 )
 
-// Errors Write returns, wrapped with what was wrong.
+// Error is a refusal of what vigil plugin new was asked, with a stable
+// code a script can tell apart; Write and DefaultDir wrap one of the
+// values below with what was wrong, so errors.Is finds it.
+type Error struct {
+	Code string
+	msg  string
+}
+
+func (e *Error) Error() string { return e.msg }
+
+// The refusals.
 var (
 	// ErrKind: the kind is not a kind name (1-64 of a-z 0-9 . _ -).
-	ErrKind = errors.New("not a kind name")
+	ErrKind = &Error{"invalid_kind", "not a kind name"}
 	// ErrLang: there is no template in that language.
-	ErrLang = errors.New("no template in this language")
+	ErrLang = &Error{"unknown_language", "no template in this language"}
 	// ErrNotEmpty: the directory exists and holds something, or is not
 	// a directory.
-	ErrNotEmpty = errors.New("exists and is not an empty directory")
+	ErrNotEmpty = &Error{"dir_not_empty", "exists and is not an empty directory"}
 	// ErrNoDir: no directory was given and the kind has no segment to
 	// name one after (it is all dots).
-	ErrNoDir = errors.New("no directory to name after the kind")
+	ErrNoDir = &Error{"dir_required", "no directory to name after the kind"}
 )
 
 // ParseLang returns the language s names.

@@ -76,6 +76,6 @@ plugins locally instead, without a server.)`,
 			return show(pl)
 		}),
 	}
-	cmd.AddCommand(ls, reload)
+	cmd.AddCommand(ls, reload, newPluginNew(stdout))
 	return cmd
 }
