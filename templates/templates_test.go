@@ -24,8 +24,8 @@ const testKind = "acme.deploy-window"
 // TestTemplatesBuildAndConform is vigil plugin new's promise, checked the
 // way an outside author would meet it: each template is written for a
 // kind into a directory outside this module, built there by its own
-// Makefile's default target (Go with GOWORK=off and GOFLAGS=-mod=mod, a
-// module of its own with the SDK's source beside it), its unit and schema
+// Makefile's default target (Go with GOWORK=off, a module of its own with
+// the SDK's source beside it, built with GOPROXY=off), its unit and schema
 // tests run (make test), and the conformance suite passes on the .wasm
 // with the template's recorded cases. It is also CI's build of a plugin
 // outside the root module.
@@ -97,7 +97,9 @@ func buildEnv(t *testing.T, lang Lang) []string {
 	env := os.Environ()
 	switch lang {
 	case Go:
-		env = append(env, "GOWORK=off", "GOFLAGS=-mod=mod", "GO="+wasmbuild.Go())
+		// The author's path: no workspace, and no -mod=mod either (the
+		// Makefile's go mod tidy records the tests' one fetched module).
+		env = append(env, "GOWORK=off", "GOFLAGS=", "GO="+wasmbuild.Go())
 	case C:
 		tools := toolreq.Need(t, toolreq.Clang, toolreq.WasmLd)
 		if tools == nil {
