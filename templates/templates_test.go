@@ -89,7 +89,7 @@ func TestTemplatesBuildAndConform(t *testing.T) {
 // buildEnv is the environment a template's Makefile builds with: the
 // tools it needs found (or the test skipped, naming the missing one), and
 // for Go a module of its own.
-func buildEnv(t *testing.T, lang Lang) []string {
+func buildEnv(t testing.TB, lang Lang) []string {
 	t.Helper()
 	if toolreq.Need(t, toolreq.Make) == nil {
 		return nil
@@ -117,7 +117,7 @@ func buildEnv(t *testing.T, lang Lang) []string {
 	return env
 }
 
-func run(t *testing.T, dir string, env []string, name string, args ...string) {
+func run(t testing.TB, dir string, env []string, name string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
