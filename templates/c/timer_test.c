@@ -69,6 +69,7 @@ int main(void) {
     expect_error(timer_admit, "{\"kind\":\"other\",\"params\":{\"at\":\"2026-11-30T14:00:00Z\"}}");
     expect_error(timer_admit, "{\"kind\":\"" KIND "\",\"params\":{\"at\":");
     expect_error(timer_admit, "not json");
+    expect_error(timer_admit, "{\"kind\":\"" KIND "\",\"params\":{\"at\":\"2026-11-30T14:00:00Z\"}} {}");
 
     /* observe */
     expect_answer(timer_observe,
@@ -87,6 +88,28 @@ int main(void) {
     expect_error(timer_observe, "{\"kind\":\"conformance.wrong-kind\",\"params\":{\"at\":\"2026-11-30T14:00:00Z\"},"
                                 "\"now\":\"2026-11-30T14:00:00Z\"}");
     expect_error(timer_observe, "{\"kind\":\"" KIND "\",\"params\":{\"at\":\"2026-11-30T14:00:00Z\"}}");
+
+    /* nesting past the reader's bound is refused, not recursed into */
+    {
+        static char deep[1024];
+        int n = snprintf(deep, sizeof deep, "{\"kind\":\"" KIND "\",\"x\":");
+        for (int i = 0; i < 100; i++) deep[n++] = '[';
+        for (int i = 0; i < 100; i++) deep[n++] = ']';
+        snprintf(deep + n, sizeof deep - (size_t)n, ",\"params\":{\"at\":\"2026-11-30T14:00:00Z\"}}");
+        expect_error(timer_admit, deep);
+    }
+
+    /* an answer that does not fit is marked, never written past the buffer */
+    {
+        static char room[4096];
+        memset(room, '#', sizeof room);
+        out o = {room, 16, 0, 0};
+        timer_describe(&o);
+        if (!o.overflow || o.len > 16 || room[16] != '#') {
+            failures++;
+            printf("FAIL describe into 16 bytes: overflow %d, len %zu\n", o.overflow, o.len);
+        }
+    }
 
     /* dates either side of the epoch and across leap years round-trip */
     const char *dates[] = {"0000-01-01T00:00:00Z", "0000-02-29T12:00:00Z", "1969-12-31T23:59:59.999Z",

@@ -61,6 +61,9 @@ export function run(): i32 {
   expectError(admit, '{"kind":"other","params":{"at":"2026-11-30T14:00:00Z"}}');
   expectError(admit, '{"kind":"' + KIND + '","params":{"at":');
   expectError(admit, "not json");
+  expectError(admit, '{"kind":"' + KIND + '","params":{"at":"2026-11-30T14:00:00Z"}} {}');
+  // nesting past the reader's bound is refused, not recursed into
+  expectError(admit, '{"kind":"' + KIND + '","x":' + "[".repeat(100) + "]".repeat(100) + ',"params":{"at":"2026-11-30T14:00:00Z"}}');
 
   // observe
   expectObserve('{"kind":"' + KIND + '","watch_id":"w","params":{"at":"2026-11-30T14:00:00Z"},"now":"2026-11-30T13:00:00Z","attempt":1}',
