@@ -36,4 +36,13 @@
 // gofmt checks, so what is tested is what is written, not a rendering of
 // it. The token is itself a valid kind, so a template that forgets to
 // replace it still builds and is caught by its test asserting the kind.
+//
+// Why the C and AssemblyScript templates speak the Extism ABI directly
+// rather than through Extism's C or AssemblyScript PDK: the part of the
+// kernel a predicate needs is eight functions (input_length,
+// input_load_u64/u8, alloc, store_u64/u8, output_set, error_set), written
+// out in one short file a reader can check against docs/abi.md, while a
+// PDK is a dependency fetched from elsewhere whose imports (an env.abort,
+// a WASI call) the host may not provide, and which would have to be
+// vendored into every generated plugin to build offline.
 package templates
