@@ -6,6 +6,6 @@ package sdk
 // plugin there is no config: it reports false.
 func Config(key string) (string, bool) { return "", false }
 
-// Log writes msg to the host's log for this plugin. Outside a plugin it
-// does nothing.
+// Log hands msg to the Extism kernel's log functions, which the vigil
+// host discards today (docs/abi.md). Outside a plugin it does nothing.
 func Log(level LogLevel, msg string) {}

@@ -281,8 +281,10 @@ func Config(key string) (string, bool) {
 	return string(readBlock(off)), true
 }
 
-// Log writes msg to the host's log for this plugin. Logs are diagnostics:
-// never put params or fetched bodies in them.
+// Log hands msg to the Extism kernel's log_info, log_warn or log_error.
+// The vigil host sets no Extism log level, so it discards them today
+// (docs/abi.md): a plugin's word to the operator belongs in its note.
+// Logs are diagnostics: never put params or fetched bodies in them.
 func Log(level LogLevel, msg string) {
 	off := writeBlock([]byte(msg))
 	if off == 0 {

@@ -39,7 +39,9 @@ type Plugin[P any] struct {
 	// Capabilities the plugin needs ("fetch"). One the operator has not
 	// granted makes every watch of this kind unobservable.
 	Capabilities []string
-	// Example is a params value the plugin admits.
+	// Example is a params value the plugin admits. Set it: the conformance
+	// suite requires an example its admit accepts (admit.example), and a
+	// zero P is rarely one.
 	Example P
 	// Deadline, when set, gives a subject's natural deadline, used when a
 	// watch names none: a timer's is its instant plus a minute, so a long

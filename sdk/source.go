@@ -8,18 +8,19 @@ import (
 	"strings"
 )
 
-// source is this module as it is built: its go.mod and the Go files of
-// every package in it. The patterns name each package's directory, so a
-// package added to the module must be added here (TestSourceBuilds says
-// when one is missing). Test files are embedded with the rest (a pattern
+// source is this module as it is built: its go.mod, the Go files of
+// every package in it, and the files those packages embed (the JSON
+// Schemas). The patterns name each package's directory, so a package
+// added to the module must be added here (TestSourceIsTheModule says when
+// one is missing). Test files are embedded with the rest (a pattern
 // cannot leave them out) and hidden by Source.
 //
-//go:embed go.mod *.go abi/*.go
+//go:embed go.mod *.go abi/*.go abi/schema/*.go abi/schema/*.json
 var source embed.FS
 
-// Source returns the SDK module's source: go.mod at the root and the
-// non-test .go files of each of its packages, at their paths in the
-// module ("abi/abi.go"). Written into a directory, it is a module a plugin
+// Source returns the SDK module's source: go.mod at the root, the non-test
+// .go files of each of its packages and the files they embed, at their
+// paths in the module ("abi/abi.go", "abi/schema/describe.json"). Written into a directory, it is a module a plugin
 // can depend on with a replace directive until the SDK is published;
 // vigil plugin new writes it beside a generated plugin that way.
 //

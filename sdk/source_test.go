@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -16,8 +17,9 @@ import (
 )
 
 // moduleFiles lists what Source must hold, read from the module's
-// directory: go.mod and every non-test .go file, outside testdata and
-// outside nested modules (a directory with its own go.mod).
+// directory: go.mod, every non-test .go file and the schemas that
+// abi/schema embeds, outside testdata and outside nested modules (a
+// directory with its own go.mod).
 func moduleFiles(t *testing.T) []string {
 	t.Helper()
 	var files []string
@@ -31,7 +33,8 @@ func moduleFiles(t *testing.T) []string {
 			}
 			return nil
 		}
-		if p == "go.mod" || (strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go")) {
+		embedded := path.Dir(filepath.ToSlash(p)) == "abi/schema" && strings.HasSuffix(p, ".json")
+		if p == "go.mod" || embedded || (strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go")) {
 			files = append(files, filepath.ToSlash(p))
 		}
 		return nil
@@ -61,8 +64,8 @@ func sourceFiles(t *testing.T, fsys fs.FS) []string {
 	return files
 }
 
-// Source holds exactly the module's go.mod and non-test Go files, byte
-// for byte: a package added to the module without its pattern in
+// Source holds exactly the module's go.mod, non-test Go files and
+// embedded schemas, byte for byte: a package added to the module without its pattern in
 // source.go's go:embed fails here.
 func TestSourceIsTheModule(t *testing.T) {
 	want := moduleFiles(t)

@@ -48,7 +48,8 @@ type Describe struct {
 	ParamsSchema json.RawMessage `json:"params_schema"`
 	Capabilities []string        `json:"capabilities"`
 	// Example is a params value the plugin admits; the conformance suite
-	// uses it as the known-good case.
+	// uses it as the known-good case, and requires it (admit.example).
+	// The host loads a describe without one.
 	Example json.RawMessage `json:"example,omitempty"`
 }
 
