@@ -32,9 +32,9 @@ KERNEL("store_u8") extern void store_u8(uint64_t offset, uint32_t v);
 KERNEL("output_set") extern void output_set(uint64_t offset, uint64_t n);
 KERNEL("error_set") extern void error_set(uint64_t offset);
 
-/* The input is copied into memory grown for it, once, to the largest
- * input seen; larger than this is refused rather than grown without
- * bound (the host's own inputs are a few KiB). */
+/* The input is copied into a buffer at the end of memory, grown to the
+ * largest input seen; larger than this is refused rather than grown
+ * without bound (the host's own inputs are a few KiB). */
 #define MAX_INPUT (4u << 20)
 
 static uint8_t *inbuf;
@@ -47,12 +47,17 @@ static int read_input(const uint8_t **in, size_t *n) {
     uint64_t len = input_length();
     if (len > MAX_INPUT) return -1;
     if (len > incap) {
-        uint32_t pages = (uint32_t)((len - incap + 65535) / 65536);
-        int32_t old = __builtin_wasm_memory_grow(0, pages);
-        if (old < 0) return -1;
-        /* A fresh region at the end of memory: the old one is left. */
-        inbuf = (uint8_t *)((uintptr_t)old * 65536);
-        incap = pages * 65536;
+        uint32_t need = (uint32_t)((len + 65535) / 65536); /* pages for the whole input */
+        uintptr_t end = (uintptr_t)__builtin_wasm_memory_size(0) * 65536;
+        if (inbuf != 0 && (uintptr_t)inbuf + incap == end) {
+            /* The buffer ends memory (nothing else here grows it): extend it. */
+            if (__builtin_wasm_memory_grow(0, need - incap / 65536) == (size_t)-1) return -1;
+        } else {
+            size_t old = __builtin_wasm_memory_grow(0, need);
+            if (old == (size_t)-1) return -1;
+            inbuf = (uint8_t *)(old * 65536);
+        }
+        incap = need * 65536;
     }
     uint64_t i = 0;
     for (; i + 8 <= len; i += 8) {
