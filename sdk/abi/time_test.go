@@ -26,6 +26,10 @@ func TestRFC3339AsTheHostReadsIt(t *testing.T) {
 		{"2026-11-30T14:00:00.1234567891Z", true, time.Date(2026, 11, 30, 14, 0, 0, 123456789, time.UTC)},
 		{"0000-01-01T00:00:00Z", true, time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)},
 		{"9999-12-31T23:59:59Z", true, time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)},
+		// Beyond RFC 3339, read all the same: a comma before the fraction,
+		// and an offset of 24 hours. Write neither.
+		{"2026-11-30T14:00:00,5Z", true, time.Date(2026, 11, 30, 14, 0, 0, 500_000_000, time.UTC)},
+		{"2026-11-30T14:00:00+24:00", true, time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)},
 
 		{"2026-11-30t14:00:00Z", false, time.Time{}},     // lower-case t
 		{"2026-11-30T14:00:00z", false, time.Time{}},     // lower-case z
