@@ -117,7 +117,8 @@ func Write(kind string, lang Lang, dir string) ([]string, error) {
 }
 
 // tree is one file system written into the plugin's directory: under a
-// path, with the token replaced by the kind or verbatim.
+// path, and either a template (the token replaced by the kind, built
+// files left out) or verbatim.
 type tree struct {
 	fsys    fs.FS
 	under   string
@@ -161,7 +162,9 @@ func write(kind, dir string, trees []tree) (written []string, err error) {
 			if err != nil || name == "." {
 				return err
 			}
-			if skipped(name, d.IsDir()) {
+			// Only a template's own directory can hold a build; the SDK's
+			// trees are written whole.
+			if t.replace && skipped(name, d.IsDir()) {
 				if d.IsDir() {
 					return fs.SkipDir
 				}

@@ -148,3 +148,17 @@ func TestWriteRemovesWhatItMadeOnFailure(t *testing.T) {
 		t.Fatalf("%s holds %v (%v)", empty, entries, err)
 	}
 }
+
+// A tree written verbatim (the SDK's source) is written whole, a directory
+// named like a build's included.
+func TestWriteCopiesAVerbatimTreeWhole(t *testing.T) {
+	fsys := fstest.MapFS{"build/x.go": {Data: []byte("package build // " + Token)}}
+	dir := filepath.Join(t.TempDir(), "p")
+	got, err := write("alerts.prom", dir, []tree{{fsys: fsys, under: "third_party/m"}})
+	if err != nil || !slices.Equal(got, []string{"third_party/m/build/x.go"}) {
+		t.Fatalf("wrote %v, %v", got, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "third_party", "m", "build", "x.go")); string(b) != "package build // "+Token {
+		t.Fatalf("x.go = %q", b)
+	}
+}
