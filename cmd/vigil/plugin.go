@@ -76,6 +76,6 @@ plugins locally instead, without a server.)`,
 			return show(pl)
 		}),
 	}
-	cmd.AddCommand(ls, reload, newPluginTry(stdout))
+	cmd.AddCommand(ls, reload, newPluginTry(stdout), newPluginNew(stdout))
 	return cmd
 }
