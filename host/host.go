@@ -94,6 +94,7 @@ type Host struct {
 	Pending int
 
 	log         *slog.Logger
+	node        *node
 	base        context.Context
 	stopStreams context.CancelFunc
 }
@@ -113,7 +114,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	if cfg.Data == "" && cfg.OpenStore == nil {
 		return nil, errors.New("host: the data directory must not be empty")
 	}
-	h := &Host{log: log}
+	h := &Host{log: log, node: newNode(wallClock{}.Now())}
 	policy, err := policyOf(cfg.Tokens)
 	if err != nil {
 		return nil, fmt.Errorf("tokens: %w", err)
@@ -169,10 +170,15 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		return nil, err
 	}
 	h.base, h.stopStreams = context.WithCancel(context.Background())
+	ov, cons, err := h.views()
+	if err != nil {
+		return nil, err
+	}
 	h.App = httpapi.New(httpapi.Deps{
 		Scheduler: h.Core.Scheduler, Watches: st, Mailboxes: h.Core.Delivery, Recipients: h.Core.Recipients,
 		Plugins: h.Runtime, Logger: log, Base: h.base, DeadLetters: h.Issuer, Observe: h.Observer, Refusals: h.Metrics,
-	}, httpapi.Options{Auth: h.Auth, Metrics: h.Metrics.Handler()})
+		Overview: ov, Node: h.node,
+	}, httpapi.Options{Auth: h.Auth, Metrics: h.Metrics.Handler(), Console: cons})
 	return h, nil
 }
 
@@ -184,6 +190,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 func (h *Host) Run(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	h.node.setAddress(ln.Addr().String())
 	served := make(chan error, 1)
 	go func() { served <- h.App.Listener(httpapi.Listener(ln)) }()
 	loop := h.Core.Start(ctx)

@@ -42,7 +42,7 @@ is a sandboxed WebAssembly plugin.
 	root.SetErr(stderr)
 	root.AddCommand(newServe(stderr), newPlugins(stdout, stderr),
 		newWatch(stdout, stderr), newMail(stdout, stderr), newRecipient(stdout, stderr), newPlugin(stdout, stderr), newFetch(stdout),
-		newObserve(stdout), newWork(stdout), newConformance(stdout, stderr))
+		newObserve(stdout), newWork(stdout), newConformance(stdout, stderr), newCluster(stdout))
 	return root
 }
 

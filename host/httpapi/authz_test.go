@@ -145,7 +145,7 @@ func newGrantsFixture(t *testing.T, base context.Context) *grantsFixture {
 	f.app = New(Deps{
 		Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients,
 		Plugins: countingPlugins{reloads: f.reloads}, DeadLetters: fakeDeadLetters{}, Observe: ob, Base: base,
-		Refusals: f.refusals, Logger: slog.New(slog.NewTextHandler(f.logs, nil)),
+		Refusals: f.refusals, Logger: slog.New(slog.NewTextHandler(f.logs, nil)), Overview: fakeOverview{}, Node: fakeNode{},
 	}, Options{Auth: authz.NewGuard(policy), Metrics: metrics, StreamWait: 50 * time.Millisecond})
 	return f
 }
@@ -244,6 +244,11 @@ func TestGrantsOnEveryRoute(t *testing.T) {
 		{"GET", "/api/v1/recipients/agent-1/mailbox", "", [7]int{200, 403, 403, 200, 200, 401, 401}},
 		{"GET", "/api/v1/recipients/agent-1/mailbox/stream", "", [7]int{200, 403, 403, 200, 200, 401, 401}},
 		{"GET", "/api/v1/fetch/dead-letters", "", [7]int{403, 403, 403, 403, 200, 401, 401}},
+		{"GET", "/api/v1/overview", "", [7]int{403, 403, 403, 200, 200, 401, 401}},
+		{"GET", "/api/v1/cluster", "", [7]int{403, 403, 403, 200, 200, 401, 401}},
+		{"GET", "/api/v1/recipients", "", [7]int{200, 200, 200, 200, 200, 401, 401}},
+		{"GET", "/api/v1/plugins/ci", "", [7]int{200, 200, 200, 200, 200, 401, 401}},
+		{"GET", "/api/v1/scopes", "", [7]int{200, 200, 200, 200, 200, 401, 401}},
 		{"POST", "/api/v1/scopes/support/observe", `{"item":"n1","thread":"TN"}`, [7]int{201, 403, 403, 403, 403, 401, 401}},
 		{"GET", "/api/v1/scopes/support/work", "", [7]int{200, 403, 403, 200, 200, 401, 401}},
 		{"GET", "/api/v1/work/{workA}", "", [7]int{200, 404, 404, 200, 200, 401, 401}},

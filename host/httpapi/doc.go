@@ -32,6 +32,13 @@
 // between reads: the notifier's channel is taken before each read, so a
 // change in between is not missed, and nothing re-reads on a timer. Its
 // context is the long poll's (requestContext): it ends on revocation.
+// The operator's views (views.go: the overview, the cluster, the
+// recipient list, one plugin's describe) read what the host already
+// holds, never a walk of the watch rows per request. The web console
+// (host/console) is mounted beside the routes for GET and HEAD of the
+// paths it says it serves, and never under /api/, /metrics or /healthz,
+// whatever it claims: the API's answers, including its 404s, stay the
+// API's.
 //
 // Rejected alternative: the server in api/. api/ is the wire contract and
 // the Go client, which clients import; a server there would make the

@@ -69,7 +69,8 @@ func fullApp(t *testing.T, f *fixture, tokens map[string]string) *fiber.App {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		_, _ = io.WriteString(w, "# vigil\n")
 	})
-	return New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins{}, DeadLetters: fakeDeadLetters{}, Observe: f.ob},
+	return New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins{}, DeadLetters: fakeDeadLetters{}, Observe: f.ob,
+		Overview: fakeOverview{}, Node: fakeNode{}},
 		Options{Auth: guard, Metrics: metrics, BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
 }
 
@@ -228,6 +229,17 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		{"GET", "/api/v1/fetch/dead-letters?after=1&limit=5", "", nil, false},
 		{"GET", "/api/v1/fetch/dead-letters?limit=5000", "", nil, false},
 		{"GET", "/api/v1/fetch/dead-letters", "", nil, true},
+		{"GET", "/api/v1/overview", "", nil, false},
+		{"GET", "/api/v1/overview", "", nil, true},
+		{"GET", "/api/v1/cluster", "", nil, false},
+		{"GET", "/api/v1/cluster", "", nil, true},
+		{"GET", "/api/v1/recipients", "", nil, false},
+		{"GET", "/api/v1/recipients", "", nil, true},
+		{"GET", "/api/v1/plugins/ci", "", nil, false},
+		{"GET", "/api/v1/plugins/gitlab", "", nil, false},
+		{"GET", "/api/v1/plugins/ci", "", nil, true},
+		{"GET", "/api/v1/scopes", "", nil, false},
+		{"GET", "/api/v1/scopes", "", nil, true},
 		{"POST", "/api/v1/scopes/support/observe", `{"item":"m1","thread":"T1","text":"printer on fire","run":"nightly@1"}`, nil, false},
 		{"POST", "/api/v1/scopes/support/observe", `{"item":"m1","thread":"T1","text":"printer on fire"}`, nil, false},
 		{"POST", "/api/v1/scopes/support/observe", `{"item":"m1","thread":"T1","text":"edited"}`, nil, false},

@@ -112,6 +112,9 @@ type Deps struct {
 	Plugins     Plugins
 	DeadLetters DeadLetters
 	Observe     Observe
+	// Overview and Node feed the operator's views (views.go).
+	Overview Overviewer
+	Node     NodeInfo
 	// Refusals counts refused requests (nil: not counted).
 	Refusals Refusals
 	Logger   *slog.Logger
@@ -137,6 +140,9 @@ type Options struct {
 	// that stalls past it is answered 408 request_timeout (default 75 s,
 	// above the longest long poll).
 	ReadTimeout time.Duration
+	// Console, when set, is the operator's web console, served at the
+	// paths it serves outside /api/ (views.go).
+	Console Console
 }
 
 // Transport limits. A request line and headers that do not fit in
@@ -245,6 +251,7 @@ func New(d Deps, o Options) *fiber.App {
 	v1.Get("/work/:id", s.observing, s.getWork)
 	v1.Post("/work/:id/claim", s.observing, s.claimWork)
 	v1.Post("/work/:id/complete", s.observing, s.completeWork)
+	s.viewRoutes(app, v1)
 	s.routes = app.GetRoutes(true)
 	app.Use(func(c *fiber.Ctx) error {
 		var allowed []string

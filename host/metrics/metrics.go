@@ -37,6 +37,7 @@ func lagBuckets() []float64 {
 // Metrics holds the registry and the instruments.
 type Metrics struct {
 	reg         *prometheus.Registry
+	views       *prometheus.Registry // the in-memory instruments the API's overview reads
 	pluginCalls *prometheus.HistogramVec
 	faults      *prometheus.CounterVec
 	probes      *prometheus.CounterVec
@@ -108,6 +109,8 @@ func New(states StateCounter) *Metrics {
 	}
 	m.reg.MustRegister(m.pluginCalls, m.faults, m.probes, m.lag, m.ready, m.deliveries, m.pushes, m.fetches, m.notHeld, m.observed, m.routed, m.refusals,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.views = prometheus.NewRegistry()
+	m.views.MustRegister(m.pluginCalls, m.faults, m.probes, m.lag, m.ready, m.pushes)
 	if states != nil {
 		m.reg.MustRegister(&watchCollector{states: states, desc: prometheus.NewDesc(
 			"vigil_watches", "Watches in the store, by state.", []string{"state"}, nil)})

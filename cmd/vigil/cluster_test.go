@@ -1,0 +1,26 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/httpapi"
+)
+
+// vigil cluster prints the one node, its plugin set digest and no
+// partitions; --json is the API's answer.
+func TestClusterPrintsTheNode(t *testing.T) {
+	f := newCLIFixture(t, httpapi.Options{})
+	out := f.mustVigil(t, "cluster")
+	digest := httpapi.PluginSetDigest(cliPlugins{}.Plugins())
+	for _, want := range []string{"mode: single", "PLUGIN SET", digest, "partitions: none"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("vigil cluster lacks %q:\n%s", want, out)
+		}
+	}
+	c := decodeJSON[api.Cluster](t, f.mustVigil(t, "cluster", "--json"))
+	if c.Mode != "single" || len(c.Nodes) != 1 || c.Nodes[0].PluginSetDigest != digest || c.Partitions != nil {
+		t.Errorf("%+v", c)
+	}
+}

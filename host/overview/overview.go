@@ -1,0 +1,135 @@
+package overview
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/store"
+)
+
+// DefaultMaxAge is how old the counts by state may be by default.
+const DefaultMaxAge = 5 * time.Second
+
+// States counts rows by state (store.Badger.CountByState).
+type States interface {
+	CountByState(ctx context.Context) (map[store.State]int, error)
+}
+
+// Counters are the metrics' in-memory counters (*metrics.Metrics).
+type Counters interface {
+	Kinds() []api.KindView
+	LagQuantiles() (p50, p99 float64)
+	ReadyDepth() int
+	PushesEntered() map[string]uint64
+}
+
+// Armed is the scheduler's heap (*scheduler.Scheduler).
+type Armed interface {
+	Pending() int
+	NextWake() (time.Time, bool)
+}
+
+// Outbox is the webhook outbox's memory (*delivery.Outbox).
+type Outbox interface {
+	Counts() (held, retrying int)
+}
+
+// Seqs reads a stream's last sequence number (store.Badger.LastEventSeq).
+type Seqs interface {
+	LastEventSeq(ctx context.Context, stream string) (uint64, error)
+}
+
+// Clock tells the time.
+type Clock interface{ Now() time.Time }
+
+// Config is what an Overview reads. Every source but Clock and States may
+// be nil: its part of the overview is then zero.
+type Config struct {
+	States   States
+	Counters Counters
+	Armed    Armed
+	Outbox   Outbox
+	Seqs     Seqs
+	// DeadLetters is the fetch dead letters' stream name.
+	DeadLetters string
+	Clock       Clock
+	// MaxAge bounds how old the counts by state may be (DefaultMaxAge
+	// when zero).
+	MaxAge time.Duration
+}
+
+// Overview answers the overview.
+type Overview struct {
+	cfg Config
+
+	// mu guards the counts by state and when they were taken; it is held
+	// across the count, so concurrent overviews past MaxAge count once.
+	mu        sync.Mutex
+	counts    map[store.State]int
+	countedAt time.Time
+}
+
+// New builds an Overview.
+func New(cfg Config) (*Overview, error) {
+	if cfg.States == nil || cfg.Clock == nil {
+		return nil, fmt.Errorf("overview: States and Clock are required")
+	}
+	if cfg.MaxAge <= 0 {
+		cfg.MaxAge = DefaultMaxAge
+	}
+	return &Overview{cfg: cfg}, nil
+}
+
+// Overview composes the overview at the clock's now.
+func (o *Overview) Overview(ctx context.Context) (api.Overview, error) {
+	now := o.cfg.Clock.Now()
+	counts, at, err := o.states(ctx, now)
+	if err != nil {
+		return api.Overview{}, fmt.Errorf("counting watches by state: %w", err)
+	}
+	out := api.Overview{At: now, Watches: map[string]int{}, WatchesCountedAt: at, Kinds: []api.KindView{},
+		Pushes: api.PushView{Entered: map[string]uint64{}}}
+	for _, s := range store.States() {
+		out.Watches[string(s)] = counts[s]
+	}
+	if c := o.cfg.Counters; c != nil {
+		out.Kinds = c.Kinds()
+		out.Scheduler.LagP50Seconds, out.Scheduler.LagP99Seconds = c.LagQuantiles()
+		out.Scheduler.Ready = c.ReadyDepth()
+		out.Pushes.Entered = c.PushesEntered()
+	}
+	if a := o.cfg.Armed; a != nil {
+		out.Scheduler.Armed = a.Pending()
+		if t, ok := a.NextWake(); ok {
+			out.Scheduler.NextWake = &t
+		}
+	}
+	if b := o.cfg.Outbox; b != nil {
+		out.Pushes.Queued, out.Pushes.Retrying = b.Counts()
+	}
+	if s := o.cfg.Seqs; s != nil && o.cfg.DeadLetters != "" {
+		if out.DeadLetters, err = s.LastEventSeq(ctx, o.cfg.DeadLetters); err != nil {
+			return api.Overview{}, fmt.Errorf("reading the dead letters' sequence: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// states is the counts by state, counted again only when the last count
+// is MaxAge old (or from a clock that went back).
+func (o *Overview) states(ctx context.Context, now time.Time) (map[store.State]int, time.Time, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.counts != nil && !now.Before(o.countedAt) && now.Sub(o.countedAt) < o.cfg.MaxAge {
+		return o.counts, o.countedAt, nil
+	}
+	counts, err := o.cfg.States.CountByState(ctx)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	o.counts, o.countedAt = counts, now
+	return counts, now, nil
+}

@@ -1,0 +1,120 @@
+package overview
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/store"
+)
+
+type countingStates struct {
+	n   int
+	err error
+}
+
+func (c *countingStates) CountByState(context.Context) (map[store.State]int, error) {
+	c.n++
+	if c.err != nil {
+		return nil, c.err
+	}
+	return map[store.State]int{store.Pending: 3 * c.n, store.Fired: 1}, nil
+}
+
+type fakeCounters struct{}
+
+func (fakeCounters) Kinds() []api.KindView {
+	return []api.KindView{{Kind: "timer", Probes: map[string]uint64{"settled": 2}, Faults: map[string]uint64{}}}
+}
+func (fakeCounters) LagQuantiles() (float64, float64) { return 0.001, 0.1 }
+func (fakeCounters) ReadyDepth() int                  { return 4 }
+func (fakeCounters) PushesEntered() map[string]uint64 { return map[string]uint64{"failed": 1} }
+
+type fakeArmed struct{ at time.Time }
+
+func (f fakeArmed) Pending() int                { return 7 }
+func (f fakeArmed) NextWake() (time.Time, bool) { return f.at, true }
+
+type fakeOutbox struct{}
+
+func (fakeOutbox) Counts() (int, int) { return 5, 2 }
+
+type fakeSeqs map[string]uint64
+
+func (f fakeSeqs) LastEventSeq(_ context.Context, s string) (uint64, error) { return f[s], nil }
+
+var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+// The counts by state are counted at most once per MaxAge, and again from
+// a clock that went back; the answer says when they were counted.
+func TestCountsByStateAreCountedOncePerMaxAge(t *testing.T) {
+	clock := fakeclock.At(t0)
+	st := &countingStates{}
+	o, err := New(Config{States: st, Clock: clock, MaxAge: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ask := func() api.Overview {
+		t.Helper()
+		v, err := o.Overview(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	v := ask()
+	if st.n != 1 || v.Watches["pending"] != 3 || !v.WatchesCountedAt.Equal(t0) {
+		t.Fatalf("first: %d counts, %+v", st.n, v)
+	}
+	clock.Add(4 * time.Second)
+	v = ask()
+	if st.n != 1 || !v.WatchesCountedAt.Equal(t0) || !v.At.Equal(t0.Add(4*time.Second)) {
+		t.Fatalf("within MaxAge: %d counts, %+v", st.n, v)
+	}
+	clock.Add(time.Second)
+	if v = ask(); st.n != 2 || v.Watches["pending"] != 6 {
+		t.Fatalf("at MaxAge: %d counts, %+v", st.n, v)
+	}
+	clock.Set(t0)
+	if ask(); st.n != 3 {
+		t.Fatalf("a clock that went back: %d counts", st.n)
+	}
+	for _, s := range store.States() {
+		if _, ok := v.Watches[string(s)]; !ok {
+			t.Errorf("state %s missing from %v", s, v.Watches)
+		}
+	}
+}
+
+func TestOverviewReadsEverySource(t *testing.T) {
+	wake := t0.Add(time.Minute)
+	o, err := New(Config{States: &countingStates{}, Clock: fakeclock.At(t0), Counters: fakeCounters{}, Armed: fakeArmed{wake},
+		Outbox: fakeOutbox{}, Seqs: fakeSeqs{"dl": 9}, DeadLetters: "dl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := o.Overview(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Scheduler.Armed != 7 || v.Scheduler.Ready != 4 || v.Scheduler.NextWake == nil || !v.Scheduler.NextWake.Equal(wake) ||
+		v.Scheduler.LagP99Seconds != 0.1 || v.Pushes.Queued != 5 || v.Pushes.Retrying != 2 || v.Pushes.Entered["failed"] != 1 ||
+		v.DeadLetters != 9 || len(v.Kinds) != 1 {
+		t.Fatalf("%+v", v)
+	}
+}
+
+func TestOverviewWrapsTheStoresError(t *testing.T) {
+	boom := errors.New("boom")
+	o, _ := New(Config{States: &countingStates{err: boom}, Clock: fakeclock.At(t0)})
+	if _, err := o.Overview(context.Background()); !errors.Is(err, boom) {
+		t.Fatalf("err %v", err)
+	}
+	if _, err := New(Config{Clock: fakeclock.At(t0)}); err == nil {
+		t.Fatal("no States, no error")
+	}
+}
