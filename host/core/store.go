@@ -44,6 +44,9 @@ type Store interface {
 	AppendEvent(ctx context.Context, e store.Event) (store.Event, bool, error)
 	EventByKey(ctx context.Context, stream, key string) (store.Event, error)
 	ReadEvents(ctx context.Context, stream string, after uint64, limit int) ([]store.Event, error)
+	// A stream's last sequence number, the overview's (the fetch dead
+	// letters ever written).
+	LastEventSeq(ctx context.Context, stream string) (uint64, error)
 	// Work routing, observe's.
 	RouterCursor(ctx context.Context, name string) (uint64, error)
 	RouteBatch(ctx context.Context, steps []store.RouteStep) ([]store.Routed, error)
