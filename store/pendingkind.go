@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -49,7 +50,10 @@ func (s *Badger) CountPendingByKind(ctx context.Context) (map[string]int, error)
 	err := s.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: pendingKindPfx})
 		defer it.Close()
-		n := 0
+		// The keys come sorted, so a kind's entries are one run: count
+		// the run and make its kind a string once.
+		var kind []byte
+		run, n := 0, 0
 		for it.Rewind(); it.Valid(); it.Next() {
 			if n++; n%4096 == 0 {
 				if err := ctx.Err(); err != nil {
@@ -60,7 +64,18 @@ func (s *Badger) CountPendingByKind(ctx context.Context) (map[string]int, error)
 			if len(key) < len(pendingKindPfx)+1+len(ID{}) {
 				return fmt.Errorf("%w: pending-by-kind entry %x", ErrCorrupt, key)
 			}
-			out[string(key[len(pendingKindPfx):len(key)-len(ID{})-1])]++
+			k := key[len(pendingKindPfx) : len(key)-len(ID{})-1]
+			if run > 0 && bytes.Equal(k, kind) {
+				run++
+				continue
+			}
+			if run > 0 {
+				out[string(kind)] += run
+			}
+			kind, run = append(kind[:0], k...), 1
+		}
+		if run > 0 {
+			out[string(kind)] += run
 		}
 		return ctx.Err()
 	})
