@@ -12,7 +12,10 @@ type Overview struct {
 	At time.Time `json:"at"`
 	// Watches counts the rows by state (every state, zeros included),
 	// counted at WatchesCountedAt.
-	Watches          map[string]int `json:"watches"`
+	Watches map[string]int `json:"watches"`
+	// PendingByKind counts the pending rows by kind (a kind with none
+	// absent), counted with Watches.
+	PendingByKind    map[string]int `json:"pending_by_kind"`
 	WatchesCountedAt time.Time      `json:"watches_counted_at"`
 	Scheduler        SchedulerView  `json:"scheduler"`
 	Kinds            []KindView     `json:"kinds"`

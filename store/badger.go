@@ -75,6 +75,9 @@ var (
 	rowPrefix    = []byte("w/")
 	statePrefix  = []byte("s/") // s/<state>/<id>
 	recipientPfx = []byte("r/") // r/<recipient>\x00<id>
+	// pendingKindPfx indexes the pending rows by kind: pk/<kind>/<id>,
+	// key only (pendingkind.go).
+	pendingKindPfx = []byte("pk/")
 )
 
 func rowKey(id ID) []byte { return append(append([]byte{}, rowPrefix...), id[:]...) }
@@ -115,6 +118,10 @@ func Open(dir string, opt Options) (*Badger, error) {
 		s.group = newGroupSync(sy)
 	}
 	if err := s.checkVersion(); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	if err := s.backfillPendingKinds(context.Background()); err != nil {
 		_ = s.Close()
 		return nil, err
 	}
@@ -354,6 +361,9 @@ func createRow(txn *badger.Txn, w Watch) error {
 	if err := txn.Set(stateKey(w.State, w.ID), scheduleValue(w)); err != nil {
 		return err
 	}
+	if err := indexPendingKind(txn, w, true); err != nil {
+		return err
+	}
 	if err := indexSettled(txn, w); err != nil {
 		return err
 	}
@@ -418,6 +428,11 @@ func rewriteRow(txn *badger.Txn, from State, w Watch) error {
 		}
 		if err := txn.Set(stateKey(w.State, id), scheduleValue(w)); err != nil {
 			return err
+		}
+		if from == Pending || w.State == Pending {
+			if err := indexPendingKind(txn, w, w.State == Pending); err != nil {
+				return err
+			}
 		}
 		if err := indexSettled(txn, w); err != nil {
 			return err

@@ -11,7 +11,9 @@ package store
 // own sync per commit). BenchmarkGet is a probe's read. BenchmarkList is a restart's read of
 // VIGIL_BENCH_LIST_ROWS pending rows (default 100000): the product's List,
 // and sketches of cheaper ways to read the same rows, to show where the
-// time goes (they are not product code).
+// time goes (they are not product code). BenchmarkCount is the
+// overview's counts over 100,000 pending rows of four kinds:
+// CountByState and CountPendingByKind.
 
 import (
 	"context"
@@ -19,6 +21,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +38,8 @@ type benchRows struct {
 	at         time.Time
 	params     json.RawMessage
 	recipients [64]Recipient
+	// kinds, when set, are the rows' kinds in turn (else timer).
+	kinds []string
 }
 
 func newBenchRows() *benchRows {
@@ -50,8 +55,12 @@ func (r *benchRows) row(ids seqReader, i int) (Watch, error) {
 	now := time.Now()
 	id, err := NewID(now, ids)
 	exp := r.at.Add(time.Minute)
+	kind := "timer"
+	if len(r.kinds) > 0 {
+		kind = r.kinds[i%len(r.kinds)]
+	}
 	return Watch{
-		ID: id, Kind: "timer", Params: r.params, Recipient: r.recipients[i%len(r.recipients)],
+		ID: id, Kind: kind, Params: r.params, Recipient: r.recipients[i%len(r.recipients)],
 		State: Pending, Receipt: ReceiptNone, Every: Duration(time.Minute),
 		CreatedAt: now.UTC(), ExpiresAt: &exp,
 	}, err
@@ -299,5 +308,81 @@ func scanRows(s *Badger, f func(key, v []byte) error) error {
 			}
 		}
 		return nil
+	})
+}
+
+// BenchmarkCount is one of the overview's counts over a store of 100,000
+// pending rows of four kinds; one op is the whole count, ns/row per row.
+// With -v it logs what a pending row costs on disk, rows and indexes
+// flattened into tables.
+//
+//	by-state         CountByState: every state's index, keys only
+//	pending-by-kind  CountPendingByKind: the pk/ index, keys only
+func BenchmarkCount(b *testing.B) {
+	const n = 100_000
+	dir := b.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows := newBenchRows()
+	rows.kinds = []string{"timer", "github_pr", "url_up", "file_changed"}
+	if _, err := createRows(s, rows, 8, n); err != nil {
+		b.Fatal(err)
+	}
+	// The rows and their indexes compacted into tables: what a pending
+	// row costs on disk.
+	if err := s.db.Flatten(2); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	tables, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var size int64
+	for _, f := range tables {
+		fi, err := os.Stat(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size += fi.Size()
+	}
+	b.Logf("on disk: %.1f B per pending row in tables", float64(size)/n)
+	if s, err = Open(dir, Options{}); err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	run := func(b *testing.B, count func() (int, error)) {
+		b.ReportAllocs()
+		for b.Loop() {
+			got, err := count()
+			if err != nil || got != n {
+				b.Fatalf("counted %d, %v; want %d", got, err, n)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/row")
+	}
+	b.Run("by-state", func(b *testing.B) {
+		run(b, func() (int, error) {
+			c, err := s.CountByState(ctx)
+			return c[Pending], err
+		})
+	})
+	b.Run("pending-by-kind", func(b *testing.B) {
+		run(b, func() (int, error) {
+			c, err := s.CountPendingByKind(ctx)
+			if len(c) != len(rows.kinds) {
+				return 0, fmt.Errorf("%d kinds: %v", len(c), c)
+			}
+			sum := 0
+			for _, v := range c {
+				sum += v
+			}
+			return sum, err
+		})
 	})
 }

@@ -43,6 +43,21 @@
 //     transition of a pending row keeps its next check; SetNextCheck
 //     rewrites the index entry alone, RecordProbe the row's attempts, note
 //     and fault with it, each only while the row is pending.
+//   - The pending-by-kind index (pk/<kind>/<id>, a key with no value) holds
+//     one entry per pending row, written in the transaction that makes
+//     the row pending (Create, CreateIfRunning) and deleted in the one
+//     that moves it out (Settle, a cancel, SettleAndMail, a pause's
+//     cancels), through the same two helpers that move the state index,
+//     so CountPendingByKind reads keys alone and decodes no row. A
+//     held-aside row has none. Rows an older build wrote have none
+//     either: Open, while the marker key "pkv" is absent, indexes every
+//     pending row from the state index in batches of 1,000 (each its own
+//     transaction, reading each row's kind), then writes the marker; an
+//     interrupted backfill runs again whole at the next Open. A store
+//     opened by an older build after this one (a downgrade, then an
+//     upgrade) keeps the marker while that build wrote no entries: its
+//     counts by kind are off until the marker is deleted by hand, which
+//     rebuilds them at the next Open.
 //   - Retention is by class (Retained: settled rows, mailbox messages,
 //     final outbox records, each event stream), each ordered by one time.
 //     Records not keyed by time get a time index (sa/ by settled_at, ma/
@@ -72,8 +87,9 @@
 //     examines a bounded number of entries, so no request walks the whole
 //     store: the recipient index when a recipient is named, else the
 //     state index, else the rows; a state on the recipient index is
-//     checked by key, and only candidate rows are decoded. Kind has no
-//     index and is checked on the decoded row. CountPending counts a
+//     checked by key, and only candidate rows are decoded. A listing's
+//     kind is checked on the decoded row (the pending-by-kind index
+//     serves the counts only). CountPending counts a
 //     recipient's pending watches from its index by key, decoding none.
 //
 // What survives what. A write is acknowledged when the call that makes

@@ -60,6 +60,9 @@ type Store interface {
 	ListPage(ctx context.Context, q store.Query) (store.Page, error)
 	// The watches by state, the metrics' collector's.
 	CountByState(ctx context.Context) (map[store.State]int, error)
+	// The pending watches by kind, the overview's: from an index of keys,
+	// decoding no row, a held-aside row not counted.
+	CountPendingByKind(ctx context.Context) (map[string]int, error)
 	// Retention, the upkeep's: by class, oldest first, a bounded batch at
 	// a time, never a pending row, a live push or a held-aside record;
 	// OnRetained tells of each retained record committed, so the upkeep

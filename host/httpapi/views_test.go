@@ -21,7 +21,7 @@ import (
 type fakeOverview struct{}
 
 func (fakeOverview) Overview(context.Context) (api.Overview, error) {
-	return api.Overview{At: t0, Watches: map[string]int{"pending": 1}, WatchesCountedAt: t0, Kinds: []api.KindView{},
+	return api.Overview{At: t0, Watches: map[string]int{"pending": 1}, PendingByKind: map[string]int{"timer": 1}, WatchesCountedAt: t0, Kinds: []api.KindView{},
 		Pushes: api.PushView{Entered: map[string]uint64{}}}, nil
 }
 

@@ -4,14 +4,15 @@
 // state), the scheduler's heap (how many watches are armed, when it next
 // wakes), the outbox's memory (pushes held and retrying), the fetch dead
 // letters' last sequence number (one key) and the store's counts by
-// state.
+// state and of the pending watches by kind.
 //
 // It must never walk the watch rows per request: an overview is what an
 // operator's console polls, and a poll whose cost grows with the pending
 // watches is the cost model vigil exists to avoid. The counts by state
-// read the state index's keys (no row is decoded), and at most once per
-// MaxAge however often the overview is asked for; the answer says when
-// they were counted.
+// read the state index's keys, and the pending by kind the store's
+// pending-by-kind index's (no row is decoded), both together and at most
+// once per MaxAge however often the overview is asked for; the answer
+// says when they were counted.
 //
 // Rejected alternative: a gauge per state kept up to date by every
 // transition (one more write on the hot path of every settle, and a

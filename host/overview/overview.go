@@ -13,9 +13,12 @@ import (
 // DefaultMaxAge is how old the counts by state may be by default.
 const DefaultMaxAge = 5 * time.Second
 
-// States counts rows by state (store.Badger.CountByState).
+// States counts rows by state and the pending ones by kind
+// (store.Badger.CountByState, CountPendingByKind), each from an index's
+// keys.
 type States interface {
 	CountByState(ctx context.Context) (map[store.State]int, error)
+	CountPendingByKind(ctx context.Context) (map[string]int, error)
 }
 
 // Counters are the metrics' in-memory counters (*metrics.Metrics).
@@ -56,8 +59,8 @@ type Config struct {
 	// DeadLetters is the fetch dead letters' stream name.
 	DeadLetters string
 	Clock       Clock
-	// MaxAge bounds how old the counts by state may be (DefaultMaxAge
-	// when zero).
+	// MaxAge bounds how old the counts by state and by kind may be
+	// (DefaultMaxAge when zero).
 	MaxAge time.Duration
 }
 
@@ -65,10 +68,11 @@ type Config struct {
 type Overview struct {
 	cfg Config
 
-	// mu guards the counts by state and when they were taken; it is held
-	// across the count, so concurrent overviews past MaxAge count once.
+	// mu guards the counts by state and by kind and when they were
+	// taken; it is held across the counts, so concurrent overviews past
+	// MaxAge count once.
 	mu        sync.Mutex
-	counts    map[store.State]int
+	counts    *counts
 	countedAt time.Time
 }
 
@@ -88,12 +92,17 @@ func (o *Overview) Overview(ctx context.Context) (api.Overview, error) {
 	now := o.cfg.Clock.Now()
 	counts, at, err := o.states(ctx, now)
 	if err != nil {
-		return api.Overview{}, fmt.Errorf("counting watches by state: %w", err)
+		return api.Overview{}, err
 	}
-	out := api.Overview{At: now, Watches: map[string]int{}, WatchesCountedAt: at, Kinds: []api.KindView{},
-		Pushes: api.PushView{Entered: map[string]uint64{}}}
+	out := api.Overview{At: now, Watches: map[string]int{}, PendingByKind: map[string]int{}, WatchesCountedAt: at,
+		Kinds: []api.KindView{}, Pushes: api.PushView{Entered: map[string]uint64{}}}
 	for _, s := range store.States() {
-		out.Watches[string(s)] = counts[s]
+		out.Watches[string(s)] = counts.byState[s]
+	}
+	for k, n := range counts.pendingByKind {
+		if n > 0 {
+			out.PendingByKind[k] = n
+		}
 	}
 	if c := o.cfg.Counters; c != nil {
 		out.Kinds = c.Kinds()
@@ -118,18 +127,28 @@ func (o *Overview) Overview(ctx context.Context) (api.Overview, error) {
 	return out, nil
 }
 
-// states is the counts by state, counted again only when the last count
-// is MaxAge old (or from a clock that went back).
-func (o *Overview) states(ctx context.Context, now time.Time) (map[store.State]int, time.Time, error) {
+// counts are the watch counts one overview reads, taken together.
+type counts struct {
+	byState       map[store.State]int
+	pendingByKind map[string]int
+}
+
+// states is the counts by state and by kind, counted again only when the
+// last count is MaxAge old (or from a clock that went back).
+func (o *Overview) states(ctx context.Context, now time.Time) (*counts, time.Time, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.counts != nil && !now.Before(o.countedAt) && now.Sub(o.countedAt) < o.cfg.MaxAge {
 		return o.counts, o.countedAt, nil
 	}
-	counts, err := o.cfg.States.CountByState(ctx)
+	byState, err := o.cfg.States.CountByState(ctx)
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, time.Time{}, fmt.Errorf("counting watches by state: %w", err)
 	}
-	o.counts, o.countedAt = counts, now
-	return counts, now, nil
+	byKind, err := o.cfg.States.CountPendingByKind(ctx)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("counting pending watches by kind: %w", err)
+	}
+	o.counts, o.countedAt = &counts{byState: byState, pendingByKind: byKind}, now
+	return o.counts, now, nil
 }

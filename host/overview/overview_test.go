@@ -12,8 +12,8 @@ import (
 )
 
 type countingStates struct {
-	n   int
-	err error
+	n, kindN     int
+	err, kindErr error
 }
 
 func (c *countingStates) CountByState(context.Context) (map[store.State]int, error) {
@@ -22,6 +22,14 @@ func (c *countingStates) CountByState(context.Context) (map[store.State]int, err
 		return nil, c.err
 	}
 	return map[store.State]int{store.Pending: 3 * c.n, store.Fired: 1}, nil
+}
+
+func (c *countingStates) CountPendingByKind(context.Context) (map[string]int, error) {
+	c.kindN++
+	if c.kindErr != nil {
+		return nil, c.kindErr
+	}
+	return map[string]int{"timer": 2 * c.kindN, "github_pr": c.kindN, "url_up": 0}, nil
 }
 
 type fakeCounters struct{}
@@ -90,6 +98,46 @@ func TestCountsByStateAreCountedOncePerMaxAge(t *testing.T) {
 	}
 }
 
+// The pending watches by kind are counted with the counts by state: at
+// most once per MaxAge, and again from a clock that went back; a kind
+// with none pending is absent.
+func TestPendingByKindIsCountedOncePerMaxAge(t *testing.T) {
+	clock := fakeclock.At(t0)
+	st := &countingStates{}
+	o, err := New(Config{States: st, Clock: clock, MaxAge: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ask := func() api.Overview {
+		t.Helper()
+		v, err := o.Overview(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	v := ask()
+	if st.kindN != 1 || v.PendingByKind["timer"] != 2 || v.PendingByKind["github_pr"] != 1 || len(v.PendingByKind) != 2 {
+		t.Fatalf("first: %d counts, %v", st.kindN, v.PendingByKind)
+	}
+	clock.Add(4 * time.Second)
+	if v = ask(); st.kindN != 1 || v.PendingByKind["timer"] != 2 || !v.WatchesCountedAt.Equal(t0) {
+		t.Fatalf("within MaxAge: %d counts, %v", st.kindN, v.PendingByKind)
+	}
+	clock.Add(time.Second)
+	if v = ask(); st.kindN != 2 || v.PendingByKind["timer"] != 4 {
+		t.Fatalf("at MaxAge: %d counts, %v", st.kindN, v.PendingByKind)
+	}
+	clock.Set(t0)
+	if ask(); st.kindN != 3 {
+		t.Fatalf("a clock that went back: %d counts", st.kindN)
+	}
+	if _, ok := v.PendingByKind["url_up"]; ok {
+		t.Fatalf("a kind with none pending is listed: %v", v.PendingByKind)
+	}
+}
+
 func TestOverviewReadsEverySource(t *testing.T) {
 	wake := t0.Add(time.Minute)
 	o, err := New(Config{States: &countingStates{}, Clock: fakeclock.At(t0), Counters: fakeCounters{}, Armed: fakeArmed{wake},
@@ -113,6 +161,10 @@ func TestOverviewWrapsTheStoresError(t *testing.T) {
 	o, _ := New(Config{States: &countingStates{err: boom}, Clock: fakeclock.At(t0)})
 	if _, err := o.Overview(context.Background()); !errors.Is(err, boom) {
 		t.Fatalf("err %v", err)
+	}
+	o, _ = New(Config{States: &countingStates{kindErr: boom}, Clock: fakeclock.At(t0)})
+	if _, err := o.Overview(context.Background()); !errors.Is(err, boom) {
+		t.Fatalf("the count by kind's error: %v", err)
 	}
 	if _, err := New(Config{Clock: fakeclock.At(t0)}); err == nil {
 		t.Fatal("no States, no error")

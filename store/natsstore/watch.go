@@ -157,6 +157,7 @@ func createRow(t *txn, w store.Watch) error {
 	indexSettled(t, w)
 	if w.State == store.Pending {
 		t.put(recipientPendingKey(w.Recipient.ID, w.ID), nil)
+		t.put(pendingKindKey(w.Kind, w.ID), nil)
 		if w.Subject != "" {
 			return editSubject(t, w.Subject, w.ID, true)
 		}
@@ -219,6 +220,7 @@ func rewriteRow(t *txn, from store.State, w store.Watch) error {
 		indexSettled(t, w)
 		if from == store.Pending {
 			t.del(recipientPendingKey(w.Recipient.ID, w.ID))
+			t.del(pendingKindKey(w.Kind, w.ID))
 			if w.Subject != "" {
 				return editSubject(t, w.Subject, w.ID, false)
 			}

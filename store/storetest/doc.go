@@ -16,7 +16,8 @@
 //     not running settles the row undeliverable and mails nothing.
 //   - The pending schedule (ForEachPending, PendingBySubject), listings
 //     (List, ListPage: pages, cursors, filters), counts (CountByState,
-//     CountPending).
+//     CountPending, CountPendingByKind: following every way in and out of
+//     pending, a held-aside row not counted, the same after a reopen).
 //   - Mailboxes: a dense, increasing sequence per recipient, under
 //     concurrent appends too, and reads after a cursor.
 //   - The outbox's push records (BeginPush, FinishPush, RecoverPushes,

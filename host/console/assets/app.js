@@ -62,11 +62,26 @@ function SignIn({ onDone, onCancel, refused }) {
 }
 
 // ---- overview ----
+// kindRows is the overview's kinds table: each kind with probes since
+// start, and each with watches pending (after a restart a kind can have
+// pending watches and no probe yet), with its pending count beside its
+// counters since start.
+function kindRows(o) {
+  const pending = o.pending_by_kind || {};
+  const rows = o.kinds.map((k) => ({ ...k, pending: pending[k.kind] || 0 }));
+  const seen = new Set(o.kinds.map((k) => k.kind));
+  for (const kind of Object.keys(pending).sort()) {
+    if (!seen.has(kind)) rows.push({ kind, pending: pending[kind], probes: {}, faults: {}, calls: 0, call_mean_seconds: 0, call_p99_seconds: 0, lag_p99_seconds: 0 });
+  }
+  return rows;
+}
+
 function Overview({ auth }) {
   const now = useNow();
   const [{ data: o, err }] = useLoad(() => api('GET', '/overview'), [], 5000);
   if (!o) return html`<${Problem} err=${err} onSignIn=${auth}/>${err ? '' : html`<p class="muted">Loading…</p>`}`;
   const failed = o.pushes.entered.failed || 0;
+  const kinds = kindRows(o);
   return html`<section>
     <h1>Overview</h1>
     <${Problem} err=${err} onSignIn=${auth}/>
@@ -89,12 +104,13 @@ function Overview({ auth }) {
       </dl></div>
       <div class="card"><h2>Fetch dead letters</h2><p class="big"><a href="#/dead-letters">${o.dead_letters}</a></p><p class="muted small">ever written</p></div>
     </div>
-    <h2>Kinds since start</h2>
-    ${o.kinds.length === 0 ? html`<${Empty}>No probes yet. <a href="#/register">Register a watch</a> to see its kind here.</${Empty}>` : html`
+    <h2>Kinds</h2>
+    ${kinds.length === 0 ? html`<${Empty}>No watches pending and no probes yet. <a href="#/register">Register a watch</a> to see its kind here.</${Empty}>` : html`
     <div class="scroll"><table>
-      <thead><tr><th>kind</th><th>probes</th><th>faults</th><th>calls</th><th>mean</th><th>p99</th><th>lag p99</th></tr></thead>
-      <tbody>${o.kinds.map((k) => html`<tr>
+      <thead><tr><th>kind</th><th title="pending now, counted with the watches by state">pending</th><th>probes</th><th>faults</th><th>calls</th><th>mean</th><th>p99</th><th>lag p99</th></tr></thead>
+      <tbody>${kinds.map((k) => html`<tr>
         <td><a href=${link('plugins', k.kind)}>${k.kind}</a></td>
+        <td data-testid=${'pending-kind-' + k.kind}>${k.pending}</td>
         <td>${Object.entries(k.probes).map(([r, n]) => html`<span class="tag">${r} ${n}</span>`)}</td>
         <td>${Object.keys(k.faults).length ? Object.entries(k.faults).map(([r, n]) => html`<span class="tag bad">${r} ${n}</span>`) : html`<span class="muted">none</span>`}</td>
         <td>${k.calls}</td><td>${seconds(k.call_mean_seconds)}</td><td>${seconds(k.call_p99_seconds)}</td><td>${seconds(k.lag_p99_seconds)}</td>

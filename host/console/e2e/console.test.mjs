@@ -84,6 +84,9 @@ try {
     await page.reload();
     await page.getByTestId('watches-pending').waitFor();
     figures.second_load_interactive_ms = await page.evaluate(() => Math.round(performance.now()));
+    // Pending by kind, counted with the states: every pending watch is a
+    // timer here.
+    assert.equal(await page.getByTestId('pending-kind-timer').textContent(), await page.getByTestId('watches-pending').textContent());
     await shot(page, 'overview');
     // Keyboard: the first Tab reaches the skip link, and it is visible.
     await page.keyboard.press('Tab');
