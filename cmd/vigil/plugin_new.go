@@ -62,7 +62,7 @@ This command talks to no server: --server and --token do not apply.`,
 		Example: `  vigil plugin new alerts.prom
   vigil plugin new alerts.prom --lang c ./prom-c
   vigil plugin new acme.deploy-window --lang assemblyscript && cd deploy-window && make check`,
-		Args: cobra.RangeArgs(1, 2),
+		Args: kindAndDirArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kind := args[0]
 			l, err := templates.ParseLang(lang)
@@ -92,7 +92,11 @@ This command talks to no server: --server and --token do not apply.`,
 			if n := len(files) - len(ours); n > 0 {
 				fmt.Fprintf(stdout, ", and the source of the SDK's modules (%d files) into %s", n, filepath.Join(dir, "third_party"))
 			}
-			fmt.Fprintf(stdout, "\n\n  cd %s\n  make          # builds %s.wasm\n  make test     # its unit and schema tests\n  make check    # the conformance suite, with testdata/conformance\n", dir, kind)
+			tests := "its unit and schema tests"
+			if l != templates.Go {
+				tests = "its unit tests; make schema checks its params schema"
+			}
+			fmt.Fprintf(stdout, "\n\n  cd %s\n  make          # builds %s.wasm\n  make test     # %s\n  make check    # the conformance suite, with testdata/conformance\n", dir, kind, tests)
 			return nil
 		},
 	}
@@ -100,11 +104,31 @@ This command talks to no server: --server and --token do not apply.`,
 	return cmd
 }
 
-// refusal names a templates refusal by its code.
+// refusal names a templates refusal by its code. A refused kind,
+// language or directory is the caller's mistake: ExitUsage, as for every
+// command's bad argument. A failure to write is not.
 func refusal(err error) error {
 	var te *templates.Error
 	if errors.As(err, &te) {
-		return fmt.Errorf("plugin new: %s: %w", te.Code, err)
+		return &usageError{fmt.Errorf("plugin new: %s: %w", te.Code, err)}
 	}
 	return fmt.Errorf("plugin new: %w", err)
+}
+
+// kindAndDirArgs wants KIND and takes an optional DIR, and names what is
+// missing or extra as exactArgs does.
+func kindAndDirArgs(cmd *cobra.Command, args []string) error {
+	usage := cmd.CommandPath() + " KIND [DIR]"
+	switch {
+	case len(args) == 0:
+		return usagef("missing KIND: %s", usage)
+	case len(args) > 2:
+		return usagef("unexpected argument %q: %s", args[2], usage)
+	}
+	for i, a := range args {
+		if strings.TrimSpace(a) == "" {
+			return usagef("empty %s: %s", []string{"KIND", "DIR"}[i], usage)
+		}
+	}
+	return nil
 }

@@ -77,12 +77,15 @@ func TestPluginNewRefuses(t *testing.T) {
 		if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), "plugin new: "+tt.code+": ") {
 			t.Errorf("%v: err = %v, want %s", tt.args, err, tt.code)
 		}
+		if code := exitCodeOf(err); code != ExitUsage {
+			t.Errorf("%v: exit %d, want ExitUsage (%d): a refused argument is a usage error", tt.args, code, ExitUsage)
+		}
 	}
 	if b, err := os.ReadFile(filepath.Join(full, "main.go")); err != nil || string(b) != "package main\n" {
 		t.Fatalf("the author's file was touched: %q %v", b, err)
 	}
-	if _, _, err := run(t, context.Background(), "plugin", "new"); err == nil {
-		t.Error("no KIND was accepted")
+	if _, _, err := run(t, context.Background(), "plugin", "new"); err == nil || exitCodeOf(err) != ExitUsage || !strings.Contains(err.Error(), "missing KIND") {
+		t.Errorf("no KIND: %v, want a usage error naming KIND", err)
 	}
 }
 

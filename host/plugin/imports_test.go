@@ -36,7 +36,7 @@ func TestImportsOutsideTheHostsModulesAreRefusedAtLoad(t *testing.T) {
 		name, module, fn, signature, call, says string
 	}{
 		{"env", "env", "abort", "a, b, c, d uint32)", "imported(0, 0, 0, 0)",
-			"instantiating module: module[env] not instantiated"},
+			"the plugin imports env.abort, and the host provides only extism:host/env, extism:host/user and wasi_snapshot_preview1; AssemblyScript imports it by default: build with --use abort="},
 		{"unknown host function", "extism:host/user", "vigil_fech", "off uint64) uint64", "imported(0)",
 			`"vigil_fech" is not exported in module "extism:host/user"`},
 		{"wrong signature", "extism:host/user", "vigil_fetch", "off uint32) uint32", "imported(0)",

@@ -77,6 +77,9 @@ type instance struct {
 
 // compile builds a module from wasm bytes. It does not instantiate.
 func compile(ctx context.Context, cfg *runtimeConfig, file, sum string, wasm []byte, memMiB uint32, hc *hostCtx) (*module, error) {
+	if err := checkImports(wasm); err != nil {
+		return nil, err
+	}
 	pages := memMiB * 16 // 64 KiB pages
 	rc := wazero.NewRuntimeConfig().
 		WithCloseOnContextDone(true).
