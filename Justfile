@@ -39,6 +39,8 @@ bench:
     go test -run XXX -bench . -benchmem ./host/delivery/ ./host/httpapi/ ./host/observe/ ./host/authz/
     go test -run XXX -bench . -benchmem -benchtime 2s ./host/fetch/ ./host/runner/
     go test -run XXX -bench CheckTimer -benchtime 10x ./conformance/
+    go test -run XXX -bench TemplateObserve -benchmem ./templates/
+    go test -run XXX -bench . -benchtime 500x ./store/natsstore/
 
 # Run every benchmark of every package once, at a small size (what CI runs).
 bench-smoke:
