@@ -1,0 +1,109 @@
+package natsstore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/vigilhq/vigil/store"
+)
+
+// benchStore opens a Store on one embedded node (R1) or on three (R3).
+func benchStore(b *testing.B, replicas int) *Store {
+	b.Helper()
+	if replicas == 1 {
+		return openStore(b, Config{}, runServer(b))
+	}
+	servers := runCluster(b, replicas)
+	var urls []string
+	for _, srv := range servers {
+		urls = append(urls, srv.ClientURL())
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, err := Open(context.Background(), Config{URLs: urls, Replicas: replicas})
+		if err == nil {
+			b.Cleanup(func() { _ = s.Close() })
+			return s
+		}
+		if time.Now().After(deadline) {
+			b.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond) // the cluster's first election
+	}
+}
+
+// callers is how many goroutines per core the benchmarks run: the
+// commits are round trips, so throughput comes from many in flight.
+const callers = 8
+
+// BenchmarkCreate measures registrations (CreateIfRunning, as the API
+// makes them: a row, its four index entries and a fence on the
+// recipient in one batch) per second, spread over 16 recipients.
+func BenchmarkCreate(b *testing.B) {
+	for _, r := range []int{1, 3} {
+		b.Run(fmt.Sprintf("R%d", r), func(b *testing.B) {
+			ctx := context.Background()
+			s := benchStore(b, r)
+			ids := newIDs()
+			for i := range 16 {
+				runningFor(b, s, fmt.Sprint(i), "")
+			}
+			ws := make([]store.Watch, b.N)
+			next := make(chan store.Watch, b.N)
+			for i := range ws {
+				next <- pendingWatch(b, ids, fmt.Sprint(i%16), t0)
+			}
+			close(next)
+			b.SetParallelism(callers)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := s.CreateIfRunning(ctx, <-next); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
+		})
+	}
+}
+
+// BenchmarkSettle measures settlements with their mail (SettleAndMail:
+// the row, its indexes, the message, the sequence key, fenced on the
+// recipient) per second, spread over 16 recipients.
+func BenchmarkSettle(b *testing.B) {
+	for _, r := range []int{1, 3} {
+		b.Run(fmt.Sprintf("R%d", r), func(b *testing.B) {
+			ctx := context.Background()
+			s := benchStore(b, r)
+			ids := newIDs()
+			for i := range 16 {
+				runningFor(b, s, fmt.Sprint(i), "")
+			}
+			next := make(chan store.ID, b.N)
+			for i := range b.N {
+				w := pendingWatch(b, ids, fmt.Sprint(i%16), t0)
+				if err := s.Create(ctx, w); err != nil {
+					b.Fatal(err)
+				}
+				next <- w.ID
+			}
+			close(next)
+			b.SetParallelism(callers)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					m := store.Message{Kind: "timer", Type: store.MessageFired, At: t0.Add(time.Minute)}
+					if _, _, err := s.SettleAndMail(ctx, <-next, fired(t0.Add(time.Minute)), m); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "settles/s")
+		})
+	}
+}

@@ -1,0 +1,148 @@
+// Package natsstore is vigil's store on NATS JetStream: the method set
+// of *store.Badger, name for name and error for error (package store's
+// types and sentinels), kept in one JetStream key-value bucket that any
+// number of vigil nodes share.
+//
+// What lives where. Everything is one bucket, KV_<bucket> (a stream whose
+// subjects are $KV.<bucket>.<key>, one message kept per key), holding the
+// same records as badger under the same layout, with '.' for the
+// separators and free-form parts (recipient ids, stream names, thread
+// and event keys) as one base64url token each (tok): rows w.<id>, the
+// state index s.<state>.<id> (a pending row's entry carries its schedule
+// and durable next check, as on badger), r.<rid>.<id>, a recipient's
+// pending rows rp.<rid>.<id>, subjects sj.<subject>, the settled_at,
+// message-at and push-final time indexes sa./ma./pa., mailboxes
+// mb.<rid>.<seq> with their sequence key ms.<rid>, the outbox
+// ob.<rid>.<seq> with its live index ol., events ev./ek./es., Work
+// wk./wi./wo./wsc. and router cursors rt., and one metadata key, meta
+// ({"v":1,"partitions":N}). The bucket's stream allows atomic batches
+// (allow_atomic) and per-message TTLs, and has direct gets off so every
+// read goes to the stream leader.
+//
+// How a transition commits. JetStream has no multi-key transaction; it
+// has atomic batch publish into one stream (nats-server 2.12 and later:
+// Nats-Batch-Id, Nats-Batch-Sequence, Nats-Batch-Commit; the whole batch
+// is stored or none of it) and, checked per message inside a batch, an
+// expected last sequence on a subject (Nats-Expected-Last-Subject-
+// Sequence, with -Subject to check another subject than the message's
+// own). A transition (txn) reads what it needs, each key with its
+// revision (the stream sequence of its last message), and commits its
+// writes as one batch in which:
+//   - every written key that was read carries its revision as the
+//     expected last sequence: a key changed by anyone since the read
+//     refuses the whole batch, and the transition runs again on what is
+//     there now (like badger's conflict retry, up to 16 times, then
+//     ErrConflict). So a row settles at most once, a cancel and a
+//     settlement never both win, a stale writer's write is refused and
+//     never applied twice, and a mailbox's sequence key (read and
+//     rewritten by every append) keeps each recipient's seqs dense and
+//     increasing across processes;
+//   - a key read to decide and not written (the recipient of
+//     CreateIfRunning, AppendIfRunning and SettleAndMail) is fenced: a
+//     written key that was never read (an index entry named by a row the
+//     batch does check) carries the fenced key's revision on the
+//     -Subject override, or, with no such carrier, the fenced key is
+//     rewritten as read with its own check. A pause committed between the
+//     read and the commit refuses the commit, so a registration lands
+//     only while its recipient runs and a settlement's message only in a
+//     running recipient's mailbox, as on badger;
+//   - the settlement, its mailbox message, the sequence key and the
+//     outbox record are one batch: all stored or none.
+//
+// A batch's first message carries a message id (Nats-Msg-Id), which the
+// server checks before any expected sequence: a commit that got no answer
+// (a timeout, a leader change) is sent again under a new batch id and is
+// either stored once or recognised as stored, never applied twice. A
+// commit of one key is a batch too: a plain publish checks its expected
+// sequence before its message id, so its resend would be refused as
+// stale and the transition run again on its own write. Every request (a
+// read, a commit) is bounded by Config.Timeout whatever the caller's
+// context, since one sent while the stream has no leader gets no answer;
+// a Store keeps at most 32 batches in flight, below the server's 50 open
+// atomic batches per stream.
+// Deletes are delete markers (KV-Operation: DEL) with a one-hour TTL; a
+// marker is still the key's last message, so a writer that read the key
+// absent is fenced by it, and once it expires the key has no message and
+// that writer is refused as on any change.
+//
+// Where a single-host rule is weaker here, precisely:
+//   - Reads are not one snapshot. badger's View sees one instant of every
+//     key; here each key is read on its own, so a listing or a mailbox
+//     read may see a row and its index entry from two instants. Writes
+//     are not weakened by it: every decision a write makes is fenced, and
+//     a read that decided nothing may only be a moment old. A listing
+//     that meets an index entry whose row has moved on checks the row
+//     (its state, its recipient) and skips what no longer matches.
+//   - then is in mailbox order per recipient and per Store, not across
+//     recipients or nodes. SettleAndMailThen's then runs after the then
+//     of every earlier mail-writing commit of the same Store for the same
+//     recipient (a lock, striped by recipient, held around each such
+//     commit and its then), where badger orders every commit's then;
+//     commits of other nodes are ordered by the mailbox's seq alone.
+//   - Commits for one recipient contend. Every registration and every
+//     settlement of a recipient is fenced on its record (and a
+//     settlement writes its sequence key), and a clustered stream refuses
+//     an expected-sequence check on a subject another batch in flight
+//     checks too, so a burst of them for one recipient commits one at a
+//     time, the others re-running (up to 16 times, then ErrConflict).
+//   - A batch on one replica costs a sync. nats-server stages an atomic
+//     batch of an R1 file stream in a file store of its own, synced on
+//     flush, so an R1 commit waits for a disk sync (tens of
+//     milliseconds on a busy disk), where R3 stages it in memory and
+//     replicates it: R1 is for trying vigil out, R3 for running it.
+//   - A page, a count and a retention batch cost an index, not a budget.
+//     JetStream orders a bucket by write, not by key, and has no seek: a
+//     ListPage, CountPending, CountByState, Oldest and PruneOldest list
+//     the keys of the index they walk (metadata only, through one watch
+//     of the bucket, which ends once it has delivered what was there) and
+//     sort them; the budget then bounds the rows decoded, not the keys
+//     listed. PruneOldest deletes at most 200 records per call (a batch
+//     stays inside the server's 1000 messages).
+//   - OnRetained tells of this Store's commits only; another node's
+//     record reaches a pruner at its next Oldest.
+//   - Durability is the bucket's: a commit is acknowledged once the
+//     stream leader has stored the batch and, with replicas (R3), a
+//     quorum has; R1's file store syncs on an interval unless the server
+//     runs with sync_always, so R1 survives a vigil crash but not a power
+//     loss of the server's machine, and R3 survives losing one server.
+//
+// Long polls: WaitMailbox watches a recipient's sequence key and returns
+// once it passes a cursor, so a reader on one node wakes on an append any
+// node commits, the moment JetStream delivers it, without polling.
+//
+// Open creates the bucket on first start and verifies it on every later
+// one: a stream without atomic batches, TTLs or one message per key,
+// with direct gets on, a replica count other than Config asks, a
+// partition count other than the stored one, or a bucket holding keys
+// but no metadata refuses to start with a *MismatchError (errors.Is
+// ErrMismatch) naming what differs. The partition count (default 64) is
+// fixed when the store is created; Partition(key, n) is FNV-1a 32 modulo
+// n, stable across builds, for the partition owners to come.
+//
+// Room for partitions: a row's key is w.<id> today; the partition a
+// watch lands in is Partition(key, Partitions()) of its partition key
+// (or its id), which the row can carry as a field without changing any
+// key, so the cluster's owners can filter by it.
+//
+// What it must never do: decide anything about scheduling, delivery or
+// ownership. Which transition to make and when is the scheduler's; which
+// node owns a partition is the cluster's; the store only makes the
+// transitions atomic, fenced and durable.
+//
+// Rejected alternatives:
+//   - Revision-fenced single-key KV updates (Update on the last revision)
+//     with the other writes of a transition published after them,
+//     de-duplicated by Nats-Msg-Id. Each key is safe, but a settlement
+//     whose row update landed and whose mailbox append did not (a crash
+//     between them) leaves a fired watch without its message until a
+//     repair pass finds it; every multi-key rule would need such a pass.
+//     One atomic batch needs none.
+//   - One stream per record family (rows, mailboxes, events) with a
+//     bucket per index. Atomic batches are per stream, and a settlement
+//     writes a row, a mailbox and an outbox record: they must share one.
+//   - A fixed stream per partition. It spreads the stream leaders, the
+//     limit this layout hits first, and is where the cluster work may
+//     take it; a recipient's mailbox is written by watches of every
+//     partition, so it needs a layout where a batch can cross
+//     partitions, which one stream gives today.
+package natsstore

@@ -1,0 +1,387 @@
+package natsstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vigilhq/vigil/store"
+)
+
+// Version is the store version this build writes and reads, kept in the
+// bucket's metadata key.
+const Version = 1
+
+// DefaultPartitions is the partition count a new store is created with
+// when Config.Partitions is zero.
+const DefaultPartitions = 64
+
+// DefaultBucket is the key-value bucket's name when Config.Bucket is
+// empty: its stream is KV_vigil.
+const DefaultBucket = "vigil"
+
+// Sentinel errors of this backend. Everything the core reads (not found,
+// not pending, exists, not running, …) is package store's.
+var (
+	// ErrMismatch: the bucket exists and differs from what Config asks
+	// (partitions, replicas, a stream setting the rules rely on). The
+	// error returned is a *MismatchError.
+	ErrMismatch = errors.New("natsstore: the store differs from its configuration")
+	// ErrConflict: a transition lost the race for its rows more times in
+	// a row than the store retries; nothing of it was written.
+	ErrConflict = errors.New("natsstore: the rows kept changing under the transition")
+	// ErrBadConfig: Config itself is invalid (no URL, a negative count,
+	// half a client certificate).
+	ErrBadConfig = errors.New("natsstore: bad configuration")
+)
+
+// MismatchError says what differs between the stored bucket and Config.
+type MismatchError struct {
+	What   string // "partitions", "replicas", "allow_atomic", "metadata", …
+	Stored string
+	Wanted string
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("natsstore: %s is %s in the store, %s in the configuration", e.What, e.Stored, e.Wanted)
+}
+
+// Is makes errors.Is(err, ErrMismatch) true.
+func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
+
+// TLS names the PEM files of a TLS connection to the servers. CA alone
+// verifies the servers; Cert and Key, both or neither, identify vigil.
+type TLS struct {
+	CA   string
+	Cert string
+	Key  string
+}
+
+// Config configures Open.
+type Config struct {
+	// URLs are the servers, nats://host:port each; at least one.
+	URLs []string
+	// CredsFile is a NATS credentials file (a user JWT and its nkey
+	// seed); empty: none.
+	CredsFile string
+	TLS       TLS
+	// Replicas is the bucket's replica count (1, 3 or 5). Zero: 1 when
+	// creating, whatever the bucket has when opening.
+	Replicas int
+	// Partitions is the cluster's partition count, fixed when the store
+	// is created. Zero: DefaultPartitions when creating, whatever the
+	// store has when opening.
+	Partitions int
+	// Bucket names the key-value bucket (DefaultBucket when empty), so
+	// two vigil clusters can share one NATS system.
+	Bucket string
+	// Timeout bounds one JetStream request (default 5 s).
+	Timeout time.Duration
+	// Logger receives connection events. Nil discards them.
+	Logger *slog.Logger
+}
+
+// Store is vigil's store on NATS JetStream. See the package doc.
+type Store struct {
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	kv     jetstream.KeyValue
+	bucket string
+	// subj is the subject prefix of the bucket's keys: "$KV.<bucket>.".
+	subj       string
+	partitions int
+	replicas   int
+	// inflight bounds this Store's batches in flight below the server's
+	// 50 open atomic batches per stream.
+	inflight chan struct{}
+	// timeout bounds one request: a read or a commit sent while the
+	// stream has no leader gets no answer, whatever the caller's context.
+	timeout time.Duration
+	log     *slog.Logger
+	// mailMu stripes this process's mail-writing commits by recipient:
+	// each is held across a commit and the callback after it, so
+	// SettleAndMailThen's then runs in mailbox order per recipient. The
+	// mailbox's order itself is the sequence key's fence; commits for one
+	// recipient would refuse each other anyway.
+	mailMu [64]sync.Mutex
+	// retained is OnRetained's fn, or nil.
+	retained atomic.Pointer[func(store.Retained, time.Time)]
+	// failpoint, set only by this package's tests, is called before a
+	// commit is sent, with the commit's kind; an error from it aborts the
+	// commit, and it may write through another Store meanwhile.
+	failpoint func(at string) error
+	// loseAnswer, set only by this package's tests, says whether to treat
+	// a commit the server stored as unanswered (a timeout).
+	loseAnswer func() bool
+}
+
+// meta is the metadata key's value.
+type meta struct {
+	V          int `json:"v"`
+	Partitions int `json:"partitions"`
+}
+
+const metaKey = "meta"
+
+// Open connects to the servers and opens the store, creating its bucket
+// on first start and verifying it on later ones.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if len(cfg.URLs) == 0 {
+		return nil, fmt.Errorf("%w: no server URL", ErrBadConfig)
+	}
+	if cfg.Replicas < 0 || cfg.Partitions < 0 || cfg.Replicas > 5 {
+		return nil, fmt.Errorf("%w: replicas %d, partitions %d", ErrBadConfig, cfg.Replicas, cfg.Partitions)
+	}
+	if (cfg.TLS.Cert == "") != (cfg.TLS.Key == "") {
+		return nil, fmt.Errorf("%w: a TLS certificate needs its key and a key its certificate", ErrBadConfig)
+	}
+	bucket := cfg.Bucket
+	if bucket == "" {
+		bucket = DefaultBucket
+	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("component", "natsstore")
+	opts := []nats.Option{
+		nats.Name("vigil"),
+		nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("disconnected", "err", err) }),
+		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("reconnected", "url", c.ConnectedUrlRedacted()) }),
+	}
+	if cfg.CredsFile != "" {
+		opts = append(opts, nats.UserCredentials(cfg.CredsFile))
+	}
+	if cfg.TLS.CA != "" {
+		opts = append(opts, nats.RootCAs(cfg.TLS.CA))
+	}
+	if cfg.TLS.Cert != "" {
+		opts = append(opts, nats.ClientCert(cfg.TLS.Cert, cfg.TLS.Key))
+	}
+	url := cfg.URLs[0]
+	for _, u := range cfg.URLs[1:] {
+		url += "," + u
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("natsstore: connecting to %s: %w", url, err)
+	}
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(timeout))
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("natsstore: %w", err)
+	}
+	s := &Store{nc: nc, js: js, bucket: bucket, subj: "$KV." + bucket + ".", timeout: timeout, log: log,
+		inflight: make(chan struct{}, maxInflight)}
+	if err := s.openBucket(ctx, cfg); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// streamConfig is the bucket's stream: a key-value bucket (its keys are
+// the subjects $KV.<bucket>.<key>, one message each) that also takes
+// atomic batches and per-message TTLs.
+func streamConfig(bucket string, replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:               "KV_" + bucket,
+		Subjects:           []string{"$KV." + bucket + ".>"},
+		MaxMsgsPerSubject:  1,
+		Discard:            jetstream.DiscardNew,
+		Storage:            jetstream.FileStorage,
+		Replicas:           replicas,
+		AllowRollup:        true,
+		DenyDelete:         true,
+		AllowDirect:        false,
+		AllowMsgTTL:        true,
+		AllowAtomicPublish: true,
+		Duplicates:         2 * time.Minute,
+	}
+}
+
+func (s *Store) openBucket(ctx context.Context, cfg Config) error {
+	name := "KV_" + s.bucket
+	stream, err := s.js.Stream(ctx, name)
+	created := false
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		replicas := max(cfg.Replicas, 1)
+		stream, err = s.js.CreateStream(ctx, streamConfig(s.bucket, replicas))
+		if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return fmt.Errorf("natsstore: creating stream %s: %w", name, err)
+		}
+		if err != nil { // another node created it first: verify theirs
+			if stream, err = s.js.Stream(ctx, name); err != nil {
+				return fmt.Errorf("natsstore: reading stream %s: %w", name, err)
+			}
+		} else {
+			created = true
+		}
+	case err != nil:
+		return fmt.Errorf("natsstore: reading stream %s: %w", name, err)
+	}
+	sc := stream.CachedInfo().Config
+	if err := verifyStream(sc, cfg); err != nil {
+		return err
+	}
+	s.stream, s.replicas = stream, sc.Replicas
+	if s.kv, err = s.js.KeyValue(ctx, s.bucket); err != nil {
+		return fmt.Errorf("natsstore: binding bucket %s: %w", s.bucket, err)
+	}
+	return s.checkMeta(ctx, cfg, created)
+}
+
+// verifyStream compares an existing stream with what this build and cfg
+// need.
+func verifyStream(sc jetstream.StreamConfig, cfg Config) error {
+	want := streamConfig("", 1)
+	switch {
+	case cfg.Replicas != 0 && sc.Replicas != cfg.Replicas:
+		return &MismatchError{What: "replicas", Stored: strconv.Itoa(sc.Replicas), Wanted: strconv.Itoa(cfg.Replicas)}
+	case !sc.AllowAtomicPublish:
+		return &MismatchError{What: "allow_atomic", Stored: "false", Wanted: "true"}
+	case !sc.AllowMsgTTL:
+		return &MismatchError{What: "allow_msg_ttl", Stored: "false", Wanted: "true"}
+	case sc.MaxMsgsPerSubject != want.MaxMsgsPerSubject:
+		return &MismatchError{What: "max_msgs_per_subject", Stored: strconv.FormatInt(sc.MaxMsgsPerSubject, 10), Wanted: "1"}
+	case sc.AllowDirect:
+		return &MismatchError{What: "allow_direct", Stored: "true", Wanted: "false (reads go to the stream leader)"}
+	case sc.Duplicates <= 0:
+		return &MismatchError{What: "duplicate_window", Stored: sc.Duplicates.String(), Wanted: want.Duplicates.String()}
+	}
+	return nil
+}
+
+// checkMeta reads the metadata key, writing it into a new bucket.
+func (s *Store) checkMeta(ctx context.Context, cfg Config, created bool) error {
+	e, err := s.last(ctx, metaKey)
+	if err != nil {
+		return err
+	}
+	if !e.exists {
+		if !created {
+			if n, err := s.countKeys(ctx, ">"); err != nil {
+				return err
+			} else if n > 0 {
+				return &MismatchError{What: "metadata", Stored: "missing from a bucket with " + strconv.Itoa(n) + " keys", Wanted: "present"}
+			}
+		}
+		m := meta{V: Version, Partitions: cfg.Partitions}
+		if m.Partitions == 0 {
+			m.Partitions = DefaultPartitions
+		}
+		b, _ := json.Marshal(m)
+		err := s.update(ctx, "meta", func(t *txn) error {
+			cur, err := t.get(metaKey)
+			if err != nil || cur.exists {
+				return err // another node wrote it: verified below
+			}
+			t.put(metaKey, b)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if e, err = s.last(ctx, metaKey); err != nil {
+			return err
+		}
+	}
+	var m meta
+	if err := json.Unmarshal(e.val, &m); err != nil || m.Partitions < 1 {
+		return fmt.Errorf("%w: metadata %q", store.ErrCorrupt, e.val)
+	}
+	switch {
+	case m.V > Version:
+		return fmt.Errorf("%w: store version %d, this build reads up to %d", store.ErrStoreTooNew, m.V, Version)
+	case cfg.Partitions != 0 && m.Partitions != cfg.Partitions:
+		return &MismatchError{What: "partitions", Stored: strconv.Itoa(m.Partitions), Wanted: strconv.Itoa(cfg.Partitions)}
+	}
+	s.partitions = m.Partitions
+	return nil
+}
+
+// mailLock is the stripe of mailMu that serialises rid's mail.
+func (s *Store) mailLock(rid string) *sync.Mutex { return &s.mailMu[Partition(rid, len(s.mailMu))] }
+
+// Partitions is the store's partition count.
+func (s *Store) Partitions() int { return s.partitions }
+
+// Replicas is the bucket's replica count.
+func (s *Store) Replicas() int { return s.replicas }
+
+// Close releases the connection. Calls in flight fail.
+func (s *Store) Close() error {
+	if err := s.nc.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		s.nc.Close()
+		return err
+	}
+	return nil
+}
+
+// Partition is the partition of key among n: FNV-1a (32 bits) of the
+// key's bytes, modulo n. It is stable across builds and machines; every
+// node places a key alike.
+func Partition(key string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	return int(h.Sum32() % uint32(n))
+}
+
+// tok encodes a free-form string (a recipient, a stream, a thread key) as
+// one subject token: unpadded base64url, which uses only characters a key
+// may hold; a long one (over 160 characters encoded) is "=h" and the
+// base64url of its SHA-256, so no key outgrows a protocol line. The empty
+// string is "=".
+func tok(s string) string {
+	if s == "" {
+		return "="
+	}
+	b := base64.RawURLEncoding.EncodeToString([]byte(s))
+	if len(b) <= 160 {
+		return b
+	}
+	h := sha256.Sum256([]byte(s))
+	return "=h" + base64.RawURLEncoding.EncodeToString(h[:])
+}
+
+// hex16 is a number as 16 hex digits, which sort as the numbers do.
+func hex16(n uint64) string { return fmt.Sprintf("%016x", n) }
+
+func parseHex16(s string) (uint64, bool) {
+	if len(s) != 16 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 16, 64)
+	return n, err == nil
+}
+
+// timeTok is t as 16 hex digits that sort as the times do (a zero time
+// first).
+func timeTok(t time.Time) string { return hex16(uint64(atNanos(t)) ^ (1 << 63)) }
+
+func parseTimeTok(s string) (int64, bool) {
+	n, ok := parseHex16(s)
+	return int64(n ^ (1 << 63)), ok
+}

@@ -1,0 +1,409 @@
+package natsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+)
+
+// The headers a commit uses. The batch headers are nats-server's atomic
+// batch publish (2.12 and later); the expected-sequence pair is its
+// optimistic concurrency on a subject's last sequence, which it checks
+// per message inside a batch.
+const (
+	hdrBatchID     = "Nats-Batch-Id"
+	hdrBatchSeq    = "Nats-Batch-Sequence"
+	hdrBatchCommit = "Nats-Batch-Commit"
+	hdrExpectSeq   = "Nats-Expected-Last-Subject-Sequence"
+	hdrExpectSubj  = "Nats-Expected-Last-Subject-Sequence-Subject"
+	hdrMsgID       = "Nats-Msg-Id"
+	hdrTTL         = "Nats-TTL"
+	hdrKVOp        = "KV-Operation"
+)
+
+// The server's error codes a commit tells apart.
+const (
+	codeWrongLastSeq         jetstream.ErrorCode = 10071 // an expected sequence did not hold
+	codeWrongLastSeqConstant jetstream.ErrorCode = 10164 // a subject was in flight in another batch
+	codeBatchIncomplete      jetstream.ErrorCode = 10176
+	codeBatchDuplicate       jetstream.ErrorCode = 10201 // the batch's message id was committed already
+	codeBatchInflight        jetstream.ErrorCode = 10210
+)
+
+// maxBatch bounds the messages of one commit, below the server's default
+// of 1000 per atomic batch.
+const maxBatch = 900
+
+// tombstoneTTL is how long a deleted key's marker stays. The marker is
+// the key's last message, so a writer that read the key absent is still
+// fenced by its sequence; once it expires the key has no message and a
+// writer fenced on the marker is refused as on any change.
+const tombstoneTTL = time.Hour
+
+// maxInflight bounds one Store's batches in flight; nodes sharing a
+// bucket can still reach the server's 50 together, and then retry.
+const maxInflight = 32
+
+// maxAttempts bounds how often a transition is re-run after losing its
+// rows to another writer.
+const maxAttempts = 16
+
+// errConflict is a commit refused because a row it read changed: the
+// transition runs again on what is there now.
+var errConflict = errors.New("natsstore: a row changed since it was read")
+
+// entry is one key as read: its value, and its revision (the stream
+// sequence of its last message: a value or a delete marker; 0 when the
+// key has no message at all).
+type entry struct {
+	val    []byte
+	rev    uint64
+	exists bool
+}
+
+// last reads a key from the stream leader.
+func (s *Store) last(ctx context.Context, key string) (entry, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	m, err := s.stream.GetLastMsgForSubject(ctx, s.subj+key)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return entry{}, nil
+	}
+	if err != nil {
+		return entry{}, fmt.Errorf("natsstore: reading %s: %w", key, err)
+	}
+	switch m.Header.Get(hdrKVOp) {
+	case "DEL", "PURGE":
+		return entry{rev: m.Sequence}, nil
+	}
+	return entry{val: m.Data, rev: m.Sequence, exists: true}, nil
+}
+
+// kvEntry is one key a scan found.
+type kvEntry struct {
+	key string // without the bucket's prefix
+	val []byte // nil when the scan is metaOnly
+	rev uint64
+}
+
+// scan returns the live keys matching pattern (a subject pattern below
+// the bucket: "w.>", "r.<rid>.>") sorted by key, with their values
+// unless metaOnly. It reads through a watch of the bucket, which ends
+// once it has delivered the keys present when it started: a consistent
+// view of each key, not of all of them at one instant.
+func (s *Store) scan(ctx context.Context, pattern string, metaOnly bool) ([]kvEntry, error) {
+	opts := []jetstream.WatchOpt{jetstream.IgnoreDeletes()}
+	if metaOnly {
+		opts = append(opts, jetstream.MetaOnly())
+	}
+	w, err := s.kv.Watch(ctx, pattern, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("natsstore: scanning %s: %w", pattern, err)
+	}
+	defer func() { _ = w.Stop() }()
+	var out []kvEntry
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, fmt.Errorf("natsstore: scanning %s: the watch ended early", pattern)
+			}
+			if e == nil {
+				slices.SortFunc(out, func(a, b kvEntry) int { return strings.Compare(a.key, b.key) })
+				return out, nil
+			}
+			if e.Operation() != jetstream.KeyValuePut {
+				continue
+			}
+			out = append(out, kvEntry{key: e.Key(), val: e.Value(), rev: e.Revision()})
+		}
+	}
+}
+
+// countKeys counts the live keys matching pattern, reading no values.
+func (s *Store) countKeys(ctx context.Context, pattern string) (int, error) {
+	es, err := s.scan(ctx, pattern, true)
+	return len(es), err
+}
+
+// txn is one transition: what it read, with each key's revision, and
+// what it will write. commit sends the writes as one atomic batch in
+// which every key that was read and is written must still be at the
+// revision read, every fenced key too, and the batch commits whole or
+// not at all.
+type txn struct {
+	ctx   context.Context
+	s     *Store
+	reads map[string]entry
+	// writes in order; index by key in widx, so a key written twice is
+	// one message carrying the last value.
+	writes []write
+	widx   map[string]int
+	// fences are keys read and not written that must not have changed.
+	fences []string
+}
+
+type write struct {
+	key string
+	val []byte
+	del bool
+}
+
+func (s *Store) newTxn(ctx context.Context) *txn {
+	return &txn{ctx: ctx, s: s, reads: map[string]entry{}, widx: map[string]int{}}
+}
+
+// get reads key as this transition sees it: its own write first, else
+// what it read before, else the key now.
+func (t *txn) get(key string) (entry, error) {
+	if i, ok := t.widx[key]; ok {
+		w := t.writes[i]
+		if w.del {
+			return entry{}, nil
+		}
+		return entry{val: w.val, exists: true}, nil
+	}
+	if e, ok := t.reads[key]; ok {
+		return e, nil
+	}
+	e, err := t.s.last(t.ctx, key)
+	if err != nil {
+		return entry{}, err
+	}
+	t.reads[key] = e
+	return e, nil
+}
+
+func (t *txn) put(key string, val []byte) { t.set(write{key: key, val: val}) }
+
+func (t *txn) del(key string) { t.set(write{key: key, del: true}) }
+
+func (t *txn) set(w write) {
+	if i, ok := t.widx[w.key]; ok {
+		t.writes[i] = w
+		return
+	}
+	t.widx[w.key] = len(t.writes)
+	t.writes = append(t.writes, w)
+}
+
+// fence makes the commit conditional on key, which the transition read
+// (get) and does not write, still being at the revision read: a decision
+// taken on it (the recipient is running) holds when the batch commits.
+func (t *txn) fence(key string) {
+	if !slices.Contains(t.fences, key) {
+		t.fences = append(t.fences, key)
+	}
+}
+
+// msgs builds the batch. A write of a key the transition read carries
+// that key's revision as its expected last sequence; a write of a key it
+// never read (an index entry named by a row it did read) carries none,
+// and carries a fence instead, on the expected-sequence header's subject
+// override; a fence left over is a rewrite of its key as read, expected
+// at its revision.
+func (t *txn) msgs() []*nats.Msg {
+	fences := slices.Clone(t.fences)
+	var out []*nats.Msg
+	for _, w := range t.writes {
+		m := nats.NewMsg(t.s.subj + w.key)
+		if w.del {
+			m.Header.Set(hdrKVOp, "DEL")
+			m.Header.Set(hdrTTL, strconv.Itoa(int(tombstoneTTL/time.Second)))
+		} else {
+			m.Data = w.val
+		}
+		if e, read := t.reads[w.key]; read {
+			m.Header.Set(hdrExpectSeq, strconv.FormatUint(e.rev, 10))
+		} else if len(fences) > 0 {
+			f := fences[0]
+			fences = fences[1:]
+			m.Header.Set(hdrExpectSeq, strconv.FormatUint(t.reads[f].rev, 10))
+			m.Header.Set(hdrExpectSubj, t.s.subj+f)
+		}
+		out = append(out, m)
+	}
+	for _, f := range fences {
+		e := t.reads[f]
+		m := nats.NewMsg(t.s.subj + f)
+		if e.exists {
+			m.Data = e.val
+		} else {
+			m.Header.Set(hdrKVOp, "DEL")
+			m.Header.Set(hdrTTL, strconv.Itoa(int(tombstoneTTL/time.Second)))
+		}
+		m.Header.Set(hdrExpectSeq, strconv.FormatUint(e.rev, 10))
+		out = append(out, m)
+	}
+	return out
+}
+
+// commit sends the batch and waits for the server's answer: nil once
+// the batch is stored (by a quorum of replicas), errConflict when a
+// revision did not hold and nothing was stored.
+func (t *txn) commit(kind string) error {
+	if len(t.writes) == 0 && len(t.fences) == 0 {
+		return nil
+	}
+	if fp := t.s.failpoint; fp != nil {
+		if err := fp(kind); err != nil {
+			return err
+		}
+	}
+	msgs := t.msgs()
+	if len(msgs) > maxBatch {
+		return fmt.Errorf("natsstore: a commit of %d keys, more than %d", len(msgs), maxBatch)
+	}
+	id := nuid.Next()
+	// The first message carries the batch's message id: the server checks
+	// it before any expected sequence, so a batch sent again after an
+	// unanswered commit is recognised as committed, never applied twice.
+	msgs[0].Header.Set(hdrMsgID, "vigil-"+id)
+	for attempt := 0; ; attempt++ {
+		err := t.s.publish(t.ctx, id, msgs)
+		if err == nil && t.s.loseAnswer != nil && t.s.loseAnswer() {
+			err = nats.ErrTimeout // stored, and the answer lost on its way
+		}
+		var apiErr *jetstream.APIError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &apiErr):
+			switch apiErr.ErrorCode {
+			case codeWrongLastSeq, codeWrongLastSeqConstant:
+				return errConflict
+			case codeBatchDuplicate:
+				if attempt > 0 {
+					return nil // the unanswered attempt had committed
+				}
+				return err
+			case codeBatchIncomplete, codeBatchInflight:
+				if attempt < 8 {
+					continue
+				}
+			}
+			return fmt.Errorf("natsstore: commit: %w", err)
+		case t.ctx.Err() != nil:
+			return t.ctx.Err()
+		case attempt < 2:
+			// No answer (a timeout, a leader change): the batch may have
+			// committed. Sent again under a new batch id, its first
+			// message's id tells.
+			id = nuid.Next()
+			continue
+		}
+		return fmt.Errorf("natsstore: commit: %w", err)
+	}
+}
+
+// publish sends msgs as one atomic batch and returns the server's answer
+// to the last. One message is a batch too: a plain publish checks its
+// expected sequence before its message id, so a resend after a lost
+// answer would be refused as stale instead of recognised as stored.
+func (s *Store) publish(ctx context.Context, id string, msgs []*nats.Msg) error {
+	select {
+	case s.inflight <- struct{}{}:
+		defer func() { <-s.inflight }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	for i, m := range msgs {
+		m.Header.Set(hdrBatchID, id)
+		m.Header.Set(hdrBatchSeq, strconv.Itoa(i+1))
+		if i < len(msgs)-1 {
+			m.Header.Del(hdrBatchCommit)
+			if err := s.nc.PublishMsg(m); err != nil {
+				return err
+			}
+			continue
+		}
+		m.Header.Set(hdrBatchCommit, "1")
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	_, err := s.js.PublishMsg(ctx, msgs[len(msgs)-1])
+	return err
+}
+
+// update runs f in a transition and commits it, running f again on what
+// is there now each time the commit loses a race for its rows. f must
+// set its results afresh on each run.
+func (s *Store) update(ctx context.Context, kind string, f func(t *txn) error) error {
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		t := s.newTxn(ctx)
+		if err := f(t); err != nil {
+			return err
+		}
+		err := t.commit(kind)
+		if !errors.Is(err, errConflict) {
+			return err
+		}
+		if attempt == maxAttempts-1 {
+			return fmt.Errorf("%w (%s, %d attempts)", ErrConflict, kind, maxAttempts)
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}
+
+// backoff waits before a transition runs again after losing a race: not
+// at all the first time (the row changed: the next run sees the change),
+// then a random time up to 1 ms doubling to 64 ms. A clustered stream
+// refuses a check on a subject another batch in flight checks until that
+// batch is applied, and re-running at once would spend the attempts
+// inside that window. It paces a network retry and decides nothing, so
+// it waits on the runtime's timer, not on an injected clock.
+func backoff(ctx context.Context, attempt int) error {
+	if attempt == 0 {
+		return nil
+	}
+	d := time.Duration(rand.Int64N(int64(time.Millisecond << min(attempt-1, 6))))
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// view runs f on reads alone.
+func (s *Store) view(ctx context.Context, f func(t *txn) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return f(s.newTxn(ctx))
+}
+
+var (
+	minNanos = time.Unix(0, math.MinInt64).UTC()
+	maxNanos = time.Unix(0, math.MaxInt64).UTC()
+)
+
+// atNanos is t as nanoseconds since the epoch, clamped to an int64.
+func atNanos(t time.Time) int64 {
+	switch {
+	case t.Before(minNanos):
+		return math.MinInt64
+	case t.After(maxNanos):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
