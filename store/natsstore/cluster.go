@@ -2,6 +2,7 @@ package natsstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -86,33 +87,47 @@ func scheduleOf(t *txn, key string, val []byte) (store.Schedule, bool, error) {
 	return sc, true, nil
 }
 
-// FollowPending calls fn, on its caller's goroutine, with the schedule of
-// each row that becomes pending or is rescheduled after the call, by any
-// process on the cluster, until ctx ends (nil) or the servers end the
-// feed (an error). It reads JetStream's push of the pending index
-// (s.pending.*), never polls; a removal from the index is not told. fn
-// must return quickly: the feed waits on it.
-func (s *Store) FollowPending(ctx context.Context, fn func(store.Schedule)) error {
+// PendingFeed is JetStream's push of the pending index (s.pending.*)
+// from the moment FollowPending returned: each row that becomes pending
+// or is rescheduled after it, by any process on the cluster. It polls
+// nothing. A removal from the index is not told.
+type PendingFeed struct {
+	s *Store
+	w jetstream.KeyWatcher
+}
+
+// FollowPending subscribes to the pending index and returns once the
+// subscription is in place, so a row made pending after it is told by
+// Run; read it with Run, on a goroutine of the caller's.
+func (s *Store) FollowPending(ctx context.Context) (*PendingFeed, error) {
 	w, err := s.kv.Watch(ctx, "s.pending.*", jetstream.UpdatesOnly())
 	if err != nil {
-		return fmt.Errorf("natsstore: following the pending index: %w", err)
+		return nil, fmt.Errorf("natsstore: following the pending index: %w", err)
 	}
-	defer func() { _ = w.Stop() }()
+	return &PendingFeed{s: s, w: w}, nil
+}
+
+// Run calls fn with the schedule of each row the feed tells of, until ctx
+// ends (nil) or the servers end the feed (an error); it stops the
+// subscription before it returns. fn must return quickly: the feed waits
+// on it.
+func (f *PendingFeed) Run(ctx context.Context, fn func(store.Schedule)) error {
+	defer func() { _ = f.w.Stop() }()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case e, ok := <-w.Updates():
+		case e, ok := <-f.w.Updates():
 			if !ok {
 				if ctx.Err() != nil {
 					return nil
 				}
-				return fmt.Errorf("natsstore: the pending index's feed ended")
+				return errors.New("natsstore: the pending index's feed ended")
 			}
 			if e == nil || e.Operation() != jetstream.KeyValuePut {
 				continue
 			}
-			sc, ok, err := scheduleOf(s.newTxn(ctx), e.Key(), e.Value())
+			sc, ok, err := scheduleOf(f.s.newTxn(ctx), e.Key(), e.Value())
 			if err != nil || !ok {
 				continue // held aside or settled since: nothing to arm
 			}
