@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -72,6 +73,49 @@ func (k fakeGateKind) Observe(_ context.Context, req abi.ObserveRequest) (kind.O
 	return kind.Observation{Status: abi.StatusPending}, nil
 }
 
+// fakeJobs is a cluster-wide job for the test's nodes: it records where
+// it runs, and whether it ever ran on two nodes at once.
+type fakeJobs struct {
+	mu      sync.Mutex
+	running map[string]bool
+	overlap bool
+}
+
+func (j *fakeJobs) on(node string) func(context.Context) <-chan struct{} {
+	return func(ctx context.Context) <-chan struct{} {
+		j.mu.Lock()
+		for other, r := range j.running {
+			if r && other != node {
+				j.overlap = true
+			}
+		}
+		j.running[node] = true
+		j.mu.Unlock()
+		done := make(chan struct{})
+		go func() {
+			<-ctx.Done()
+			j.mu.Lock()
+			j.running[node] = false
+			j.mu.Unlock()
+			close(done)
+		}()
+		return done
+	}
+}
+
+// where is the nodes the job runs on now.
+func (j *fakeJobs) where() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var out []string
+	for n, r := range j.running {
+		if r {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // testNode is one vigil node: a real core on the cluster, its scheduler
 // running, joined.
 type testNode struct {
@@ -82,7 +126,7 @@ type testNode struct {
 	joined <-chan struct{}
 }
 
-func startNode(t *testing.T, srv *server.Server, name, plugins string, open *atomic.Bool, seen *observedBy) *testNode {
+func startNode(t *testing.T, srv *server.Server, name, plugins string, open *atomic.Bool, seen *observedBy, jobs *fakeJobs) *testNode {
 	t.Helper()
 	reg := kind.NewRegistry()
 	for _, k := range []string{"now", "gate"} {
@@ -105,7 +149,7 @@ func startNode(t *testing.T, srv *server.Server, name, plugins string, open *ato
 		t.Fatal(err)
 	}
 	n.loop = c.Start(ctx)
-	if n.joined, err = c.Join(ctx, Join{Addr: "127.0.0.1:0", Plugins: plugins}); err != nil {
+	if n.joined, err = c.Join(ctx, Join{Addr: "127.0.0.1:0", Plugins: plugins, Jobs: map[string]func(context.Context) <-chan struct{}{"router": jobs.on(name)}}); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -172,12 +216,14 @@ func TestTwoNodesShareTheWatches(t *testing.T) {
 	srv := natstest.Start(t)
 	open := &atomic.Bool{}
 	seen := &observedBy{by: map[string]map[string]int{}}
-	a := startNode(t, srv, "a", "digest", open, seen)
-	b := startNode(t, srv, "b", "digest", open, seen)
+	jobs := &fakeJobs{running: map[string]bool{}}
+	a := startNode(t, srv, "a", "digest", open, seen, jobs)
+	b := startNode(t, srv, "b", "digest", open, seen, jobs)
 	natstest.WaitFor(t, within, "the partitions split between a and b", func() bool {
 		ha, hb := a.held(), b.held()
 		return len(ha)+len(hb) == testPartitions && len(ha) > 0 && len(hb) > 0
 	})
+	natstest.WaitFor(t, within, "the job running on one node", func() bool { return len(jobs.where()) == 1 })
 	holder := func(w store.Watch) string {
 		if b.core.Node().Holds(cluster.PartitionLease(w.ID.Partition(testPartitions))) {
 			return "b"
@@ -235,11 +281,15 @@ func TestTwoNodesShareTheWatches(t *testing.T) {
 	// no wait for A's leases to expire, and fires A's watches.
 	a.stop()
 	natstest.WaitFor(t, within, "b holding every partition", func() bool { return len(b.held()) == testPartitions })
+	natstest.WaitFor(t, within, "the job running on b", func() bool { w := jobs.where(); return len(w) == 1 && w[0] == "b" })
 	open.Store(true)
 	all := append(append([]store.Watch{}, now...), gated...)
 	natstest.WaitFor(t, within, "every watch's message once", func() bool { return firedOnce(b.mailbox(t), all) })
 	if st := b.core.Node().Status(); len(st.Nodes) != 1 || st.Nodes[0].Node != "b" {
 		t.Fatalf("after a left, the status shows %+v", st.Nodes)
+	}
+	if jobs.overlap {
+		t.Fatal("the cluster-wide job ran on two nodes at once")
 	}
 }
 
@@ -254,14 +304,15 @@ func TestANodeWithAnotherPluginSetHoldsNoPartition(t *testing.T) {
 	open := &atomic.Bool{}
 	open.Store(true)
 	seen := &observedBy{by: map[string]map[string]int{}}
-	a := startNode(t, srv, "a", "digest-1", open, seen)
+	jobs := &fakeJobs{running: map[string]bool{}}
+	a := startNode(t, srv, "a", "digest-1", open, seen, jobs)
 	natstest.WaitFor(t, within, "a holding every partition", func() bool { return len(a.held()) == testPartitions })
-	b := startNode(t, srv, "b", "digest-2", open, seen)
+	b := startNode(t, srv, "b", "digest-2", open, seen, jobs)
 	natstest.WaitFor(t, within, "a seeing b refused", func() bool {
 		st := a.core.Node().Status()
 		return len(st.Nodes) == 2 && st.Nodes[1].Node == "b" && st.Nodes[1].Refused
 	})
-	c := startNode(t, srv, "c", "digest-1", open, seen)
+	c := startNode(t, srv, "c", "digest-1", open, seen, jobs)
 	natstest.WaitFor(t, within, "a and c sharing the partitions", func() bool {
 		return len(a.held())+len(c.held()) == testPartitions && len(c.held()) > 0
 	})
@@ -302,3 +353,51 @@ func TestPluginDigest(t *testing.T) {
 		}
 	}
 }
+
+// fakePartitions records what the queue asks of the scheduler.
+type fakePartitions struct {
+	mu  sync.Mutex
+	log []string
+}
+
+func (f *fakePartitions) Gain(_ context.Context, p int) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.log = append(f.log, "+"+string(rune('0'+p)))
+	return 0, nil
+}
+
+func (f *fakePartitions) Drop(p int) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.log = append(f.log, "-"+string(rune('0'+p)))
+	return 0
+}
+
+// fakeOwnership holds the partitions in its set.
+type fakeOwnership map[int]bool
+
+func (f fakeOwnership) Partitions() int  { return 8 }
+func (f fakeOwnership) Holds(p int) bool { return f[p] }
+
+// The queue keeps each partition's latest news only, in the order the
+// partitions first came, and arms a gained partition only while it is
+// still held.
+func TestPartitionQueueKeepsTheLatestInOrder(t *testing.T) {
+	q := newPartitionQueue()
+	q.put(1, true)
+	q.put(2, true)
+	q.put(1, false) // 1 lost before it was armed: a loss
+	q.put(3, true)  // 3 gained, but no longer held when its turn comes
+	q.put(4, true)
+	f := &fakePartitions{}
+	// With its context ended the queue drains what it holds, then returns.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	q.run(ctx, f, fakeOwnership{2: true, 4: true}, slogDiscard())
+	if got := f.log; len(got) != 3 || got[0] != "-1" || got[1] != "+2" || got[2] != "+4" {
+		t.Fatalf("the queue did %v, want [-1 +2 +4]", got)
+	}
+}
+
+func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }
