@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vigilhq/vigil/store"
 )
@@ -80,17 +84,39 @@ func TestOpenCreatesThenVerifies(t *testing.T) {
 func TestOpenRefusesABucketWithoutWhatItNeeds(t *testing.T) {
 	ctx := context.Background()
 	srv := runServer(t)
-	s := openStore(t, Config{Bucket: "other"}, srv)
-	// The stream without atomic batches: the rules cannot hold on it.
-	cfg := streamConfig("other", 1)
-	cfg.AllowAtomicPublish = false
-	if _, err := s.js.UpdateStream(ctx, cfg); err != nil {
-		t.Skipf("the server does not take allow_atomic off: %v", err)
+	for _, tc := range []struct {
+		what   string
+		change func(*jetstream.StreamConfig)
+	}{
+		{"allow_atomic", func(c *jetstream.StreamConfig) { c.AllowAtomicPublish = false }},
+		{"allow_direct", func(c *jetstream.StreamConfig) { c.AllowDirect = true }},
+		{"max_msgs_per_subject", func(c *jetstream.StreamConfig) { c.MaxMsgsPerSubject = 5 }},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			bucket := strings.ReplaceAll(tc.what, "_", "-")
+			s := openStore(t, Config{Bucket: bucket}, srv)
+			cfg := streamConfig(bucket, 1)
+			tc.change(&cfg)
+			if _, err := s.js.UpdateStream(ctx, cfg); err != nil {
+				t.Fatalf("changing the stream: %v", err)
+			}
+			_, err := Open(ctx, Config{URLs: []string{srv.ClientURL()}, Bucket: bucket})
+			var me *MismatchError
+			if !errors.As(err, &me) || me.What != tc.what {
+				t.Fatalf("open: %v, want a %s mismatch", err, tc.what)
+			}
+		})
 	}
-	_, err := Open(ctx, Config{URLs: []string{srv.ClientURL()}, Bucket: "other"})
-	var me *MismatchError
-	if !errors.As(err, &me) || me.What != "allow_atomic" {
-		t.Fatalf("open: %v, want an allow_atomic mismatch", err)
+}
+
+func TestACommitOfTooManyKeysIsRefused(t *testing.T) {
+	s := openStore(t, Config{}, runServer(t))
+	tx := s.newTxn(context.Background())
+	for i := range maxBatch + 1 {
+		tx.put(fmt.Sprintf("x.%d", i), nil)
+	}
+	if err := tx.commit("test"); err == nil || errors.Is(err, errConflict) {
+		t.Fatalf("a commit of %d keys: %v", maxBatch+1, err)
 	}
 }
 
