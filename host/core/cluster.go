@@ -329,6 +329,29 @@ func (q *partitionQueue) next() (p int, gained, ok bool) {
 	return p, gained, true
 }
 
+// retryGain is how long the queue waits before arming again a partition
+// whose arming failed (the store did not answer).
+const retryGain = time.Second
+
+// retryAfter waits d (false when ctx ends first), then queues p's gain
+// again unless newer news of p is queued.
+func (q *partitionQueue) retryAfter(ctx context.Context, p int, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	}
+	q.mu.Lock()
+	_, queued := q.want[p]
+	q.mu.Unlock()
+	if !queued {
+		q.put(p, true)
+	}
+	return true
+}
+
 // partitions is what the queue drives: the scheduler.
 type partitions interface {
 	Gain(ctx context.Context, p int) (int, error)
@@ -360,8 +383,11 @@ func (q *partitionQueue) run(ctx context.Context, s partitions, own scheduler.Ow
 			if ctx.Err() != nil {
 				return
 			}
-			// Its watches wait for the next gain; say so.
-			log.Error("cluster: arming a gained partition failed", "partition", p, "err", err)
+			// Try again a second on, unless newer news of p came.
+			log.Error("cluster: arming a gained partition failed; trying again", "partition", p, "err", err)
+			if !q.retryAfter(ctx, p, retryGain) {
+				return
+			}
 			continue
 		}
 		log.Debug("cluster: partition armed", "partition", p, "armed", n)

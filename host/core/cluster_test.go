@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -354,16 +355,22 @@ func TestPluginDigest(t *testing.T) {
 	}
 }
 
-// fakePartitions records what the queue asks of the scheduler.
+// fakePartitions records what the queue asks of the scheduler; fail
+// makes the next that many gains fail.
 type fakePartitions struct {
-	mu  sync.Mutex
-	log []string
+	mu   sync.Mutex
+	log  []string
+	fail int
 }
 
 func (f *fakePartitions) Gain(_ context.Context, p int) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.log = append(f.log, "+"+string(rune('0'+p)))
+	if f.fail > 0 {
+		f.fail--
+		return 0, errors.New("fake: the store did not answer")
+	}
 	return 0, nil
 }
 
@@ -401,3 +408,23 @@ func TestPartitionQueueKeepsTheLatestInOrder(t *testing.T) {
 }
 
 func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// A gain whose arming failed is tried again until it is armed.
+func TestPartitionQueueRetriesAFailedGain(t *testing.T) {
+	q := newPartitionQueue()
+	q.put(5, true)
+	f := &fakePartitions{fail: 2}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); q.run(ctx, f, fakeOwnership{5: true}, slogDiscard()) }()
+	natstest.WaitFor(t, within, "the third try", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.log) == 3
+	})
+	cancel()
+	<-done
+	if got := f.log; len(got) != 3 || got[2] != "+5" {
+		t.Fatalf("the queue did %v", got)
+	}
+}
