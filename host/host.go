@@ -206,7 +206,8 @@ func (h *Host) Run(ctx context.Context, ln net.Listener) error {
 		var jerr error
 		if joined, jerr = h.Core.Join(ctx, core.Join{
 			Addr: ln.Addr().String(), Plugins: core.PluginDigest(h.Runtime.Plugins()), Metrics: h.clusterM,
-			Jobs: map[string]func(context.Context) <-chan struct{}{JobObserveRouter: h.Observer.Start, JobUpkeep: h.Upkeep.Start},
+			Jobs:    map[string]func(context.Context) <-chan struct{}{JobObserveRouter: h.Observer.Start, JobUpkeep: h.Upkeep.Start},
+			Appends: map[string]func(){observe.Stream: h.Observer.Wake},
 		}); jerr != nil {
 			cancel()
 			<-loop

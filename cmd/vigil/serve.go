@@ -101,7 +101,7 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 	if err != nil {
 		return err
 	}
-	clusterCfg, err := f.Store.cluster()
+	clusterCfg, err := f.Store.cluster(log)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -157,8 +159,9 @@ func (n natsSettings) leaseTTL() time.Duration {
 	return n.LeaseTTL
 }
 
-// cluster is the core's cluster configuration, nil for badger.
-func (s storeSettings) cluster() (*core.Cluster, error) {
+// cluster is the core's cluster configuration, nil for badger; log
+// receives the store's connection events.
+func (s storeSettings) cluster(log *slog.Logger) (*core.Cluster, error) {
 	if !s.clustered() {
 		return nil, nil
 	}
@@ -167,17 +170,29 @@ func (s storeSettings) cluster() (*core.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg := n.storeConfig(log)
+	return &core.Cluster{
+		Open: func(ctx context.Context) (core.ClusterStore, error) {
+			st, err := natsstore.Open(ctx, cfg)
+			if err != nil {
+				return nil, err
+			}
+			return st, nil
+		},
+		Node: name, LeaseTTL: n.leaseTTL(),
+	}, nil
+}
+
+// storeConfig is natsstore's configuration from the settings.
+func (n natsSettings) storeConfig(log *slog.Logger) natsstore.Config {
 	urls := make([]string, len(n.URLs))
 	for i, u := range n.URLs {
 		urls[i] = strings.TrimSpace(u)
 	}
-	return &core.Cluster{
-		Store: natsstore.Config{
-			URLs: urls, CredsFile: n.Credentials, TLS: natsstore.TLS{CA: n.TLS.CA, Cert: n.TLS.Cert, Key: n.TLS.Key},
-			Replicas: n.Replicas, Partitions: n.Partitions, Bucket: n.Bucket,
-		},
-		Node: name, LeaseTTL: n.leaseTTL(),
-	}, nil
+	return natsstore.Config{
+		URLs: urls, CredsFile: n.Credentials, TLS: natsstore.TLS{CA: n.TLS.CA, Cert: n.TLS.Cert, Key: n.TLS.Key},
+		Replicas: n.Replicas, Partitions: n.Partitions, Bucket: n.Bucket, Logger: log,
+	}
 }
 
 // label says where the store is, for the start-up log line.

@@ -14,7 +14,7 @@ func TestStoreSettingChoosesTheBackend(t *testing.T) {
 	if err != nil || s.Store.clustered() {
 		t.Fatalf("default: clustered %v, %v", s.Store.clustered(), err)
 	}
-	if c, err := s.Store.cluster(); c != nil || err != nil {
+	if c, err := s.Store.cluster(nil); c != nil || err != nil {
 		t.Fatalf("badger makes a cluster config %+v, %v", c, err)
 	}
 	file := "store:\n  nats:\n    urls: [nats://file:4222]\n    replicas: 3\n    partitions: 128\n    bucket: prod\n    node: n-1\n    lease_ttl: 4s\n    credentials: /etc/nats.creds\n    tls: {ca: ca.pem, cert: c.pem, key: k.pem}\n"
@@ -22,13 +22,16 @@ func TestStoreSettingChoosesTheBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.Store.cluster()
+	c, err := s.Store.cluster(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Node != "n-1" || c.LeaseTTL != 4*time.Second || c.Store.Replicas != 3 || c.Store.Partitions != 128 || c.Store.Bucket != "prod" ||
-		c.Store.CredsFile != "/etc/nats.creds" || c.Store.TLS.CA != "ca.pem" || c.Store.TLS.Key != "k.pem" || c.Store.URLs[0] != "nats://file:4222" {
+	if c.Node != "n-1" || c.LeaseTTL != 4*time.Second || c.Open == nil {
 		t.Fatalf("from the file: %+v", c)
+	}
+	if nc := s.Store.NATS.storeConfig(nil); nc.Replicas != 3 || nc.Partitions != 128 || nc.Bucket != "prod" ||
+		nc.CredsFile != "/etc/nats.creds" || nc.TLS.CA != "ca.pem" || nc.TLS.Cert != "c.pem" || nc.TLS.Key != "k.pem" || nc.URLs[0] != "nats://file:4222" {
+		t.Fatalf("from the file: %+v", nc)
 	}
 	env := map[string]string{"VIGIL_STORE": "nats://env:4222,nats://env2:4222"}
 	if s, err = settingsFor(t, nil, env, file); err != nil || strings.Join(s.Store.NATS.URLs, " ") != "nats://env:4222 nats://env2:4222" || s.Store.NATS.Replicas != 3 {
@@ -42,7 +45,7 @@ func TestStoreSettingChoosesTheBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err = s.Store.cluster(); err != nil || c.LeaseTTL != 10*time.Second || !bucketName.MatchString(c.Node) {
+	if c, err = s.Store.cluster(nil); err != nil || c.LeaseTTL != 10*time.Second || !bucketName.MatchString(c.Node) {
 		t.Fatalf("defaults: %+v, %v", c, err)
 	}
 }

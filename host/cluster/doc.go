@@ -27,7 +27,6 @@
 //     its key, so the others take over at once; a node that dies leaves
 //     them to expire, and the servers' expiry markers wake the others,
 //     who take over within the TTL of the last renewal, with no polling.
-//
 //   - A node holds leases only when its plugin set digest (Info.Plugins)
 //     is the cluster's: the one most live nodes publish, the smallest on a
 //     tie (ClusterDigest). The assignment is computed over those nodes

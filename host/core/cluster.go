@@ -19,21 +19,39 @@ import (
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/store"
-	"github.com/vigilhq/vigil/store/natsstore"
 )
 
 // Cluster makes the core a node of a JetStream cluster: its store is
-// natsstore on the servers Store names, its leases bucket (host/cluster)
-// is opened on the same connection with the store's replica count, and
-// its scheduler probes only the partitions the node holds leases on.
+// the one Open returns (natsstore, on the cluster's servers), its leases
+// bucket (host/cluster) is opened on the same connection with the store's
+// replica count, and its scheduler probes only the partitions the node
+// holds leases on.
 type Cluster struct {
-	Store natsstore.Config
+	// Open opens the cluster's store (serve: natsstore.Open).
+	Open func(ctx context.Context) (ClusterStore, error)
 	// Node is this node's name, unique in the cluster; LeaseTTL every
 	// lease's (cluster.MinTTL at least), the bucket's TTL.
 	Node     string
 	LeaseTTL time.Duration
 	// Margin is cluster.Config.Margin (default a fifth of the TTL).
 	Margin time.Duration
+}
+
+// ClusterStore is a cluster's backend: the Store, and what a node needs
+// of it beside (store/natsstore is one). Each Follow subscribes and
+// returns once the subscription is in place, with the function that reads
+// it until its context ends.
+type ClusterStore interface {
+	Store
+	// JetStream is the store's JetStream context, for the leases bucket.
+	JetStream() jetstream.JetStream
+	Replicas() int
+	// Partitions is the cluster's partition count, fixed with its store.
+	Partitions() int
+	// FollowPending tells of each row made pending by any node.
+	FollowPending(ctx context.Context) (func(context.Context, func(store.Schedule)) error, error)
+	// FollowAppends tells of each append to stream by any node.
+	FollowAppends(ctx context.Context, stream string) (func(context.Context, func()) error, error)
 }
 
 // Join is what a node publishes and runs once the host around the core
@@ -48,16 +66,18 @@ type Join struct {
 	// cluster.JobLease: started (with a context that ends when the lease
 	// is lost) on gaining it; its channel closes when it has stopped.
 	Jobs map[string]func(context.Context) <-chan struct{}
+	// Appends are called after each append to their event stream, by
+	// any node (coalesced): the observe router, running on one node,
+	// hears of items recorded on the others.
+	Appends map[string]func()
 	// Metrics counts the node's leases; nil counts nothing.
 	Metrics cluster.Metrics
 }
 
-var _ Store = (*natsstore.Store)(nil)
-
 // clustered is the core's part on a cluster.
 type clustered struct {
 	cfg  Cluster
-	st   *natsstore.Store
+	st   ClusterStore
 	kv   jetstream.KeyValue
 	own  *ownership
 	log  *slog.Logger
@@ -83,17 +103,21 @@ func (o ownership) Holds(p int) bool {
 	return n != nil && n.Holds(cluster.PartitionLease(p))
 }
 
-// openCluster opens natsstore and the leases bucket on its connection.
+// openCluster opens the cluster's store and the leases bucket on its
+// connection.
 func openCluster(ctx context.Context, cfg Cluster, log *slog.Logger) (*clustered, error) {
+	if cfg.Open == nil {
+		return nil, errors.New("core: a cluster needs its store's Open")
+	}
 	if cfg.LeaseTTL < cluster.MinTTL {
 		return nil, fmt.Errorf("core: lease ttl %s is under the minimum %s", cfg.LeaseTTL, cluster.MinTTL)
 	}
-	if cfg.Store.Logger == nil {
-		cfg.Store.Logger = log
-	}
-	st, err := natsstore.Open(ctx, cfg.Store)
+	st, err := cfg.Open(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if st == nil {
+		return nil, errors.New("core: the cluster's Open returned no store")
 	}
 	kv, err := cluster.OpenBucket(ctx, st.JetStream(), cluster.BucketConfig{TTL: cfg.LeaseTTL, Replicas: st.Replicas()})
 	if err != nil {
@@ -154,15 +178,36 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 	if err != nil {
 		return nil, err
 	}
+	var appends []func(context.Context)
+	for stream, fn := range j.Appends {
+		af, err := cl.st.FollowAppends(ctx, stream)
+		if err != nil {
+			stopped, cancel := context.WithCancel(ctx)
+			cancel()
+			_ = feed(stopped, nil)
+			for _, run := range appends {
+				run(stopped)
+			}
+			return nil, err
+		}
+		appends = append(appends, func(ctx context.Context) {
+			if err := af(ctx, fn); err != nil {
+				c.log.Error("cluster: an event stream's feed stopped", "stream", stream, "err", err)
+			}
+		})
+	}
 	cl.node.Store(node)
 	runCtx, stop := context.WithCancel(ctx)
 	h.ctx = runCtx
 	cl.joined, cl.stop, cl.done = true, stop, make(chan struct{})
 	var wg sync.WaitGroup
+	for _, run := range appends {
+		wg.Go(func() { run(runCtx) })
+	}
 	wg.Add(3)
 	go func() {
 		defer wg.Done()
-		if err := feed.Run(runCtx, func(sc store.Schedule) { c.Scheduler.Adopt(sc) }); err != nil {
+		if err := feed(runCtx, func(sc store.Schedule) { c.Scheduler.Adopt(sc) }); err != nil {
 			c.log.Error("cluster: the pending feed stopped; watches registered on other nodes wait for the next ownership change", "err", err)
 		}
 	}()

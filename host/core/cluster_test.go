@@ -29,6 +29,8 @@ const (
 	within = 30 * time.Second
 )
 
+var _ ClusterStore = (*natsstore.Store)(nil)
+
 // observedBy records which node's kind probed each watch.
 type observedBy struct {
 	mu sync.Mutex
@@ -80,6 +82,8 @@ type fakeJobs struct {
 	mu      sync.Mutex
 	running map[string]bool
 	overlap bool
+	// appended counts the appends to the observe stream the nodes heard of.
+	appended atomic.Int32
 }
 
 func (j *fakeJobs) on(node string) func(context.Context) <-chan struct{} {
@@ -137,8 +141,10 @@ func startNode(t *testing.T, srv *server.Server, name, plugins string, open *ato
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c, err := New(ctx, Config{Kinds: reg, Cluster: &Cluster{
-		Store: natsstore.Config{URLs: []string{srv.ClientURL()}, Partitions: testPartitions},
-		Node:  name, LeaseTTL: testTTL,
+		Open: func(ctx context.Context) (ClusterStore, error) {
+			return natsstore.Open(ctx, natsstore.Config{URLs: []string{srv.ClientURL()}, Partitions: testPartitions})
+		},
+		Node: name, LeaseTTL: testTTL,
 	}})
 	if err != nil {
 		cancel()
@@ -150,7 +156,8 @@ func startNode(t *testing.T, srv *server.Server, name, plugins string, open *ato
 		t.Fatal(err)
 	}
 	n.loop = c.Start(ctx)
-	if n.joined, err = c.Join(ctx, Join{Addr: "127.0.0.1:0", Plugins: plugins, Jobs: map[string]func(context.Context) <-chan struct{}{"router": jobs.on(name)}}); err != nil {
+	if n.joined, err = c.Join(ctx, Join{Addr: "127.0.0.1:0", Plugins: plugins, Jobs: map[string]func(context.Context) <-chan struct{}{"router": jobs.on(name)},
+		Appends: map[string]func(){"observe": func() { jobs.appended.Add(1) }}}); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -292,6 +299,12 @@ func TestTwoNodesShareTheWatches(t *testing.T) {
 	if jobs.overlap {
 		t.Fatal("the cluster-wide job ran on two nodes at once")
 	}
+	// An append to the observe stream through one node is heard by the
+	// other (where the observe router may run).
+	if _, _, err := a2(t, srv).AppendEvent(ctx, store.Event{Stream: "observe", Key: "k", Type: "t", OccurredAt: time.Now(), Payload: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	natstest.WaitFor(t, within, "b hearing of an append elsewhere", func() bool { return jobs.appended.Load() > 0 })
 }
 
 // A node whose plugin set digest differs from the cluster's holds no
@@ -427,4 +440,15 @@ func TestPartitionQueueRetriesAFailedGain(t *testing.T) {
 	if got := f.log; len(got) != 3 || got[2] != "+5" {
 		t.Fatalf("the queue did %v", got)
 	}
+}
+
+// a2 is another process's store on srv.
+func a2(t *testing.T, srv *server.Server) *natsstore.Store {
+	t.Helper()
+	st, err := natsstore.Open(context.Background(), natsstore.Config{URLs: []string{srv.ClientURL()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
 }

@@ -87,31 +87,31 @@ func scheduleOf(t *txn, key string, val []byte) (store.Schedule, bool, error) {
 	return sc, true, nil
 }
 
-// PendingFeed is JetStream's push of the pending index (s.pending.*)
-// from the moment FollowPending returned: each row that becomes pending
-// or is rescheduled after it, by any process on the cluster. It polls
-// nothing. A removal from the index is not told.
-type PendingFeed struct {
-	s *Store
-	w jetstream.KeyWatcher
-}
-
-// FollowPending subscribes to the pending index and returns once the
-// subscription is in place, so a row made pending after it is told by
-// Run; read it with Run, on a goroutine of the caller's.
-func (s *Store) FollowPending(ctx context.Context) (*PendingFeed, error) {
+// FollowPending subscribes to the pending index (s.pending.*) and returns
+// once the subscription is in place, with the function that reads it:
+// run calls fn with the schedule of each row that becomes pending or is
+// rescheduled after FollowPending returned, by any process on the
+// cluster, until ctx ends (nil) or the servers end the feed (an error),
+// and stops the subscription before it returns; call it once, on a
+// goroutine of the caller's. It is JetStream's push, and polls nothing; a
+// removal from the index is not told. fn must return quickly: the feed
+// waits on it. (The run function, not a feed type, so an interface of the
+// caller's names it without importing this package.)
+func (s *Store) FollowPending(ctx context.Context) (run func(context.Context, func(store.Schedule)) error, err error) {
 	w, err := s.kv.Watch(ctx, "s.pending.*", jetstream.UpdatesOnly())
 	if err != nil {
 		return nil, fmt.Errorf("natsstore: following the pending index: %w", err)
 	}
-	return &PendingFeed{s: s, w: w}, nil
+	f := &pendingFeed{s: s, w: w}
+	return f.run, nil
 }
 
-// Run calls fn with the schedule of each row the feed tells of, until ctx
-// ends (nil) or the servers end the feed (an error); it stops the
-// subscription before it returns. fn must return quickly: the feed waits
-// on it.
-func (f *PendingFeed) Run(ctx context.Context, fn func(store.Schedule)) error {
+type pendingFeed struct {
+	s *Store
+	w jetstream.KeyWatcher
+}
+
+func (f *pendingFeed) run(ctx context.Context, fn func(store.Schedule)) error {
 	defer func() { _ = f.w.Stop() }()
 	for {
 		select {
@@ -132,6 +132,43 @@ func (f *PendingFeed) Run(ctx context.Context, fn func(store.Schedule)) error {
 				continue // held aside or settled since: nothing to arm
 			}
 			fn(sc)
+		}
+	}
+}
+
+// FollowAppends subscribes to appends to an event stream by any process
+// on the cluster (JetStream's push of the stream's last sequence) and
+// returns once the subscription is in place, with the function that
+// reads it, as FollowPending does: run calls fn after each append (one
+// call may stand for several). The cluster's observe router, which runs
+// on one node, learns this way of items recorded on the others.
+func (s *Store) FollowAppends(ctx context.Context, stream string) (run func(context.Context, func()) error, err error) {
+	w, err := s.kv.Watch(ctx, eventSeqKey(stream), jetstream.UpdatesOnly())
+	if err != nil {
+		return nil, fmt.Errorf("natsstore: following the %s stream: %w", stream, err)
+	}
+	f := &appendFeed{w: w}
+	return f.run, nil
+}
+
+type appendFeed struct{ w jetstream.KeyWatcher }
+
+func (f *appendFeed) run(ctx context.Context, fn func()) error {
+	defer func() { _ = f.w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-f.w.Updates():
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return errors.New("natsstore: an event stream's feed ended")
+			}
+			if e != nil && e.Operation() == jetstream.KeyValuePut {
+				fn()
+			}
 		}
 	}
 }

@@ -70,7 +70,7 @@ func TestFollowPendingTellsOfNewRows(t *testing.T) {
 	}
 	told := make(chan store.Schedule, 16)
 	done := make(chan error, 1)
-	go func() { done <- feed.Run(ctx, func(sc store.Schedule) { told <- sc }) }()
+	go func() { done <- feed(ctx, func(sc store.Schedule) { told <- sc }) }()
 	w := createdWatch(t, b, ids, "r", t0.Add(time.Second))
 	select {
 	case sc := <-told:
@@ -89,5 +89,40 @@ func TestFollowPendingTellsOfNewRows(t *testing.T) {
 		if got := <-told; got.ID == before.ID {
 			t.Fatal("the feed told of a row from before it started")
 		}
+	}
+}
+
+// The append feed tells of an append to its stream by another process,
+// and of none to another stream.
+func TestFollowAppendsTellsOfAppends(t *testing.T) {
+	srv := runServer(t)
+	a := openStore(t, Config{}, srv)
+	b := openStore(t, Config{}, srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	feed, err := a.FollowAppends(ctx, "observe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	told := make(chan struct{}, 16)
+	done := make(chan error, 1)
+	go func() { done <- feed(ctx, func() { told <- struct{}{} }) }()
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	if _, _, err := b.AppendEvent(ctx, store.Event{Stream: "other", Key: "k0", Type: "t", OccurredAt: t0, Payload: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.AppendEvent(ctx, store.Event{Stream: "observe", Key: "k1", Type: "t", OccurredAt: t0, Payload: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-told:
+	case <-time.After(30 * time.Second):
+		t.Fatal("an append through another store was not told")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("the feed ended with %v", err)
+	}
+	if n := len(told); n != 0 {
+		t.Fatalf("told %d more times, for one append to the stream", n)
 	}
 }
