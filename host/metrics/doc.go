@@ -1,8 +1,9 @@
 // Package metrics is vigil's Prometheus instrumentation: one registry per
 // process, fed by small interfaces the host's packages already call
 // (plugin calls, probes and their lag, the ready queue's depth,
-// deliveries, fetches), and a collector that counts watches by state at
-// scrape time.
+// deliveries, fetches), a collector that counts watches by state at
+// scrape time, and, on a node of a cluster only (Metrics.Cluster), its
+// leases held, moved and renewed.
 //
 // It owns the metric names and labels. It must never be a dependency of
 // the packages it measures: each declares the interface it calls, and this
