@@ -14,6 +14,7 @@ import (
 
 	"github.com/vigilhq/vigil/api/abi"
 	"github.com/vigilhq/vigil/host/cluster"
+	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/natstest"
@@ -29,7 +30,10 @@ const (
 	within = 30 * time.Second
 )
 
-var _ ClusterStore = (*natsstore.Store)(nil)
+var (
+	_ ClusterStore           = (*natsstore.Store)(nil)
+	_ delivery.MailboxWaiter = (*natsstore.Store)(nil) // long polls wake on other nodes' appends
+)
 
 // observedBy records which node's kind probed each watch.
 type observedBy struct {
