@@ -67,6 +67,11 @@ type Config struct {
 
 	// ObserveRunPerMinute bounds recording per run of a principal.
 	ObserveRunPerMinute int
+
+	// Cluster, when set, makes the host a node of a JetStream cluster
+	// (host/core's Cluster): the store is on the servers, not in Data,
+	// and Run joins the cluster; nil is one host on badger in Data.
+	Cluster *core.Cluster
 }
 
 // FetchConfig tunes the fetch issuer.
@@ -95,6 +100,7 @@ type Host struct {
 
 	log         *slog.Logger
 	node        *node
+	clusterM    *metrics.Cluster // on a cluster node only
 	base        context.Context
 	stopStreams context.CancelFunc
 }
@@ -130,8 +136,12 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		OpenStore: cfg.OpenStore, StoreDir: filepath.Join(cfg.Data, "store"), Store: store.Options{SyncWrites: cfg.Fsync, Logger: log},
 		Logger: log, Workers: cfg.Workers, Guard: guard, Limits: cfg.Limits,
 		Metrics: func(st core.Store) core.Metrics { h.Metrics = metrics.New(st); return h.Metrics },
+		Cluster: cfg.Cluster,
 	}); err != nil {
 		return nil, err
+	}
+	if h.Core.Clustered() {
+		h.clusterM = h.Metrics.Cluster()
 	}
 	st := h.Core.Store
 	// Retention while running: the upkeep hears of each retained record
@@ -194,8 +204,25 @@ func (h *Host) Run(ctx context.Context, ln net.Listener) error {
 	served := make(chan error, 1)
 	go func() { served <- h.App.Listener(httpapi.Listener(ln)) }()
 	loop := h.Core.Start(ctx)
-	router := h.Observer.Start(ctx)
-	kept := h.Upkeep.Start(ctx)
+	var router, kept, joined <-chan struct{}
+	if h.Core.Clustered() {
+		// The observe router and the upkeep run once per cluster: on
+		// this node only while it holds their leases.
+		var jerr error
+		if joined, jerr = h.Core.Join(ctx, core.Join{
+			Addr: ln.Addr().String(), Plugins: core.PluginDigest(h.Runtime.Plugins()), Metrics: h.clusterM,
+			Jobs:    map[string]func(context.Context) <-chan struct{}{JobObserveRouter: h.Observer.Start, JobUpkeep: h.Upkeep.Start},
+			Appends: map[string]func(){observe.Stream: h.Observer.Wake},
+		}); jerr != nil {
+			cancel()
+			<-loop
+			_ = h.App.Shutdown()
+			return fmt.Errorf("joining the cluster: %w", jerr)
+		}
+	} else {
+		router = h.Observer.Start(ctx)
+		kept = h.Upkeep.Start(ctx)
+	}
 	var err error
 	select {
 	case <-ctx.Done():
@@ -211,10 +238,19 @@ func (h *Host) Run(ctx context.Context, ln net.Listener) error {
 	stop()
 	cancel()
 	<-loop
-	<-router
-	<-kept
+	for _, done := range []<-chan struct{}{router, kept, joined} {
+		if done != nil {
+			<-done
+		}
+	}
 	return err
 }
+
+// The cluster-wide jobs' names (cluster.JobLease).
+const (
+	JobObserveRouter = "observe-router"
+	JobUpkeep        = "upkeep"
+)
 
 // Reloaded is the part of the configuration a reload puts in force.
 type Reloaded struct {

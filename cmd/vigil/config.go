@@ -61,6 +61,16 @@ import (
 //	  rate: 100
 //	  burst: 200
 //	  run_per_minute: 1000
+//	store:                            # a node of a JetStream cluster; none: badger in data
+//	  nats:
+//	    urls: [nats://10.0.0.1:4222, nats://10.0.0.2:4222]
+//	    credentials: /etc/vigil/nats.creds
+//	    tls: {ca: ca.pem, cert: vigil.pem, key: vigil-key.pem}
+//	    replicas: 3                   # fixed when the cluster's store is created
+//	    partitions: 64                # likewise
+//	    bucket: vigil
+//	    node: vigil-1                 # default: the host name, sanitized
+//	    lease_ttl: 10s
 //	scopes:
 //	  support:
 //	    observe:
@@ -87,6 +97,9 @@ type settings struct {
 	Secrets    map[string]string        `yaml:"secrets"`
 	Observe    observeSettings          `yaml:"observe"`
 	Scopes     map[string]observe.Scope `yaml:"scopes"`
+	// Store chooses the backend: badger in Data (the default), or a
+	// JetStream cluster (store.nats, --store nats://…, VIGIL_STORE).
+	Store storeSettings `yaml:"store"`
 }
 
 // observeSettings bound recording per principal and per run of a
@@ -193,6 +206,7 @@ func loadSettings(flags *pflag.FlagSet, getenv func(string) string) (settings, e
 		env("webhook_allow", "VIGIL_WEBHOOK_ALLOW", func(v string) error { s.WebhookAllow = strings.Split(v, ","); return nil }),
 		env("recipient_max_refs", "VIGIL_RECIPIENT_MAX_REFS", func(v string) (err error) { s.MaxRefs, err = strconv.Atoi(v); return err }),
 		env("recipient_max_pending", "VIGIL_RECIPIENT_MAX_PENDING", func(v string) (err error) { s.MaxPending, err = strconv.Atoi(v); return err }),
+		env("store", "VIGIL_STORE", func(v string) error { s.Store.NATS.URLs = strings.Split(v, ","); return nil }),
 	); err != nil {
 		return s, err
 	}
@@ -210,6 +224,7 @@ func loadSettings(flags *pflag.FlagSet, getenv func(string) string) (settings, e
 		{"webhook-allow", "webhook_allow", func() { s.WebhookAllow, _ = flags.GetStringArray("webhook-allow") }},
 		{"recipient-max-refs", "recipient_max_refs", func() { s.MaxRefs, _ = flags.GetInt("recipient-max-refs") }},
 		{"recipient-max-pending", "recipient_max_pending", func() { s.MaxPending, _ = flags.GetInt("recipient-max-pending") }},
+		{"store", "store", func() { v, _ := flags.GetString("store"); s.Store.NATS.URLs = strings.Split(v, ",") }},
 	} {
 		if flags.Changed(f.flag) {
 			f.apply()
@@ -293,6 +308,9 @@ func (s settings) validate(sources map[string]string) error {
 		if err := abi.CheckSecretName(name); err != nil {
 			bad("secrets", err)
 		}
+	}
+	for _, err := range s.Store.validate() {
+		bad("store", err)
 	}
 	if len(s.Tokens) == 0 {
 		if err := loopbackOnly(s.Listen); err != nil {

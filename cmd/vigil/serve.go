@@ -27,11 +27,11 @@ func newServe(stderr io.Writer) *cobra.Command {
 Each setting comes from, in order of precedence: a flag, the environment
 (VIGIL_LISTEN, VIGIL_DATA, VIGIL_PLUGIN_CACHE, VIGIL_PLUGINS, VIGIL_WORKERS,
 VIGIL_FSYNC, VIGIL_WEBHOOK_ALLOW as a comma-separated list,
-VIGIL_RECIPIENT_MAX_REFS, VIGIL_RECIPIENT_MAX_PENDING, VIGIL_CONFIG), the
-config file (YAML: listen, data, plugin_cache, plugins, workers, fsync,
-webhook_allow, recipient_max_refs, recipient_max_pending, tokens; and, in
-the file only, fetch, secrets, observe and scopes: see docs/fetch.md and
-docs/observe.md), the default. An invalid value refuses to start,
+VIGIL_RECIPIENT_MAX_REFS, VIGIL_RECIPIENT_MAX_PENDING, VIGIL_STORE,
+VIGIL_CONFIG), the config file (YAML: listen, data, plugin_cache, plugins,
+workers, fsync, webhook_allow, recipient_max_refs, recipient_max_pending,
+tokens, store; and, in the file only, fetch, secrets, observe and scopes:
+see docs/fetch.md and docs/observe.md), the default. An invalid value refuses to start,
 naming the key and where it came from. Bearer tokens are set in the config
 file only; with none, the API is unauthenticated and binds to loopback
 only.
@@ -52,6 +52,18 @@ once it is in the store's log in the page cache: it survives kill -9 and
 any crash of vigil itself, but a power loss or kernel crash can lose the
 last seconds of acknowledged writes.
 
+The store is badger in DATA/store unless --store (VIGIL_STORE, or the
+config file's store.nats.urls) names NATS JetStream servers,
+nats://host:port[,nats://host:port...]: the host is then a node of a
+cluster, its store on the servers, its watches' partitions shared with
+the other nodes through leases. The config file's store.nats also sets
+credentials (a .creds file), tls (ca, cert, key), replicas and partitions
+(fixed when the cluster's store is created: 1 and 64 by default), bucket
+(vigil), node (this node's name, unique in the cluster; default the host
+name, sanitized) and lease_ttl (10s). Every node must load the same
+plugins: a node whose plugin set differs from most nodes' holds no
+partition (see RATIONALE.md).
+
 Plugins load from the bundled set and, with --plugins, from a directory of
 .wasm files and its registry.json. SIGHUP reloads the plugins and the
 config file's observe scopes, tokens and grants (a revoked token stops
@@ -69,6 +81,7 @@ in-flight requests and probes finish.`,
 	cmd.Flags().String("config", "", "YAML config file (also VIGIL_CONFIG)")
 	cmd.Flags().String("listen", d.Listen, "address the API listens on")
 	cmd.Flags().String("data", d.Data, "data directory (the store)")
+	cmd.Flags().String("store", "", "NATS JetStream servers, nats://host:port[,...]: run as a node of a cluster (default: badger in DATA/store)")
 	cmd.Flags().String("plugin-cache", "", "plugin compilation cache directory, shared with vigil plugins and between hosts (default vigil/wazero in the user cache directory)")
 	cmd.Flags().String("plugins", "", "plugin directory: *.wasm and an optional registry.json")
 	cmd.Flags().Bool("fsync", d.Fsync, "acknowledge a write only once it is fsynced, concurrent writes sharing one fsync: survives power loss; --fsync=false survives kill -9 only")
@@ -92,12 +105,17 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 	if err != nil {
 		return err
 	}
+	clusterCfg, err := f.Store.cluster(log)
+	if err != nil {
+		return err
+	}
 	h, err := host.New(ctx, host.Config{
 		Data: f.Data, PluginCache: cache, PluginDir: f.Plugins, Bundled: plugins.Bundled(),
 		Fsync: f.Fsync, Workers: f.Workers, WebhookAllow: f.allowPrefixes(), Tokens: f.authTokens(), Secrets: secrets,
 		Fetch:       f.fetchConfig(),
 		ObserveRate: f.Observe.Rate, ObserveBurst: f.Observe.Burst, ObserveRunPerMinute: f.Observe.RunPerMinute, Scopes: f.Scopes,
 		Limits: recipients.Limits{MaxRefs: f.MaxRefs, MaxPending: f.MaxPending}, Logger: log,
+		Cluster: clusterCfg,
 	})
 	if err != nil {
 		return err
@@ -111,7 +129,7 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", f.Listen, err)
 	}
-	log.Info("vigil serving", "listen", ln.Addr().String(), "data", f.Data, "plugins", pluginDirLabel(f.Plugins), "plugin_cache", cache, "kinds", len(h.Runtime.Plugins()), "pending", h.Pending, "fsync", f.Fsync, "auth", authLabel(f.Tokens))
+	log.Info("vigil serving", "listen", ln.Addr().String(), "data", f.Data, "store", f.Store.label(), "plugins", pluginDirLabel(f.Plugins), "plugin_cache", cache, "kinds", len(h.Runtime.Plugins()), "pending", h.Pending, "fsync", f.Fsync, "auth", authLabel(f.Tokens))
 	// The runtime logged each plugin it loaded, and each it did not.
 
 	hup := make(chan os.Signal, 1)

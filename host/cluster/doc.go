@@ -27,6 +27,12 @@
 //     its key, so the others take over at once; a node that dies leaves
 //     them to expire, and the servers' expiry markers wake the others,
 //     who take over within the TTL of the last renewal, with no polling.
+//   - A node holds leases only when its plugin set digest (Info.Plugins)
+//     is the cluster's: the one most live nodes publish, the smallest on a
+//     tie (ClusterDigest). The assignment is computed over those nodes
+//     alone, so a node that lacks a plugin another admitted a watch with
+//     owns none of the watches; it logs why once and its status shows it
+//     refused.
 //
 // What it must never do: decide ownership anywhere but in the servers (no
 // node-to-node messages, no clock comparisons between nodes), or keep

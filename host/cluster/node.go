@@ -96,6 +96,9 @@ type Node struct {
 	me     uint64    // revision of this node's own key; 0 before it is written
 	meSent time.Time // when that revision's write was sent
 	ready  bool      // the watcher has delivered the bucket's initial state
+	// refused: the last assignment left this node out for its plugin set
+	// (logged once each time it starts).
+	refused bool
 }
 
 // New checks cfg and makes a node; nothing is written until Run or Pass.
@@ -361,20 +364,64 @@ func (n *Node) publish(ctx context.Context, now time.Time) {
 func (n *Node) renewEvery() time.Duration { return n.cfg.TTL / 3 }
 
 // live is the nodes whose keys are in the view, and this one when its own
-// key is written.
+// key is written, less those whose plugin set differs from the cluster's
+// (Refused): a node that lacks a plugin another admitted a watch with
+// must own none of the watches.
 func (n *Node) live(time.Time) []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	digests := n.digestsLocked()
+	want := ClusterDigest(digests)
 	var out []string
-	for k := range n.view {
-		if len(k) > 2 && k[:2] == "n." {
-			out = append(out, k[2:])
+	for name, d := range digests {
+		if d == want {
+			out = append(out, name)
 		}
 	}
-	if n.me != 0 && !slices.Contains(out, n.cfg.Info.Node) {
-		out = append(out, n.cfg.Info.Node)
+	if mine := n.cfg.Info.Plugins; n.me != 0 && mine != want {
+		if !n.refused {
+			n.refused = true
+			n.cfg.Logger.Error("cluster: this node's plugin set differs from the cluster's; it holds no partition until they match",
+				"node", n.cfg.Info.Node, "plugins", mine, "cluster_plugins", want)
+		}
+	} else {
+		n.refused = false
 	}
 	return out
+}
+
+// digestsLocked is the plugin set digest of each live node, by name, this
+// one included once its key is written. The caller holds mu.
+func (n *Node) digestsLocked() map[string]string {
+	out := map[string]string{}
+	for k, e := range n.view {
+		if len(k) > 2 && k[:2] == "n." {
+			var info Info
+			_ = json.Unmarshal(e.value, &info) // unreadable: the empty digest, a minority of one
+			out[k[2:]] = info.Plugins
+		}
+	}
+	if n.me != 0 {
+		out[n.cfg.Info.Node] = n.cfg.Info.Plugins
+	}
+	return out
+}
+
+// ClusterDigest is the plugin set digest the cluster runs: the one most
+// live nodes publish, the lexicographically smallest on a tie, so every
+// node computes the same from the same view.
+func ClusterDigest(digests map[string]string) string {
+	count := map[string]int{}
+	for _, d := range digests {
+		count[d]++
+	}
+	best, bestN := "", 0
+	for d, c := range count {
+		if c > bestN || (c == bestN && d < best) {
+			best, bestN = d, c
+		}
+	}
+	return best
 }
 
 // taken says whether the view shows l held by anyone, this node's earlier

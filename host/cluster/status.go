@@ -14,6 +14,9 @@ type NodeStatus struct {
 	Seen time.Time `json:"seen"`
 	// Leases are the leases the node holds.
 	Leases []LeaseStatus `json:"leases"`
+	// Refused: the node's plugin set digest differs from the cluster's
+	// (Status.Plugins), so it is assigned no lease.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // LeaseStatus is one held lease.
@@ -29,6 +32,8 @@ type LeaseStatus struct {
 type Status struct {
 	Nodes  []NodeStatus `json:"nodes"`
 	Vacant []Lease      `json:"vacant"`
+	// Plugins is the cluster's plugin set digest (ClusterDigest).
+	Plugins string `json:"plugins"`
 }
 
 // Status reads the node's view; it writes nothing and asks no server.
@@ -62,7 +67,9 @@ func (n *Node) Status() Status {
 		}
 		ns.Leases = append(ns.Leases, LeaseStatus{Lease: l, Renewed: e.created})
 	}
+	st.Plugins = ClusterDigest(n.digestsLocked())
 	for _, ns := range byName {
+		ns.Refused = ns.Plugins != st.Plugins
 		st.Nodes = append(st.Nodes, *ns)
 	}
 	slices.SortFunc(st.Nodes, func(a, b NodeStatus) int { return strings.Compare(a.Node, b.Node) })

@@ -57,6 +57,11 @@ type Config struct {
 	Limits recipients.Limits
 	// IDs is the randomness of watch ids (default crypto/rand).
 	IDs io.Reader
+	// Cluster, when set, makes the core a node of a JetStream cluster
+	// (cluster.go): the store is natsstore (OpenStore and StoreDir are
+	// unused), the scheduler probes only the partitions the node holds,
+	// and Join makes the node live. Nil: one host, which owns every watch.
+	Cluster *Cluster
 	// Deliver, in tests, wraps the delivery the scheduler settles
 	// through; it is given the store.
 	Deliver func(*delivery.Delivery, Store) scheduler.Deliverer
@@ -77,15 +82,17 @@ type Core struct {
 	Scheduler  *scheduler.Scheduler
 	Recipients *recipients.Service
 
-	log    *slog.Logger
-	closed bool
+	log     *slog.Logger
+	clock   Clock
+	cluster *clustered // nil on one host
+	closed  bool
 }
 
 // New builds the core: it opens the store (Config.OpenStore) and starts the outbox's workers
 // (with nothing to send they wait, without a timer). The scheduler's loop
 // is not started: Prime, then Start (or drive Tick, in tests).
 func New(ctx context.Context, cfg Config) (_ *Core, err error) {
-	if cfg.OpenStore == nil && cfg.StoreDir == "" {
+	if cfg.OpenStore == nil && cfg.StoreDir == "" && cfg.Cluster == nil {
 		return nil, errors.New("core: OpenStore or StoreDir is required")
 	}
 	if cfg.Logger == nil {
@@ -94,8 +101,18 @@ func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 	if cfg.Clock == nil {
 		cfg.Clock = wallClock{}
 	}
-	c := &Core{log: cfg.Logger}
-	if cfg.OpenStore == nil {
+	c := &Core{log: cfg.Logger, clock: cfg.Clock}
+	if cfg.Cluster != nil {
+		cc := *cfg.Cluster
+		cfg.OpenStore = func(ctx context.Context) (Store, error) {
+			cl, err := openCluster(ctx, cc, cfg.Logger)
+			if err != nil {
+				return nil, err
+			}
+			c.cluster = cl
+			return cl.st, nil
+		}
+	} else if cfg.OpenStore == nil {
 		if cfg.Store.Logger == nil {
 			cfg.Store.Logger = cfg.Logger
 		}
@@ -137,9 +154,13 @@ func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 	if cfg.Deliver != nil {
 		deliver = cfg.Deliver(c.Delivery, c.Store)
 	}
+	var own scheduler.Ownership
+	if c.cluster != nil {
+		own = c.cluster.own
+	}
 	if c.Scheduler, err = scheduler.New(scheduler.Config{
 		Store: c.Store, Plugins: c.Kinds, Deliver: deliver, Recipients: c.Store, Clock: cfg.Clock,
-		Logger: cfg.Logger, Workers: cfg.Workers, Metrics: sm, IDs: cfg.IDs,
+		Logger: cfg.Logger, Workers: cfg.Workers, Metrics: sm, IDs: cfg.IDs, Ownership: own,
 	}); err != nil {
 		return nil, err
 	}
@@ -173,7 +194,7 @@ func (c *Core) Prime(ctx context.Context) (int, error) {
 // its workers have stopped.
 func (c *Core) Start(ctx context.Context) <-chan struct{} { return c.Scheduler.Start(ctx) }
 
-// Close stops the outbox, then closes the store. Stop the scheduler's loop
+// Close leaves the cluster (on one), stops the outbox, then closes the store. Stop the scheduler's loop
 // first (end its context and wait on Start's channel). Close is safe to
 // call more than once.
 func (c *Core) Close() error {
@@ -181,6 +202,11 @@ func (c *Core) Close() error {
 		return nil
 	}
 	c.closed = true
+	if c.cluster != nil {
+		// Leave the cluster first: the leases go back while the
+		// connection they are written on is open.
+		c.cluster.leave()
+	}
 	if c.Outbox != nil {
 		c.Outbox.Stop()
 	}

@@ -20,6 +20,25 @@
 // schedule, mailbox sequences and cursors, held-aside rows, events
 // idempotent by key, Work routing, retention).
 //
+// On a cluster (Config.Cluster, cluster.go) the backend is the
+// ClusterStore Cluster.Open returns (serve opens store/natsstore; the core
+// does not import it, since natsstore's imports reach observe, whose tests
+// build the core) and the core is also a node: the leases bucket is
+// opened on the store's connection, the scheduler's Ownership is the node's partition leases,
+// and Join (called by the host once its plugins are loaded, since the
+// node publishes their digest) follows the pending index, so a watch
+// registered elsewhere in a partition this node holds is armed at once;
+// runs the lease loop; arms a gained partition and forgets a lost one on
+// a goroutine of its own, in order per partition (arming reads the store,
+// and the lease loop must not wait on it); and runs the cluster-wide jobs
+// it is given (the observe router, the upkeep) only while it holds their
+// leases, stopping one before its lease can pass to another node; and
+// tells of appends to the event streams it is asked to follow, so the
+// router hears of items recorded on other nodes. Close
+// leaves the cluster before it closes the store. Rejected: one Gain per
+// lease on a goroutine each, which could arm a partition after its loss
+// was handled.
+//
 // What it must never do: decide anything (each component owns its rules),
 // or start a goroutine it does not stop in Close.
 //

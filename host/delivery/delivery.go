@@ -224,10 +224,60 @@ func (d *Delivery) Read(ctx context.Context, rid string, after uint64, limit int
 		if len(msgs) > 0 || deadline == nil {
 			return msgs, nil
 		}
+		if !d.await(ctx, rid, after, woken, deadline) {
+			return nil, nil
+		}
+	}
+}
+
+// MailboxWaiter is a backend whose mailbox appends by other processes can
+// be waited on (store/natsstore: a cluster's other nodes settle watches
+// too, and this process's hub hears only of its own appends). Optional:
+// without it a long poll wakes on this process's appends alone.
+type MailboxWaiter interface {
+	// WaitMailbox returns nil once rid's mailbox holds a message after
+	// after, or ctx's error when ctx ends first.
+	WaitMailbox(ctx context.Context, rid string, after uint64) error
+}
+
+// await waits for an append to rid's mailbox after after: woken (this
+// process's), the backend's MailboxWaiter (any process's), or the
+// deadline (false). The waiter's goroutine is stopped before it returns;
+// a waiter that fails leaves the wait to the hub.
+func (d *Delivery) await(ctx context.Context, rid string, after uint64, woken, deadline <-chan struct{}) bool {
+	mw, ok := d.cfg.Store.(MailboxWaiter)
+	if !ok {
 		select {
 		case <-woken:
+			return true
 		case <-deadline:
-			return nil, nil
+			return false
+		}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	elsewhere := make(chan error, 1)
+	go func() { elsewhere <- mw.WaitMailbox(wctx, rid, after) }()
+	stop := func() { cancel(); <-elsewhere }
+	select {
+	case <-woken:
+		stop()
+		return true
+	case <-deadline:
+		stop()
+		return false
+	case err := <-elsewhere:
+		if err == nil {
+			return true
+		}
+		if ctx.Err() == nil {
+			d.log.Warn("waiting on the mailbox through the store failed; waiting on this process's appends only", "recipient", rid, "err", err)
+		}
+		select {
+		case <-woken:
+			return true
+		case <-deadline:
+			return false
 		}
 	}
 }

@@ -50,6 +50,11 @@
 //     Stop is unknown if its headers went out, else put back for the next
 //     start.
 //
+// A long poll (Read with a wait) wakes on this process's appends through
+// its hub, and, when the backend is a MailboxWaiter (store/natsstore), on
+// any process's: on a cluster a watch is settled by its partition's
+// owner, not by the node the reader polls.
+//
 // What it must never do: send an unknown push again, send anything from a
 // probe's goroutine, log a webhook secret or a message's outcome detail,
 // or reach an address the guard refuses.

@@ -1,10 +1,12 @@
 // Package metrics is vigil's Prometheus instrumentation: one registry per
 // process, fed by small interfaces the host's packages already call
 // (plugin calls, probes and their lag, the ready queue's depth,
-// deliveries, fetches), and a collector that counts watches by state at
-// scrape time. Its in-memory instruments are registered a second time in
-// a registry of their own that the API's overview reads (views.go):
-// gathering it never calls the collector that counts watches by walking
+// deliveries, fetches), a collector that counts watches by state at
+// scrape time, and, on a node of a cluster only (Metrics.Cluster), its
+// leases held, moved and renewed. Its in-memory instruments are
+// registered a second time in a registry of their own that the API's
+// overview reads (views.go): gathering it never calls the collector that
+// counts watches by walking
 // the state index.
 //
 // It owns the metric names and labels. It must never be a dependency of

@@ -269,6 +269,11 @@ func onceConflict(r Record, source string) error {
 	return &api.Error{Code: api.CodeOnceConflict, Message: fmt.Sprintf("item %q revision %q of source %s was recorded with another thread or text; an edit is a new revision", r.Item, r.Revision, source)}
 }
 
+// Wake makes the router route again, as a Record here does: on a cluster
+// the router runs on one node, and hears of items recorded on the others
+// through the store (host/core's Join).
+func (ob *Observer) Wake() { ob.signal() }
+
 func (ob *Observer) signal() {
 	select {
 	case ob.wake <- struct{}{}:

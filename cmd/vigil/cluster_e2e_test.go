@@ -1,0 +1,55 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/internal/natstest"
+)
+
+// `vigil serve --store nats://…` against an embedded JetStream server is
+// a node of a one-node cluster: it answers /healthz, takes every
+// partition, fires a timer registered through it once, and stops cleanly
+// on SIGTERM.
+func TestServeOnJetStream(t *testing.T) {
+	bin := buildVigil(t)
+	srv := natstest.Start(t)
+	addr := freePort(t)
+	base := "http://" + addr
+	s := startServer(t, bin, addr, t.TempDir(), "--store", srv.ClientURL())
+	if !strings.Contains(s.logs.String(), `"store":"nats `+srv.ClientURL()) {
+		t.Fatalf("the start-up line does not name the JetStream store:\n%s", s.logs)
+	}
+	at := time.Now().Add(time.Second).UTC().Format(time.RFC3339Nano)
+	status, body := postJSON(t, base+"/api/v1/watches", `{"kind":"timer","params":{"at":"`+at+`"},"recipient":{"id":"agent-1"}}`)
+	if status != 201 {
+		t.Fatalf("register: %d %s", status, body)
+	}
+	var w api.Watch
+	_ = json.Unmarshal(body, &w)
+	var got []api.Message
+	var after uint64
+	for deadline := time.Now().Add(30 * time.Second); len(got) == 0 && time.Now().Before(deadline); {
+		mb := readMailbox(t, base, after, "5s")
+		got = append(got, mb.Messages...)
+		after = mb.Next
+	}
+	if len(got) != 1 || got[0].WatchID != w.ID || got[0].Type != "fired" {
+		t.Fatalf("the timer's messages: %+v\n%s", got, s.logs)
+	}
+	if err := s.stop(syscall.SIGTERM); err != nil {
+		t.Fatalf("vigil serve on JetStream did not stop cleanly: %v\n%s", err, s.logs)
+	}
+}
+
+// A bad --store refuses to start, naming the setting.
+func TestServeRefusesABadStore(t *testing.T) {
+	_, err := settingsFor(t, []string{"--store", "nats://127.0.0.1"}, nil, "")
+	if err == nil || !strings.Contains(err.Error(), "invalid store (from --store)") {
+		t.Fatalf("err = %v", err)
+	}
+}

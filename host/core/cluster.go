@@ -1,0 +1,457 @@
+package core
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vigilhq/vigil/host/cluster"
+	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/store"
+)
+
+// Cluster makes the core a node of a JetStream cluster: its store is
+// the one Open returns (natsstore, on the cluster's servers), its leases
+// bucket (host/cluster) is opened on the same connection with the store's
+// replica count, and its scheduler probes only the partitions the node
+// holds leases on.
+type Cluster struct {
+	// Open opens the cluster's store (serve: natsstore.Open).
+	Open func(ctx context.Context) (ClusterStore, error)
+	// Node is this node's name, unique in the cluster; LeaseTTL every
+	// lease's (cluster.MinTTL at least), the bucket's TTL.
+	Node     string
+	LeaseTTL time.Duration
+	// Margin is cluster.Config.Margin (default a fifth of the TTL).
+	Margin time.Duration
+}
+
+// ClusterStore is a cluster's backend: the Store, and what a node needs
+// of it beside (store/natsstore is one). Each Follow subscribes and
+// returns once the subscription is in place, with the function that reads
+// it until its context ends.
+type ClusterStore interface {
+	Store
+	// JetStream is the store's JetStream context, for the leases bucket.
+	JetStream() jetstream.JetStream
+	Replicas() int
+	// Partitions is the cluster's partition count, fixed with its store.
+	Partitions() int
+	// FollowPending tells of each row made pending by any node.
+	FollowPending(ctx context.Context) (func(context.Context, func(store.Schedule)) error, error)
+	// FollowAppends tells of each append to stream by any node.
+	FollowAppends(ctx context.Context, stream string) (func(context.Context, func()) error, error)
+}
+
+// Join is what a node publishes and runs once the host around the core
+// is built: Core.Join.
+type Join struct {
+	// Addr is the node's API address; Plugins its plugin set digest
+	// (PluginDigest), which must match the cluster's for the node to hold
+	// any partition.
+	Addr    string
+	Plugins string
+	// Jobs run once per cluster, each only while this node holds its
+	// cluster.JobLease: started (with a context that ends when the lease
+	// is lost) on gaining it; its channel closes when it has stopped.
+	Jobs map[string]func(context.Context) <-chan struct{}
+	// Appends are called after each append to their event stream, by
+	// any node (coalesced): the observe router, running on one node,
+	// hears of items recorded on the others.
+	Appends map[string]func()
+	// Metrics counts the node's leases; nil counts nothing.
+	Metrics cluster.Metrics
+}
+
+// clustered is the core's part on a cluster.
+type clustered struct {
+	cfg  Cluster
+	st   ClusterStore
+	kv   jetstream.KeyValue
+	own  *ownership
+	log  *slog.Logger
+	node atomic.Pointer[cluster.Node]
+
+	mu     sync.Mutex
+	joined bool
+	stop   context.CancelFunc
+	done   chan struct{}
+}
+
+// ownership is the scheduler's scheduler.Ownership on a cluster: partition
+// p is held while the node holds PartitionLease(p); before Join, none is.
+type ownership struct {
+	n    int
+	node *atomic.Pointer[cluster.Node]
+}
+
+func (o ownership) Partitions() int { return o.n }
+
+func (o ownership) Holds(p int) bool {
+	n := o.node.Load()
+	return n != nil && n.Holds(cluster.PartitionLease(p))
+}
+
+// openCluster opens the cluster's store and the leases bucket on its
+// connection.
+func openCluster(ctx context.Context, cfg Cluster, log *slog.Logger) (*clustered, error) {
+	if cfg.Open == nil {
+		return nil, errors.New("core: a cluster needs its store's Open")
+	}
+	if cfg.LeaseTTL < cluster.MinTTL {
+		return nil, fmt.Errorf("core: lease ttl %s is under the minimum %s", cfg.LeaseTTL, cluster.MinTTL)
+	}
+	st, err := cfg.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return nil, errors.New("core: the cluster's Open returned no store")
+	}
+	kv, err := cluster.OpenBucket(ctx, st.JetStream(), cluster.BucketConfig{TTL: cfg.LeaseTTL, Replicas: st.Replicas()})
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	cl := &clustered{cfg: cfg, st: st, kv: kv, log: log}
+	cl.own = &ownership{n: st.Partitions()}
+	cl.own.node = &cl.node
+	return cl, nil
+}
+
+// Clustered says whether the core is a node of a cluster (Config.Cluster).
+func (c *Core) Clustered() bool { return c.cluster != nil }
+
+// Node is the core's cluster node once Join has built it; nil otherwise.
+func (c *Core) Node() *cluster.Node {
+	if c.cluster == nil {
+		return nil
+	}
+	return c.cluster.node.Load()
+}
+
+// ErrNotClustered: Join on a core built without Config.Cluster.
+var ErrNotClustered = errors.New("core: not a cluster node")
+
+// Join makes the core's node live on the cluster until ctx ends or Close:
+// it follows the pending index (so a watch registered on another node in
+// a partition this one holds is armed at once), runs the node's lease
+// loop, arms each partition it gains and forgets each it loses (in order
+// per partition, on a goroutine of its own: arming reads the store), and
+// runs j.Jobs while their leases are held. The channel closes once all of
+// it has stopped and the node has left the cluster (its leases deleted, so
+// the others take them at once). Join once.
+func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
+	cl := c.cluster
+	if cl == nil {
+		return nil, ErrNotClustered
+	}
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.joined {
+		return nil, errors.New("core: the node has joined already")
+	}
+	names := slices.Sorted(maps.Keys(j.Jobs))
+	h := &holder{c: c, jobs: j.Jobs, running: map[string]runningJob{}, queue: newPartitionQueue()}
+	node, err := cluster.New(cluster.Config{
+		KV: cl.kv, TTL: cl.cfg.LeaseTTL, Margin: cl.cfg.Margin,
+		Info:   cluster.Info{Node: cl.cfg.Node, Addr: j.Addr, StartedAt: c.clock.Now(), Plugins: j.Plugins},
+		Leases: cluster.Leases(cl.own.n, names...), Holder: h, Clock: c.clock, Logger: c.log, Metrics: j.Metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Subscribe before any partition is gained: a registration after a
+	// partition's scan is told by the feed, one before it is in the scan.
+	feed, err := cl.st.FollowPending(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var appends []func(context.Context)
+	for stream, fn := range j.Appends {
+		af, err := cl.st.FollowAppends(ctx, stream)
+		if err != nil {
+			stopped, cancel := context.WithCancel(ctx)
+			cancel()
+			_ = feed(stopped, nil)
+			for _, run := range appends {
+				run(stopped)
+			}
+			return nil, err
+		}
+		appends = append(appends, func(ctx context.Context) {
+			if err := af(ctx, fn); err != nil {
+				c.log.Error("cluster: an event stream's feed stopped", "stream", stream, "err", err)
+			}
+		})
+	}
+	cl.node.Store(node)
+	runCtx, stop := context.WithCancel(ctx)
+	h.ctx = runCtx
+	cl.joined, cl.stop, cl.done = true, stop, make(chan struct{})
+	var wg sync.WaitGroup
+	for _, run := range appends {
+		wg.Go(func() { run(runCtx) })
+	}
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		if err := feed(runCtx, func(sc store.Schedule) { c.Scheduler.Adopt(sc) }); err != nil {
+			c.log.Error("cluster: the pending feed stopped; watches registered on other nodes wait for the next ownership change", "err", err)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		h.queue.run(runCtx, c.Scheduler, cl.own, c.log)
+	}()
+	go func() {
+		defer wg.Done()
+		defer h.stopJobs()
+		runNode(runCtx, node, c.log)
+	}()
+	go func() {
+		wg.Wait()
+		close(cl.done)
+	}()
+	return cl.done, nil
+}
+
+// runNode runs the node's loop until ctx ends, starting it again a second
+// after it fails (the servers' watcher ended): its leases' trust runs out
+// meanwhile, so nothing is acted on without them.
+func runNode(ctx context.Context, node *cluster.Node, log *slog.Logger) {
+	for {
+		err := node.Run(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		log.Error("cluster: the lease loop stopped; starting it again", "err", err)
+		t := time.NewTimer(time.Second)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// leave stops what Join started and waits for it: the node leaves the
+// cluster. Safe before Join and more than once.
+func (cl *clustered) leave() {
+	cl.mu.Lock()
+	stop, done := cl.stop, cl.done
+	cl.mu.Unlock()
+	if stop == nil {
+		return
+	}
+	stop()
+	<-done
+}
+
+// holder is the node's cluster.Holder: partitions go to the queue, in
+// order, off the node's goroutine; jobs start and stop here.
+type holder struct {
+	c     *Core
+	ctx   context.Context
+	jobs  map[string]func(context.Context) <-chan struct{}
+	queue *partitionQueue
+
+	mu      sync.Mutex
+	running map[string]runningJob
+}
+
+type runningJob struct {
+	stop context.CancelFunc
+	done <-chan struct{}
+}
+
+func (h *holder) Gained(l cluster.Lease) {
+	if p, ok := l.Partition(); ok {
+		h.queue.put(p, true)
+		return
+	}
+	name, start := h.job(l)
+	if start == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.running[name]; ok {
+		return
+	}
+	ctx, stop := context.WithCancel(h.ctx)
+	h.running[name] = runningJob{stop: stop, done: start(ctx)}
+	h.c.log.Info("cluster: running a cluster-wide job here", "job", name)
+}
+
+// Lost stops a job and waits for it, so it has stopped before anyone else
+// can hold its lease.
+func (h *holder) Lost(l cluster.Lease) {
+	if p, ok := l.Partition(); ok {
+		h.queue.put(p, false)
+		return
+	}
+	name, _ := h.job(l)
+	h.mu.Lock()
+	r, ok := h.running[name]
+	delete(h.running, name)
+	h.mu.Unlock()
+	if ok {
+		r.stop()
+		<-r.done
+		h.c.log.Info("cluster: a cluster-wide job stopped here", "job", name)
+	}
+}
+
+func (h *holder) job(l cluster.Lease) (string, func(context.Context) <-chan struct{}) {
+	for name, start := range h.jobs {
+		if cluster.JobLease(name) == l {
+			return name, start
+		}
+	}
+	return "", nil
+}
+
+func (h *holder) stopJobs() {
+	h.mu.Lock()
+	running := h.running
+	h.running = map[string]runningJob{}
+	h.mu.Unlock()
+	for _, r := range running {
+		r.stop()
+		<-r.done
+	}
+}
+
+// partitionQueue carries gains and losses of partitions to one goroutine,
+// in order; a partition's latest news replaces what it had queued (a gain
+// then a loss is a loss), so it holds at most one entry per partition.
+type partitionQueue struct {
+	mu    sync.Mutex
+	want  map[int]bool
+	order []int
+	wake  chan struct{}
+}
+
+func newPartitionQueue() *partitionQueue {
+	return &partitionQueue{want: map[int]bool{}, wake: make(chan struct{}, 1)}
+}
+
+func (q *partitionQueue) put(p int, gained bool) {
+	q.mu.Lock()
+	if _, ok := q.want[p]; !ok {
+		q.order = append(q.order, p)
+	}
+	q.want[p] = gained
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *partitionQueue) next() (p int, gained, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.order) == 0 {
+		return 0, false, false
+	}
+	p, q.order = q.order[0], q.order[1:]
+	gained = q.want[p]
+	delete(q.want, p)
+	return p, gained, true
+}
+
+// retryGain is how long the queue waits before arming again a partition
+// whose arming failed (the store did not answer).
+const retryGain = time.Second
+
+// retryAfter waits d (false when ctx ends first), then queues p's gain
+// again unless newer news of p is queued.
+func (q *partitionQueue) retryAfter(ctx context.Context, p int, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	}
+	q.mu.Lock()
+	_, queued := q.want[p]
+	q.mu.Unlock()
+	if !queued {
+		q.put(p, true)
+	}
+	return true
+}
+
+// partitions is what the queue drives: the scheduler.
+type partitions interface {
+	Gain(ctx context.Context, p int) (int, error)
+	Drop(p int) int
+}
+
+// run arms each gained partition still held and forgets each lost one,
+// until ctx ends.
+func (q *partitionQueue) run(ctx context.Context, s partitions, own scheduler.Ownership, log *slog.Logger) {
+	for {
+		p, gained, ok := q.next()
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return
+			case <-q.wake:
+				continue
+			}
+		}
+		if !gained {
+			s.Drop(p)
+			continue
+		}
+		if !own.Holds(p) {
+			continue // lost again before it could be armed: its loss follows
+		}
+		n, err := s.Gain(ctx, p)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			// Try again a second on, unless newer news of p came.
+			log.Error("cluster: arming a gained partition failed; trying again", "partition", p, "err", err)
+			if !q.retryAfter(ctx, p, retryGain) {
+				return
+			}
+			continue
+		}
+		log.Debug("cluster: partition armed", "partition", p, "armed", n)
+	}
+}
+
+// PluginDigest is a plugin set's digest, published in the node's
+// cluster.Info: the SHA-256 of the sorted lines "kind version sha256",
+// one per loaded plugin, in hex. Two nodes serve the same kinds with the
+// same code exactly when their digests are equal.
+func PluginDigest(plugins []kind.Info) string {
+	lines := make([]string, 0, len(plugins))
+	for _, p := range plugins {
+		lines = append(lines, p.Kind+" "+p.Version+" "+p.SHA256+"\n")
+	}
+	slices.Sort(lines)
+	h := sha256.New()
+	for _, l := range lines {
+		h.Write([]byte(l))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

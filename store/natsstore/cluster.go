@@ -1,0 +1,174 @@
+package natsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vigilhq/vigil/store"
+)
+
+// What a node of a cluster needs of its store beside the storage seam:
+// the JetStream context its leases bucket opens on (one connection per
+// node), one partition's pending schedule when the node takes that
+// partition's lease, and a feed of the rows that become pending anywhere,
+// so the owner of a watch registered on another node arms it at once.
+
+// JetStream is the store's JetStream context, on its connection: the
+// cluster's leases bucket (host/cluster) is opened on it, with the
+// store's replica count, so a node holds one connection to the servers.
+func (s *Store) JetStream() jetstream.JetStream { return s.js }
+
+// ForEachPendingIn calls fn with the schedule of every pending watch of
+// partition p of n (store.ID.Partition, the scheduler's partition, never
+// this package's Partition), as ForEachPending does for all of them. It
+// returns how many of p's it skipped as held aside.
+func (s *Store) ForEachPendingIn(ctx context.Context, p, n int, fn func(store.Schedule) error) (int, error) {
+	if n < 1 || p < 0 || p >= n {
+		return 0, fmt.Errorf("%w: partition %d of %d", ErrBadConfig, p, n)
+	}
+	return s.forEachPendingWhere(ctx, func(id store.ID) bool { return id.Partition(n) == p }, fn)
+}
+
+// forEachPendingWhere is ForEachPending over the ids keep accepts: an
+// index entry of another partition costs its key, never its row.
+func (s *Store) forEachPendingWhere(ctx context.Context, keep func(store.ID) bool, fn func(store.Schedule) error) (int, error) {
+	keys, err := s.scan(ctx, "s.pending.>", false)
+	if err != nil {
+		return 0, err
+	}
+	held := 0
+	t := s.newTxn(ctx)
+	for _, k := range keys {
+		if err := ctx.Err(); err != nil {
+			return held, err
+		}
+		sc, ok, err := scheduleOf(t, k.key, k.val)
+		switch {
+		case err != nil:
+			held++
+			continue
+		case !ok || !keep(sc.ID):
+			continue
+		}
+		if err := fn(sc); err != nil {
+			return held, err
+		}
+	}
+	return held, nil
+}
+
+// scheduleOf decodes a pending index entry, read from its row when the
+// entry carries no schedule; ok false for a key that names no id; an
+// error for a row held aside or no longer pending.
+func scheduleOf(t *txn, key string, val []byte) (store.Schedule, bool, error) {
+	var sc store.Schedule
+	var ok bool
+	if sc.ID, ok = idOf(key); !ok {
+		return sc, false, nil
+	}
+	if decodeSchedule(val, &sc) {
+		return sc, true, nil
+	}
+	w, err := getRow(t, sc.ID)
+	if err != nil {
+		return sc, true, err
+	}
+	if w.State != store.Pending {
+		return sc, true, store.ErrNotPending
+	}
+	sc.Every, sc.Attempts = time.Duration(w.Every), w.Attempts
+	if w.ExpiresAt != nil {
+		sc.Expires = *w.ExpiresAt
+	}
+	return sc, true, nil
+}
+
+// FollowPending subscribes to the pending index (s.pending.*) and returns
+// once the subscription is in place, with the function that reads it:
+// run calls fn with the schedule of each row that becomes pending or is
+// rescheduled after FollowPending returned, by any process on the
+// cluster, until ctx ends (nil) or the servers end the feed (an error),
+// and stops the subscription before it returns; call it once, on a
+// goroutine of the caller's. It is JetStream's push, and polls nothing; a
+// removal from the index is not told. fn must return quickly: the feed
+// waits on it. (The run function, not a feed type, so an interface of the
+// caller's names it without importing this package.)
+func (s *Store) FollowPending(ctx context.Context) (run func(context.Context, func(store.Schedule)) error, err error) {
+	w, err := s.kv.Watch(ctx, "s.pending.*", jetstream.UpdatesOnly())
+	if err != nil {
+		return nil, fmt.Errorf("natsstore: following the pending index: %w", err)
+	}
+	f := &pendingFeed{s: s, w: w}
+	return f.run, nil
+}
+
+type pendingFeed struct {
+	s *Store
+	w jetstream.KeyWatcher
+}
+
+func (f *pendingFeed) run(ctx context.Context, fn func(store.Schedule)) error {
+	defer func() { _ = f.w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-f.w.Updates():
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return errors.New("natsstore: the pending index's feed ended")
+			}
+			if e == nil || e.Operation() != jetstream.KeyValuePut {
+				continue
+			}
+			sc, ok, err := scheduleOf(f.s.newTxn(ctx), e.Key(), e.Value())
+			if err != nil || !ok {
+				continue // held aside or settled since: nothing to arm
+			}
+			fn(sc)
+		}
+	}
+}
+
+// FollowAppends subscribes to appends to an event stream by any process
+// on the cluster (JetStream's push of the stream's last sequence) and
+// returns once the subscription is in place, with the function that
+// reads it, as FollowPending does: run calls fn after each append (one
+// call may stand for several). The cluster's observe router, which runs
+// on one node, learns this way of items recorded on the others.
+func (s *Store) FollowAppends(ctx context.Context, stream string) (run func(context.Context, func()) error, err error) {
+	w, err := s.kv.Watch(ctx, eventSeqKey(stream), jetstream.UpdatesOnly())
+	if err != nil {
+		return nil, fmt.Errorf("natsstore: following the %s stream: %w", stream, err)
+	}
+	f := &appendFeed{w: w}
+	return f.run, nil
+}
+
+type appendFeed struct{ w jetstream.KeyWatcher }
+
+func (f *appendFeed) run(ctx context.Context, fn func()) error {
+	defer func() { _ = f.w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-f.w.Updates():
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return errors.New("natsstore: an event stream's feed ended")
+			}
+			if e != nil && e.Operation() == jetstream.KeyValuePut {
+				fn()
+			}
+		}
+	}
+}
