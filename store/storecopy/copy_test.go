@@ -202,6 +202,9 @@ type backend interface {
 	WorkInputs(ctx context.Context, id store.ID, after int) ([]store.WorkInput, error)
 	ListWork(ctx context.Context, scope string, st store.WorkState) ([]store.Work, error)
 	RouterCursor(ctx context.Context, name string) (uint64, error)
+	CountPending(ctx context.Context, recipient string, upTo int) (int, error)
+	Oldest(ctx context.Context, c store.Retained) (time.Time, bool, error)
+	PruneOldest(ctx context.Context, c store.Retained, cutoff time.Time, limit int) (int, error)
 	AppendIfRunning(ctx context.Context, rid string, m store.Message) (store.Message, store.RecipientRecord, error)
 	AppendEvent(ctx context.Context, e store.Event) (store.Event, bool, error)
 	Close() error
@@ -235,6 +238,12 @@ func observe(t *testing.T, f *fixture, b backend) map[string]any {
 	for _, rid := range f.recipients {
 		ms, err := b.ReadMailbox(ctx, rid, 0, 100)
 		o["mailbox "+rid] = js(ms, err)
+		n, err := b.CountPending(ctx, rid, 100)
+		o["pending of "+rid] = js(n, err)
+	}
+	for _, c := range []store.Retained{store.RetainedSettled, store.RetainedMessages, store.RetainedPushes} {
+		at, ok, err := b.Oldest(ctx, c)
+		o["oldest "+string(c)] = js(at, ok, err)
 	}
 	var live []store.Push
 	err = b.LivePushes(ctx, func(p store.Push) error { live = append(live, p); return nil })
@@ -361,6 +370,17 @@ func TestCopyRoundTrip(t *testing.T) {
 	// observe at 3.
 	continues(t, f, bs, 5, 4)
 	continues(t, f, dst, 5, 4)
+	// Retention finds the copied records by their time indexes: the
+	// messages before t0+90m (a's seq 5 and b's note, at t0, and the long
+	// recipient's, at t0+1h) go, on each.
+	for name, b := range map[string]backend{"nats": dst, "dir": bs} {
+		if n, err := b.PruneOldest(ctx, store.RetainedMessages, t0.Add(90*time.Minute), 10); err != nil || n != 3 {
+			t.Fatalf("%s: pruning the messages before t0+90m: %d %v, want 3", name, n, err)
+		}
+		if ms, _ := b.ReadMailbox(ctx, longName, 0, 10); len(ms) != 0 {
+			t.Fatalf("%s: %s's message at t0+1h outlived the prune: %+v", name, longName, ms)
+		}
+	}
 	if err := src.Close(); err != nil {
 		t.Fatal(err)
 	}
