@@ -201,14 +201,41 @@ func Copy(ctx context.Context, src Source, dst Destination, opt Options) (Summar
 	if err != nil {
 		return Summary{}, fmt.Errorf("storecopy: verifying: %w", err)
 	}
-	if err := compare(copied, got); err != nil {
+	if err := compare(copied, got, "source", "destination"); err != nil {
+		return Summary{}, err
+	}
+	// The source read again: a write it took while the copy read it
+	// (a host serving it) changed a record the copy had passed.
+	again, err := count(ctx, src)
+	if err != nil {
+		return Summary{}, fmt.Errorf("storecopy: reading the source again: %w", err)
+	}
+	if err := compare(copied, again, "copied", "now"); err != nil {
+		var ve *VerifyError
+		if errors.As(err, &ve) {
+			return Summary{}, &SourceChangedError{Families: ve.Families}
+		}
 		return Summary{}, err
 	}
 	return Summary{Copied: copied.counts}, nil
 }
 
+// ErrSourceChanged: the source was written while it was copied (a host
+// was serving it); the copy is not a snapshot of any instant.
+var ErrSourceChanged = errors.New("storecopy: the source changed during the copy (is a host serving it?)")
+
+// SourceChangedError names the families that changed.
+type SourceChangedError struct {
+	Families []string // "rows: copied 10, now 11", …
+}
+
+func (e *SourceChangedError) Error() string {
+	return fmt.Sprintf("%v: %s", ErrSourceChanged, strings.Join(e.Families, "; "))
+}
+func (e *SourceChangedError) Unwrap() error { return ErrSourceChanged }
+
 // compare is nil when want and got hold the same records.
-func compare(want, got tally) error {
+func compare(want, got tally, wantName, gotName string) error {
 	fams := map[store.Family]bool{}
 	for f := range want.counts {
 		fams[f] = true
@@ -220,7 +247,7 @@ func compare(want, got tally) error {
 	for f := range fams {
 		switch {
 		case want.counts[f] != got.counts[f]:
-			diff = append(diff, fmt.Sprintf("%s: source %d, destination %d", f, want.counts[f], got.counts[f]))
+			diff = append(diff, fmt.Sprintf("%s: %s %d, %s %d", f, wantName, want.counts[f], gotName, got.counts[f]))
 		case want.sums[f] != got.sums[f]:
 			diff = append(diff, fmt.Sprintf("%s: %d records each, not the same ones", f, want.counts[f]))
 		}

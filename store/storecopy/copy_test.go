@@ -35,6 +35,8 @@ type fixture struct {
 	workIDs    []store.ID
 	rowIDs     []store.ID
 	held       store.ID
+	// exports counts writingDuringCopy's exports.
+	exports int
 }
 
 func (f *fixture) id(at time.Time) store.ID {
@@ -480,4 +482,39 @@ func (d droppingValues) ImportRecords(ctx context.Context, recs []store.Record) 
 		}
 	}
 	return d.Badger.ImportRecords(ctx, out)
+}
+
+// A source written while it is copied (a host serving it) fails the
+// copy: the second read of the source differs from what was copied.
+func TestCopyRefusesASourceThatChanged(t *testing.T) {
+	ctx := context.Background()
+	src := openBadger(t, t.TempDir())
+	defer src.Close()
+	f := fill(t, src)
+	dst := openBadger(t, t.TempDir())
+	defer dst.Close()
+	_, err := storecopy.Copy(ctx, writingDuringCopy{src, f}, dst, storecopy.Options{})
+	var sc *storecopy.SourceChangedError
+	if !errors.As(err, &sc) || !errors.Is(err, storecopy.ErrSourceChanged) || !strings.Contains(err.Error(), "mailbox_messages: copied 5, now 6") {
+		t.Fatalf("a copy of a source written meanwhile: %v", err)
+	}
+}
+
+// writingDuringCopy appends a message to the source once its second
+// export (the copy's own pass) has finished.
+type writingDuringCopy struct {
+	*store.Badger
+	f *fixture
+}
+
+func (w writingDuringCopy) ExportRecords(ctx context.Context, fn func(store.Record) error) error {
+	if err := w.Badger.ExportRecords(ctx, fn); err != nil {
+		return err
+	}
+	w.f.exports++
+	if w.f.exports == 2 {
+		_, _, err := w.AppendIfRunning(ctx, "b", store.Message{ID: w.f.id(t0), Kind: "note", Type: store.MessageFired, At: t0})
+		return err
+	}
+	return nil
 }

@@ -9,7 +9,9 @@
 // the destination holds, family by family, as many records as the source
 // and the same ones: an order-independent digest (the sum of each
 // record's SHA-256, key parts and value) per family, so every record,
-// not a sample, is byte-identical after translation. A copy that stopped
+// not a sample, is byte-identical after translation. It then reads the
+// source again and compares it likewise with what it copied: a source
+// written meanwhile fails the copy with a *SourceChangedError. A copy that stopped
 // half-way is restarted with Resume: every import overwrites by key, so
 // the records copied twice are the same, and the verification refuses a
 // destination holding anything the source does not.
@@ -23,8 +25,8 @@
 // What it must never do: decide anything about the records (it neither
 // decodes nor rewrites a value), or copy from a store being served: the
 // caller opens a badger source, whose lock refuses one a host holds
-// (store.ErrInUse); a JetStream source has no such lock, and the
-// verification is what catches a source that changed meanwhile.
+// (store.ErrInUse); a JetStream source has no such lock, and the second
+// read of the source is what catches one that changed meanwhile.
 //
 // Rejected alternative: copying through the public store methods
 // (Create, AppendIfRunning, AppendEvent, RouteEvent, …). They assign
