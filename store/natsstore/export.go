@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -44,27 +46,25 @@ var natsFamilies = map[string]store.Family{
 	"rc": store.FamRecipient,
 }
 
-// ExportRecords calls fn with every record of the bucket, in key order.
-// The bucket is read through one watch (scan): each key as it was when
-// the watch reached it, not all at one instant, so the source of a copy
-// must not be served meanwhile.
+// ExportRecords calls fn with every record of the bucket, in the order
+// the bucket holds them (by write, not by key). It reads the bucket
+// twice through a watch (each), first for the names hashed tokens stand
+// for, then for the records, holding no more than those names in
+// memory. Each key is read as it was when the watch reached it, not all
+// at one instant, so the source of a copy must not be served meanwhile.
 func (s *Store) ExportRecords(ctx context.Context, fn func(store.Record) error) error {
-	es, err := s.scan(ctx, ">", false)
-	if err != nil {
-		return err
-	}
 	names := map[string]string{}
 	learn := func(n string) {
 		if t := tok(n); strings.HasPrefix(t, "=h") {
 			names[t] = n
 		}
 	}
-	for _, e := range es {
-		learnNames(e, learn)
+	if err := s.each(ctx, func(e kvEntry) error { learnNames(e, learn); return nil }); err != nil {
+		return err
 	}
-	for _, e := range es {
+	return s.each(ctx, func(e kvEntry) error {
 		if e.key == metaKey || strings.HasPrefix(e.key, "rp.") {
-			continue
+			return nil
 		}
 		r, err := parseNatsKey(e.key, names)
 		if err != nil {
@@ -78,11 +78,38 @@ func (s *Store) ExportRecords(ctx context.Context, fn func(store.Record) error) 
 				r.Value = e.val
 			}
 		}
-		if err := fn(r); err != nil {
-			return err
+		return fn(r)
+	})
+}
+
+// each calls fn with every live key of the bucket and its value, as a
+// watch delivers them, and returns once the watch has delivered what was
+// there when it started.
+func (s *Store) each(ctx context.Context, fn func(kvEntry) error) error {
+	w, err := s.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return fmt.Errorf("natsstore: reading the bucket: %w", err)
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errors.New("natsstore: reading the bucket: the watch ended early")
+			}
+			if e == nil {
+				return nil
+			}
+			if e.Operation() != jetstream.KeyValuePut {
+				continue
+			}
+			if err := fn(kvEntry{key: e.Key(), val: e.Value(), rev: e.Revision()}); err != nil {
+				return err
+			}
 		}
 	}
-	return nil
 }
 
 // learnNames passes each free-form name e's value carries to learn.
