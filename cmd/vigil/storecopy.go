@@ -73,7 +73,7 @@ Exit codes:
   0   copied and verified
   1   the copy failed or did not verify (the message says what differs)
   64  usage: a bad flag, SRC or DST missing or not a store, the source in
-      use, or a destination that is not empty`,
+      use or empty, or a destination that is not empty`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -93,6 +93,9 @@ Exit codes:
 			defer dst.Close()
 			fmt.Fprintf(stderr, "copying %s into %s\n", from, to)
 			sum, err := storecopy.Copy(ctx, src, dst, storecopy.Options{Batch: batch, Resume: resume, Progress: stderr})
+			if errors.Is(err, storecopy.ErrSourceEmpty) {
+				return &usageError{fmt.Errorf("store copy: %s: %w", from, err)}
+			}
 			if errors.Is(err, storecopy.ErrNotEmpty) {
 				return &usageError{fmt.Errorf("store copy: %s: %w (use --resume to finish a copy that stopped)", to, err)}
 			}

@@ -67,6 +67,10 @@ func TestStoreCopyBothWays(t *testing.T) {
 	if _, _, err := run(t, ctx, "store", "copy", "--from", t.TempDir(), "--to", url); exitCode(err) != ExitUsage {
 		t.Fatalf("copying from an empty directory: %v", err)
 	}
+	// A bucket that holds nothing (a wrong name) is refused as a source.
+	if _, _, err := run(t, ctx, "store", "copy", "--from", url, "--bucket", "typo", "--to", t.TempDir()); exitCode(err) != ExitUsage || !strings.Contains(err.Error(), "holds no records") {
+		t.Fatalf("copying from an empty bucket: %v", err)
+	}
 	if _, _, err := run(t, ctx, "store", "copy", "--from", src); exitCode(err) != ExitUsage {
 		t.Fatalf("no --to: %v", err)
 	}

@@ -88,6 +88,10 @@ func (e *NotEmptyError) Error() string {
 }
 func (e *NotEmptyError) Unwrap() error { return ErrNotEmpty }
 
+// ErrSourceEmpty: the source holds no record: a wrong directory or
+// bucket, most likely (opening a JetStream bucket creates it).
+var ErrSourceEmpty = errors.New("storecopy: the source holds no records (the wrong directory or bucket?)")
+
 // ErrVerify: after the copy, the destination's records differ from the
 // source's.
 var ErrVerify = errors.New("storecopy: the copy does not match its source")
@@ -166,6 +170,9 @@ func Copy(ctx context.Context, src Source, dst Destination, opt Options) (Summar
 		return Summary{}, fmt.Errorf("storecopy: reading the source: %w", err)
 	}
 	all := totals.counts.Total()
+	if all == 0 {
+		return Summary{}, ErrSourceEmpty
+	}
 	copied := newTally()
 	var buf []store.Record
 	flush := func() error {

@@ -518,3 +518,14 @@ func (w writingDuringCopy) ExportRecords(ctx context.Context, fn func(store.Reco
 	}
 	return nil
 }
+
+// A source holding nothing is refused: a wrong directory or bucket.
+func TestCopyRefusesAnEmptySource(t *testing.T) {
+	src := openBadger(t, t.TempDir())
+	defer src.Close()
+	dst := openBadger(t, t.TempDir())
+	defer dst.Close()
+	if _, err := storecopy.Copy(context.Background(), src, dst, storecopy.Options{}); !errors.Is(err, storecopy.ErrSourceEmpty) {
+		t.Fatalf("a copy of an empty store: %v", err)
+	}
+}

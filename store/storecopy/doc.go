@@ -3,7 +3,8 @@
 // cluster's bucket (store/natsstore) and back, for `vigil store copy`.
 //
 // What it owns: the copy's order and its checks. It counts the source's
-// records per family, refuses a destination that holds any record (a
+// records per family (a source holding none is refused: a wrong
+// directory or bucket, ErrSourceEmpty), refuses a destination that holds any record (a
 // *NotEmptyError naming what is there) unless asked to resume, copies in
 // bounded batches with progress per family, and verifies at the end that
 // the destination holds, family by family, as many records as the source
