@@ -274,10 +274,24 @@ func timeKeyNanos(pfx []byte, nanos int64, rest []byte) []byte {
 // their index entries); it is for a copy into a store no one else uses,
 // whose caches (pending counts, retention floors) it leaves as they were,
 // so the store is to be closed and opened again before it is served.
+//
+// A batch too large for one badger transaction (large values) is
+// written in halves.
 func (s *Badger) ImportRecords(ctx context.Context, recs []Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	err := s.importTxn(ctx, recs)
+	if errors.Is(err, badger.ErrTxnTooBig) && len(recs) > 1 {
+		if err := s.ImportRecords(ctx, recs[:len(recs)/2]); err != nil {
+			return err
+		}
+		return s.ImportRecords(ctx, recs[len(recs)/2:])
+	}
+	return err
+}
+
+func (s *Badger) importTxn(ctx context.Context, recs []Record) error {
 	return s.update(ctx, func(txn *badger.Txn) error {
 		for _, r := range recs {
 			k, err := badgerKey(r)

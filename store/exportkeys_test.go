@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"testing"
@@ -79,5 +80,26 @@ func TestBadgerRecordKeysParseAnything(t *testing.T) {
 func TestImportRefusesAnUnknownFamily(t *testing.T) {
 	if _, err := badgerKey(Record{Family: "bogus"}); !errors.Is(err, ErrUnknownRecord) {
 		t.Fatalf("a record of no family: %v", err)
+	}
+}
+
+// An import too large for one transaction is written in parts.
+func TestImportSplitsATooLargeBatch(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	big := make([]byte, 64<<10)
+	recs := make([]Record, 100) // 6.4 MB, past badger's transaction limit at a 16 MB memtable
+	for i := range recs {
+		recs[i] = Record{Family: FamRecipient, Name: string(rune('a'+i%26)) + string(rune('a'+i/26)), Value: big}
+	}
+	if err := s.ImportRecords(context.Background(), recs); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	if err := s.ExportRecords(context.Background(), func(Record) error { n++; return nil }); err != nil || n != len(recs) {
+		t.Fatalf("exported %d of %d: %v", n, len(recs), err)
 	}
 }
