@@ -18,6 +18,13 @@
 // by key, Work, retention by class), not to badger's means (its files,
 // versions, group commit, indexes).
 //
+// Moving a store. ExportRecords and ImportRecords (export.go) read and
+// write the store's logical records (Record: a family, its key's parts,
+// the value as stored) for store/storecopy, which copies a store into
+// another backend's and back; the store version and the pending-by-kind
+// marker are the store's own and not records. An import writes by key
+// and checks nothing, so it is for a store no host serves.
+//
 // What it guarantees:
 //   - Every transition is one badger transaction, committed before the
 //     call returns, and conditional on the row's current state: a row

@@ -124,6 +124,12 @@
 // (or its id), which the row can carry as a field without changing any
 // key, so the cluster's owners can filter by it.
 //
+// Moving a store: ExportRecords and ImportRecords (export.go) read and
+// write the bucket as store.Records, the same records as badger's under
+// their key parts, for store/storecopy. The rp. index is not a record
+// (an import derives it from the rows), and a hashed token is read back
+// through a name some record's value carries, else refused.
+//
 // What it must never do: decide anything about scheduling, delivery or
 // ownership. Which transition to make and when is the scheduler's; which
 // node owns a partition is the cluster's; the store only makes the
