@@ -148,8 +148,9 @@ func stdioErr(t *testing.T, res *mcp.CallToolResult) api.Error {
 }
 
 // Over stdio: register → wait → mailbox for a timer, a refusal naming
-// its setting, and a plugin reload the next tools/list sees (and
-// announces).
+// its setting, and a plugin reload announced by notifications/tools/
+// list_changed before the client asks anything, which the next
+// tools/list then shows.
 func TestMCPStdio(t *testing.T) {
 	h := newStdioHost(t)
 	changed := make(chan struct{}, 8)
@@ -182,12 +183,22 @@ func TestMCPStdio(t *testing.T) {
 		t.Errorf("http without its grant: %+v, want watch_unobservable naming its setting", e)
 	}
 
+	for len(changed) > 0 {
+		<-changed // whatever came before the reload is not its notification
+	}
 	copyPlugin(t, h.dir, "ci")
 	if err := os.WriteFile(filepath.Join(h.dir, plugin.RegistryFile), []byte(`{"kinds":{"timer":{},"http":{},"ci":{"capabilities":["fetch"],"fetch_hosts":["api.github.com"]}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.rt.Reload(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	// The host pushes: the notification comes with no call of the
+	// client's to prompt it.
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second): // a bound on a notification, not a pause
+		t.Fatal("no tools/list_changed after the kinds changed")
 	}
 	tools, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
@@ -196,11 +207,6 @@ func TestMCPStdio(t *testing.T) {
 	i := slices.IndexFunc(tools.Tools, func(x *mcp.Tool) bool { return x.Name == "register_watch" })
 	if i < 0 || !strings.Contains(mustJSONText(t, tools.Tools[i].InputSchema), `"ci"`) {
 		t.Errorf("tools/list after a reload that added ci: %v", tools.Tools)
-	}
-	select {
-	case <-changed:
-	case <-time.After(30 * time.Second): // a bound on a notification, not a pause
-		t.Error("no tools/list_changed after the kinds changed")
 	}
 }
 
