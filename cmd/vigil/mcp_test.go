@@ -225,6 +225,26 @@ func TestMCPStdioWrongToken(t *testing.T) {
 	}
 }
 
+// Over stdio with no token at all, against a host that has tokens: every
+// tool answers the API's unauthorized, as a tool error, and the session
+// stays up for the next call.
+func TestMCPStdioNoToken(t *testing.T) {
+	h := newStdioHost(t)
+	cs := stdio(t, h, "", nil)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"list_kinds", nil},
+		{"register_watch", map[string]any{"kind": "timer", "params": map[string]any{"at": mcpT0.Add(time.Second).Format(time.RFC3339)}, "recipient": "agent-1"}},
+		{"read_mailbox", map[string]any{"recipient": "agent-1"}},
+	} {
+		if e := stdioErr(t, callStdio(t, cs, c.tool, c.args, nil)); e.Code != api.CodeUnauthorized {
+			t.Errorf("%s with no token: %+v, want unauthorized", c.tool, e)
+		}
+	}
+}
+
 func mustJSONText(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
