@@ -429,7 +429,8 @@ func TestRecipientSetMakesAWebhookSecret(t *testing.T) {
 
 // A status other than running says how many pending watches it cancels
 // before it does: it asks on a terminal, and without one refuses unless
-// --yes.
+// --yes. Not confirming exits ExitNotConfirmed, not ExitUsage: the command
+// was right, the answer was no.
 func TestRecipientPauseSaysWhatItCancels(t *testing.T) {
 	f := newCLIFixture(t, httpapi.Options{})
 	ctx := context.Background()
@@ -440,14 +441,14 @@ func TestRecipientPauseSaysWhatItCancels(t *testing.T) {
 		return len(decodeJSON[api.WatchList](t, f.mustVigil(t, "watch", "ls", "--for", "agent-1", "--state", "pending", "--json")).Watches)
 	}
 	_, _, err := f.vigil(t, "recipient", "set", "agent-1", "--status", "paused")
-	if exitCode(err) != ExitUsage || !strings.Contains(err.Error(), "cancels its 2 pending watches") || !strings.Contains(err.Error(), "--yes") ||
+	if exitCode(err) != ExitNotConfirmed || !strings.Contains(err.Error(), "cancels its 2 pending watches") || !strings.Contains(err.Error(), "--yes") ||
 		!strings.Contains(err.Error(), "no terminal") || pending() != 2 {
 		t.Fatalf("without a terminal: %v (pending %d)", err, pending())
 	}
 	// On a terminal, "n" changes nothing and "y" pauses.
 	no := &tty{answer: strings.NewReader("n\n")}
 	r := await(t, f.start(t, ctx, no, "recipient", "set", "agent-1", "--status", "paused"))
-	if exitCode(r.err) != ExitUsage || !strings.Contains(no.String(), "cancels its 2 pending watches") || !strings.Contains(no.String(), "[y/N]") || pending() != 2 {
+	if exitCode(r.err) != ExitNotConfirmed || !strings.Contains(no.String(), "cancels its 2 pending watches") || !strings.Contains(no.String(), "[y/N]") || pending() != 2 {
 		t.Fatalf("answered n: %v\n%s", r.err, no.String())
 	}
 	yes := &tty{answer: strings.NewReader("y\n")}
