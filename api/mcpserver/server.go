@@ -54,7 +54,21 @@ type Config struct {
 	Kinds func(ctx context.Context) (api.KindList, error)
 	// Version is the server's version in the MCP handshake.
 	Version string
-	Logger  *slog.Logger
+	// Defaults are the host's, for the register tool's descriptions of
+	// every and expires_at (zero: described without a number).
+	Defaults Defaults
+	Logger   *slog.Logger
+}
+
+// Defaults are what the host applies to a watch that names no cadence
+// or deadline: its scheduler's constants, passed in by whoever builds
+// the server (this package imports nothing of host/).
+type Defaults struct {
+	// Every is the cadence of a watch whose kind names no default_every.
+	Every time.Duration
+	// Deadline is the deadline of an open-ended watch whose kind names
+	// no natural one.
+	Deadline time.Duration
 }
 
 // Server is the MCP server and the kinds its register tool names.
@@ -174,7 +188,7 @@ func (s *Server) addRegister(kinds []api.Kind) {
 	}
 	s.kinds = key
 	s.added++
-	t, err := registerTool(kinds)
+	t, err := registerTool(kinds, s.cfg.Defaults)
 	if err != nil {
 		s.log.Error("building the register tool", "err", err)
 		return

@@ -15,6 +15,7 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/api/client"
 	"github.com/vigilhq/vigil/api/mcpserver"
+	"github.com/vigilhq/vigil/host/scheduler"
 )
 
 // newMCP is `vigil mcp`: the MCP server over stdio, a client of a running
@@ -40,9 +41,11 @@ The host serves the same tools itself over streamable HTTP at /mcp.
 			c := f.client(cmd)
 			log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			s := mcpserver.New(cmd.Context(), mcpserver.Config{
-				API:    func(*mcp.CallToolRequest) (mcpserver.API, error) { return c, nil },
-				Kinds:  c.Kinds,
-				Logger: log,
+				API:   func(*mcp.CallToolRequest) (mcpserver.API, error) { return c, nil },
+				Kinds: c.Kinds,
+				// The host's scheduler constants: serve sets no other.
+				Defaults: mcpserver.Defaults{Every: scheduler.DefaultEvery, Deadline: scheduler.DefaultDeadline},
+				Logger:   log,
 			})
 			// One follower long-polls the host's kinds for the session's
 			// life, so a plugin reload reaches the client as

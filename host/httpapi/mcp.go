@@ -21,6 +21,7 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/api/client"
 	"github.com/vigilhq/vigil/api/mcpserver"
+	"github.com/vigilhq/vigil/host/scheduler"
 )
 
 // MCPPath is where the host serves its MCP server (streamable HTTP).
@@ -66,8 +67,9 @@ func (s *server) mountMCP(app *fiber.App) {
 			}
 			return client.New("http://vigil.in-process", client.WithToken(token), client.WithHTTPClient(&http.Client{Transport: tr})), nil
 		},
-		Kinds:  func(context.Context) (api.KindList, error) { return s.kinds(), nil },
-		Logger: s.log,
+		Kinds:    func(context.Context) (api.KindList, error) { return s.kinds(), nil },
+		Defaults: mcpserver.Defaults{Every: scheduler.DefaultEvery, Deadline: scheduler.DefaultDeadline},
+		Logger:   s.log,
 	})
 	if s.d.Kinds != nil {
 		// Owned by the server's base context: it ends at shutdown.

@@ -476,3 +476,33 @@ func TestMCPHTTPSessionsAreBounded(t *testing.T) {
 	}
 	h.connect(t, tokenAgent2, nil) // room again
 }
+
+// The register tool's every and expires_at name the host's defaults from
+// the scheduler's constants, so the two cannot disagree.
+func TestMCPRegisterDescribesTheSchedulersDefaults(t *testing.T) {
+	h := newMCPHost(t)
+	s := h.connect(t, tokenAgent1, nil)
+	tools, err := s.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(tools.Tools, func(x *mcp.Tool) bool { return x.Name == "register_watch" })
+	if i < 0 {
+		t.Fatal("no register_watch tool")
+	}
+	var schema struct {
+		Properties map[string]struct {
+			Description string `json:"description"`
+		} `json:"properties"`
+	}
+	b, _ := json.Marshal(tools.Tools[i].InputSchema)
+	if err := json.Unmarshal(b, &schema); err != nil {
+		t.Fatal(err)
+	}
+	if d := schema.Properties["expires_at"].Description; !strings.Contains(d, scheduler.DefaultDeadline.String()+" from now") {
+		t.Errorf("expires_at: %q does not name the default deadline %s", d, scheduler.DefaultDeadline)
+	}
+	if d := schema.Properties["every"].Description; !strings.Contains(d, scheduler.DefaultEvery.String()+" for a kind that names none") {
+		t.Errorf("every: %q does not name the default cadence %s", d, scheduler.DefaultEvery)
+	}
+}
