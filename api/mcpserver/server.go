@@ -57,7 +57,9 @@ type Config struct {
 	// Defaults are the host's, for the register tool's descriptions of
 	// every and expires_at (zero: described without a number).
 	Defaults Defaults
-	Logger   *slog.Logger
+	// Logger is scoped here with component=mcp, so it must not carry a
+	// component of its own: slog would write the key twice.
+	Logger *slog.Logger
 }
 
 // Defaults are what the host applies to a watch that names no cadence

@@ -69,7 +69,10 @@ func (s *server) mountMCP(app *fiber.App) {
 		},
 		Kinds:    func(context.Context) (api.KindList, error) { return s.kinds(), nil },
 		Defaults: mcpserver.Defaults{Every: scheduler.DefaultEvery, Deadline: scheduler.DefaultDeadline},
-		Logger:   s.log,
+		// The host's logger, not s.log: the MCP server scopes it with
+		// component=mcp, and s.log already carries component=api (a
+		// second component key is a duplicate key in a JSON line).
+		Logger: s.d.Logger,
 	})
 	if s.d.Kinds != nil {
 		// Owned by the server's base context: it ends at shutdown.
