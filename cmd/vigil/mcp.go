@@ -55,7 +55,7 @@ The host serves the same tools itself over streamable HTTP at /mcp.
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				followKinds(follow, c, s.Refresh, log)
+				followKinds(follow, c, s.Refresh, log, followBackoffFirst)
 			}()
 			err := s.MCP().Run(cmd.Context(), &mcp.IOTransport{Reader: io.NopCloser(cmd.InOrStdin()), Writer: nopWriteCloser{cmd.OutOrStdout()}})
 			stop()
@@ -91,12 +91,13 @@ const (
 // followKinds long-polls the host's kinds until ctx ends and calls
 // refresh each time their version changes (the first answer included:
 // the kinds may have changed since the server read them). A failed poll
-// (the host down, the token refused) waits before the next, doubling up
-// to followBackoffMost. A host that answers no version does not know the
-// long poll: the follower stops, and the kinds are read again only when
-// the client lists the tools or registers a watch.
-func followKinds(ctx context.Context, k kindWaiter, refresh func(context.Context) error, log *slog.Logger) {
-	since, backoff := "", followBackoffFirst
+// (the host down, the token refused) or a failed read waits before the
+// next, first, then doubling up to followBackoffMost. A host that answers
+// no version does not know the long poll: the follower stops, and the
+// kinds are read again only when the client lists the tools or registers
+// a watch.
+func followKinds(ctx context.Context, k kindWaiter, refresh func(context.Context) error, log *slog.Logger, first time.Duration) {
+	since, backoff := "", first
 	for ctx.Err() == nil {
 		list, err := k.WaitKinds(ctx, since, mcpserver.MaxWait)
 		switch {
@@ -109,7 +110,7 @@ func followKinds(ctx context.Context, k kindWaiter, refresh func(context.Context
 			// since moves only once the server has the new kinds: a
 			// failed read is retried, not skipped.
 			if err = refresh(ctx); err == nil {
-				since, backoff = list.Version, followBackoffFirst
+				since, backoff = list.Version, first
 				continue
 			}
 		}

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -318,5 +320,79 @@ func TestMCPEndToEnd(t *testing.T) {
 	callStdio(t, overStdio, "read_mailbox", map[string]any{"recipient": "agent-1"}, &box)
 	if len(box.Messages) != 1 || box.Messages[0].WatchID != w.ID {
 		t.Fatalf("mailbox: %+v", box)
+	}
+}
+
+// scriptedKinds is a kindWaiter that answers from a script, one answer a
+// call, recording each call's since; past the script it waits for ctx.
+type scriptedKinds struct {
+	mu      sync.Mutex // guards answers and sinces
+	answers []scriptedAnswer
+	sinces  []string
+	parked  chan struct{} // closed when a call finds the script done
+}
+
+type scriptedAnswer struct {
+	version string
+	err     error
+}
+
+func (s *scriptedKinds) WaitKinds(ctx context.Context, since string, _ time.Duration) (api.KindList, error) {
+	s.mu.Lock()
+	s.sinces = append(s.sinces, since)
+	if len(s.answers) == 0 {
+		s.mu.Unlock()
+		close(s.parked)
+		<-ctx.Done()
+		return api.KindList{}, ctx.Err()
+	}
+	a := s.answers[0]
+	s.answers = s.answers[1:]
+	s.mu.Unlock()
+	return api.KindList{Version: a.version}, a.err
+}
+
+// The follower retries a failed poll, moves its since only once the
+// server has the new kinds (a failed read is retried, not skipped),
+// refreshes on a change and not on a wait that ran out, and stops with
+// its context; a host that answers no version stops it at once.
+func TestFollowKinds(t *testing.T) {
+	k := &scriptedKinds{parked: make(chan struct{}), answers: []scriptedAnswer{
+		{err: io.ErrUnexpectedEOF}, // the host did not answer
+		{version: "v1"},            // the refresh fails
+		{version: "v1"},            // the refresh works
+		{version: "v1"},            // the wait ran out
+		{version: "v2"},
+	}}
+	refreshes := make(chan struct{}, 8)
+	fail := true
+	refresh := func(context.Context) error {
+		refreshes <- struct{}{}
+		if fail {
+			fail = false
+			return io.ErrUnexpectedEOF
+		}
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		followKinds(ctx, k, refresh, slog.New(slog.DiscardHandler), time.Millisecond)
+	}()
+	<-k.parked // polling on v2, past the script
+	cancel()
+	<-done
+	if want := []string{"", "", "", "v1", "v1", "v2"}; !slices.Equal(k.sinces, want) {
+		t.Errorf("the polls' since: %q, want %q", k.sinces, want)
+	}
+	if len(refreshes) != 3 { // v1 failed, v1 again, v2
+		t.Errorf("%d refreshes, want 3", len(refreshes))
+	}
+
+	old := &scriptedKinds{answers: []scriptedAnswer{{version: ""}}}
+	followKinds(context.Background(), old, func(context.Context) error { t.Error("refreshed for a host with no version"); return nil }, slog.New(slog.DiscardHandler), time.Millisecond)
+	if len(old.sinces) != 1 {
+		t.Errorf("a host with no version was polled %d times", len(old.sinces))
 	}
 }
