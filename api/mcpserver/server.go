@@ -108,9 +108,10 @@ func New(ctx context.Context, cfg Config) *Server {
 		s.addRegister(nil)
 		s.log.Warn("reading the host's kinds", "err", err)
 	}
-	// Over stdio nothing pushes a plugin reload: the kinds are read again
-	// when the agent lists the tools or registers a watch, so neither
-	// acts on a stale enum.
+	// The kinds are read again when the agent lists the tools or
+	// registers a watch, so neither acts on a stale enum, even between a
+	// reload and the follower's (over stdio) or Follow's (on the host)
+	// refresh.
 	s.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method == "tools/list" || method == "tools/call" && callsTool(req, toolRegister) {
