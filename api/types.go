@@ -474,4 +474,7 @@ type Kind struct {
 // KindList is GET /api/v1/kinds, by kind name.
 type KindList struct {
 	Kinds []Kind `json:"kinds"`
+	// Version is a digest of the kinds: it differs when, and only when,
+	// the list does. GET /kinds?wait=D&since=V waits while it is V.
+	Version string `json:"version,omitempty"`
 }

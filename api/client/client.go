@@ -93,6 +93,21 @@ func (c *Client) Kinds(ctx context.Context) (api.KindList, error) {
 	return out, err
 }
 
+// WaitKinds is GET /kinds?wait=wait&since=since: the kinds at once when
+// their version differs from since (or since is empty), else when they
+// change, else at the end of the wait with the list unchanged (compare
+// Version with since to tell which). wait is at most 60 s.
+func (c *Client) WaitKinds(ctx context.Context, since string, wait time.Duration) (api.KindList, error) {
+	q := url.Values{}
+	q.Set("wait", wait.String())
+	if since != "" {
+		q.Set("since", since)
+	}
+	var out api.KindList
+	err := c.do(ctx, http.MethodGet, "/api/v1/kinds", q, nil, &out)
+	return out, err
+}
+
 // CreateWatch registers a watch. The watch is durable when it returns.
 func (c *Client) CreateWatch(ctx context.Context, req api.WatchRequest) (api.Watch, error) {
 	var out api.Watch

@@ -567,3 +567,21 @@ func TestWaitWatch(t *testing.T) {
 	_, err = f.c.WaitWatch(ctx, w.ID, w.Version, 2*time.Minute)
 	wantAPIError(t, err, api.CodeInvalidField, "wait", "")
 }
+
+// WaitKinds sends wait and since: the list at once with its version on
+// a version not seen, the same list at the end of a wait on the current
+// one, and a wait past the bound refused as invalid_field.
+func TestWaitKinds(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	first, err := f.c.WaitKinds(ctx, "", time.Minute)
+	if err != nil || first.Version == "" {
+		t.Fatalf("since none: %+v %v", first, err)
+	}
+	same, err := f.c.WaitKinds(ctx, first.Version, 10*time.Millisecond)
+	if err != nil || same.Version != first.Version {
+		t.Fatalf("a wait that ran out: %+v %v", same, err)
+	}
+	_, err = f.c.WaitKinds(ctx, first.Version, 2*time.Minute)
+	wantAPIError(t, err, api.CodeInvalidField, "wait", "")
+}

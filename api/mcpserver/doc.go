@@ -23,17 +23,21 @@
 //   - Decide a default. A field the agent left out (every, expires_at,
 //     limit, cursor) is sent as nothing, so the host's default applies and
 //     the CLI, the REST API and MCP cannot drift on how long an agent may
-//     be left waiting (seed 002).
+//     be left waiting (seed 002). Nor state one of its own: the register
+//     tool names the host's defaults only from Config.Defaults, the
+//     scheduler's constants its builder passes in.
 //   - Wait without a bound. The wait tool waits at most MaxWait, the
 //     mailbox's longest wait (delivery.MaxWait on the host; a test there
 //     holds the two equal), and answers "still pending" with the version
 //     to pass next time; the mailbox tool's wait has the same bound.
 //   - Poll. The register tool's kind enum follows the host's kinds: on
 //     the host a plugin reload closes the kind registry's Changed channel
-//     and Follow re-reads the kinds; over stdio, which has no push from
-//     the host, the kinds are read again when the agent lists the tools or
-//     registers a watch. A change re-adds the register tool, and the SDK
-//     sends notifications/tools/list_changed.
+//     and Follow re-reads the kinds; over stdio, `vigil mcp` runs one
+//     follower that long-polls GET /kinds?wait=&since= (the list's
+//     version) and calls Refresh on each change, and the kinds are read
+//     again too when the agent lists the tools or registers a watch. A
+//     change re-adds the register tool, and the SDK sends
+//     notifications/tools/list_changed.
 //   - Import host/ or store/: it speaks the wire types of package api,
 //     so the stdio server carries nothing of the daemon.
 //

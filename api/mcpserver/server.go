@@ -54,7 +54,23 @@ type Config struct {
 	Kinds func(ctx context.Context) (api.KindList, error)
 	// Version is the server's version in the MCP handshake.
 	Version string
-	Logger  *slog.Logger
+	// Defaults are the host's, for the register tool's descriptions of
+	// every and expires_at (zero: described without a number).
+	Defaults Defaults
+	// Logger is scoped here with component=mcp, so it must not carry a
+	// component of its own: slog would write the key twice.
+	Logger *slog.Logger
+}
+
+// Defaults are what the host applies to a watch that names no cadence
+// or deadline: its scheduler's constants, passed in by whoever builds
+// the server (this package imports nothing of host/).
+type Defaults struct {
+	// Every is the cadence of a watch whose kind names no default_every.
+	Every time.Duration
+	// Deadline is the deadline of an open-ended watch whose kind names
+	// no natural one.
+	Deadline time.Duration
 }
 
 // Server is the MCP server and the kinds its register tool names.
@@ -92,9 +108,10 @@ func New(ctx context.Context, cfg Config) *Server {
 		s.addRegister(nil)
 		s.log.Warn("reading the host's kinds", "err", err)
 	}
-	// Over stdio nothing pushes a plugin reload: the kinds are read again
-	// when the agent lists the tools or registers a watch, so neither
-	// acts on a stale enum.
+	// The kinds are read again when the agent lists the tools or
+	// registers a watch, so neither acts on a stale enum, even between a
+	// reload and the follower's (over stdio) or Follow's (on the host)
+	// refresh.
 	s.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method == "tools/list" || method == "tools/call" && callsTool(req, toolRegister) {
@@ -174,7 +191,7 @@ func (s *Server) addRegister(kinds []api.Kind) {
 	}
 	s.kinds = key
 	s.added++
-	t, err := registerTool(kinds)
+	t, err := registerTool(kinds, s.cfg.Defaults)
 	if err != nil {
 		s.log.Error("building the register tool", "err", err)
 		return

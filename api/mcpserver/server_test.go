@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/vigilhq/vigil/api"
@@ -268,5 +270,27 @@ func TestFollowMissesNoWriteDuringARead(t *testing.T) {
 	want := kindsKey([]api.Kind{{Kind: "ci", Summary: "CI", Observable: true}, {Kind: "timer", Summary: "fires", Observable: true}})
 	if s.kinds != want {
 		t.Fatalf("the register tool's kinds %q, want %q", s.kinds, want)
+	}
+}
+
+// The register tool's every and expires_at take their numbers from
+// Config.Defaults, and without them name none.
+func TestRegisterDescribesTheDefaultsItIsGiven(t *testing.T) {
+	desc := func(d Defaults) (every, expires string) {
+		tool, err := registerTool(nil, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tool.InputSchema.(*jsonschema.Schema).Properties["every"].Description, tool.InputSchema.(*jsonschema.Schema).Properties["expires_at"].Description
+	}
+	every, expires := desc(Defaults{Every: 7 * time.Second, Deadline: 42 * time.Minute})
+	if !strings.Contains(every, "7s") || !strings.Contains(expires, "42m0s from now") {
+		t.Errorf("given defaults: every %q, expires_at %q", every, expires)
+	}
+	every, expires = desc(Defaults{})
+	for _, d := range []string{every, expires} {
+		if strings.Contains(d, "minute") || strings.Contains(d, "15m") || !strings.Contains(d, "host's default") {
+			t.Errorf("no defaults given: %q names a number of its own, or not the host's default", d)
+		}
 	}
 }

@@ -34,15 +34,38 @@ type registerIn struct {
 	Kind      string         `json:"kind" jsonschema:"the kind of watch: what it waits on (list_kinds describes each)"`
 	Params    map[string]any `json:"params" jsonschema:"the kind's params, as its params_schema in list_kinds says"`
 	Recipient string         `json:"recipient" jsonschema:"who the outcome wakes: your recipient id, whose mailbox gets the message"`
-	Every     string         `json:"every,omitempty" jsonschema:"how often to check, a Go duration such as 30s; leave it out for the kind's default"`
-	ExpiresAt string         `json:"expires_at,omitempty" jsonschema:"the deadline, RFC 3339; leave it out for the host's default (15 minutes, or a timer's instant plus a minute)"`
+	Every     string         `json:"every,omitempty"`      // described by registerTool, from the host's Defaults
+	ExpiresAt string         `json:"expires_at,omitempty"` // described by registerTool, from the host's Defaults
 }
 
-func registerTool(kinds []api.Kind) (*mcp.Tool, error) {
+// everyText and expiresText describe register's every and expires_at,
+// with the host's defaults when they are known: the numbers come from
+// the host's constants, never from this package.
+func everyText(d Defaults) string {
+	s := "how often to check, a Go duration such as 30s; leave it out for the kind's default_every (list_kinds)"
+	if d.Every > 0 {
+		return s + ", or " + d.Every.String() + " for a kind that names none"
+	}
+	return s + ", or the host's default for a kind that names none"
+}
+
+func expiresText(d Defaults) string {
+	s := "the deadline, RFC 3339; leave it out for the kind's own deadline (a timer's comes shortly after its instant)"
+	if d.Deadline > 0 {
+		s += ", else " + d.Deadline.String() + " from now"
+	} else {
+		s += ", else the host's default"
+	}
+	return s + "; the watch returned gives expires_at as the host resolved it"
+}
+
+func registerTool(kinds []api.Kind, d Defaults) (*mcp.Tool, error) {
 	in, err := jsonschema.For[registerIn](nil)
 	if err != nil {
 		return nil, err
 	}
+	in.Properties["every"].Description = everyText(d)
+	in.Properties["expires_at"].Description = expiresText(d)
 	desc := "Register a watch: tell vigil what you are waiting for, then stop working and halt. vigil checks it on its own schedule and puts the outcome (or its expiry at the deadline) in the recipient's mailbox as one message; read it with read_mailbox, or wait on the watch with wait_watch. Returns the watch: its id, state (pending), every and expires_at as the host resolved them. A kind nobody can observe on this host is refused at once (watch_unobservable, naming the setting to change)."
 	if len(kinds) == 0 {
 		desc += " The host's kinds are not known yet: call list_kinds."

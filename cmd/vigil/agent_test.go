@@ -78,9 +78,34 @@ func await(t *testing.T, done <-chan ran) ran {
 	}
 }
 
+// noticeBound is how soon a waiting command must return once the change
+// that ends its wait (a cancel, a pause, a tick that settles or expires
+// the watch) has been made: the promise is within a second, and the bound
+// is 2 s so a loaded machine (two cores, many builds) does not fail it.
+// A wait that only saw the change at the end of its long poll would take
+// the poll's whole bound.
+const noticeBound = 2 * time.Second
+
+// awaitNoticed is await, and fails when the command took longer than
+// noticeBound from acted, the moment the change's call returned.
+func awaitNoticed(t *testing.T, done <-chan ran, acted time.Time) ran {
+	t.Helper()
+	select {
+	case r := <-done:
+		if took := time.Since(acted); took > noticeBound {
+			t.Errorf("the command returned %s after the change, want within %s", took, noticeBound)
+		}
+		return r
+	case <-time.After(noticeBound):
+		t.Fatalf("the command had not returned %s after the change", noticeBound)
+		return ran{}
+	}
+}
+
 // watch wait re-attaches to a watch registered earlier and exits by how
 // it ended: woken by the server when the scheduler, a cancel or a pause
-// changes it, never at the end of a long poll.
+// changes it, never at the end of a long poll (each case returns within
+// noticeBound of the act).
 func TestWatchWaitExitCodes(t *testing.T) {
 	f := newCLIFixture(t, httpapi.Options{})
 	ctx := context.Background()
@@ -109,7 +134,7 @@ func TestWatchWaitExitCodes(t *testing.T) {
 			done := f.start(t, ctx, nil, "watch", "wait", w.ID)
 			f.waitParked(t, before)
 			tt.act(t, w.ID)
-			r := await(t, done)
+			r := awaitNoticed(t, done, time.Now())
 			if got := exitCode(r.err); got != tt.code {
 				t.Fatalf("exit %d (%v), want %d\nstdout:\n%s\nstderr:\n%s", got, r.err, tt.code, r.out, r.errOut)
 			}
@@ -153,7 +178,8 @@ func TestWatchWaitExitCodes(t *testing.T) {
 	}
 }
 
-// add --wait follows the watch: a cancel is noticed when it happens.
+// add --wait follows the watch: a cancel is noticed when it happens,
+// within noticeBound of the cancel's call returning.
 func TestWatchAddWaitSeesACancel(t *testing.T) {
 	f := newCLIFixture(t, httpapi.Options{})
 	before := f.sched.Waiters()
@@ -164,7 +190,7 @@ func TestWatchAddWaitSeesACancel(t *testing.T) {
 		t.Fatalf("%+v", list)
 	}
 	f.mustVigil(t, "watch", "cancel", list.Watches[0].ID)
-	r := await(t, done)
+	r := awaitNoticed(t, done, time.Now())
 	if exitCode(r.err) != ExitNoOutcome || !strings.Contains(r.out, "cancelled") {
 		t.Fatalf("exit %d: %v\n%s\n%s", exitCode(r.err), r.err, r.out, r.errOut)
 	}
@@ -403,7 +429,8 @@ func TestRecipientSetMakesAWebhookSecret(t *testing.T) {
 
 // A status other than running says how many pending watches it cancels
 // before it does: it asks on a terminal, and without one refuses unless
-// --yes.
+// --yes. Not confirming exits ExitNotConfirmed, not ExitUsage: the command
+// was right, the answer was no.
 func TestRecipientPauseSaysWhatItCancels(t *testing.T) {
 	f := newCLIFixture(t, httpapi.Options{})
 	ctx := context.Background()
@@ -414,14 +441,14 @@ func TestRecipientPauseSaysWhatItCancels(t *testing.T) {
 		return len(decodeJSON[api.WatchList](t, f.mustVigil(t, "watch", "ls", "--for", "agent-1", "--state", "pending", "--json")).Watches)
 	}
 	_, _, err := f.vigil(t, "recipient", "set", "agent-1", "--status", "paused")
-	if exitCode(err) != ExitUsage || !strings.Contains(err.Error(), "cancels its 2 pending watches") || !strings.Contains(err.Error(), "--yes") ||
+	if exitCode(err) != ExitNotConfirmed || !strings.Contains(err.Error(), "cancels its 2 pending watches") || !strings.Contains(err.Error(), "--yes") ||
 		!strings.Contains(err.Error(), "no terminal") || pending() != 2 {
 		t.Fatalf("without a terminal: %v (pending %d)", err, pending())
 	}
 	// On a terminal, "n" changes nothing and "y" pauses.
 	no := &tty{answer: strings.NewReader("n\n")}
 	r := await(t, f.start(t, ctx, no, "recipient", "set", "agent-1", "--status", "paused"))
-	if exitCode(r.err) != ExitUsage || !strings.Contains(no.String(), "cancels its 2 pending watches") || !strings.Contains(no.String(), "[y/N]") || pending() != 2 {
+	if exitCode(r.err) != ExitNotConfirmed || !strings.Contains(no.String(), "cancels its 2 pending watches") || !strings.Contains(no.String(), "[y/N]") || pending() != 2 {
 		t.Fatalf("answered n: %v\n%s", r.err, no.String())
 	}
 	yes := &tty{answer: strings.NewReader("y\n")}

@@ -33,6 +33,12 @@ const (
 	// ExitHost: the host could not be asked: it did not answer, refused
 	// the token (401), or answered 5xx. Nothing is known of the watch.
 	ExitHost = 5
+	// ExitNotConfirmed: a command that asks before it does something it
+	// cannot undo (a pause that cancels watches) was not confirmed: the
+	// question was answered no, or there was no terminal to ask on and no
+	// --yes. Nothing was changed. Not a usage mistake: the same command
+	// with --yes, or a yes, does it.
+	ExitNotConfirmed = 6
 	// ExitUsage: the command was wrong: a bad flag, a missing or extra
 	// argument, an unknown subcommand, or a request the host refused as
 	// the caller's mistake (a 4xx other than 401: invalid_params,
@@ -51,6 +57,8 @@ const exitCodesHelp = `Exit codes:
   3   ended without an outcome: cancelled (a pause cancels), undeliverable, unwatchable
   4   watch wait --timeout ran out with the watch still pending (it stays registered)
   5   the host could not be asked: no answer, token refused (401), or a 5xx
+  6   not confirmed: the question was answered no, or there was no terminal to
+      ask on and no --yes; nothing was changed
   64  usage: a bad flag or argument, an unknown subcommand, or a request the
       host refused as the caller's mistake (a 4xx other than 401)
   130 interrupted while waiting (the watch stays registered)`
@@ -69,6 +77,17 @@ func (u *usageError) Unwrap() error { return u.err }
 
 func usagef(format string, a ...any) error { return &usageError{fmt.Errorf(format, a...)} }
 
+// notConfirmedError is a change the user did not confirm:
+// ExitNotConfirmed.
+type notConfirmedError struct{ err error }
+
+func (n *notConfirmedError) Error() string { return n.err.Error() }
+func (n *notConfirmedError) Unwrap() error { return n.err }
+
+func notConfirmedf(format string, a ...any) error {
+	return &notConfirmedError{fmt.Errorf(format, a...)}
+}
+
 // exitCode is what the process exits with for err, the error a command
 // returned: the one place errors become exit codes. An API error is the
 // host's answer (401 and 5xx: the host could not be asked; any other 4xx:
@@ -77,6 +96,7 @@ func exitCode(err error) int {
 	var (
 		exit  *exitError
 		usage *usageError
+		nc    *notConfirmedError
 		ae    *api.Error
 		ue    *url.Error
 	)
@@ -87,6 +107,8 @@ func exitCode(err error) int {
 		return exit.Code
 	case errors.As(err, &usage):
 		return ExitUsage
+	case errors.As(err, &nc):
+		return ExitNotConfirmed
 	case errors.As(err, &ae):
 		if ae.Code == api.CodeUnauthorized || api.Status(ae.Code) >= 500 {
 			return ExitHost

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -148,8 +150,9 @@ func stdioErr(t *testing.T, res *mcp.CallToolResult) api.Error {
 }
 
 // Over stdio: register → wait → mailbox for a timer, a refusal naming
-// its setting, and a plugin reload the next tools/list sees (and
-// announces).
+// its setting, and a plugin reload announced by notifications/tools/
+// list_changed before the client asks anything, which the next
+// tools/list then shows.
 func TestMCPStdio(t *testing.T) {
 	h := newStdioHost(t)
 	changed := make(chan struct{}, 8)
@@ -182,12 +185,22 @@ func TestMCPStdio(t *testing.T) {
 		t.Errorf("http without its grant: %+v, want watch_unobservable naming its setting", e)
 	}
 
+	for len(changed) > 0 {
+		<-changed // whatever came before the reload is not its notification
+	}
 	copyPlugin(t, h.dir, "ci")
 	if err := os.WriteFile(filepath.Join(h.dir, plugin.RegistryFile), []byte(`{"kinds":{"timer":{},"http":{},"ci":{"capabilities":["fetch"],"fetch_hosts":["api.github.com"]}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.rt.Reload(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	// The host pushes: the notification comes with no call of the
+	// client's to prompt it.
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second): // a bound on a notification, not a pause
+		t.Fatal("no tools/list_changed after the kinds changed")
 	}
 	tools, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
@@ -196,11 +209,6 @@ func TestMCPStdio(t *testing.T) {
 	i := slices.IndexFunc(tools.Tools, func(x *mcp.Tool) bool { return x.Name == "register_watch" })
 	if i < 0 || !strings.Contains(mustJSONText(t, tools.Tools[i].InputSchema), `"ci"`) {
 		t.Errorf("tools/list after a reload that added ci: %v", tools.Tools)
-	}
-	select {
-	case <-changed:
-	case <-time.After(30 * time.Second): // a bound on a notification, not a pause
-		t.Error("no tools/list_changed after the kinds changed")
 	}
 }
 
@@ -216,6 +224,26 @@ func TestMCPStdioWrongToken(t *testing.T) {
 	e = stdioErr(t, callStdio(t, cs, "read_mailbox", map[string]any{"recipient": "agent-1"}, nil))
 	if e.Code != api.CodeUnauthorized {
 		t.Errorf("a wrong token: %+v, want unauthorized", e)
+	}
+}
+
+// Over stdio with no token at all, against a host that has tokens: every
+// tool answers the API's unauthorized, as a tool error, and the session
+// stays up for the next call.
+func TestMCPStdioNoToken(t *testing.T) {
+	h := newStdioHost(t)
+	cs := stdio(t, h, "", nil)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"list_kinds", nil},
+		{"register_watch", map[string]any{"kind": "timer", "params": map[string]any{"at": mcpT0.Add(time.Second).Format(time.RFC3339)}, "recipient": "agent-1"}},
+		{"read_mailbox", map[string]any{"recipient": "agent-1"}},
+	} {
+		if e := stdioErr(t, callStdio(t, cs, c.tool, c.args, nil)); e.Code != api.CodeUnauthorized {
+			t.Errorf("%s with no token: %+v, want unauthorized", c.tool, e)
+		}
 	}
 }
 
@@ -292,5 +320,79 @@ func TestMCPEndToEnd(t *testing.T) {
 	callStdio(t, overStdio, "read_mailbox", map[string]any{"recipient": "agent-1"}, &box)
 	if len(box.Messages) != 1 || box.Messages[0].WatchID != w.ID {
 		t.Fatalf("mailbox: %+v", box)
+	}
+}
+
+// scriptedKinds is a kindWaiter that answers from a script, one answer a
+// call, recording each call's since; past the script it waits for ctx.
+type scriptedKinds struct {
+	mu      sync.Mutex // guards answers and sinces
+	answers []scriptedAnswer
+	sinces  []string
+	parked  chan struct{} // closed when a call finds the script done
+}
+
+type scriptedAnswer struct {
+	version string
+	err     error
+}
+
+func (s *scriptedKinds) WaitKinds(ctx context.Context, since string, _ time.Duration) (api.KindList, error) {
+	s.mu.Lock()
+	s.sinces = append(s.sinces, since)
+	if len(s.answers) == 0 {
+		s.mu.Unlock()
+		close(s.parked)
+		<-ctx.Done()
+		return api.KindList{}, ctx.Err()
+	}
+	a := s.answers[0]
+	s.answers = s.answers[1:]
+	s.mu.Unlock()
+	return api.KindList{Version: a.version}, a.err
+}
+
+// The follower retries a failed poll, moves its since only once the
+// server has the new kinds (a failed read is retried, not skipped),
+// refreshes on a change and not on a wait that ran out, and stops with
+// its context; a host that answers no version stops it at once.
+func TestFollowKinds(t *testing.T) {
+	k := &scriptedKinds{parked: make(chan struct{}), answers: []scriptedAnswer{
+		{err: io.ErrUnexpectedEOF}, // the host did not answer
+		{version: "v1"},            // the refresh fails
+		{version: "v1"},            // the refresh works
+		{version: "v1"},            // the wait ran out
+		{version: "v2"},
+	}}
+	refreshes := make(chan struct{}, 8)
+	fail := true
+	refresh := func(context.Context) error {
+		refreshes <- struct{}{}
+		if fail {
+			fail = false
+			return io.ErrUnexpectedEOF
+		}
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		followKinds(ctx, k, refresh, slog.New(slog.DiscardHandler), time.Millisecond)
+	}()
+	<-k.parked // polling on v2, past the script
+	cancel()
+	<-done
+	if want := []string{"", "", "", "v1", "v1", "v2"}; !slices.Equal(k.sinces, want) {
+		t.Errorf("the polls' since: %q, want %q", k.sinces, want)
+	}
+	if len(refreshes) != 3 { // v1 failed, v1 again, v2
+		t.Errorf("%d refreshes, want 3", len(refreshes))
+	}
+
+	old := &scriptedKinds{answers: []scriptedAnswer{{version: ""}}}
+	followKinds(context.Background(), old, func(context.Context) error { t.Error("refreshed for a host with no version"); return nil }, slog.New(slog.DiscardHandler), time.Millisecond)
+	if len(old.sinces) != 1 {
+		t.Errorf("a host with no version was polled %d times", len(old.sinces))
 	}
 }

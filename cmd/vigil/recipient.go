@@ -54,7 +54,8 @@ again.
 A status other than running cancels every pending watch of RECIPIENT for
 good (nothing is mailed for them). Before it does, the command says how
 many it cancels and, on a terminal, asks; without a terminal it refuses
-unless --yes is given.
+unless --yes is given. Not confirming (answering no, or no terminal and no
+--yes) changes nothing and exits 6.
 
 --workspace DIR declares the directory the recipient works in: a command
 the exec capability runs for one of its watches runs there, and nowhere
@@ -145,7 +146,7 @@ func confirmCancels(ctx context.Context, c *client.Client, cmd *cobra.Command, i
 	}
 	in := cmd.InOrStdin()
 	if !isTerminal(in) || !isTerminal(stderr) {
-		return usagef("refusing: %s; pass --yes to do it (there is no terminal to ask on)", what)
+		return notConfirmedf("refusing: %s; pass --yes to do it (there is no terminal to ask on)", what)
 	}
 	fmt.Fprintf(stderr, "%s. Continue? [y/N] ", what)
 	answer, _ := bufio.NewReader(in).ReadString('\n')
@@ -153,7 +154,7 @@ func confirmCancels(ctx context.Context, c *client.Client, cmd *cobra.Command, i
 	case "y", "yes":
 		return nil
 	}
-	return usagef("not changed: %s stays as it was", id)
+	return notConfirmedf("not changed: %s stays as it was", id)
 }
 
 func newRecipientShow(cf *clientFlags, stdout io.Writer) *cobra.Command {

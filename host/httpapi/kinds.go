@@ -1,9 +1,17 @@
 package httpapi
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/kind"
 )
 
@@ -17,8 +25,41 @@ type KindSource interface {
 
 var _ KindSource = (*kind.Registry)(nil)
 
+// listKinds answers the kinds. With ?wait=D it is a bounded long poll
+// on the list's version, as getWatch's is on a watch's: at once when the
+// version differs from ?since= (or since is empty), else as soon as the
+// registry is written with kinds that differ, else at the end of the wait
+// with the list unchanged; 200 either way. A reload that writes the same
+// kinds again keeps the wait waiting: the version is the list's, not the
+// reload's.
 func (s *server) listKinds(c *fiber.Ctx) error {
-	return c.JSON(s.kinds())
+	raw, waiting := c.Queries()["wait"]
+	if !waiting {
+		return c.JSON(s.kinds())
+	}
+	wait, err := time.ParseDuration(raw)
+	if err != nil || wait < 0 || wait > delivery.MaxWait {
+		return &api.Error{Code: api.CodeInvalidField, Field: "wait", Message: fmt.Sprintf("want a duration from 0s to %s", delivery.MaxWait)}
+	}
+	since := c.Query("since")
+	ctx, cancel := s.requestContext(c)
+	defer cancel()
+	ctx, stop := context.WithTimeout(ctx, wait)
+	defer stop()
+	for {
+		changed := s.kindsChanged() // taken before the read: a write in between wakes it
+		out := s.kinds()
+		if out.Version != since || ctx.Err() != nil {
+			if principal(c).Revoked() && !s.stillAuthenticated(c) {
+				return revokedError()
+			}
+			return c.JSON(out)
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+		}
+	}
 }
 
 // kinds is what GET /kinds answers, and what /mcp's tools name: one
@@ -45,7 +86,18 @@ func (s *server) kinds() api.KindList {
 		}
 		out.Kinds = append(out.Kinds, k)
 	}
+	out.Version = kindsVersion(out.Kinds)
 	return out
+}
+
+// kindsVersion is the digest of a kind list: its JSON, hashed.
+func kindsVersion(kinds []api.Kind) string {
+	b, err := json.Marshal(kinds)
+	if err != nil {
+		return "" // a Kind is plain data; Marshal cannot fail on it
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
 }
 
 // kindsChanged is the kinds' change signal, or nil (never ready) when

@@ -21,6 +21,7 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/api/client"
 	"github.com/vigilhq/vigil/api/mcpserver"
+	"github.com/vigilhq/vigil/host/scheduler"
 )
 
 // MCPPath is where the host serves its MCP server (streamable HTTP).
@@ -66,8 +67,12 @@ func (s *server) mountMCP(app *fiber.App) {
 			}
 			return client.New("http://vigil.in-process", client.WithToken(token), client.WithHTTPClient(&http.Client{Transport: tr})), nil
 		},
-		Kinds:  func(context.Context) (api.KindList, error) { return s.kinds(), nil },
-		Logger: s.log,
+		Kinds:    func(context.Context) (api.KindList, error) { return s.kinds(), nil },
+		Defaults: mcpserver.Defaults{Every: scheduler.DefaultEvery, Deadline: scheduler.DefaultDeadline},
+		// The host's logger, not s.log: the MCP server scopes it with
+		// component=mcp, and s.log already carries component=api (a
+		// second component key is a duplicate key in a JSON line).
+		Logger: s.d.Logger,
 	})
 	if s.d.Kinds != nil {
 		// Owned by the server's base context: it ends at shutdown.

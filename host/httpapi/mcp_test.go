@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -28,6 +29,7 @@ import (
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/authztest"
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/syncbuf"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 	"github.com/vigilhq/vigil/plugins"
 )
@@ -84,6 +86,12 @@ func newMCPHost(t *testing.T) *mcpHost { t.Helper(); return newMCPHostWith(t, Op
 // newMCPHostWith is newMCPHost with o's MCPSessions.
 func newMCPHostWith(t *testing.T, o Options) *mcpHost {
 	t.Helper()
+	return newMCPHostLogged(t, o, nil)
+}
+
+// newMCPHostLogged is newMCPHostWith logging to log (nil: nowhere).
+func newMCPHostLogged(t *testing.T, o Options, log *slog.Logger) *mcpHost {
+	t.Helper()
 	dir := t.TempDir()
 	copyBundled(t, dir, "timer")
 	copyBundled(t, dir, "http")
@@ -110,7 +118,7 @@ func newMCPHostWith(t *testing.T, o Options) *mcpHost {
 	base, stop := context.WithCancel(context.Background())
 	t.Cleanup(stop)
 	guard := authztest.Guard(t, map[string]string{tokenAgent1: "agent-1", tokenAgent2: "agent-2"})
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: rt, Kinds: reg, Base: base, Observe: ob},
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: rt, Kinds: reg, Base: base, Observe: ob, Logger: log},
 		Options{Auth: guard, BodyLimit: 1 << 16, StreamWait: 50 * time.Millisecond, MCPSessions: o.MCPSessions})
 	url := apitest.Serve(t, app)
 	// No keep-alive: the server's shutdown waits for a connection that
@@ -475,4 +483,83 @@ func TestMCPHTTPSessionsAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.connect(t, tokenAgent2, nil) // room again
+}
+
+// The register tool's every and expires_at name the host's defaults from
+// the scheduler's constants, so the two cannot disagree.
+func TestMCPRegisterDescribesTheSchedulersDefaults(t *testing.T) {
+	h := newMCPHost(t)
+	s := h.connect(t, tokenAgent1, nil)
+	tools, err := s.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(tools.Tools, func(x *mcp.Tool) bool { return x.Name == "register_watch" })
+	if i < 0 {
+		t.Fatal("no register_watch tool")
+	}
+	var schema struct {
+		Properties map[string]struct {
+			Description string `json:"description"`
+		} `json:"properties"`
+	}
+	b, _ := json.Marshal(tools.Tools[i].InputSchema)
+	if err := json.Unmarshal(b, &schema); err != nil {
+		t.Fatal(err)
+	}
+	if d := schema.Properties["expires_at"].Description; !strings.Contains(d, scheduler.DefaultDeadline.String()+" from now") {
+		t.Errorf("expires_at: %q does not name the default deadline %s", d, scheduler.DefaultDeadline)
+	}
+	if d := schema.Properties["every"].Description; !strings.Contains(d, scheduler.DefaultEvery.String()+" for a kind that names none") {
+		t.Errorf("every: %q does not name the default cadence %s", d, scheduler.DefaultEvery)
+	}
+}
+
+// The MCP server's log lines carry one component key, mcp: the SDK's
+// "server session connected" among them, which once carried the API's
+// component and the MCP server's both.
+func TestMCPLogLinesHaveOneComponent(t *testing.T) {
+	var buf syncbuf.Buffer
+	h := newMCPHostLogged(t, Options{}, slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	h.connect(t, tokenAgent1, nil)
+	var line string
+	for l := range strings.Lines(buf.String()) {
+		if strings.Contains(l, `"server session connected"`) {
+			line = l
+		}
+	}
+	if line == "" {
+		t.Fatalf("no session line in the log:\n%s", buf.String())
+	}
+	keys := topLevelKeys(t, line)
+	if n := keys["component"]; n != 1 {
+		t.Fatalf("the line has %d component keys: %s", n, line)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(line), &m); err != nil || m["component"] != "mcp" {
+		t.Fatalf("the line's component: %v (%v), want mcp", m["component"], err)
+	}
+}
+
+// topLevelKeys counts each key of a JSON object's top level, duplicates
+// included (a map would keep one).
+func topLevelKeys(t *testing.T, obj string) map[string]int {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(obj))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("not an object: %s", obj)
+	}
+	out := map[string]int{}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[k.(string)]++
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
 }
