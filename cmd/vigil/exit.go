@@ -61,7 +61,8 @@ const exitCodesHelp = `Exit codes:
       ask on and no --yes; nothing was changed
   64  usage: a bad flag or argument, an unknown subcommand, or a request the
       host refused as the caller's mistake (a 4xx other than 401)
-  130 interrupted while waiting (the watch stays registered)`
+  130 interrupted while waiting (the watch stays registered)
+vigil plugin try reports on a plugin, not a watch: its codes are its own (its --help).`
 
 // exitError ends the process with Code and prints nothing more: the
 // command has already said what happened.
