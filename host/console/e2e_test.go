@@ -162,7 +162,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		if os.Getenv("CI") != "" {
 			t.Fatal("VIGIL_CONSOLE_SCREENSHOTS is set in CI, which must never rewrite a tracked file")
 		}
-		abs, err := filepath.Abs(filepath.Join("..", "..", dir))
+		abs, err := screenshotDir(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,6 +194,16 @@ func TestConsoleInABrowser(t *testing.T) {
 
 // seedBulk gives recipient n fired timers (n messages) and n pending
 // ones, registered in parallel.
+// screenshotDir is where VIGIL_CONSOLE_SCREENSHOTS puts the pictures: an
+// absolute directory as given, a relative one from the repository's root (the
+// test runs in host/console).
+func screenshotDir(dir string) (string, error) {
+	if filepath.IsAbs(dir) {
+		return filepath.Clean(dir), nil
+	}
+	return filepath.Abs(filepath.Join("..", "..", dir))
+}
+
 func seedBulk(t *testing.T, api client, recipient string, n int) {
 	t.Helper()
 	api.must(200, "PUT", "/recipients/"+recipient, map[string]any{"status": "running"})
@@ -239,6 +249,21 @@ func seedBulk(t *testing.T, api client, recipient string, n int) {
 
 // TestStreamParser runs the properties of the console's stream parser
 // (e2e/sse.test.mjs) under Node: random event streams in random chunks.
+func TestScreenshotDir(t *testing.T) {
+	abs := filepath.Join(t.TempDir(), "shots")
+	if got, err := screenshotDir(abs); err != nil || got != abs {
+		t.Errorf("screenshotDir(%q) = %q, %v; want the path as given", abs, got, err)
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(root, "docs", "console")
+	if got, err := screenshotDir("docs/console"); err != nil || got != want {
+		t.Errorf("screenshotDir(docs/console) = %q, %v; want %q (from the repository's root)", got, err, want)
+	}
+}
+
 func TestStreamParser(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
