@@ -479,7 +479,7 @@ function Cluster({ auth }) {
     ${data ? html`<p>Mode <strong data-testid="cluster-mode">${data.mode}</strong>. ${data.note || ''}</p>
       <div class="scroll"><table><thead><tr><th>node</th><th>address</th><th>started</th><th>plugin set digest</th></tr></thead>
       <tbody>${data.nodes.map((n) => html`<tr><td>${n.name} ${n.self ? html`<span class="tag">this node</span>` : ''}<br/><code class="small">${n.id}</code></td><td><code>${n.address}</code></td><td><${Time} t=${n.started_at} now=${now}/></td><td><code class="hash">${n.plugin_set_digest}</code></td></tr>`)}</tbody></table></div>
-      <h2>Partitions</h2>${data.partitions && data.partitions.length ? html`<ul>${data.partitions.map((p) => html`<li>${p.id}: ${p.owner}</li>`)}</ul>` : html`<${Empty}>None: this node owns everything.</${Empty}>`}` : ''}
+      <h2>Partitions</h2>${data.partitions.length ? html`<ul>${data.partitions.map((p) => html`<li>${p.id}: ${p.owner}</li>`)}</ul>` : html`<${Empty}>None: this node owns everything.</${Empty}>`}` : ''}
   </section>`;
 }
 

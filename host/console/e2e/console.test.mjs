@@ -195,6 +195,7 @@ try {
   await page.getByText('No scopes are configured').waitFor();
 
   assert.equal((await (await page.goto(open + '/#/cluster'), page.getByTestId('cluster-mode')).textContent()).trim(), 'single');
+  await page.getByText('None: this node owns everything.').waitFor(); // partitions is [], never null
   await page.context().close();
 
   // ---- tokens: refused with a wrong one, signed in with the right one ----
