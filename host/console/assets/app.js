@@ -185,9 +185,11 @@ const MAILBOX_WINDOW = 500;
 // an older page does not slide as messages arrive. The page shown is read
 // from the mailbox (GET …/mailbox?after=&limit=) for its push states (the
 // stream's events carry the webhook body, without them) and, when it is
-// older than the window, for its rows. window.__vigilMailboxHeld is how
-// many messages the page holds now, __vigilMailboxHeldMax the most it
-// ever held (the browser test reads both).
+// older than the window, for its rows (a failed read of such a page is
+// shown; of a page in the window, only its push states wait).
+// window.__vigilMailboxHeld is how many messages the page holds now,
+// __vigilMailboxHeldMax the most it ever held (the browser test reads
+// both).
 function Mailbox({ id, auth, onMessage }) {
   const now = useNow();
   const win = useRef({ msgs: [], count: 0 });
@@ -232,7 +234,7 @@ function Mailbox({ id, auth, onMessage }) {
     if (hi < 1) { setRead(null); return; }
     let ok = true;
     api('GET', '/recipients/' + encodeURIComponent(id) + '/mailbox' + q({ after: lo - 1, limit: hi - lo + 1 }))
-      .then((mb) => { if (ok) setRead({ lo, hi, msgs: mb.messages }); }, () => {});
+      .then((mb) => { if (ok) setRead({ lo, hi, msgs: mb.messages }); }, (e) => { if (ok) setRead({ lo, hi, msgs: [], err: e }); });
     return () => { ok = false; };
   }, [id, lo, hi]);
   const fresh = read && read.lo === lo && read.hi === hi ? read : null;
@@ -254,6 +256,7 @@ function Mailbox({ id, auth, onMessage }) {
   return html`<div>
     <p class="live" aria-live="polite" data-end=${end}>${live.state === 'open' ? html`<span class="dot ok"></span> live` : live.state === 'retrying' ? html`<span class="dot warn"></span> the stream dropped: retrying` : live.state === 'refused' ? '' : html`<span class="dot"></span> connecting`}</p>
     ${live.state === 'refused' ? html`<${Problem} err=${live.err} onSignIn=${auth}/>` : ''}
+    ${!inWindow && fresh && fresh.err ? html`<${Problem} err=${fresh.err} onSignIn=${auth}/>` : ''}
     ${w.count === 0 && live.state === 'open' ? html`<${Empty}>The mailbox is empty. A watch's message lands here when it settles.</${Empty}>` : ''}
     ${shown.length ? html`<div class="scroll"><table class="mailbox">
       <thead><tr><th>seq</th><th>at</th><th>type</th><th>kind</th><th>outcome</th><th>watch</th><th>push</th></tr></thead>
