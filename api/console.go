@@ -75,7 +75,8 @@ type Cluster struct {
 	// Mode is "single": one host owns every watch, recipient and stream.
 	Mode  string        `json:"mode"`
 	Nodes []ClusterNode `json:"nodes"`
-	// Partitions is null on a single host: it owns everything.
+	// Partitions is empty ([], never null) on a single host: it owns
+	// everything.
 	Partitions []ClusterPartition `json:"partitions"`
 	Note       string             `json:"note,omitempty"`
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -19,8 +20,12 @@ func TestClusterPrintsTheNode(t *testing.T) {
 			t.Errorf("vigil cluster lacks %q:\n%s", want, out)
 		}
 	}
-	c := decodeJSON[api.Cluster](t, f.mustVigil(t, "cluster", "--json"))
-	if c.Mode != "single" || len(c.Nodes) != 1 || c.Nodes[0].PluginSetDigest != digest || c.Partitions != nil {
+	raw := f.mustVigil(t, "cluster", "--json")
+	c := decodeJSON[api.Cluster](t, raw)
+	if c.Mode != "single" || len(c.Nodes) != 1 || c.Nodes[0].PluginSetDigest != digest || c.Partitions == nil || len(c.Partitions) != 0 {
 		t.Errorf("%+v", c)
+	}
+	if !regexp.MustCompile(`"partitions":\s*\[\s*\]`).MatchString(raw) {
+		t.Errorf("--json gives no partitions as other than []:\n%s", raw)
 	}
 }

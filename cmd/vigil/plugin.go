@@ -12,16 +12,22 @@ import (
 	"github.com/vigilhq/vigil/api/client"
 )
 
-// newPlugin is `vigil plugin`: the plugins a running server has loaded.
-// (`vigil plugins` loads them locally, without a server.)
+// newPlugin is `vigil plugin`: ls and reload ask a running server about the
+// plugins it has loaded; new and try work locally, without a server.
+// (`vigil plugins` loads the plugins locally, too.)
 func newPlugin(stdout, stderr io.Writer) *cobra.Command {
 	var cf clientFlags
 	cmd := &cobra.Command{
 		Use:   "plugin",
-		Short: "List or reload a server's plugins",
-		Long: `List or reload the plugins of a running server. Both exit non-zero when a
-plugin file failed to load, naming it on stderr. (vigil plugins loads the
-plugins locally instead, without a server.)`,
+		Short: "Write and try a plugin locally; list or reload a server's plugins",
+		Long: `Work with plugins. Two commands are local and need no server:
+  new     write a new plugin to start from
+  try     admit and observe one watch through the real host path
+Two ask a running server (--server, --token):
+  ls      list the plugins it has loaded
+  reload  make it reload its plugins, and list what it loaded
+ls and reload exit non-zero when a plugin file failed to load, naming it on
+stderr. (vigil plugins loads the plugins locally instead, without a server.)`,
 		Args: cobra.NoArgs,
 	}
 	addClientFlags(cmd, &cf)

@@ -103,3 +103,20 @@ func TestPluginNewHelp(t *testing.T) {
 		}
 	}
 }
+
+// `vigil plugin --help` says the group holds local commands (new, try) as
+// well as the two that ask a server (ls, reload).
+func TestPluginGroupHelp(t *testing.T) {
+	stdout, _, err := run(t, context.Background(), "plugin", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(stdout, "plugins of a running server. Both") {
+		t.Errorf("--help says the whole group asks a server:\n%s", stdout)
+	}
+	for _, want := range []string{"local and need no server", "new ", "try ", "ask a running server", "ls ", "reload "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("--help does not say %q:\n%s", want, stdout)
+		}
+	}
+}

@@ -155,14 +155,17 @@ func TestConsoleInABrowser(t *testing.T) {
 	for range 2 {
 		api.timer("agent-2", hour)
 	}
-	seed := map[string]any{"cancel": cancel, "agent2Pending": 2}
+	// 600 messages: more than the 500 the recipient page keeps, so its
+	// oldest page is read from the API.
+	seedBulk(t, api, "window", 600, 0)
+	seed := map[string]any{"cancel": cancel, "agent2Pending": 2, "window": "window"}
 
 	env := append(os.Environ(), "VIGIL_OPEN="+open, "VIGIL_LOCKED="+locked, "VIGIL_TOKEN="+good, "VIGIL_AGENT_TOKEN="+agent, "VIGIL_CHROMIUM="+chromium())
 	if dir := os.Getenv("VIGIL_CONSOLE_SCREENSHOTS"); dir != "" {
 		if os.Getenv("CI") != "" {
 			t.Fatal("VIGIL_CONSOLE_SCREENSHOTS is set in CI, which must never rewrite a tracked file")
 		}
-		abs, err := filepath.Abs(filepath.Join("..", "..", dir))
+		abs, err := screenshotDir(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,7 +175,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		env = append(env, "VIGIL_CONSOLE_SCREENSHOTS="+abs)
 	}
 	if os.Getenv("VIGIL_CONSOLE_BENCH") == "1" {
-		seedBulk(t, api, "bulk", 10_000)
+		seedBulk(t, api, "bulk", 10_000, 10_000)
 		env = append(env, "VIGIL_CONSOLE_BENCH=bulk")
 	}
 	b, _ := json.Marshal(seed)
@@ -192,9 +195,19 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 }
 
-// seedBulk gives recipient n fired timers (n messages) and n pending
-// ones, registered in parallel.
-func seedBulk(t *testing.T, api client, recipient string, n int) {
+// screenshotDir is where VIGIL_CONSOLE_SCREENSHOTS puts the pictures: an
+// absolute directory as given, a relative one from the repository's root (the
+// test runs in host/console).
+func screenshotDir(dir string) (string, error) {
+	if filepath.IsAbs(dir) {
+		return filepath.Clean(dir), nil
+	}
+	return filepath.Abs(filepath.Join("..", "..", dir))
+}
+
+// seedBulk gives recipient fired timers (as many messages) and pending
+// ones that fire in a day, registered in parallel.
+func seedBulk(t *testing.T, api client, recipient string, fired, pending int) {
 	t.Helper()
 	api.must(200, "PUT", "/recipients/"+recipient, map[string]any{"status": "running"})
 	start := time.Now()
@@ -210,10 +223,11 @@ func seedBulk(t *testing.T, api client, recipient string, n int) {
 			}
 		}()
 	}
-	for i := range 2 * n {
-		if i%2 == 0 {
+	for i := range max(fired, pending) {
+		if i < fired {
 			jobs <- past
-		} else {
+		}
+		if i < pending {
 			jobs <- future
 		}
 	}
@@ -225,7 +239,7 @@ func seedBulk(t *testing.T, api client, recipient string, n int) {
 			Messages []json.RawMessage
 			Next     uint64
 		}
-		_ = json.Unmarshal(api.must(200, "GET", fmt.Sprintf("/recipients/%s/mailbox?after=%d&limit=1", recipient, n-1), nil), &mb)
+		_ = json.Unmarshal(api.must(200, "GET", fmt.Sprintf("/recipients/%s/mailbox?after=%d&limit=1", recipient, fired-1), nil), &mb)
 		if len(mb.Messages) == 1 {
 			break
 		}
@@ -234,7 +248,22 @@ func seedBulk(t *testing.T, api client, recipient string, n int) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Logf("seeded %s with %d pending watches and %d messages in %v", recipient, n, n, time.Since(start).Round(time.Millisecond))
+	t.Logf("seeded %s with %d pending watches and %d messages in %v", recipient, pending, fired, time.Since(start).Round(time.Millisecond))
+}
+
+func TestScreenshotDir(t *testing.T) {
+	abs := filepath.Join(t.TempDir(), "shots")
+	if got, err := screenshotDir(abs); err != nil || got != abs {
+		t.Errorf("screenshotDir(%q) = %q, %v; want the path as given", abs, got, err)
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(root, "docs", "console")
+	if got, err := screenshotDir("docs/console"); err != nil || got != want {
+		t.Errorf("screenshotDir(docs/console) = %q, %v; want %q (from the repository's root)", got, err, want)
+	}
 }
 
 // TestStreamParser runs the properties of the console's stream parser

@@ -107,7 +107,8 @@ func (s *server) cluster(c *fiber.Ctx) error {
 	}
 	node.PluginSetDigest = PluginSetDigest(s.d.Plugins.Plugins())
 	node.Self = true
-	return c.JSON(api.Cluster{Mode: ClusterModeSingle, Nodes: []api.ClusterNode{node},
+	// Partitions is [] and never null: a client reads a list either way.
+	return c.JSON(api.Cluster{Mode: ClusterModeSingle, Nodes: []api.ClusterNode{node}, Partitions: []api.ClusterPartition{},
 		Note: "a single host owns every watch, recipient and stream: there are no partitions"})
 }
 

@@ -113,8 +113,12 @@ func TestClusterIsOneNode(t *testing.T) {
 	var cl api.Cluster
 	_ = json.Unmarshal(b, &cl)
 	if cl.Mode != "single" || len(cl.Nodes) != 1 || !cl.Nodes[0].Self || cl.Nodes[0].Name != "test" ||
-		cl.Nodes[0].PluginSetDigest != PluginSetDigest(fakePlugins{}.Plugins()) || c["partitions"] != nil {
+		cl.Nodes[0].PluginSetDigest != PluginSetDigest(fakePlugins{}.Plugins()) {
 		t.Errorf("%s", b)
+	}
+	// No partitions is [], never null.
+	if p, ok := c["partitions"].([]any); !ok || len(p) != 0 {
+		t.Errorf("partitions = %#v, want []: %s", c["partitions"], b)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -518,10 +519,16 @@ func (r *Runtime) scan() (Registry, []candidate, error) {
 		}
 	}
 	if r.cfg.Dir != "" {
-		dirFS := os.DirFS(r.cfg.Dir)
-		if _, err := fs.Stat(dirFS, "."); err != nil {
+		// os.Stat on the path itself, so the error names the directory
+		// (fs.Stat of os.DirFS's "." would say only "stat .").
+		st, err := os.Stat(r.cfg.Dir)
+		if err != nil {
 			return reg, nil, fmt.Errorf("plugin directory: %w", err)
 		}
+		if !st.IsDir() {
+			return reg, nil, fmt.Errorf("plugin directory: %s: %w", r.cfg.Dir, syscall.ENOTDIR)
+		}
+		dirFS := os.DirFS(r.cfg.Dir)
 		d, err := readRegistry(dirFS, filepath.Join(r.cfg.Dir, RegistryFile))
 		if err != nil {
 			return reg, nil, err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -629,8 +631,24 @@ func TestObserveTimeoutCoversTheExecGrant(t *testing.T) {
 }
 
 func TestMissingPluginDirRefusesToStart(t *testing.T) {
-	_, err := New(context.Background(), Config{Dir: filepath.Join(t.TempDir(), "nope")})
-	if err == nil || !strings.Contains(err.Error(), "plugin directory") {
+	dir := filepath.Join(t.TempDir(), "nope")
+	_, err := New(context.Background(), Config{Dir: dir})
+	if err == nil || !strings.Contains(err.Error(), "plugin directory") || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("err = %v", err)
+	}
+	// The message names the directory, not os.DirFS's ".".
+	if !strings.Contains(err.Error(), dir) {
+		t.Fatalf("err = %v, does not name %s", err, dir)
+	}
+}
+
+func TestPluginDirThatIsAFileRefusesToStart(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(context.Background(), Config{Dir: file})
+	if err == nil || !strings.Contains(err.Error(), file) || !errors.Is(err, syscall.ENOTDIR) {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -2,7 +2,7 @@
 import { render } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, NetworkError, getToken, setToken, stream, mailboxEnd, q } from './api.js';
-import { html, Time, useNow, Problem, Empty, Confirm, usePage, Json, State, seconds } from './ui.js';
+import { html, Time, useNow, Problem, Empty, Confirm, Json, State, seconds } from './ui.js';
 import { RegisterForm } from './form.js';
 
 // ---- routing ----
@@ -171,42 +171,93 @@ function RecipientWatches({ id, auth, bump }) {
   </div>`;
 }
 
-// Mailbox holds the messages the stream brought (all of them, in
-// memory) and renders one page, newest first; the push states of the
-// page shown are read from the mailbox (the stream's events carry the
-// webhook body, without them).
+// MAILBOX_PAGE is a mailbox page's rows; MAILBOX_WINDOW how many of the
+// newest messages the page keeps from the stream. An older page is read
+// from the API when it is shown, so what the page holds is bounded by
+// MAILBOX_WINDOW + MAILBOX_PAGE however many messages the stream brings.
+const MAILBOX_PAGE = 50;
+const MAILBOX_WINDOW = 500;
+
+// Mailbox keeps the newest MAILBOX_WINDOW messages the stream brought and
+// renders one page, newest first. Page n covers the sequence numbers
+// (top - (n+1)·PAGE, top - n·PAGE], top being the newest message's seq:
+// live on the first page, fixed at the turn once the reader leaves it, so
+// an older page does not slide as messages arrive. The page shown is read
+// from the mailbox (GET …/mailbox?after=&limit=) for its push states (the
+// stream's events carry the webhook body, without them) and, when it is
+// older than the window, for its rows (a failed read of such a page is
+// shown; of a page in the window, only its push states wait).
+// window.__vigilMailboxHeld is how many messages the page holds now,
+// __vigilMailboxHeldMax the most it ever held (the browser test reads
+// both).
 function Mailbox({ id, auth, onMessage }) {
   const now = useNow();
-  const [msgs, setMsgs] = useState([]);
+  const win = useRef({ msgs: [], count: 0 });
+  const [, setVer] = useState(0);
   const [live, setLive] = useState({ state: 'connecting' });
-  const [push, setPush] = useState({});
+  const [view, setView] = useState({ page: 0, top: 0 });
+  const [read, setRead] = useState(null);
+  const readHeld = useRef(0);
+  const held = () => {
+    const n = win.current.msgs.length + readHeld.current;
+    window.__vigilMailboxHeld = n;
+    window.__vigilMailboxHeldMax = Math.max(window.__vigilMailboxHeldMax || 0, n);
+  };
   useEffect(() => {
-    setMsgs([]);
-    let pending = [];
+    win.current = { msgs: [], count: 0 };
+    setView({ page: 0, top: 0 });
+    setRead(null);
+    setVer((v) => v + 1);
     let timer = null;
-    const flush = () => { timer = null; const add = pending; pending = []; setMsgs((m) => m.concat(add)); };
     const stop = stream(id, 0, (m) => {
-      pending.push(m);
+      const w = win.current;
+      w.msgs.push(m);
+      w.count++;
+      if (w.msgs.length > MAILBOX_WINDOW) w.msgs.shift();
+      held();
       if (onMessage) onMessage(m);
-      if (!timer) timer = setTimeout(flush, 100);
+      if (!timer) timer = setTimeout(() => { timer = null; setVer((v) => v + 1); }, 100);
     }, (s, e) => setLive({ state: s, err: e }));
     return () => { stop(); clearTimeout(timer); };
   }, [id]);
-  const newest = msgs.slice().reverse();
-  const [shown, pager] = usePage(newest, 50);
-  const lo = shown.length ? shown[shown.length - 1].seq : 0;
-  const hi = shown.length ? shown[0].seq : 0;
+  const w = win.current;
+  const end = w.msgs.length ? w.msgs[w.msgs.length - 1].seq : 0;
+  const top = view.page === 0 ? end : view.top;
+  const pages = Math.max(1, Math.ceil(top / MAILBOX_PAGE));
+  const page = Math.min(view.page, pages - 1);
+  const hi = top - page * MAILBOX_PAGE;
+  const lo = Math.max(1, hi - MAILBOX_PAGE + 1);
+  // The window covers the page when it holds the page's oldest seq or
+  // every message there is (a mailbox retention has trimmed starts late).
+  const inWindow = w.msgs.length > 0 && (w.msgs[0].seq <= lo || w.msgs.length === w.count);
   useEffect(() => {
-    if (!shown.length) return;
+    if (hi < 1) { setRead(null); return; }
     let ok = true;
-    api('GET', '/recipients/' + encodeURIComponent(id) + '/mailbox' + q({ after: lo - 1, limit: Math.min(1000, hi - lo + 1) }))
-      .then((mb) => { if (ok) { const p = {}; for (const m of mb.messages) p[m.seq] = m.push || null; setPush(p); } }, () => {});
+    api('GET', '/recipients/' + encodeURIComponent(id) + '/mailbox' + q({ after: lo - 1, limit: hi - lo + 1 }))
+      .then((mb) => { if (ok) setRead({ lo, hi, msgs: mb.messages }); }, (e) => { if (ok) setRead({ lo, hi, msgs: [], err: e }); });
     return () => { ok = false; };
   }, [id, lo, hi]);
+  const fresh = read && read.lo === lo && read.hi === hi ? read : null;
+  readHeld.current = read ? read.msgs.length : 0;
+  held();
+  const shown = inWindow
+    ? w.msgs.filter((m) => m.seq >= lo && m.seq <= hi).reverse()
+    : (fresh ? fresh.msgs.slice().reverse() : []);
+  const push = {};
+  if (fresh) for (const m of fresh.msgs) push[m.seq] = m.push || null;
+  const turn = (n) => setView({ page: n, top: n === 0 ? 0 : top });
+  const pager = pages > 1 ? html`<nav class="pager" aria-label="pages">
+    <button disabled=${page === 0} onClick=${() => turn(0)}>First</button>
+    <button disabled=${page === 0} onClick=${() => turn(page - 1)}>Newer</button>
+    <span>page ${page + 1} of ${pages} (${top})</span>
+    <button disabled=${page >= pages - 1} onClick=${() => turn(page + 1)}>Older</button>
+    <button disabled=${page >= pages - 1} onClick=${() => turn(pages - 1)}>Last</button>
+  </nav>` : null;
   return html`<div>
-    <p class="live" aria-live="polite">${live.state === 'open' ? html`<span class="dot ok"></span> live` : live.state === 'retrying' ? html`<span class="dot warn"></span> the stream dropped: retrying` : live.state === 'refused' ? '' : html`<span class="dot"></span> connecting`}</p>
+    <p class="live" aria-live="polite" data-end=${end}>${live.state === 'open' ? html`<span class="dot ok"></span> live` : live.state === 'retrying' ? html`<span class="dot warn"></span> the stream dropped: retrying` : live.state === 'refused' ? '' : html`<span class="dot"></span> connecting`}</p>
     ${live.state === 'refused' ? html`<${Problem} err=${live.err} onSignIn=${auth}/>` : ''}
-    ${msgs.length === 0 && live.state === 'open' ? html`<${Empty}>The mailbox is empty. A watch's message lands here when it settles.</${Empty}>` : ''}
+    ${!inWindow && fresh && fresh.err ? html`<${Problem} err=${fresh.err} onSignIn=${auth}/>` : ''}
+    ${w.count === 0 && live.state === 'open' ? html`<${Empty}>The mailbox is empty. A watch's message lands here when it settles.</${Empty}>` : ''}
     ${shown.length ? html`<div class="scroll"><table class="mailbox">
       <thead><tr><th>seq</th><th>at</th><th>type</th><th>kind</th><th>outcome</th><th>watch</th><th>push</th></tr></thead>
       <tbody>${shown.map((m) => { const p = push[m.seq]; return html`<tr data-seq=${m.seq}>
@@ -479,7 +530,7 @@ function Cluster({ auth }) {
     ${data ? html`<p>Mode <strong data-testid="cluster-mode">${data.mode}</strong>. ${data.note || ''}</p>
       <div class="scroll"><table><thead><tr><th>node</th><th>address</th><th>started</th><th>plugin set digest</th></tr></thead>
       <tbody>${data.nodes.map((n) => html`<tr><td>${n.name} ${n.self ? html`<span class="tag">this node</span>` : ''}<br/><code class="small">${n.id}</code></td><td><code>${n.address}</code></td><td><${Time} t=${n.started_at} now=${now}/></td><td><code class="hash">${n.plugin_set_digest}</code></td></tr>`)}</tbody></table></div>
-      <h2>Partitions</h2>${data.partitions && data.partitions.length ? html`<ul>${data.partitions.map((p) => html`<li>${p.id}: ${p.owner}</li>`)}</ul>` : html`<${Empty}>None: this node owns everything.</${Empty}>`}` : ''}
+      <h2>Partitions</h2>${data.partitions.length ? html`<ul>${data.partitions.map((p) => html`<li>${p.id}: ${p.owner}</li>`)}</ul>` : html`<${Empty}>None: this node owns everything.</${Empty}>`}` : ''}
   </section>`;
 }
 

@@ -92,23 +92,6 @@ export function Confirm({ title, children, confirm = 'Confirm', onConfirm, onCan
   </dialog>`;
 }
 
-// Pager pages through items already in memory: only one page is ever in
-// the DOM.
-export function usePage(items, size = 50) {
-  const [page, setPage] = useState(0);
-  const pages = Math.max(1, Math.ceil(items.length / size));
-  const p = Math.min(page, pages - 1);
-  const shown = items.slice(p * size, (p + 1) * size);
-  const pager = pages > 1 ? html`<nav class="pager" aria-label="pages">
-    <button disabled=${p === 0} onClick=${() => setPage(0)}>First</button>
-    <button disabled=${p === 0} onClick=${() => setPage(p - 1)}>Newer</button>
-    <span>page ${p + 1} of ${pages} (${items.length})</span>
-    <button disabled=${p >= pages - 1} onClick=${() => setPage(p + 1)}>Older</button>
-    <button disabled=${p >= pages - 1} onClick=${() => setPage(pages - 1)}>Last</button>
-  </nav>` : null;
-  return [shown, pager, p];
-}
-
 export function Json({ v }) {
   return html`<pre class="json">${JSON.stringify(v, null, 2)}</pre>`;
 }

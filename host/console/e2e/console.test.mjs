@@ -150,6 +150,31 @@ try {
   assert.equal(await rows.count(), before + 1);
   await shot(page, 'recipient');
 
+  // ---- a mailbox larger than the page keeps: older pages from the API ----
+  if (seed.window) {
+    step('mailbox: the page keeps the newest 500, reads older pages');
+    const p = await newPage(1280);
+    await p.goto(open + '/#/recipients/' + seed.window);
+    await p.locator('.pager span').getByText('(600)').waitFor();
+    await p.locator('table.mailbox tbody tr[data-seq="600"]').waitFor();
+    await p.getByRole('button', { name: 'Last' }).first().click();
+    await p.locator('table.mailbox tbody tr[data-seq="1"]').waitFor();
+    const seqs = await p.locator('table.mailbox tbody tr').evaluateAll((trs) => trs.map((tr) => Number(tr.dataset.seq)));
+    assert.deepEqual([seqs.length, seqs[0], seqs[seqs.length - 1]], [50, 50, 1]);
+    const held = await p.evaluate(() => window.__vigilMailboxHeldMax);
+    assert.ok(held > 0 && held <= 550, `the page held ${held} of 600 messages (at most 550)`);
+    // A message arriving leaves the older page where it was; the first
+    // page shows it.
+    const made = await apiCall(open, 'POST', '/watches', { kind: 'timer', params: { at: inFuture(1) }, recipient: { id: seed.window } });
+    assert.equal(made.status, 201);
+    await p.locator('.live[data-end="601"]').waitFor({ timeout: 30_000 });
+    const still = await p.locator('table.mailbox tbody tr').evaluateAll((trs) => trs.map((tr) => Number(tr.dataset.seq)));
+    assert.deepEqual([still.length, still[0], still[still.length - 1]], [50, 50, 1], 'the older page slid as a message arrived');
+    await p.getByRole('button', { name: 'First' }).first().click();
+    await p.locator('table.mailbox tbody tr[data-seq="601"]').waitFor();
+    await p.context().close();
+  }
+
   // ---- cancel another watch: Escape keeps it, Enter cancels ----
   step('cancel a watch');
   await page.goto(open + '/#/watches/' + seed.cancel);
@@ -195,6 +220,7 @@ try {
   await page.getByText('No scopes are configured').waitFor();
 
   assert.equal((await (await page.goto(open + '/#/cluster'), page.getByTestId('cluster-mode')).textContent()).trim(), 'single');
+  await page.getByText('None: this node owns everything.').waitFor(); // partitions is [], never null
   await page.context().close();
 
   // ---- tokens: refused with a wrong one, signed in with the right one ----
@@ -240,12 +266,31 @@ try {
     await p.locator('.pager span').getByText('(10000)').waitFor({ timeout: 120_000 });
     const allIn = Date.now() - t0;
     const dom = await p.evaluate(() => ({ nodes: document.getElementsByTagName('*').length, mailRows: document.querySelectorAll('table.mailbox tbody tr').length, watchRows: document.querySelectorAll('table:not(.mailbox) tbody tr').length }));
+    // The page holds the newest 500 and the page shown (50), never all
+    // 10,000: the most it ever held, over the whole stream.
+    const held = await p.evaluate(() => ({ now: window.__vigilMailboxHeld, max: window.__vigilMailboxHeldMax }));
+    assert.ok(held.max > 0 && held.max <= 550, `the page held ${held.max} messages (at most 550)`);
+    const rowSeqs = () => p.locator('table.mailbox tbody tr').evaluateAll((trs) => trs.map((tr) => Number(tr.dataset.seq)));
+    assert.deepEqual((await rowSeqs()).slice(0, 2), [10000, 9999]);
     const t1 = Date.now();
     await p.getByRole('button', { name: 'Older' }).first().click();
     await p.locator('.pager span').getByText('page 2 of').waitFor();
     const pageTurn = Date.now() - t1;
+    assert.deepEqual((await rowSeqs()).slice(0, 1), [9950]);
+    // The oldest page is outside the window: read from the API.
+    const t2 = Date.now();
+    await p.getByRole('button', { name: 'Last' }).first().click();
+    await p.locator('table.mailbox tbody tr[data-seq="1"]').waitFor();
+    const oldPageTurn = Date.now() - t2;
+    const last = await rowSeqs();
+    assert.equal(last.length, 50);
+    assert.deepEqual([last[0], last[49]], [50, 1]);
+    const heldAfter = await p.evaluate(() => window.__vigilMailboxHeldMax);
+    assert.ok(heldAfter <= 550, `the page held ${heldAfter} messages after reading the oldest page`);
+    await p.getByRole('button', { name: 'First' }).first().click();
+    await p.locator('table.mailbox tbody tr[data-seq="10000"]').waitFor();
     const heap = await p.evaluate(() => performance.memory ? Math.round(performance.memory.usedJSHeapSize / 1e6) : null);
-    figures.bulk = { first_rows_ms: firstPaint, all_messages_ms: allIn, page_turn_ms: pageTurn, dom_nodes: dom.nodes, mailbox_rows: dom.mailRows, watch_rows: dom.watchRows, js_heap_mb: heap };
+    figures.bulk = { first_rows_ms: firstPaint, all_messages_ms: allIn, page_turn_ms: pageTurn, old_page_turn_ms: oldPageTurn, dom_nodes: dom.nodes, mailbox_rows: dom.mailRows, watch_rows: dom.watchRows, js_heap_mb: heap, held_max: heldAfter };
     await p.context().close();
   }
 
