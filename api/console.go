@@ -72,13 +72,19 @@ type PushView struct {
 // Cluster is GET /api/v1/cluster: the nodes serving this API and the
 // partitions each owns.
 type Cluster struct {
-	// Mode is "single": one host owns every watch, recipient and stream.
+	// Mode is "single" (one host owns every watch, recipient and stream)
+	// or "cluster" (nodes sharing a JetStream cluster hold the partitions
+	// and the cluster-wide jobs through leases).
 	Mode  string        `json:"mode"`
 	Nodes []ClusterNode `json:"nodes"`
 	// Partitions is empty ([], never null) on a single host: it owns
-	// everything.
+	// everything. On a cluster, every partition with its owner (empty
+	// while nobody holds it) and when the owner last renewed its lease.
 	Partitions []ClusterPartition `json:"partitions"`
-	Note       string             `json:"note,omitempty"`
+	// Jobs are the cluster-wide jobs (the observe router, the retention
+	// upkeep), each with the node that runs it; on a cluster only.
+	Jobs []ClusterPartition `json:"jobs,omitempty"`
+	Note string             `json:"note,omitempty"`
 }
 
 // ClusterNode is one node of a Cluster.
@@ -92,12 +98,22 @@ type ClusterNode struct {
 	// serve the same plugins.
 	PluginSetDigest string `json:"plugin_set_digest"`
 	Self            bool   `json:"self"`
+	// Seen is when the node last renewed its presence, by the JetStream
+	// servers' clock; on a cluster only.
+	Seen *time.Time `json:"seen,omitempty"`
+	// Refused: the node's plugin set differs from the cluster's, so it
+	// holds no partition (it still serves the API).
+	Refused bool `json:"refused,omitempty"`
 }
 
-// ClusterPartition is a share of the keyspace and the node that owns it.
+// ClusterPartition is a share of the keyspace (or a cluster-wide job) and
+// the node that owns it.
 type ClusterPartition struct {
 	ID    string `json:"id"`
 	Owner string `json:"owner"`
+	// RenewedAt is when the owner last renewed its lease, by the servers'
+	// clock; on a cluster only, absent while nobody holds it.
+	RenewedAt *time.Time `json:"renewed_at,omitempty"`
 }
 
 // RecipientList is GET /api/v1/recipients.

@@ -142,6 +142,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	}
 	if h.Core.Clustered() {
 		h.clusterM = h.Metrics.Cluster()
+		h.node.lease = h.Core.Node
 	}
 	st := h.Core.Store
 	// Retention while running: the upkeep hears of each retained record

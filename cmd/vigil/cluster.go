@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/api/client"
 )
 
@@ -21,9 +22,13 @@ func newCluster(stdout io.Writer) *cobra.Command {
 		Long: `Show the nodes serving the API (GET /api/v1/cluster): each one's id, name,
 start, listen address and plugin set digest (the SHA-256 of its kinds as
 sorted "kind version sha256" lines: two nodes with the same digest serve
-the same plugins), and the partitions each owns. Today a host runs alone:
-the mode is "single", and it owns everything. Needs the operator role when
-tokens are configured.`,
+the same plugins), and the partitions each owns. A host that runs alone
+answers mode "single" and owns everything. A node of a cluster (serve
+--store nats://…) answers mode "cluster": every live node with the
+partitions it holds and whether its plugin set was refused, then each
+lease (the cluster-wide jobs, then the partitions) with its owner and
+when it was last renewed. Needs the operator role when tokens are
+configured.`,
 		Args: cobra.NoArgs,
 		RunE: cf.run(func(ctx context.Context, c *client.Client, _ []string) error {
 			out, err := c.Cluster(ctx)
@@ -37,10 +42,14 @@ tokens are configured.`,
 			if out.Note != "" {
 				fmt.Fprintf(stdout, "%s\n", out.Note)
 			}
+			held := map[string]int{}
+			for _, p := range out.Partitions {
+				held[p.Owner]++
+			}
 			tw := table(stdout)
-			fmt.Fprintln(tw, "NODE\tNAME\tADDRESS\tSTARTED\tPLUGIN SET\tSELF")
+			fmt.Fprintln(tw, "NODE\tNAME\tADDRESS\tSTARTED\tPLUGIN SET\tSELF\tPARTITIONS\tREFUSED")
 			for _, n := range out.Nodes {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\n", n.ID, n.Name, orDash(n.Address), n.StartedAt.Format(time.RFC3339), n.PluginSetDigest, n.Self)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\t%d\t%v\n", n.ID, n.Name, orDash(n.Address), n.StartedAt.Format(time.RFC3339), n.PluginSetDigest, n.Self, held[n.Name], n.Refused)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -50,9 +59,13 @@ tokens are configured.`,
 				return err
 			}
 			tw = table(stdout)
-			fmt.Fprintln(tw, "PARTITION\tOWNER")
-			for _, p := range out.Partitions {
-				fmt.Fprintf(tw, "%s\t%s\n", p.ID, p.Owner)
+			fmt.Fprintln(tw, "LEASE\tOWNER\tRENEWED")
+			for _, p := range append(append([]api.ClusterPartition{}, out.Jobs...), out.Partitions...) {
+				renewed := "-"
+				if p.RenewedAt != nil {
+					renewed = p.RenewedAt.Format(time.RFC3339Nano)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", p.ID, orDash(p.Owner), renewed)
 			}
 			return tw.Flush()
 		}),

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"syscall"
 	"testing"
@@ -40,6 +41,29 @@ func TestServeOnJetStream(t *testing.T) {
 	}
 	if len(got) != 1 || got[0].WatchID != w.ID || got[0].Type != "fired" {
 		t.Fatalf("the timer's messages: %+v\n%s", got, s.logs)
+	}
+	// The node has joined (it probed the timer): GET /api/v1/cluster
+	// shows it holding every partition and job.
+	resp, err := http.Get(base + "/api/v1/cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cl api.Cluster
+	err = json.NewDecoder(resp.Body).Decode(&cl)
+	_ = resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /api/v1/cluster: %d %v", resp.StatusCode, err)
+	}
+	if cl.Mode != "cluster" || len(cl.Nodes) != 1 || !cl.Nodes[0].Self || len(cl.Nodes[0].PluginSetDigest) != 64 || cl.Nodes[0].Seen == nil {
+		t.Fatalf("cluster: %+v", cl)
+	}
+	if len(cl.Partitions) != 64 || len(cl.Jobs) == 0 {
+		t.Fatalf("%d partitions and %d jobs, want 64 and the cluster-wide jobs", len(cl.Partitions), len(cl.Jobs))
+	}
+	for _, p := range append(cl.Partitions, cl.Jobs...) {
+		if p.Owner != cl.Nodes[0].Name || p.RenewedAt == nil {
+			t.Fatalf("lease %+v, want it held by %s", p, cl.Nodes[0].Name)
+		}
 	}
 	if err := s.stop(syscall.SIGTERM); err != nil {
 		t.Fatalf("vigil serve on JetStream did not stop cleanly: %v\n%s", err, s.logs)

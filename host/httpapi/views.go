@@ -31,6 +31,13 @@ type NodeInfo interface {
 	Node() api.ClusterNode
 }
 
+// ClusterInfo is a NodeInfo of a node of a cluster: Cluster is the
+// cluster as the node's view of the leases shows it (every live node, each
+// partition's and job's owner), false while the node has not joined.
+type ClusterInfo interface {
+	Cluster() (api.Cluster, bool)
+}
+
 // RecipientLister lists recipients with their pending watches, when the
 // Recipients service can (a *recipients.Service does).
 type RecipientLister interface {
@@ -55,8 +62,12 @@ type Console interface {
 	Serves(path string) bool
 }
 
-// ClusterModeSingle is the one mode today: one host owns everything.
-const ClusterModeSingle = "single"
+// The modes of GET /api/v1/cluster: one host owns everything, or nodes
+// on a JetStream cluster share it through leases.
+const (
+	ClusterModeSingle  = "single"
+	ClusterModeCluster = "cluster"
+)
 
 // viewRoutes registers the operator's read-only views and the console.
 func (s *server) viewRoutes(app *fiber.App, v1 fiber.Router) {
@@ -100,6 +111,11 @@ func (s *server) overview(c *fiber.Ctx) error {
 func (s *server) cluster(c *fiber.Ctx) error {
 	if err := s.allow(c, authz.Action{Verb: authz.Operate}); err != nil {
 		return err
+	}
+	if ci, ok := s.d.Node.(ClusterInfo); ok {
+		if cl, ok := ci.Cluster(); ok {
+			return c.JSON(cl)
+		}
 	}
 	var node api.ClusterNode
 	if s.d.Node != nil {

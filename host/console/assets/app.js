@@ -529,8 +529,9 @@ function Cluster({ auth }) {
     <${Problem} err=${err} onSignIn=${auth}/>
     ${data ? html`<p>Mode <strong data-testid="cluster-mode">${data.mode}</strong>. ${data.note || ''}</p>
       <div class="scroll"><table><thead><tr><th>node</th><th>address</th><th>started</th><th>plugin set digest</th></tr></thead>
-      <tbody>${data.nodes.map((n) => html`<tr><td>${n.name} ${n.self ? html`<span class="tag">this node</span>` : ''}<br/><code class="small">${n.id}</code></td><td><code>${n.address}</code></td><td><${Time} t=${n.started_at} now=${now}/></td><td><code class="hash">${n.plugin_set_digest}</code></td></tr>`)}</tbody></table></div>
-      <h2>Partitions</h2>${data.partitions.length ? html`<ul>${data.partitions.map((p) => html`<li>${p.id}: ${p.owner}</li>`)}</ul>` : html`<${Empty}>None: this node owns everything.</${Empty}>`}` : ''}
+      <tbody>${data.nodes.map((n) => html`<tr><td>${n.name} ${n.self ? html`<span class="tag">this node</span>` : ''}<br/><code class="small">${n.id}</code></td><td><code>${n.address}</code></td><td><${Time} t=${n.started_at} now=${now}/></td><td><code class="hash">${n.plugin_set_digest}</code>${n.refused ? html` <span class="tag">refused: another plugin set, holds nothing</span>` : ''}</td></tr>`)}</tbody></table></div>
+      ${data.jobs && data.jobs.length ? html`<h2>Cluster-wide jobs</h2><ul>${data.jobs.map((j) => html`<li>${j.id}: ${j.owner || 'nobody yet'}${j.renewed_at ? html`, renewed <${Time} t=${j.renewed_at} now=${now}/>` : ''}</li>`)}</ul>` : ''}
+      <h2>Partitions</h2>${data.partitions.length ? html`<ul>${data.partitions.map((p) => html`<li>${p.id}: ${p.owner || 'nobody yet'}${p.renewed_at ? html`, renewed <${Time} t=${p.renewed_at} now=${now}/>` : ''}</li>`)}</ul>` : html`<${Empty}>None: this node owns everything.</${Empty}>`}` : ''}
   </section>`;
 }
 
