@@ -5,13 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/vigilhq/vigil/api"
-	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/kind"
 )
 
@@ -33,13 +30,12 @@ var _ KindSource = (*kind.Registry)(nil)
 // kinds again keeps the wait waiting: the version is the list's, not the
 // reload's.
 func (s *server) listKinds(c *fiber.Ctx) error {
-	raw, waiting := c.Queries()["wait"]
+	wait, waiting, err := waitParam(c)
+	if err != nil {
+		return err
+	}
 	if !waiting {
 		return c.JSON(s.kinds())
-	}
-	wait, err := time.ParseDuration(raw)
-	if err != nil || wait < 0 || wait > delivery.MaxWait {
-		return &api.Error{Code: api.CodeInvalidField, Field: "wait", Message: fmt.Sprintf("want a duration from 0s to %s", delivery.MaxWait)}
 	}
 	since := c.Query("since")
 	ctx, cancel := s.requestContext(c)

@@ -548,13 +548,12 @@ func (s *server) getWatch(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	raw, waiting := c.Queries()["wait"]
+	wait, waiting, err := waitParam(c)
+	if err != nil {
+		return err
+	}
 	if !waiting {
 		return c.JSON(s.watchView(w))
-	}
-	wait, err := time.ParseDuration(raw)
-	if err != nil || wait < 0 || wait > delivery.MaxWait {
-		return &api.Error{Code: api.CodeInvalidField, Field: "wait", Message: fmt.Sprintf("want a duration from 0s to %s", delivery.MaxWait)}
 	}
 	since := c.Query("since")
 	ctx, cancel := s.requestContext(c)
@@ -726,12 +725,9 @@ func (s *server) readMailbox(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var wait time.Duration
-	if v := c.Query("wait"); v != "" {
-		wait, err = time.ParseDuration(v)
-		if err != nil || wait < 0 || wait > delivery.MaxWait {
-			return &api.Error{Code: api.CodeInvalidField, Field: "wait", Message: "want a duration from 0s to 60s"}
-		}
+	wait, _, err := waitParam(c)
+	if err != nil {
+		return err
 	}
 	limit, err := limitParam(c)
 	if err != nil {
@@ -752,6 +748,24 @@ func (s *server) readMailbox(c *fiber.Ctx) error {
 		out.Next = m.Seq
 	}
 	return c.JSON(out)
+}
+
+// waitParam reads a long poll's ?wait=, a Go duration from 0s to the
+// longest wait (delivery.MaxWait); waiting is false when it is absent,
+// and an empty one is refused like any other that is not a duration. One
+// reading for every route that long-polls, so their bounds and their
+// refusals cannot drift apart.
+func waitParam(c *fiber.Ctx) (wait time.Duration, waiting bool, err error) {
+	raw, ok := c.Queries()["wait"]
+	if !ok {
+		return 0, false, nil
+	}
+	wait, err = time.ParseDuration(raw)
+	if err != nil || wait < 0 || wait > delivery.MaxWait {
+		return 0, false, &api.Error{Code: api.CodeInvalidField, Field: "wait",
+			Message: fmt.Sprintf("want a duration from 0s to %ds", int(delivery.MaxWait/time.Second))}
+	}
+	return wait, true, nil
 }
 
 // limitParam reads ?limit=, 1 to 1000, default 100.
