@@ -20,6 +20,7 @@ import (
 	"github.com/vigilhq/vigil/host/core"
 	"github.com/vigilhq/vigil/host/fetch"
 	"github.com/vigilhq/vigil/host/httpapi"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/metrics"
 	"github.com/vigilhq/vigil/host/netguard"
 	"github.com/vigilhq/vigil/host/observe"
@@ -211,7 +212,7 @@ func (h *Host) Run(ctx context.Context, ln net.Listener) error {
 		// this node only while it holds their leases.
 		var jerr error
 		if joined, jerr = h.Core.Join(ctx, core.Join{
-			Addr: ln.Addr().String(), Plugins: core.PluginDigest(h.Runtime.Plugins()), Metrics: h.clusterM,
+			Addr: ln.Addr().String(), Plugins: kind.SetDigest(h.Runtime.Plugins()), Metrics: h.clusterM,
 			Jobs:    map[string]func(context.Context) <-chan struct{}{JobObserveRouter: h.Observer.Start, JobUpkeep: h.Upkeep.Start},
 			Appends: map[string]func(){observe.Stream: h.Observer.Wake},
 		}); jerr != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/httpapi"
+	"github.com/vigilhq/vigil/host/kind"
 )
 
 // vigil cluster prints the one node, its plugin set digest and no
@@ -14,7 +15,7 @@ import (
 func TestClusterPrintsTheNode(t *testing.T) {
 	f := newCLIFixture(t, httpapi.Options{})
 	out := f.mustVigil(t, "cluster")
-	digest := httpapi.PluginSetDigest(cliPlugins{}.Plugins())
+	digest := kind.SetDigest(cliPlugins{}.Plugins())
 	for _, want := range []string{"mode: single", "PLUGIN SET", digest, "partitions: none"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("vigil cluster lacks %q:\n%s", want, out)

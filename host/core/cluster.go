@@ -2,8 +2,6 @@ package core
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vigilhq/vigil/host/cluster"
-	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/store"
 )
@@ -437,21 +434,4 @@ func (q *partitionQueue) run(ctx context.Context, s partitions, own scheduler.Ow
 		}
 		log.Debug("cluster: partition armed", "partition", p, "armed", n)
 	}
-}
-
-// PluginDigest is a plugin set's digest, published in the node's
-// cluster.Info: the SHA-256 of the sorted lines "kind version sha256",
-// one per loaded plugin, in hex. Two nodes serve the same kinds with the
-// same code exactly when their digests are equal.
-func PluginDigest(plugins []kind.Info) string {
-	lines := make([]string, 0, len(plugins))
-	for _, p := range plugins {
-		lines = append(lines, p.Kind+" "+p.Version+" "+p.SHA256+"\n")
-	}
-	slices.Sort(lines)
-	h := sha256.New()
-	for _, l := range lines {
-		h.Write([]byte(l))
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }

@@ -357,21 +357,6 @@ func TestANodeWithAnotherPluginSetHoldsNoPartition(t *testing.T) {
 	}
 }
 
-// The digest is of the set: the order plugins load in does not change it;
-// a version or a hash does.
-func TestPluginDigest(t *testing.T) {
-	a := kind.Info{Kind: "timer", Version: "1.0.0", SHA256: "aa"}
-	b := kind.Info{Kind: "http", Version: "2.0.0", SHA256: "bb"}
-	if PluginDigest([]kind.Info{a, b}) != PluginDigest([]kind.Info{b, a}) {
-		t.Fatal("the digest depends on the load order")
-	}
-	for _, other := range [][]kind.Info{{a}, {a, {Kind: "http", Version: "2.0.1", SHA256: "bb"}}, {a, {Kind: "http", Version: "2.0.0", SHA256: "bc"}}} {
-		if PluginDigest(other) == PluginDigest([]kind.Info{a, b}) {
-			t.Fatalf("%v has the digest of another set", other)
-		}
-	}
-}
-
 // fakePartitions records what the queue asks of the scheduler; fail
 // makes the next that many gains fail.
 type fakePartitions struct {

@@ -2,12 +2,9 @@ package httpapi
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -15,6 +12,7 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/authz"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/recipients"
@@ -121,26 +119,11 @@ func (s *server) cluster(c *fiber.Ctx) error {
 	if s.d.Node != nil {
 		node = s.d.Node.Node()
 	}
-	node.PluginSetDigest = PluginSetDigest(s.d.Plugins.Plugins())
+	node.PluginSetDigest = kind.SetDigest(s.d.Plugins.Plugins())
 	node.Self = true
 	// Partitions is [] and never null: a client reads a list either way.
 	return c.JSON(api.Cluster{Mode: ClusterModeSingle, Nodes: []api.ClusterNode{node}, Partitions: []api.ClusterPartition{},
 		Note: "a single host owns every watch, recipient and stream: there are no partitions"})
-}
-
-// PluginSetDigest is the SHA-256, in hex, of the kinds as sorted lines
-// "kind version sha256\n" (a kind built into the host has no sha256).
-func PluginSetDigest(infos []plugin.Info) string {
-	lines := make([]string, 0, len(infos))
-	for _, i := range infos {
-		lines = append(lines, i.Kind+" "+i.Version+" "+i.SHA256+"\n")
-	}
-	slices.Sort(lines)
-	h := sha256.New()
-	for _, l := range lines {
-		h.Write([]byte(l))
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // listRecipients answers every recipient the principal may read (all of

@@ -2,8 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -13,7 +11,7 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/authz"
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/internal/apitest"
 )
 
@@ -82,25 +80,6 @@ func TestTheConsoleNeverShadowsTheAPI(t *testing.T) {
 	}
 }
 
-// The plugin set digest is the SHA-256 of the sorted kind/version/sha256
-// lines: the order the runtime lists kinds in does not change it, a
-// changed sha256 does.
-func TestPluginSetDigest(t *testing.T) {
-	a := []plugin.Info{{Kind: "timer", Version: "1.0.0", SHA256: "aa"}, {Kind: "ci", Version: "1.2.0", SHA256: "bb"}}
-	b := []plugin.Info{a[1], a[0]}
-	if PluginSetDigest(a) != PluginSetDigest(b) {
-		t.Error("the digest depends on the order")
-	}
-	c := []plugin.Info{a[0], {Kind: "ci", Version: "1.2.0", SHA256: "bc"}}
-	if PluginSetDigest(a) == PluginSetDigest(c) {
-		t.Error("a changed sha256 keeps the digest")
-	}
-	sum := sha256.Sum256([]byte("ci 1.2.0 bb\ntimer 1.0.0 aa\n"))
-	if got := PluginSetDigest(a); got != hex.EncodeToString(sum[:]) {
-		t.Errorf("digest %q", got)
-	}
-}
-
 // The cluster names this node, its digest and no partitions.
 func TestClusterIsOneNode(t *testing.T) {
 	f := newFixture(t)
@@ -113,7 +92,7 @@ func TestClusterIsOneNode(t *testing.T) {
 	var cl api.Cluster
 	_ = json.Unmarshal(b, &cl)
 	if cl.Mode != "single" || len(cl.Nodes) != 1 || !cl.Nodes[0].Self || cl.Nodes[0].Name != "test" ||
-		cl.Nodes[0].PluginSetDigest != PluginSetDigest(fakePlugins{}.Plugins()) {
+		cl.Nodes[0].PluginSetDigest != kind.SetDigest(fakePlugins{}.Plugins()) {
 		t.Errorf("%s", b)
 	}
 	// No partitions is [], never null.
