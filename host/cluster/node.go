@@ -233,30 +233,6 @@ func (n *Node) observe(e jetstream.KeyValueEntry) {
 	n.view[e.Key()] = entry{value: e.Value(), rev: e.Revision(), created: e.Created()}
 }
 
-// Sync reads the bucket's whole state into the view, in place of the
-// watcher; tests use it to drive Pass without Run.
-func (n *Node) Sync(ctx context.Context) error {
-	w, err := n.cfg.KV.WatchAll(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = w.Stop() }()
-	n.mu.Lock()
-	n.view = map[string]entry{}
-	n.mu.Unlock()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case e := <-w.Updates():
-			n.observe(e)
-			if e == nil {
-				return nil
-			}
-		}
-	}
-}
-
 // Pass is one turn: drop what can no longer be trusted, renew the node and
 // what it holds where a renewal is due, then give up and take leases to match the assignment
 // over the live nodes.
