@@ -131,13 +131,9 @@ type WaitResult struct {
 }
 
 func (s *Server) wait(ctx context.Context, a API, in waitIn) (any, error) {
-	wait := MaxWait
-	if in.Wait != "" {
-		d, err := time.ParseDuration(in.Wait)
-		if err != nil || d < 0 || d > MaxWait {
-			return nil, &api.Error{Code: api.CodeInvalidField, Field: "wait", Message: fmt.Sprintf("want a duration from 0s to %s", MaxWait)}
-		}
-		wait = d
+	wait, err := parseWait(in.Wait, MaxWait)
+	if err != nil {
+		return nil, err
 	}
 	since := in.Since
 	if since == "" {
@@ -189,15 +185,24 @@ type mailboxIn struct {
 }
 
 func (s *Server) mailbox(ctx context.Context, a API, in mailboxIn) (any, error) {
-	var wait time.Duration
-	if in.Wait != "" {
-		d, err := time.ParseDuration(in.Wait)
-		if err != nil || d < 0 || d > MaxWait {
-			return nil, &api.Error{Code: api.CodeInvalidField, Field: "wait", Message: fmt.Sprintf("want a duration from 0s to %s", MaxWait)}
-		}
-		wait = d
+	wait, err := parseWait(in.Wait, 0)
+	if err != nil {
+		return nil, err
 	}
 	return a.ReadMailbox(ctx, in.Recipient, in.After, wait, in.Limit)
+}
+
+// parseWait reads a tool's wait: a Go duration from 0s to MaxWait, or
+// def when the agent gave none.
+func parseWait(raw string, def time.Duration) (time.Duration, error) {
+	if raw == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(raw)
+	if err != nil || d < 0 || d > MaxWait {
+		return 0, &api.Error{Code: api.CodeInvalidField, Field: "wait", Message: fmt.Sprintf("want a duration from 0s to %s", MaxWait)}
+	}
+	return d, nil
 }
 
 type listIn struct {
