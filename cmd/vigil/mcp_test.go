@@ -29,6 +29,7 @@ import (
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/authztest"
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/mcptest"
 	"github.com/vigilhq/vigil/internal/syncbuf"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 	"github.com/vigilhq/vigil/plugins"
@@ -124,31 +125,6 @@ func stdio(t *testing.T, h *stdioHost, token string, opts *mcp.ClientOptions) *m
 	return cs
 }
 
-func callStdio(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, out any) *mcp.CallToolResult {
-	t.Helper()
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: a protocol error: %v", name, err)
-	}
-	if out != nil {
-		b, _ := json.Marshal(res.StructuredContent)
-		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatalf("%s: %s: %v", name, b, err)
-		}
-	}
-	return res
-}
-
-func stdioErr(t *testing.T, res *mcp.CallToolResult) api.Error {
-	t.Helper()
-	var env api.ErrorEnvelope
-	b, _ := json.Marshal(res.StructuredContent)
-	if !res.IsError || json.Unmarshal(b, &env) != nil || env.Error.Code == "" {
-		t.Fatalf("want a tool error with the API's envelope, got %s (isError %v)", b, res.IsError)
-	}
-	return env.Error
-}
-
 // Over stdio: register → wait → mailbox for a timer, a refusal naming
 // its setting, and a plugin reload announced by notifications/tools/
 // list_changed before the client asks anything, which the next
@@ -159,28 +135,28 @@ func TestMCPStdio(t *testing.T) {
 	cs := stdio(t, h, mcpToken, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
 
 	var w api.Watch
-	if res := callStdio(t, cs, "register_watch", map[string]any{"kind": "timer", "params": map[string]any{"at": mcpT0.Add(time.Second).Format(time.RFC3339)}, "recipient": "agent-1"}, &w); res.IsError {
+	if res := mcptest.CallTool(t, cs, "register_watch", map[string]any{"kind": "timer", "params": map[string]any{"at": mcpT0.Add(time.Second).Format(time.RFC3339)}, "recipient": "agent-1"}, &w); res.IsError {
 		t.Fatalf("register: %+v", res.Content)
 	}
 	var pending mcpserver.WaitResult
-	callStdio(t, cs, "wait_watch", map[string]any{"id": w.ID, "wait": "0s"}, &pending)
+	mcptest.CallTool(t, cs, "wait_watch", map[string]any{"id": w.ID, "wait": "0s"}, &pending)
 	if pending.Settled || pending.Version == "" {
 		t.Fatalf("a wait on a pending timer: %+v", pending)
 	}
 	h.clock.Set(mcpT0.Add(2 * time.Second))
 	h.sched.Tick(context.Background(), h.clock.Now())
 	var done mcpserver.WaitResult
-	callStdio(t, cs, "wait_watch", map[string]any{"id": w.ID, "since": pending.Version}, &done)
+	mcptest.CallTool(t, cs, "wait_watch", map[string]any{"id": w.ID, "since": pending.Version}, &done)
 	if !done.Settled || done.Watch.State != "fired" {
 		t.Fatalf("a wait on a fired timer: %+v", done)
 	}
 	var box api.Mailbox
-	callStdio(t, cs, "read_mailbox", map[string]any{"recipient": "agent-1"}, &box)
+	mcptest.CallTool(t, cs, "read_mailbox", map[string]any{"recipient": "agent-1"}, &box)
 	if len(box.Messages) != 1 || box.Messages[0].WatchID != w.ID || box.Next == 0 {
 		t.Fatalf("mailbox: %+v", box)
 	}
 
-	e := stdioErr(t, callStdio(t, cs, "register_watch", map[string]any{"kind": "http", "params": map[string]any{"url": "https://example.com/"}, "recipient": "agent-1"}, nil))
+	e := mcptest.ToolErr(t, mcptest.CallTool(t, cs, "register_watch", map[string]any{"kind": "http", "params": map[string]any{"url": "https://example.com/"}, "recipient": "agent-1"}, nil))
 	if e.Code != api.CodeWatchUnobservable || !strings.Contains(e.Setting, "http") {
 		t.Errorf("http without its grant: %+v, want watch_unobservable naming its setting", e)
 	}
@@ -217,11 +193,11 @@ func TestMCPStdio(t *testing.T) {
 func TestMCPStdioWrongToken(t *testing.T) {
 	h := newStdioHost(t)
 	cs := stdio(t, h, "not-a-token-this-host-knows-of", nil)
-	e := stdioErr(t, callStdio(t, cs, "list_kinds", nil, nil))
+	e := mcptest.ToolErr(t, mcptest.CallTool(t, cs, "list_kinds", nil, nil))
 	if e.Code != api.CodeUnauthorized {
 		t.Errorf("a wrong token: %+v, want unauthorized", e)
 	}
-	e = stdioErr(t, callStdio(t, cs, "read_mailbox", map[string]any{"recipient": "agent-1"}, nil))
+	e = mcptest.ToolErr(t, mcptest.CallTool(t, cs, "read_mailbox", map[string]any{"recipient": "agent-1"}, nil))
 	if e.Code != api.CodeUnauthorized {
 		t.Errorf("a wrong token: %+v, want unauthorized", e)
 	}
@@ -241,7 +217,7 @@ func TestMCPStdioNoToken(t *testing.T) {
 		{"register_watch", map[string]any{"kind": "timer", "params": map[string]any{"at": mcpT0.Add(time.Second).Format(time.RFC3339)}, "recipient": "agent-1"}},
 		{"read_mailbox", map[string]any{"recipient": "agent-1"}},
 	} {
-		if e := stdioErr(t, callStdio(t, cs, c.tool, c.args, nil)); e.Code != api.CodeUnauthorized {
+		if e := mcptest.ToolErr(t, mcptest.CallTool(t, cs, c.tool, c.args, nil)); e.Code != api.CodeUnauthorized {
 			t.Errorf("%s with no token: %+v, want unauthorized", c.tool, e)
 		}
 	}
@@ -300,7 +276,7 @@ func TestMCPEndToEnd(t *testing.T) {
 
 	var w api.Watch
 	at := time.Now().Add(time.Second).UTC().Format(time.RFC3339Nano)
-	if res := callStdio(t, overStdio, "register_watch", map[string]any{"kind": "timer", "params": map[string]any{"at": at}, "recipient": "agent-1"}, &w); res.IsError {
+	if res := mcptest.CallTool(t, overStdio, "register_watch", map[string]any{"kind": "timer", "params": map[string]any{"at": at}, "recipient": "agent-1"}, &w); res.IsError {
 		t.Fatalf("register: %+v", res.Content)
 	}
 	var r mcpserver.WaitResult
@@ -309,7 +285,7 @@ func TestMCPEndToEnd(t *testing.T) {
 		if since != "" {
 			args["since"] = since
 		}
-		if res := callStdio(t, overHTTP, "wait_watch", args, &r); res.IsError {
+		if res := mcptest.CallTool(t, overHTTP, "wait_watch", args, &r); res.IsError {
 			t.Fatalf("wait: %+v", res.Content)
 		}
 	}
@@ -317,7 +293,7 @@ func TestMCPEndToEnd(t *testing.T) {
 		t.Fatalf("the timer: %+v", r)
 	}
 	var box api.Mailbox
-	callStdio(t, overStdio, "read_mailbox", map[string]any{"recipient": "agent-1"}, &box)
+	mcptest.CallTool(t, overStdio, "read_mailbox", map[string]any{"recipient": "agent-1"}, &box)
 	if len(box.Messages) != 1 || box.Messages[0].WatchID != w.ID {
 		t.Fatalf("mailbox: %+v", box)
 	}

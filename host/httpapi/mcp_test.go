@@ -29,6 +29,7 @@ import (
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/authztest"
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/mcptest"
 	"github.com/vigilhq/vigil/internal/syncbuf"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 	"github.com/vigilhq/vigil/plugins"
@@ -159,40 +160,6 @@ func (h *mcpHost) connect(t *testing.T, token string, opts *mcp.ClientOptions) *
 	return s
 }
 
-// callTool calls a tool and decodes its structured content into out
-// (when out is not nil); it fails the test on a protocol error.
-func callTool(t *testing.T, s *mcp.ClientSession, name string, args map[string]any, out any) *mcp.CallToolResult {
-	t.Helper()
-	res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: a protocol error: %v", name, err)
-	}
-	if out != nil {
-		b, _ := json.Marshal(res.StructuredContent)
-		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatalf("%s: structured content %s: %v", name, b, err)
-		}
-	}
-	return res
-}
-
-// toolErr is a tool error's content: the API's envelope.
-func toolErr(t *testing.T, res *mcp.CallToolResult) api.Error {
-	t.Helper()
-	if !res.IsError {
-		t.Fatalf("not a tool error: %+v", res)
-	}
-	var env api.ErrorEnvelope
-	b, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(b, &env); err != nil || env.Error.Code == "" {
-		t.Fatalf("a tool error without the API's envelope: %s", b)
-	}
-	if len(res.Content) == 0 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, env.Error.Code) {
-		t.Errorf("the error's text does not name its code %s: %+v", env.Error.Code, res.Content)
-	}
-	return env.Error
-}
-
 // Register → wait → mailbox for a timer, over streamable HTTP with the
 // SDK's own client: the timer fires when the fake clock passes its
 // instant, the wait tool answers the outcome, and the mailbox holds the
@@ -204,7 +171,7 @@ func TestMCPHTTPTimerRegisterWaitMailbox(t *testing.T) {
 
 	var w api.Watch
 	at := t0.Add(time.Second).Format(time.RFC3339)
-	if res := callTool(t, s, "register_watch", map[string]any{"kind": "timer", "params": map[string]any{"at": at}, "recipient": "agent-1"}, &w); res.IsError {
+	if res := mcptest.CallTool(t, s, "register_watch", map[string]any{"kind": "timer", "params": map[string]any{"at": at}, "recipient": "agent-1"}, &w); res.IsError {
 		t.Fatalf("register: %+v", res.Content)
 	}
 	if w.State != "pending" || w.ExpiresAt == nil || !w.ExpiresAt.Equal(t0.Add(time.Second+time.Minute)) || w.RegisteredBy != "agent-1" {
@@ -212,7 +179,7 @@ func TestMCPHTTPTimerRegisterWaitMailbox(t *testing.T) {
 	}
 
 	var pending mcpserver.WaitResult
-	if res := callTool(t, s, "wait_watch", map[string]any{"id": w.ID, "wait": "0s"}, &pending); res.IsError {
+	if res := mcptest.CallTool(t, s, "wait_watch", map[string]any{"id": w.ID, "wait": "0s"}, &pending); res.IsError {
 		t.Fatalf("wait: %+v", res.Content)
 	}
 	if pending.Settled || !strings.Contains(pending.Status, "still pending") || pending.Version == "" {
@@ -223,7 +190,7 @@ func TestMCPHTTPTimerRegisterWaitMailbox(t *testing.T) {
 	h.sched.Tick(ctx, h.clock.Now())
 
 	var done mcpserver.WaitResult
-	if res := callTool(t, s, "wait_watch", map[string]any{"id": w.ID, "since": pending.Version}, &done); res.IsError {
+	if res := mcptest.CallTool(t, s, "wait_watch", map[string]any{"id": w.ID, "since": pending.Version}, &done); res.IsError {
 		t.Fatalf("wait: %+v", res.Content)
 	}
 	if !done.Settled || done.Watch.State != "fired" || done.Watch.Outcome == nil || !strings.HasPrefix(done.Status, "fired") {
@@ -231,13 +198,13 @@ func TestMCPHTTPTimerRegisterWaitMailbox(t *testing.T) {
 	}
 
 	var box api.Mailbox
-	if res := callTool(t, s, "read_mailbox", map[string]any{"recipient": "agent-1"}, &box); res.IsError {
+	if res := mcptest.CallTool(t, s, "read_mailbox", map[string]any{"recipient": "agent-1"}, &box); res.IsError {
 		t.Fatalf("mailbox: %+v", res.Content)
 	}
 	if len(box.Messages) != 1 || box.Messages[0].WatchID != w.ID || box.Next != box.Messages[0].Seq {
 		t.Fatalf("mailbox %+v: want the timer's one message and its seq as the cursor", box)
 	}
-	callTool(t, s, "read_mailbox", map[string]any{"recipient": "agent-1", "after": box.Next}, &box)
+	mcptest.CallTool(t, s, "read_mailbox", map[string]any{"recipient": "agent-1", "after": box.Next}, &box)
 	if len(box.Messages) != 0 {
 		t.Fatalf("read on from the cursor: %+v", box)
 	}
@@ -250,22 +217,22 @@ func TestMCPHTTPRefusalsAreToolErrors(t *testing.T) {
 	h := newMCPHost(t)
 	s := h.connect(t, tokenAgent1, nil)
 
-	e := toolErr(t, callTool(t, s, "register_watch", map[string]any{"kind": "http", "params": map[string]any{"url": "https://example.com/"}, "recipient": "agent-1"}, nil))
+	e := mcptest.ToolErr(t, mcptest.CallTool(t, s, "register_watch", map[string]any{"kind": "http", "params": map[string]any{"url": "https://example.com/"}, "recipient": "agent-1"}, nil))
 	if e.Code != api.CodeWatchUnobservable || e.Setting == "" || !strings.Contains(e.Setting, "http") {
 		t.Errorf("http without its fetch grant: %+v, want watch_unobservable naming the http setting", e)
 	}
-	e = toolErr(t, callTool(t, s, "register_watch", map[string]any{"kind": "timer", "params": map[string]any{}, "recipient": "agent-1"}, nil))
+	e = mcptest.ToolErr(t, mcptest.CallTool(t, s, "register_watch", map[string]any{"kind": "timer", "params": map[string]any{}, "recipient": "agent-1"}, nil))
 	if e.Code != api.CodeInvalidParams || e.Field != "params.at" {
 		t.Errorf("a timer without at: %+v, want invalid_params on params.at", e)
 	}
-	if res := callTool(t, s, "register_watch", map[string]any{"kind": "gitlab", "params": map[string]any{}, "recipient": "agent-1"}, nil); !res.IsError {
+	if res := mcptest.CallTool(t, s, "register_watch", map[string]any{"kind": "gitlab", "params": map[string]any{}, "recipient": "agent-1"}, nil); !res.IsError {
 		t.Errorf("a kind outside the enum was accepted: %+v", res)
 	}
-	e = toolErr(t, callTool(t, s, "wait_watch", map[string]any{"id": "01m8nhtng4ra8tgz0tmrscbt6g", "wait": "2m"}, nil))
+	e = mcptest.ToolErr(t, mcptest.CallTool(t, s, "wait_watch", map[string]any{"id": "01m8nhtng4ra8tgz0tmrscbt6g", "wait": "2m"}, nil))
 	if e.Code != api.CodeInvalidField || e.Field != "wait" {
 		t.Errorf("a wait over the bound: %+v, want invalid_field on wait", e)
 	}
-	e = toolErr(t, callTool(t, s, "show_watch", map[string]any{"id": "01m8nhtng4ra8tgz0tmrscbt6g"}, nil))
+	e = mcptest.ToolErr(t, mcptest.CallTool(t, s, "show_watch", map[string]any{"id": "01m8nhtng4ra8tgz0tmrscbt6g"}, nil))
 	if e.Code != api.CodeNotFound {
 		t.Errorf("an unknown watch: %+v, want not_found", e)
 	}
@@ -305,11 +272,11 @@ func TestMCPHTTPAuth(t *testing.T) {
 	}
 
 	other := h.connect(t, tokenAgent2, nil)
-	e := toolErr(t, callTool(t, other, "register_watch", map[string]any{"kind": "timer", "params": map[string]any{"at": t0.Add(time.Hour).Format(time.RFC3339)}, "recipient": "agent-1"}, nil))
+	e := mcptest.ToolErr(t, mcptest.CallTool(t, other, "register_watch", map[string]any{"kind": "timer", "params": map[string]any{"at": t0.Add(time.Hour).Format(time.RFC3339)}, "recipient": "agent-1"}, nil))
 	if e.Code != api.CodeForbidden {
 		t.Errorf("agent-2 registering for agent-1: %+v, want forbidden", e)
 	}
-	e = toolErr(t, callTool(t, other, "read_mailbox", map[string]any{"recipient": "agent-1"}, nil))
+	e = mcptest.ToolErr(t, mcptest.CallTool(t, other, "read_mailbox", map[string]any{"recipient": "agent-1"}, nil))
 	if e.Code != api.CodeForbidden {
 		t.Errorf("agent-2 reading agent-1's mailbox: %+v, want forbidden", e)
 	}
@@ -408,7 +375,7 @@ func TestKindsListsPluginsAndBuiltIns(t *testing.T) {
 		t.Errorf("http without its grant: %+v, want not observable, naming the setting", web)
 	}
 	var viaMCP api.KindList
-	callTool(t, h.connect(t, tokenAgent1, nil), "list_kinds", nil, &viaMCP)
+	mcptest.CallTool(t, h.connect(t, tokenAgent1, nil), "list_kinds", nil, &viaMCP)
 	if a, b := canonical(t, viaMCP), canonical(t, list); a != b {
 		t.Errorf("list_kinds and GET /kinds differ:\n%s\n%s", a, b)
 	}
@@ -434,7 +401,7 @@ func canonical(t *testing.T, v any) string {
 func TestMCPHTTPRevokedTokenEndsTheSession(t *testing.T) {
 	h := newMCPHost(t)
 	s := h.connect(t, tokenAgent1, nil)
-	callTool(t, s, "list_kinds", nil, nil)
+	mcptest.CallTool(t, s, "list_kinds", nil, nil)
 	ended := make(chan struct{})
 	go func() { _ = s.Wait(); close(ended) }()
 	next, err := authz.Compile([]authz.Token{{Token: tokenAgent2, Principal: "agent-2"}})
