@@ -116,13 +116,11 @@
 // partition count other than the stored one, or a bucket holding keys
 // but no metadata refuses to start with a *MismatchError (errors.Is
 // ErrMismatch) naming what differs. The partition count (default 64) is
-// fixed when the store is created; Partition(key, n) is FNV-1a 32 modulo
-// n, stable across builds, for the partition owners to come.
-//
-// Room for partitions: a row's key is w.<id> today; the partition a
-// watch lands in is Partition(key, Partitions()) of its partition key
-// (or its id), which the row can carry as a field without changing any
-// key, so the cluster's owners can filter by it.
+// fixed when the store is created. A watch's partition is its id's
+// (store.ID.Partition: the id's slot, the hash of its partition key or
+// random, modulo the count), so no row or key carries it and the
+// cluster's owners filter the pending index by id alone
+// (ForEachPendingIn).
 //
 // Moving a store: ExportRecords and ImportRecords (export.go) read and
 // write the bucket as store.Records, the same records as badger's under

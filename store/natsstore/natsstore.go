@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -320,7 +319,7 @@ func (s *Store) checkMeta(ctx context.Context, cfg Config, created bool) error {
 }
 
 // mailLock is the stripe of mailMu that serialises rid's mail.
-func (s *Store) mailLock(rid string) *sync.Mutex { return &s.mailMu[Partition(rid, len(s.mailMu))] }
+func (s *Store) mailLock(rid string) *sync.Mutex { return &s.mailMu[stripe(rid, len(s.mailMu))] }
 
 // Partitions is the store's partition count.
 func (s *Store) Partitions() int { return s.partitions }
@@ -335,16 +334,14 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Partition is the partition of key among n: FNV-1a (32 bits) of the
-// key's bytes, modulo n. It is stable across builds and machines; every
-// node places a key alike.
-func Partition(key string, n int) int {
+// stripe is key's stripe among n: its slot (store.SlotOf, the hash a
+// watch's partition key gets too) modulo n, so one recipient's commits
+// always take the same mail lock.
+func stripe(key string, n int) int {
 	if n <= 1 {
 		return 0
 	}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(key))
-	return int(h.Sum32() % uint32(n))
+	return int(store.SlotOf(key)) % n
 }
 
 // tok encodes a free-form string (a recipient, a stream, a thread key) as

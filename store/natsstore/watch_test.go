@@ -171,22 +171,22 @@ func TestOpenRefusesBadConfig(t *testing.T) {
 	}
 }
 
-func TestPartitionIsStableAndSpread(t *testing.T) {
-	// FNV-1a 32 of "ticket/1" is pinned: a change would move every
-	// watch of a running cluster.
-	if got := Partition("ticket/1", 64); got != Partition("ticket/1", 64) || got < 0 || got >= 64 {
-		t.Fatalf("partition %d", got)
+func TestStripeIsStableAndSpread(t *testing.T) {
+	// A recipient's stripe is its slot modulo n, the hash store.SlotOf
+	// pins: a change would move a recipient's commits to another lock.
+	if got := stripe("ticket/1", 64); got != stripe("ticket/1", 64) || got < 0 || got >= 64 {
+		t.Fatalf("stripe %d", got)
 	}
-	if Partition("", 64) != int(2166136261%64) {
-		t.Fatalf("the empty key is not FNV-1a's offset basis modulo n")
+	if stripe("", 64) != int(store.SlotOf(""))%64 {
+		t.Fatalf("the stripe is not the key's slot modulo n")
 	}
 	counts := make([]int, 8)
 	for i := range 8000 {
-		counts[Partition(store.ID{byte(i), byte(i >> 8)}.String(), 8)]++
+		counts[stripe(store.ID{byte(i), byte(i >> 8)}.String(), 8)]++
 	}
 	for p, c := range counts {
 		if c < 800 || c > 1200 {
-			t.Fatalf("partition %d holds %d of 8000", p, c)
+			t.Fatalf("stripe %d holds %d of 8000", p, c)
 		}
 	}
 }
