@@ -177,6 +177,12 @@ type Watch struct {
 	// it is kept in memory between state changes, so after a restart it
 	// is absent until the next probe.
 	LastProbeAt *time.Time `json:"last_probe_at,omitempty"`
+	// ProbesFrom, on a cluster, says whose count Attempts and LastProbeAt
+	// are for a pending watch: "owner" (the node probing it, asked when
+	// it is another) or "store" (the owner did not answer in time, or
+	// none holds the watch now: the count last written, with no last
+	// probe time). Absent on one host, whose own scheduler always counts.
+	ProbesFrom string `json:"probes_from,omitempty"`
 	// LastFault is why the last probe gave no answer (a timeout, a trap,
 	// a plugin error); absent once one answers.
 	LastFault *Fault `json:"last_fault,omitempty"`
@@ -185,6 +191,12 @@ type Watch struct {
 	// does. Pass it as since to wait for the next change.
 	Version string `json:"version"`
 }
+
+// The values of Watch.ProbesFrom.
+const (
+	ProbesFromOwner = "owner"
+	ProbesFromStore = "store"
+)
 
 // Fault is a probe that gave no answer: its reason (timeout, trap,
 // memory, output_too_large, bad_output, raised, instantiate, or error)

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vigilhq/vigil/host/cluster"
+	"github.com/vigilhq/vigil/host/probeshare"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/store"
 )
@@ -32,6 +33,10 @@ type Cluster struct {
 	LeaseTTL time.Duration
 	// Margin is cluster.Config.Margin (default a fifth of the TTL).
 	Margin time.Duration
+	// AskTimeout bounds asking a watch's owner what it holds in memory of
+	// its probes, for a show on another node (Core.Seen; default
+	// probeshare.DefaultTimeout, 250 ms).
+	AskTimeout time.Duration
 }
 
 // ClusterStore is a cluster's backend: the Store, and what a node needs
@@ -40,8 +45,11 @@ type Cluster struct {
 // it until its context ends.
 type ClusterStore interface {
 	Store
-	// JetStream is the store's JetStream context, for the leases bucket.
+	// JetStream is the store's JetStream context, for the leases bucket
+	// and (its connection) the nodes' probe news (probes.go).
 	JetStream() jetstream.JetStream
+	// Bucket names the cluster's store: the probe news's subjects carry it.
+	Bucket() string
 	Replicas() int
 	// Partitions is the cluster's partition count, fixed with its store.
 	Partitions() int
@@ -79,6 +87,8 @@ type clustered struct {
 	own  *ownership
 	log  *slog.Logger
 	node atomic.Pointer[cluster.Node]
+	// share carries the probes' news between the nodes once joined.
+	share atomic.Pointer[probeshare.Share]
 
 	mu     sync.Mutex
 	joined bool
@@ -193,6 +203,16 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 			}
 		})
 	}
+	share, err := c.listenProbes()
+	if err != nil {
+		stopped, cancel := context.WithCancel(ctx)
+		cancel()
+		_ = feed(stopped, nil)
+		for _, run := range appends {
+			run(stopped)
+		}
+		return nil, err
+	}
 	cl.node.Store(node)
 	runCtx, stop := context.WithCancel(ctx)
 	h.ctx = runCtx
@@ -201,6 +221,7 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 	for _, run := range appends {
 		wg.Go(func() { run(runCtx) })
 	}
+	wg.Go(func() { c.runProbes(runCtx, share) })
 	wg.Add(3)
 	go func() {
 		defer wg.Done()

@@ -155,12 +155,13 @@ func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 		deliver = cfg.Deliver(c.Delivery, c.Store)
 	}
 	var own scheduler.Ownership
+	var onChange func(store.ID)
 	if c.cluster != nil {
-		own = c.cluster.own
+		own, onChange = c.cluster.own, c.cluster.publishChange
 	}
 	if c.Scheduler, err = scheduler.New(scheduler.Config{
 		Store: c.Store, Plugins: c.Kinds, Deliver: deliver, Recipients: c.Store, Clock: cfg.Clock,
-		Logger: cfg.Logger, Workers: cfg.Workers, Metrics: sm, IDs: cfg.IDs, Ownership: own,
+		Logger: cfg.Logger, Workers: cfg.Workers, Metrics: sm, IDs: cfg.IDs, Ownership: own, OnChange: onChange,
 	}); err != nil {
 		return nil, err
 	}

@@ -49,6 +49,15 @@ type Seer interface {
 
 var _ Seer = (*scheduler.Scheduler)(nil)
 
+// SeenReader reads what a pending watch's owner holds in memory of its
+// probes, wherever it runs (host/core's Core.Seen, which on a cluster
+// asks the owner within a bound): ok false when nobody answered with it
+// and the row's count stands; from is the view's probes_from ("" on one
+// host).
+type SeenReader interface {
+	Seen(ctx context.Context, id store.ID) (seen scheduler.Seen, from string, ok bool)
+}
+
 // ChangeWaiter wakes a wait on a watch, when its Scheduler can (a
 // *scheduler.Scheduler does): the channel the next change of the watch
 // closes, and release, to call once the wait ends; taken before the watch
@@ -117,6 +126,9 @@ type Deps struct {
 	Node     NodeInfo
 	// Refusals counts refused requests (nil: not counted).
 	Refusals Refusals
+	// Seen reads a pending watch's probes from its owner (nil: the
+	// Scheduler's, when it is a Seer).
+	Seen SeenReader
 	Logger   *slog.Logger
 	// Base ends long polls and streams when the server shuts down.
 	Base context.Context
@@ -553,7 +565,7 @@ func (s *server) getWatch(c *fiber.Ctx) error {
 		return err
 	}
 	if !waiting {
-		return c.JSON(s.watchView(w))
+		return c.JSON(s.watchView(c.UserContext(), w))
 	}
 	since := c.Query("since")
 	ctx, cancel := s.requestContext(c)
@@ -583,7 +595,7 @@ func (s *server) getWatch(c *fiber.Ctx) error {
 			}
 			return err
 		}
-		out := s.watchView(cur)
+		out := s.watchView(ctx, cur)
 		if out.Version != since || ctx.Err() != nil {
 			release()
 			if principal(c).Revoked() && !s.stillAuthenticated(c) {
@@ -599,10 +611,22 @@ func (s *server) getWatch(c *fiber.Ctx) error {
 	}
 }
 
-// watchView is a watch as GET answers it: a pending one with what the
-// scheduler holds in memory of its probes.
-func (s *server) watchView(w store.Watch) api.Watch {
-	if sr, ok := s.d.Scheduler.(Seer); ok && w.State == store.Pending {
+// watchView is a watch as GET answers it: a pending one with what its
+// owner's scheduler holds in memory of its probes.
+func (s *server) watchView(ctx context.Context, w store.Watch) api.Watch {
+	if w.State != store.Pending {
+		return toWatch(w)
+	}
+	if s.d.Seen != nil {
+		seen, from, ok := s.d.Seen.Seen(ctx, w.ID)
+		if !ok {
+			seen = scheduler.Seen{}
+		}
+		out := withSeen(w, seen)
+		out.ProbesFrom = from
+		return out
+	}
+	if sr, ok := s.d.Scheduler.(Seer); ok {
 		if seen, ok := sr.Seen(w.ID); ok {
 			return withSeen(w, seen)
 		}

@@ -103,7 +103,10 @@
 // cancel, and the end of each probe (its write, if any, and its re-arm),
 // through a watchwait.Notifier (WaitChange). The last case has no store
 // write when the probe saw nothing new, which is why the hook is the
-// scheduler's and not the store's.
+// scheduler's and not the store's. On a cluster the owner's changes reach
+// the other nodes' waiters through Config.OnChange and Notify (the core
+// carries them, host/probeshare), and Seen is what the owner answers when
+// another node shows the watch.
 // On a cluster (Config.Ownership set) the scheduler holds only the
 // watches of the partitions its node holds leases on. A watch's partition
 // is its id's slot modulo the partition count (store.ID.Partition): the

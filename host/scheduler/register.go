@@ -185,7 +185,7 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 	s.byID[id] = e
 	s.mu.Unlock()
 	s.signal()
-	s.changes.Changed(id)
+	s.changed(id)
 	return w, nil
 }
 
@@ -291,7 +291,7 @@ func (s *Scheduler) Cancel(ctx context.Context, id store.ID, reason string) (sto
 	s.forget(e)
 	s.mu.Unlock()
 	s.signal()
-	s.changes.Changed(id)
+	s.changed(id)
 	return w, nil
 }
 

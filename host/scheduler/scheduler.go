@@ -183,6 +183,11 @@ type Config struct {
 	// Ownership, on a cluster, is which partitions this scheduler
 	// probes; nil owns every watch.
 	Ownership Ownership
+	// OnChange, when set, is told of each change the scheduler makes to
+	// a watch, after its own waiters are woken (on a cluster the core
+	// tells the other nodes, whose waiters Notify wakes). It must not
+	// block.
+	OnChange func(store.ID)
 }
 
 func (c Config) withDefaults() Config {
@@ -416,6 +421,20 @@ func (s *Scheduler) Seen(id store.ID) (Seen, bool) {
 func (s *Scheduler) WaitChange(id store.ID) (<-chan struct{}, func(), error) {
 	return s.changes.Wait(id)
 }
+
+// changed wakes the waiters on watch id after a change the scheduler
+// made, and tells Config.OnChange.
+func (s *Scheduler) changed(id store.ID) {
+	s.changes.Changed(id)
+	if s.cfg.OnChange != nil {
+		s.cfg.OnChange(id)
+	}
+}
+
+// Notify wakes the requests waiting on watch id (WaitChange) for a change
+// made elsewhere: another node's probe, registration or cancel. It does
+// not tell Config.OnChange.
+func (s *Scheduler) Notify(id store.ID) { s.changes.Changed(id) }
 
 // Waiters is how many requests wait on a watch's change now.
 func (s *Scheduler) Waiters() int { return s.changes.Waiters() }

@@ -253,7 +253,7 @@ func (s *Scheduler) run(ctx context.Context, j *job, at time.Time) {
 	s.mu.Unlock()
 	// After the probe's write and its re-arm: a waiter woken here reads
 	// the row and the attempt count as this probe left them.
-	s.changes.Changed(j.e.id)
+	s.changed(j.e.id)
 }
 
 // now is at, else the clock.

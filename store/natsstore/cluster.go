@@ -22,6 +22,11 @@ import (
 // store's replica count, so a node holds one connection to the servers.
 func (s *Store) JetStream() jetstream.JetStream { return s.js }
 
+// Bucket is the store's bucket name, which names the cluster: a node's
+// subjects beside the store (host/probeshare) carry it, so two clusters
+// sharing a NATS system do not hear each other.
+func (s *Store) Bucket() string { return s.bucket }
+
 // ForEachPendingIn calls fn with the schedule of every pending watch of
 // partition p of n (store.ID.Partition, the scheduler's partition, never
 // this package's Partition), as ForEachPending does for all of them. It
