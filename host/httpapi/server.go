@@ -128,8 +128,8 @@ type Deps struct {
 	Refusals Refusals
 	// Seen reads a pending watch's probes from its owner (nil: the
 	// Scheduler's, when it is a Seer).
-	Seen SeenReader
-	Logger   *slog.Logger
+	Seen   SeenReader
+	Logger *slog.Logger
 	// Base ends long polls and streams when the server shuts down.
 	Base context.Context
 
