@@ -14,6 +14,7 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
@@ -83,6 +84,9 @@ func TestAPIShowsWhatAPendingWatchHasSeen(t *testing.T) {
 		got.LastNote != "run 7 in progress" || got.LastFault == nil || *got.LastFault != (api.Fault{Reason: "timeout", Message: "observe ran past 5s"}) {
 		t.Fatalf("pending watch: %s", b)
 	}
+	if bytes.Contains(b, []byte("probes_from")) {
+		t.Fatalf("one host's view names whose count it is: %s", b)
+	}
 	validateAgainst(t, "Watch", b)
 
 	// An answer ends the fault.
@@ -98,6 +102,69 @@ func TestAPIShowsWhatAPendingWatchHasSeen(t *testing.T) {
 		t.Fatalf("after an answer: %s", b)
 	}
 	validateAgainst(t, "Watch", b)
+}
+
+// fakeClusterSeen is a SeenReader as a cluster node's: the owner's
+// count when owner is set, else the store's.
+type fakeClusterSeen struct {
+	mu    sync.Mutex
+	owner *scheduler.Seen
+}
+
+func (f *fakeClusterSeen) Seen(context.Context, store.ID) (scheduler.Seen, string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.owner == nil {
+		return scheduler.Seen{}, api.ProbesFromStore, false
+	}
+	return *f.owner, api.ProbesFromOwner, true
+}
+
+// On a cluster the view of a pending watch says whose count it shows: the
+// owner's, with its probes and last probe time, or the store's, with the
+// row's count and no last probe time; a settled watch's says nothing.
+func TestAPIShowsWhoseCountOnACluster(t *testing.T) {
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
+	seen := &fakeClusterSeen{}
+	f := &fixture{app: New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}, Seen: seen}, Options{})}
+	code, b := f.do(t, "POST", "/api/v1/watches", `{"kind":"ci","params":{},"recipient":{"id":"agent-1"}}`)
+	if code != 201 {
+		t.Fatalf("register: %d %s", code, b)
+	}
+	var w api.Watch
+	_ = json.Unmarshal(b, &w)
+	last := t0.Add(time.Minute)
+	seen.mu.Lock()
+	seen.owner = &scheduler.Seen{Attempts: 9, LastProbe: last}
+	seen.mu.Unlock()
+	_, b = f.do(t, "GET", "/api/v1/watches/"+w.ID, "")
+	var got api.Watch
+	_ = json.Unmarshal(b, &got)
+	if got.Attempts != 9 || got.LastProbeAt == nil || !got.LastProbeAt.Equal(last) || got.ProbesFrom != "owner" {
+		t.Fatalf("with the owner's answer: %s", b)
+	}
+	validateAgainst(t, "Watch", b)
+	ownerVersion := got.Version
+
+	seen.mu.Lock()
+	seen.owner = nil
+	seen.mu.Unlock()
+	_, b = f.do(t, "GET", "/api/v1/watches/"+w.ID, "")
+	got = api.Watch{}
+	_ = json.Unmarshal(b, &got)
+	if got.Attempts != 0 || got.LastProbeAt != nil || got.ProbesFrom != "store" || got.Version == ownerVersion {
+		t.Fatalf("without the owner's answer: %s", b)
+	}
+	validateAgainst(t, "Watch", b)
+
+	code, b = f.do(t, "DELETE", "/api/v1/watches/"+w.ID, "")
+	if code != 200 {
+		t.Fatalf("cancel: %d %s", code, b)
+	}
+	_, b = f.do(t, "GET", "/api/v1/watches/"+w.ID, "")
+	if bytes.Contains(b, []byte("probes_from")) {
+		t.Fatalf("a settled watch's view names whose count it is: %s", b)
+	}
 }
 
 // validateAgainst checks body against a schema of api/openapi.yaml.
