@@ -206,6 +206,8 @@ type harness struct {
 	s       *Scheduler
 	// ownership, when set before open, is the scheduler's.
 	ownership Ownership
+	// onChange, when set before open, is the scheduler's OnChange.
+	onChange func(store.ID)
 }
 
 func newHarness(t *testing.T) *harness {
@@ -246,7 +248,7 @@ func (h *harness) open() {
 	s, err := New(Config{
 		Store: h.counted, Plugins: h.plugins, Deliver: h.deliver, Clock: h.clock,
 		Jitter: rand.New(rand.NewPCG(1, 2)), IDs: idSource{rand.NewChaCha8([32]byte{7})},
-		Ownership: h.ownership,
+		Ownership: h.ownership, OnChange: h.onChange,
 	})
 	if err != nil {
 		h.t.Fatal(err)
