@@ -32,6 +32,9 @@
 // between reads: the notifier's channel is taken before each read, so a
 // change in between is not missed, and nothing re-reads on a timer. Its
 // context is the long poll's (requestContext): it ends on revocation.
+// A pending watch's view takes its probes so far and last probe time from
+// Deps.Seen (host/core: on a cluster the owner's, asked within a bound,
+// and probes_from says whose), else from the Scheduler's memory.
 // The operator's views (views.go: the overview, the cluster, the
 // recipient list, one plugin's describe) read what the host already
 // holds, never a walk of the watch rows per request. The web console
