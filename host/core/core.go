@@ -156,12 +156,17 @@ func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 	}
 	var own scheduler.Ownership
 	var onChange func(store.ID)
+	var ownerSeen func(context.Context, store.ID) (scheduler.Seen, bool)
 	if c.cluster != nil {
 		own, onChange = c.cluster.own, c.cluster.publishChange
+		ownerSeen = func(ctx context.Context, id store.ID) (scheduler.Seen, bool) {
+			seen, _, ok := c.Seen(ctx, id)
+			return seen, ok
+		}
 	}
 	if c.Scheduler, err = scheduler.New(scheduler.Config{
 		Store: c.Store, Plugins: c.Kinds, Deliver: deliver, Recipients: c.Store, Clock: cfg.Clock,
-		Logger: cfg.Logger, Workers: cfg.Workers, Metrics: sm, IDs: cfg.IDs, Ownership: own, OnChange: onChange,
+		Logger: cfg.Logger, Workers: cfg.Workers, Metrics: sm, IDs: cfg.IDs, Ownership: own, OnChange: onChange, OwnerSeen: ownerSeen,
 	}); err != nil {
 		return nil, err
 	}

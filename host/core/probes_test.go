@@ -256,3 +256,60 @@ func TestAWaitOnANonOwnerWakesOnTheOwnersProbe(t *testing.T) {
 		t.Fatal("the wait on a did not wake on b's probe")
 	}
 }
+
+// A cancel through the node that does not own a watch keeps the owner's
+// count in the cancelled row, and the row's own when the owner does not
+// answer: never none.
+func TestACancelOnANonOwnerKeepsTheOwnersCount(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two vigil nodes on a JetStream server")
+	}
+	a, b, w, clock := twoTickedNodes(t)
+	for round := range 3 {
+		probeOn(t, b, clock, round)
+	}
+	ctx := context.Background()
+	got, err := a.core.Scheduler.Cancel(ctx, w.ID, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Attempts != 3 {
+		t.Fatalf("cancelled through a with %d attempts, want b's 3", got.Attempts)
+	}
+
+	// Another watch, whose owner stops answering: the row's count stays.
+	every := time.Second
+	var w2 store.Watch
+	for i := 0; ; i++ {
+		if i == 64 {
+			t.Fatal("no watch of 64 landed in b's partitions")
+		}
+		if w2, err = a.core.Scheduler.Register(ctx, scheduler.Registration{Kind: "gate", Recipient: store.Recipient{ID: "r"}, Every: &every}); err != nil {
+			t.Fatal(err)
+		}
+		if b.holds(w2.ID) {
+			break
+		}
+	}
+	natstest.WaitFor(t, within, "b arming the second watch", func() bool {
+		_, ok := b.core.Scheduler.Seen(w2.ID)
+		return ok
+	})
+	for round := 3; round < 6; round++ {
+		b.core.Scheduler.Tick(ctx, clock.Now().Add(time.Duration(round)*time.Second))
+	}
+	row, err := a.core.Store.Get(ctx, w2.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.Attempts == 0 {
+		t.Fatal("the second watch's row holds no attempts")
+	}
+	b.core.cluster.share.Load().Close()
+	if got, err = a.core.Scheduler.Cancel(ctx, w2.ID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if got.Attempts != row.Attempts {
+		t.Fatalf("cancelled through a with %d attempts, want the row's %d", got.Attempts, row.Attempts)
+	}
+}

@@ -271,6 +271,9 @@ func (s *Scheduler) Cancel(ctx context.Context, id store.ID, reason string) (sto
 		attempts = e.attempts()
 	}
 	s.mu.Unlock()
+	if e == nil {
+		attempts = s.othersAttempts(ctx, id)
+	}
 	// The store decides: cancel-if-still-pending. A probe's settlement
 	// that committed first makes this a conflict; one that commits after
 	// finds the row cancelled and writes and sends nothing.
@@ -293,6 +296,22 @@ func (s *Scheduler) Cancel(ctx context.Context, id store.ID, reason string) (sto
 	s.signal()
 	s.changed(id)
 	return w, nil
+}
+
+// othersAttempts is the probe count to keep on a watch this scheduler
+// does not hold (another node's, on a cluster) when it cancels it: its
+// owner's (Config.OwnerSeen), else the row's, never less than the row's.
+func (s *Scheduler) othersAttempts(ctx context.Context, id store.ID) int {
+	var n int
+	if w, err := s.cfg.Store.Get(ctx, id); err == nil {
+		n = w.Attempts
+	}
+	if s.cfg.OwnerSeen != nil {
+		if seen, ok := s.cfg.OwnerSeen(ctx, id); ok {
+			n = max(n, seen.Attempts)
+		}
+	}
+	return n
 }
 
 // forget drops e from the schedule, if it is still e's; the caller holds

@@ -188,6 +188,10 @@ type Config struct {
 	// tells the other nodes, whose waiters Notify wakes). It must not
 	// block.
 	OnChange func(store.ID)
+	// OwnerSeen, on a cluster, is what the owner of a watch this
+	// scheduler does not hold has seen of its probes (bounded; false
+	// without an answer): a cancel made here keeps the owner's count.
+	OwnerSeen func(ctx context.Context, id store.ID) (Seen, bool)
 }
 
 func (c Config) withDefaults() Config {
