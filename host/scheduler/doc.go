@@ -106,7 +106,8 @@
 // scheduler's and not the store's. On a cluster the owner's changes reach
 // the other nodes' waiters through Config.OnChange and Notify (the core
 // carries them, host/probeshare), and Seen is what the owner answers when
-// another node shows the watch.
+// another node shows the watch. A cancel of a watch another node holds
+// keeps that owner's count (Config.OwnerSeen), else the row's.
 // On a cluster (Config.Ownership set) the scheduler holds only the
 // watches of the partitions its node holds leases on. A watch's partition
 // is its id's slot modulo the partition count (store.ID.Partition): the
