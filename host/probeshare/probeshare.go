@@ -105,8 +105,13 @@ func (s *Share) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// Close unsubscribes: from then on this node answers nothing (an asker
-// hears no responder at once) and hears of no change. Safe more than once.
+// closeFlush bounds how long Close waits for the servers to have its
+// unsubscriptions.
+const closeFlush = time.Second
+
+// Close unsubscribes and waits (a second at most) until the servers have
+// it: from then on this node answers nothing (an asker hears no responder
+// at once) and hears of no change. Safe more than once.
 func (s *Share) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -116,6 +121,7 @@ func (s *Share) Close() {
 	s.closed = true
 	_ = s.requests.Unsubscribe()
 	_ = s.changes.Unsubscribe()
+	_ = s.cfg.Conn.FlushTimeout(closeFlush)
 }
 
 // read hands each message of sub to fn until ctx ends or sub is closed.
@@ -180,7 +186,7 @@ func (s *Share) hear(m *nats.Msg) {
 // blocks on the servers (the connection buffers it); an error is logged,
 // and costs the other nodes' waiters their wake only.
 func (s *Share) Publish(id store.ID) {
-	var b [64 + 26]byte
+	var b [128]byte
 	subj := append(append(b[:0], s.changed...), id.String()...)
 	if err := s.cfg.Conn.Publish(string(subj), nil); err != nil {
 		s.log.Debug("probeshare: publishing a change failed", "watch", id, "err", err)
