@@ -108,7 +108,11 @@ func TestAskAStoppedNodeIsNoAnswer(t *testing.T) {
 	srv := natstest.Start(t)
 	a := start(t, conn(t, srv), "vigil", "a", fakeSeer{}, newHeard(), time.Hour)
 	b := start(t, conn(t, srv), "vigil", "b", fakeSeer{wid(1): {Attempts: 2}}, newHeard(), 0)
+	subs := srv.NumSubscriptions()
 	b.Close()
+	if n := srv.NumSubscriptions(); n != subs-2 {
+		t.Fatalf("the server holds %d subscriptions once b closed, want %d", n, subs-2)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := a.Ask(ctx, "b", []store.ID{wid(1)})
