@@ -255,6 +255,14 @@ func TestAWaitOnANonOwnerWakesOnTheOwnersProbe(t *testing.T) {
 	case <-time.After(25 * time.Second):
 		t.Fatal("the wait on a did not wake on b's probe")
 	}
+
+	// A wait that runs to its bound answers the owner's view unchanged,
+	// asked after the bound: the same version, from the owner.
+	now := a.show(t, w.ID, "")
+	got := a.show(t, w.ID, "?wait=200ms&since="+now.Version)
+	if got.Version != now.Version || got.ProbesFrom != api.ProbesFromOwner || got.Attempts != 3 {
+		t.Fatalf("a wait run to its bound answered %d attempts from %q, version %s (before %s)", got.Attempts, got.ProbesFrom, got.Version, now.Version)
+	}
 }
 
 // A cancel through the node that does not own a watch keeps the owner's

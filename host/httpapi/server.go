@@ -595,7 +595,10 @@ func (s *server) getWatch(c *fiber.Ctx) error {
 			}
 			return err
 		}
-		out := s.watchView(ctx, cur)
+		// The view's own reads are bounded by themselves (the owner's
+		// answer by its bound), not by the wait: at its end the owner is
+		// still asked.
+		out := s.watchView(c.UserContext(), cur)
 		if out.Version != since || ctx.Err() != nil {
 			release()
 			if principal(c).Revoked() && !s.stillAuthenticated(c) {
