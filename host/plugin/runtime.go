@@ -788,6 +788,9 @@ func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage
 		if !resp.OK && resp.Code != abi.CodeUnobservable && resp.Code != abi.CodeInvalidParams {
 			return fmt.Errorf("admit answered ok:false with code %q", resp.Code)
 		}
+		if err := checkPartitionKey(resp); err != nil {
+			return err
+		}
 		var err error
 		eps, err = checkDestinations(resp, l.info.Capabilities)
 		return err
@@ -802,7 +805,7 @@ func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage
 				return Admission{}, ref
 			}
 		}
-		a := Admission{Destinations: resp.Destinations}
+		a := Admission{Destinations: resp.Destinations, PartitionKey: resp.PartitionKey}
 		if resp.Deadline != nil {
 			a.Deadline = *resp.Deadline
 		}
@@ -820,6 +823,21 @@ func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage
 		}
 		return Admission{}, &Refusal{Code: CodeInvalidParams, Message: resp.Message, Field: field}
 	}
+}
+
+// checkPartitionKey holds admit's partition key to the contract: on an ok
+// answer only, at most abi.MaxPartitionKey bytes. Any other answer is the
+// plugin's fault (ErrBadPartitionKey).
+func checkPartitionKey(resp abi.AdmitResponse) error {
+	switch k := resp.PartitionKey; {
+	case k == "":
+		return nil
+	case !resp.OK:
+		return fmt.Errorf("%w: a partition key on a refusal", ErrBadPartitionKey)
+	case len(k) > abi.MaxPartitionKey:
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrBadPartitionKey, len(k), abi.MaxPartitionKey)
+	}
+	return nil
 }
 
 // checkDestinations holds admit's destinations to the contract and parses

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"pgregory.net/rapid"
+
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
@@ -212,4 +214,43 @@ func TestAPartitionKeyPicksThePartition(t *testing.T) {
 			t.Fatalf("watches on %s span partitions %v", key, ps)
 		}
 	}
+}
+
+// Property: whatever the keys and the cluster's partition count, two
+// watches admit gives one key share a partition, and distinct keys spread
+// over every partition (256 keys leave one of 8 partitions empty with odds
+// under 1e-14); a watch with no key keeps its id's random slot.
+func TestPartitionKeysLandTogetherAndSpread(t *testing.T) {
+	h := clusteredHarness(t, owning(64, 0))
+	h.plugins.admit = func(_ string, params json.RawMessage) (plugin.Admission, error) {
+		var p struct{ Key string }
+		_ = json.Unmarshal(params, &p)
+		return plugin.Admission{PartitionKey: p.Key}, nil
+	}
+	register := func(t *rapid.T, key string) store.Watch {
+		params, _ := json.Marshal(map[string]string{"key": key})
+		w, err := h.s.Register(context.Background(), Registration{Kind: "ci", Params: params, Recipient: store.Recipient{ID: "agent-1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		key := rapid.StringN(1, 64, -1).Draw(t, "key")
+		n := rapid.IntRange(1, store.MaxPartitions).Draw(t, "partitions")
+		a, b := register(t, key), register(t, key)
+		if a.ID == b.ID || a.ID.Slot() != store.SlotOf(key) || a.ID.Partition(n) != b.ID.Partition(n) {
+			t.Fatalf("key %q: %s in partition %d, %s in %d of %d", key, a.ID, a.ID.Partition(n), b.ID, b.ID.Partition(n), n)
+		}
+	})
+	rapid.Check(t, func(t *rapid.T) {
+		prefix := rapid.StringN(0, 16, -1).Draw(t, "prefix")
+		seen := map[int]bool{}
+		for i := range 256 {
+			seen[register(t, fmt.Sprintf("%s/%d", prefix, i)).ID.Partition(8)] = true
+		}
+		if len(seen) != 8 {
+			t.Fatalf("256 keys under %q reach partitions %v of 8", prefix, seen)
+		}
+	})
 }
