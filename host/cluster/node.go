@@ -46,6 +46,10 @@ type Info struct {
 	Addr        string    `json:"addr,omitempty"`
 	StartedAt   time.Time `json:"started_at"`
 	Plugins     string    `json:"plugins,omitempty"`
+	// Kinds are the node's plugins, one "kind version sha256" line each
+	// (what Plugins digests), so a refused node can say which kinds
+	// differ from the cluster's; empty when the node did not say.
+	Kinds []string `json:"kinds,omitempty"`
 }
 
 // Config is a node's.
@@ -99,6 +103,12 @@ type Node struct {
 	// refused: the last assignment left this node out for its plugin set
 	// (logged once each time it starts).
 	refused bool
+	// plugins and kinds are the plugin set this node publishes: Info's,
+	// until SetPlugins changes them.
+	plugins string
+	kinds   []string
+	// poke wakes Run for a pass out of turn (SetPlugins).
+	poke chan struct{}
 }
 
 // New checks cfg and makes a node; nothing is written until Run or Pass.
@@ -133,7 +143,30 @@ func New(cfg Config) (*Node, error) {
 		self: []byte(cfg.Info.Node + "/" + cfg.Info.Incarnation),
 		held: map[Lease]held{},
 		view: map[string]entry{},
+
+		plugins: cfg.Info.Plugins,
+		kinds:   slices.Clone(cfg.Info.Kinds),
+		poke:    make(chan struct{}, 1),
 	}, nil
+}
+
+// SetPlugins makes digest and kinds the plugin set the node publishes (a
+// reload changed it): the node's key is rewritten at the next pass, which
+// comes at once under Run, so the others judge the new set within a pass,
+// and the assignment and Admits follow it.
+func (n *Node) SetPlugins(digest string, kinds []string) {
+	n.mu.Lock()
+	if digest == n.plugins && slices.Equal(kinds, n.kinds) {
+		n.mu.Unlock()
+		return
+	}
+	n.plugins, n.kinds = digest, slices.Clone(kinds)
+	n.meSent = time.Time{} // due for publishing
+	n.mu.Unlock()
+	select {
+	case n.poke <- struct{}{}:
+	default:
+	}
 }
 
 // Name is the node's name.
@@ -207,6 +240,10 @@ func (n *Node) runLoop(ctx context.Context) error {
 				n.Pass(ctx)
 			}
 			t.Reset(every)
+		case <-n.poke:
+			if n.isReady() {
+				n.Pass(ctx)
+			}
 		}
 	}
 }
@@ -305,13 +342,14 @@ func (n *Node) Pass(ctx context.Context) {
 // live. A key left by an earlier process of the same name is overwritten.
 func (n *Node) publish(ctx context.Context, now time.Time) {
 	info := n.cfg.Info
+	n.mu.Lock()
+	info.Plugins, info.Kinds = n.plugins, n.kinds
+	rev, last := n.me, n.meSent
+	n.mu.Unlock()
 	b, err := json.Marshal(info)
 	if err != nil {
 		return
 	}
-	n.mu.Lock()
-	rev, last := n.me, n.meSent
-	n.mu.Unlock()
 	if rev != 0 && now.Sub(last) < n.renewEvery() {
 		return
 	}
@@ -331,7 +369,10 @@ func (n *Node) publish(ctx context.Context, now time.Time) {
 		return
 	}
 	n.mu.Lock()
-	n.me, n.meSent = next, now
+	n.me = next
+	if n.plugins == info.Plugins && slices.Equal(n.kinds, info.Kinds) {
+		n.meSent = now
+	} // else SetPlugins came meanwhile: publish again at the next pass
 	n.mu.Unlock()
 }
 
@@ -354,7 +395,7 @@ func (n *Node) live(time.Time) []string {
 			out = append(out, name)
 		}
 	}
-	if mine := n.cfg.Info.Plugins; n.me != 0 && mine != want {
+	if mine := n.plugins; n.me != 0 && mine != want {
 		if !n.refused {
 			n.refused = true
 			n.cfg.Logger.Error("cluster: this node's plugin set differs from the cluster's; it holds no partition until they match",
@@ -378,7 +419,7 @@ func (n *Node) digestsLocked() map[string]string {
 		}
 	}
 	if n.me != 0 {
-		out[n.cfg.Info.Node] = n.cfg.Info.Plugins
+		out[n.cfg.Info.Node] = n.plugins
 	}
 	return out
 }

@@ -254,3 +254,42 @@ func TestPartitionKeysLandTogetherAndSpread(t *testing.T) {
 		}
 	})
 }
+
+// gatedOwnership is a node's lease set that refuses registrations while
+// refusal is set, as a node refused for its plugin set does.
+type gatedOwnership struct {
+	*fakeOwnership
+	mu      sync.Mutex
+	refusal error
+}
+
+func (g *gatedOwnership) Admits() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.refusal
+}
+
+var _ Gate = (*gatedOwnership)(nil)
+
+// An Ownership that is a Gate refusing registrations refuses each with
+// its error before admit runs or anything is written; once it admits,
+// registrations go through.
+func TestAGateRefusesRegistrations(t *testing.T) {
+	g := &gatedOwnership{fakeOwnership: owning(8, 0, 1, 2, 3, 4, 5, 6, 7)}
+	refusal := &Error{Code: "plugin_set_mismatch", Message: "another set"}
+	g.refusal = refusal
+	h := clusteredHarness(t, g)
+	admitted := 0
+	h.plugins.admit = func(string, json.RawMessage) (plugin.Admission, error) { admitted++; return plugin.Admission{}, nil }
+	_, err := h.s.Register(context.Background(), Registration{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "agent-1"}})
+	if err != refusal || admitted != 0 || h.counted.count() != 0 || h.s.Pending() != 0 {
+		t.Fatalf("register = %v, admitted %d, writes %d, pending %d; want the gate's refusal and nothing done", err, admitted, h.counted.count(), h.s.Pending())
+	}
+	g.mu.Lock()
+	g.refusal = nil
+	g.mu.Unlock()
+	h.register("ci")
+	if admitted != 1 || h.s.Pending() != 1 {
+		t.Fatalf("admitted %d, pending %d once the gate admits", admitted, h.s.Pending())
+	}
+}
