@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -74,15 +73,11 @@ func (n *Node) clusterKindsLocked(want string) []string {
 	var names []string
 	infos := map[string]Info{}
 	for k, e := range n.view {
-		if !strings.HasPrefix(k, "n.") || k[2:] == n.cfg.Info.Node {
-			continue
-		}
-		var info Info
-		if json.Unmarshal(e.value, &info) != nil || info.Plugins != want || len(info.Kinds) == 0 {
+		if e.info == nil || k[2:] == n.cfg.Info.Node || e.info.Plugins != want || len(e.info.Kinds) == 0 {
 			continue
 		}
 		names = append(names, k[2:])
-		infos[k[2:]] = info
+		infos[k[2:]] = *e.info
 	}
 	if len(names) == 0 {
 		return nil

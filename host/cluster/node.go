@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -86,6 +87,9 @@ type entry struct {
 	value   []byte
 	rev     uint64
 	created time.Time
+	// info is a node key's value, read once when it arrives (the zero
+	// Info when unreadable); nil for a lease.
+	info *Info
 }
 
 // Node holds leases for one vigil node: it publishes itself, renews what it
@@ -267,7 +271,12 @@ func (n *Node) observe(e jetstream.KeyValueEntry) {
 		delete(n.view, e.Key())
 		return
 	}
-	n.view[e.Key()] = entry{value: e.Value(), rev: e.Revision(), created: e.Created()}
+	en := entry{value: e.Value(), rev: e.Revision(), created: e.Created()}
+	if strings.HasPrefix(e.Key(), "n.") {
+		en.info = &Info{}
+		_ = json.Unmarshal(en.value, en.info) // unreadable: the empty digest, a minority of one
+	}
+	n.view[e.Key()] = en
 }
 
 // Pass is one turn: drop what can no longer be trusted, renew the node and
@@ -412,10 +421,8 @@ func (n *Node) live(time.Time) []string {
 func (n *Node) digestsLocked() map[string]string {
 	out := map[string]string{}
 	for k, e := range n.view {
-		if len(k) > 2 && k[:2] == "n." {
-			var info Info
-			_ = json.Unmarshal(e.value, &info) // unreadable: the empty digest, a minority of one
-			out[k[2:]] = info.Plugins
+		if e.info != nil {
+			out[k[2:]] = e.info.Plugins
 		}
 	}
 	if n.me != 0 {
