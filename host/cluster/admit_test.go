@@ -108,3 +108,30 @@ func TestSetPluginsRepublishesTheSet(t *testing.T) {
 		t.Fatalf("c moved off the cluster's set admits (%v) or holds %d leases", c.Admits(), hc.count())
 	}
 }
+
+// Admits runs on every registration: with three nodes and 64 partitions
+// in the view it decodes nothing and allocates little.
+func BenchmarkAdmits(b *testing.B) {
+	kv := bucket(b)
+	clock := fakeclock.At(time.Unix(1_800_000_000, 0))
+	leases := Leases(64, "router", "upkeep")
+	var nodes []*Node
+	for _, name := range []string{"a", "b", "c"} {
+		n, err := New(Config{KV: kv, TTL: testTTL, Info: Info{Node: name, Plugins: "d1", Kinds: []string{"ci 1.0.0 x", "http 1.0.0 y"}}, Leases: leases, Holder: newHolder(), Clock: clock})
+		if err != nil {
+			b.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	for range 3 {
+		for _, n := range nodes {
+			turn(b, n)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := nodes[0].Admits(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
