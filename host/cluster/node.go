@@ -407,7 +407,7 @@ func (n *Node) live(time.Time) []string {
 	if mine := n.plugins; n.me != 0 && mine != want {
 		if !n.refused {
 			n.refused = true
-			n.cfg.Logger.Error("cluster: this node's plugin set differs from the cluster's; it holds no partition until they match",
+			n.cfg.Logger.Error("cluster: this node's plugin set differs from the cluster's; it holds no partition and takes no registration until they match",
 				"node", n.cfg.Info.Node, "plugins", mine, "cluster_plugins", want)
 		}
 	} else {
