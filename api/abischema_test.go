@@ -48,6 +48,7 @@ func messages() []message {
 					r.Code = abi.CodeInvalidParams
 				}
 				r.Destinations = nil
+				r.PartitionKey = ""
 			}
 		}},
 		{name: "observe.request", typ: reflect.TypeFor[abi.ObserveRequest](), hostWrite: true},

@@ -34,6 +34,12 @@ const (
 	// address the fetch guard always refuses (loopback, private,
 	// link-local, metadata); setting names the range grant that allows it.
 	CodeDestinationRefused = "destination_refused"
+	// CodePluginSetMismatch: this cluster node's plugin set differs from
+	// the cluster's, so it takes no watches (the owner of one might lack
+	// its kind); the message names both digests and the kinds that
+	// differ. Register through another node, or retry once the operator
+	// has reloaded this one with the cluster's plugins (Retry-After).
+	CodePluginSetMismatch = "plugin_set_mismatch"
 )
 
 // Status is the HTTP status of an error code.
@@ -62,7 +68,7 @@ func Status(code string) int {
 	case CodeInvalidParams, CodeInvalidField, CodeInvalidRecipient, CodeWatchUnobservable, CodeDeadlineTooFar,
 		CodeDestinationRefused:
 		return 422
-	case CodePluginFault, CodeTooManyWaiters, CodeTooManySessions:
+	case CodePluginFault, CodeTooManyWaiters, CodeTooManySessions, CodePluginSetMismatch:
 		return 503
 	case CodeTooManyRefs, CodeTooManyPending:
 		return 422
@@ -111,8 +117,8 @@ type Error struct {
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
 	Setting string `json:"setting,omitempty"`
-	// RetryAfter, with CodeRateLimited, is how long to wait: it goes out
-	// as the Retry-After header, not in the body.
+	// RetryAfter, with CodeRateLimited or CodePluginSetMismatch, is how
+	// long to wait: it goes out as the Retry-After header, not in the body.
 	RetryAfter time.Duration `json:"-"`
 }
 

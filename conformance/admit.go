@@ -299,5 +299,10 @@ func admitKey(a plugin.Admission, err error) string {
 	if len(a.Destinations) > 0 {
 		key += ", destinations " + destList(a.Destinations)
 	}
+	if a.PartitionKey != "" {
+		// A key that moves scatters one resource's watches over a
+		// cluster's nodes, each reading it.
+		key += fmt.Sprintf(", partition key %q", a.PartitionKey)
+	}
 	return key
 }

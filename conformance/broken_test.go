@@ -24,6 +24,7 @@ var brokenTargets = map[string]string{
 	"standingmail":     StandingFirstSilent,
 	"execfailure":      ObserveExecFailure,
 	"baddestinations":  AdmitDestinations,
+	"movingkey":        AdmitDeterministic,
 }
 
 // TestBrokenPluginsFailExactlyTheirCheck proves each check bites: every

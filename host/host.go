@@ -212,9 +212,12 @@ func (h *Host) Run(ctx context.Context, ln net.Listener) error {
 		// this node only while it holds their leases.
 		var jerr error
 		if joined, jerr = h.Core.Join(ctx, core.Join{
-			Addr: ln.Addr().String(), Plugins: kind.SetDigest(h.Runtime.Plugins()), Metrics: h.clusterM,
-			Jobs:    map[string]func(context.Context) <-chan struct{}{JobObserveRouter: h.Observer.Start, JobUpkeep: h.Upkeep.Start},
-			Appends: map[string]func(){observe.Stream: h.Observer.Wake},
+			Addr: ln.Addr().String(), Metrics: h.clusterM,
+			// Republished on each reload (SIGHUP, the API's): a node whose
+			// set is not the cluster's takes no watches.
+			PluginSet: func() ([]kind.Info, <-chan struct{}) { ch := h.Runtime.Changed(); return h.Runtime.Plugins(), ch },
+			Jobs:      map[string]func(context.Context) <-chan struct{}{JobObserveRouter: h.Observer.Start, JobUpkeep: h.Upkeep.Start},
+			Appends:   map[string]func(){observe.Stream: h.Observer.Wake},
 		}); jerr != nil {
 			cancel()
 			<-loop

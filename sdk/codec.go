@@ -454,6 +454,7 @@ func appendAdmitResponse(b []byte, r abi.AdmitResponse) []byte {
 	}
 	for _, f := range [...]struct{ name, v string }{
 		{"code", r.Code}, {"message", r.Message}, {"field", r.Field}, {"setting", r.Setting},
+		{"partition_key", r.PartitionKey},
 	} {
 		if f.v != "" {
 			b = append(b, ',', '"')

@@ -357,7 +357,7 @@ func TestAppendAdmitResponseRoundTrips(t *testing.T) {
 	check(t, func(t *prop) {
 		r := abi.AdmitResponse{
 			OK: t.bool(), Code: t.string(), Message: t.string(),
-			Field: t.string(), Setting: t.string(),
+			Field: t.string(), Setting: t.string(), PartitionKey: t.string(),
 		}
 		if t.bool() {
 			d := instant(t).UTC()

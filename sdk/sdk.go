@@ -63,6 +63,14 @@ type Plugin[P any] struct {
 	// abi.MaxDestinations, or a malformed Field is the plugin's bug: admit
 	// answers an error. Only a plugin with the fetch capability may set it.
 	Destinations func(p P) []Destination
+	// PartitionKey, when set, names the resource a watch of p reads, once
+	// Admit has admitted p: the normalized URL it fetches, the ticket or
+	// the commit. On a cluster every watch with one key lands on one node,
+	// so that node reads the resource once per interval for all of them;
+	// on one host it changes nothing. Empty names none (the watch's
+	// partition is random). A key over abi.MaxPartitionKey bytes is the
+	// plugin's bug: admit answers an error; hash a longer one.
+	PartitionKey func(p P) string
 	// Admit checks configuration only: params beyond the schema, and grants.
 	// Return InvalidParams or Unobservable. It never reaches the network.
 	// Nil admits every params value the schema accepts.
@@ -232,6 +240,16 @@ func (t *typed[P]) admit(in []byte) ([]byte, error) {
 		case len(ds) > 0:
 			resp.Destinations = ds
 		}
+	}
+	if resp.OK && t.p.PartitionKey != nil {
+		var key string
+		if err := guard(func() error { key = t.p.PartitionKey(p); return nil }); err != nil {
+			return nil, err
+		}
+		if len(key) > abi.MaxPartitionKey {
+			return nil, fmt.Errorf("sdk: PartitionKey is %d bytes, at most %d: send a digest of a longer key", len(key), abi.MaxPartitionKey)
+		}
+		resp.PartitionKey = key
 	}
 	return appendAdmitResponse(make([]byte, 0, 128), resp), nil
 }

@@ -380,6 +380,30 @@ func TestAdmitCarriesTheNaturalDeadline(t *testing.T) {
 	}
 }
 
+// PartitionKey goes out on an ok answer only; a key over the bound is the
+// plugin's bug, answered as an error rather than sent.
+func TestAdmitCarriesThePartitionKey(t *testing.T) {
+	p := testPlugin(false, nil2)
+	key := "https://x.example/a"
+	p.PartitionKey = func(testParams) string { return key }
+	got, err := NewHarness(p).Admit(abi.AdmitRequest{Kind: "test.kind", Params: json.RawMessage(`{"name":"ok"}`)})
+	if err != nil || !got.OK || got.PartitionKey != key {
+		t.Fatalf("%+v %v", got, err)
+	}
+	got, _ = NewHarness(p).Admit(abi.AdmitRequest{Kind: "test.kind", Params: json.RawMessage(`{"name":"bad"}`)})
+	if got.OK || got.PartitionKey != "" {
+		t.Fatalf("refusal with a partition key: %+v", got)
+	}
+	key = strings.Repeat("k", abi.MaxPartitionKey)
+	if got, err := NewHarness(p).Admit(abi.AdmitRequest{Kind: "test.kind", Params: json.RawMessage(`{"name":"ok"}`)}); err != nil || got.PartitionKey != key {
+		t.Fatalf("a key at the bound: %v", err)
+	}
+	key += "k"
+	if _, err := NewHarness(p).Admit(abi.AdmitRequest{Kind: "test.kind", Params: json.RawMessage(`{"name":"ok"}`)}); err == nil || !strings.Contains(err.Error(), "PartitionKey") {
+		t.Fatalf("a key over the bound: %v", err)
+	}
+}
+
 // fakeHost is a Fetcher that is also an Execer, as the host is.
 type fakeHost struct {
 	FetcherFunc

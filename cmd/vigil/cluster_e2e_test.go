@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/internal/natstest"
+	"github.com/vigilhq/vigil/internal/wasmbuild"
 )
 
 // `vigil serve --store nats://…` against an embedded JetStream server is
@@ -75,5 +77,42 @@ func TestServeRefusesABadStore(t *testing.T) {
 	_, err := settingsFor(t, []string{"--store", "nats://127.0.0.1"}, nil, "")
 	if err == nil || !strings.Contains(err.Error(), "invalid store (from --store)") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// SIGHUP on a cluster node publishes its reloaded plugin set: a plugin
+// dropped into --plugins and reloaded moves the node's digest in GET
+// /api/v1/cluster, as the other nodes read it from the leases bucket.
+func TestServeOnJetStreamRepublishesItsPluginSetOnSIGHUP(t *testing.T) {
+	bin := buildVigil(t)
+	srv := natstest.Start(t)
+	addr := freePort(t)
+	base := "http://" + addr
+	plugins := t.TempDir()
+	s := startServer(t, bin, addr, t.TempDir(), "--store", srv.ClientURL(), "--plugins", plugins)
+	digest := func() string {
+		t.Helper()
+		resp, err := http.Get(base + "/api/v1/cluster")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		var cl api.Cluster
+		if err := json.NewDecoder(resp.Body).Decode(&cl); err != nil || len(cl.Nodes) != 1 {
+			return ""
+		}
+		return cl.Nodes[0].PluginSetDigest
+	}
+	var before string
+	natstest.WaitFor(t, 30*time.Second, "the node published", func() bool { before = digest(); return before != "" })
+	if err := wasmbuild.BuildFile(filepath.Join("..", "..", "host", "plugin", "testdata", "destsnofetch"), filepath.Join(plugins, "destsnofetch.wasm")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	natstest.WaitFor(t, 30*time.Second, "the reloaded set published", func() bool { d := digest(); return d != "" && d != before })
+	if err := s.stop(syscall.SIGTERM); err != nil {
+		t.Fatalf("vigil serve did not stop cleanly: %v\n%s", err, s.logs)
 	}
 }

@@ -32,7 +32,14 @@
 //     tie (ClusterDigest). The assignment is computed over those nodes
 //     alone, so a node that lacks a plugin another admitted a watch with
 //     owns none of the watches; it logs why once and its status shows it
-//     refused.
+//     refused. Nor does it take registrations (Admits answers a
+//     *PluginSetError naming both digests and the kinds that differ): a
+//     watch of a kind only it serves would be settled unwatchable by
+//     whichever node owns it. A reload that changes its set is published
+//     at once (SetPlugins), so it is refused, or admitted again, within a
+//     pass. Rejected: distributing the plugins through JetStream's object
+//     store, one more replicated thing that must agree before a watch is
+//     safe (RATIONALE.md).
 //
 // What it must never do: decide ownership anywhere but in the servers (no
 // node-to-node messages, no clock comparisons between nodes), or keep

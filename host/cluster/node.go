@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,6 +47,10 @@ type Info struct {
 	Addr        string    `json:"addr,omitempty"`
 	StartedAt   time.Time `json:"started_at"`
 	Plugins     string    `json:"plugins,omitempty"`
+	// Kinds are the node's plugins, one "kind version sha256" line each
+	// (what Plugins digests), so a refused node can say which kinds
+	// differ from the cluster's; empty when the node did not say.
+	Kinds []string `json:"kinds,omitempty"`
 }
 
 // Config is a node's.
@@ -82,6 +87,9 @@ type entry struct {
 	value   []byte
 	rev     uint64
 	created time.Time
+	// info is a node key's value, read once when it arrives (the zero
+	// Info when unreadable); nil for a lease.
+	info *Info
 }
 
 // Node holds leases for one vigil node: it publishes itself, renews what it
@@ -99,6 +107,12 @@ type Node struct {
 	// refused: the last assignment left this node out for its plugin set
 	// (logged once each time it starts).
 	refused bool
+	// plugins and kinds are the plugin set this node publishes: Info's,
+	// until SetPlugins changes them.
+	plugins string
+	kinds   []string
+	// poke wakes Run for a pass out of turn (SetPlugins).
+	poke chan struct{}
 }
 
 // New checks cfg and makes a node; nothing is written until Run or Pass.
@@ -133,7 +147,30 @@ func New(cfg Config) (*Node, error) {
 		self: []byte(cfg.Info.Node + "/" + cfg.Info.Incarnation),
 		held: map[Lease]held{},
 		view: map[string]entry{},
+
+		plugins: cfg.Info.Plugins,
+		kinds:   slices.Clone(cfg.Info.Kinds),
+		poke:    make(chan struct{}, 1),
 	}, nil
+}
+
+// SetPlugins makes digest and kinds the plugin set the node publishes (a
+// reload changed it): the node's key is rewritten at the next pass, which
+// comes at once under Run, so the others judge the new set within a pass,
+// and the assignment and Admits follow it.
+func (n *Node) SetPlugins(digest string, kinds []string) {
+	n.mu.Lock()
+	if digest == n.plugins && slices.Equal(kinds, n.kinds) {
+		n.mu.Unlock()
+		return
+	}
+	n.plugins, n.kinds = digest, slices.Clone(kinds)
+	n.meSent = time.Time{} // due for publishing
+	n.mu.Unlock()
+	select {
+	case n.poke <- struct{}{}:
+	default:
+	}
 }
 
 // Name is the node's name.
@@ -207,6 +244,10 @@ func (n *Node) runLoop(ctx context.Context) error {
 				n.Pass(ctx)
 			}
 			t.Reset(every)
+		case <-n.poke:
+			if n.isReady() {
+				n.Pass(ctx)
+			}
 		}
 	}
 }
@@ -230,7 +271,12 @@ func (n *Node) observe(e jetstream.KeyValueEntry) {
 		delete(n.view, e.Key())
 		return
 	}
-	n.view[e.Key()] = entry{value: e.Value(), rev: e.Revision(), created: e.Created()}
+	en := entry{value: e.Value(), rev: e.Revision(), created: e.Created()}
+	if strings.HasPrefix(e.Key(), "n.") {
+		en.info = &Info{}
+		_ = json.Unmarshal(en.value, en.info) // unreadable: the empty digest, a minority of one
+	}
+	n.view[e.Key()] = en
 }
 
 // Pass is one turn: drop what can no longer be trusted, renew the node and
@@ -305,13 +351,14 @@ func (n *Node) Pass(ctx context.Context) {
 // live. A key left by an earlier process of the same name is overwritten.
 func (n *Node) publish(ctx context.Context, now time.Time) {
 	info := n.cfg.Info
+	n.mu.Lock()
+	info.Plugins, info.Kinds = n.plugins, n.kinds
+	rev, last := n.me, n.meSent
+	n.mu.Unlock()
 	b, err := json.Marshal(info)
 	if err != nil {
 		return
 	}
-	n.mu.Lock()
-	rev, last := n.me, n.meSent
-	n.mu.Unlock()
 	if rev != 0 && now.Sub(last) < n.renewEvery() {
 		return
 	}
@@ -331,7 +378,10 @@ func (n *Node) publish(ctx context.Context, now time.Time) {
 		return
 	}
 	n.mu.Lock()
-	n.me, n.meSent = next, now
+	n.me = next
+	if n.plugins == info.Plugins && slices.Equal(n.kinds, info.Kinds) {
+		n.meSent = now
+	} // else SetPlugins came meanwhile: publish again at the next pass
 	n.mu.Unlock()
 }
 
@@ -354,10 +404,10 @@ func (n *Node) live(time.Time) []string {
 			out = append(out, name)
 		}
 	}
-	if mine := n.cfg.Info.Plugins; n.me != 0 && mine != want {
+	if mine := n.plugins; n.me != 0 && mine != want {
 		if !n.refused {
 			n.refused = true
-			n.cfg.Logger.Error("cluster: this node's plugin set differs from the cluster's; it holds no partition until they match",
+			n.cfg.Logger.Error("cluster: this node's plugin set differs from the cluster's; it holds no partition and takes no registration until they match",
 				"node", n.cfg.Info.Node, "plugins", mine, "cluster_plugins", want)
 		}
 	} else {
@@ -371,14 +421,12 @@ func (n *Node) live(time.Time) []string {
 func (n *Node) digestsLocked() map[string]string {
 	out := map[string]string{}
 	for k, e := range n.view {
-		if len(k) > 2 && k[:2] == "n." {
-			var info Info
-			_ = json.Unmarshal(e.value, &info) // unreadable: the empty digest, a minority of one
-			out[k[2:]] = info.Plugins
+		if e.info != nil {
+			out[k[2:]] = e.info.Plugins
 		}
 	}
 	if n.me != 0 {
-		out[n.cfg.Info.Node] = n.cfg.Info.Plugins
+		out[n.cfg.Info.Node] = n.plugins
 	}
 	return out
 }

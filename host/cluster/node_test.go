@@ -44,7 +44,7 @@ func (h *recordingHolder) count() int {
 
 const testTTL = 2 * time.Second
 
-func bucket(t *testing.T) jetstream.KeyValue {
+func bucket(t testing.TB) jetstream.KeyValue {
 	t.Helper()
 	_, js := natstest.Connect(t, natstest.Start(t))
 	kv, err := OpenBucket(context.Background(), js, BucketConfig{TTL: testTTL})
@@ -66,7 +66,7 @@ func node(t *testing.T, kv jetstream.KeyValue, name string, clock Clock, leases 
 
 // turn is one node's turn with a fresh view, as Run would take it after
 // the watcher delivered the others' writes.
-func turn(t *testing.T, n *Node) {
+func turn(t testing.TB, n *Node) {
 	t.Helper()
 	ctx := context.Background()
 	if err := n.sync(ctx); err != nil {

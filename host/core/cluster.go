@@ -13,7 +13,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/cluster"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/probeshare"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/store"
@@ -67,6 +69,12 @@ type Join struct {
 	// any partition.
 	Addr    string
 	Plugins string
+	// PluginSet, when set, is the node's plugins now and a channel closed
+	// when they next change (a reload): the node publishes their digest
+	// (kind.SetDigest) and kinds in place of Plugins, and again after each
+	// change, so a reload that moves it off the cluster's set refuses it
+	// (and one that brings it back admits it) within a pass.
+	PluginSet func() ([]kind.Info, <-chan struct{})
 	// Jobs run once per cluster, each only while this node holds its
 	// cluster.JobLease: started (with a context that ends when the lease
 	// is lost) on gaining it; its channel closes when it has stopped.
@@ -101,6 +109,9 @@ type clustered struct {
 type ownership struct {
 	n    int
 	node *atomic.Pointer[cluster.Node]
+	// retry is the Retry-After of a refused registration: a lease TTL,
+	// within which a reload is published and the nodes' sets judged again.
+	retry time.Duration
 }
 
 func (o ownership) Partitions() int { return o.n }
@@ -109,6 +120,24 @@ func (o ownership) Holds(p int) bool {
 	n := o.node.Load()
 	return n != nil && n.Holds(cluster.PartitionLease(p))
 }
+
+// Admits refuses registrations while the node's plugin set differs from
+// the cluster's (scheduler.Gate), as 503 plugin_set_mismatch: a watch of
+// a kind only this node serves would be settled unwatchable by its owner.
+func (o ownership) Admits() error {
+	n := o.node.Load()
+	if n == nil {
+		return nil
+	}
+	err := n.Admits()
+	var pe *cluster.PluginSetError
+	if errors.As(err, &pe) {
+		return &api.Error{Code: api.CodePluginSetMismatch, Message: pe.Error(), RetryAfter: o.retry}
+	}
+	return err
+}
+
+var _ scheduler.Gate = ownership{}
 
 // openCluster opens the cluster's store and the leases bucket on its
 // connection.
@@ -132,7 +161,7 @@ func openCluster(ctx context.Context, cfg Cluster, log *slog.Logger) (*clustered
 		return nil, err
 	}
 	cl := &clustered{cfg: cfg, st: st, kv: kv, log: log}
-	cl.own = &ownership{n: st.Partitions()}
+	cl.own = &ownership{n: st.Partitions(), retry: cfg.LeaseTTL}
 	cl.own.node = &cl.node
 	return cl, nil
 }
@@ -170,10 +199,17 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 		return nil, errors.New("core: the node has joined already")
 	}
 	names := slices.Sorted(maps.Keys(j.Jobs))
+	var changed <-chan struct{}
+	var kinds []string
+	if j.PluginSet != nil {
+		var infos []kind.Info
+		infos, changed = j.PluginSet()
+		j.Plugins, kinds = kind.SetDigest(infos), kindLines(infos)
+	}
 	h := &holder{c: c, jobs: j.Jobs, running: map[string]runningJob{}, queue: newPartitionQueue()}
 	node, err := cluster.New(cluster.Config{
 		KV: cl.kv, TTL: cl.cfg.LeaseTTL, Margin: cl.cfg.Margin,
-		Info:   cluster.Info{Node: cl.cfg.Node, Addr: j.Addr, StartedAt: c.clock.Now(), Plugins: j.Plugins},
+		Info:   cluster.Info{Node: cl.cfg.Node, Addr: j.Addr, StartedAt: c.clock.Now(), Plugins: j.Plugins, Kinds: kinds},
 		Leases: cluster.Leases(cl.own.n, names...), Holder: h, Clock: c.clock, Logger: c.log, Metrics: j.Metrics,
 	})
 	if err != nil {
@@ -222,6 +258,9 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 		wg.Go(func() { run(runCtx) })
 	}
 	wg.Go(func() { c.runProbes(runCtx, share) })
+	if changed != nil {
+		wg.Go(func() { republish(runCtx, node, j.PluginSet, changed) })
+	}
 	wg.Add(3)
 	go func() {
 		defer wg.Done()
@@ -243,6 +282,32 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 		close(cl.done)
 	}()
 	return cl.done, nil
+}
+
+// republish publishes the node's plugin set again each time it changes
+// (changed closes), until ctx ends.
+func republish(ctx context.Context, node *cluster.Node, set func() ([]kind.Info, <-chan struct{}), changed <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+		var infos []kind.Info
+		infos, changed = set()
+		node.SetPlugins(kind.SetDigest(infos), kindLines(infos))
+	}
+}
+
+// kindLines are a plugin set's kinds as a node publishes them, one
+// "kind version sha256" line each, in kind order: what the digest is of.
+func kindLines(infos []kind.Info) []string {
+	out := make([]string, 0, len(infos))
+	for _, i := range infos {
+		out = append(out, i.Kind+" "+i.Version+" "+i.SHA256)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // runNode runs the node's loop until ctx ends, starting it again a second

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/cluster"
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/kind"
@@ -312,8 +314,9 @@ func TestTwoNodesShareTheWatches(t *testing.T) {
 }
 
 // A node whose plugin set digest differs from the cluster's holds no
-// partition, and the watches registered through it are fired by the
-// others.
+// partition and takes no registration (503 plugin_set_mismatch, naming
+// both digests): the owner of a watch it admitted might lack its kind.
+// The watches registered through the others fire there.
 func TestANodeWithAnotherPluginSetHoldsNoPartition(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two vigil nodes on a JetStream server")
@@ -338,15 +341,25 @@ func TestANodeWithAnotherPluginSetHoldsNoPartition(t *testing.T) {
 		t.Fatalf("b, with another plugin set, holds partitions %v", h)
 	}
 	every := time.Second
+	_, err := b.core.Scheduler.Register(context.Background(), scheduler.Registration{Kind: "now", Recipient: store.Recipient{ID: "r"}, Every: &every})
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Code != api.CodePluginSetMismatch || ae.RetryAfter != testTTL ||
+		!strings.Contains(ae.Message, "digest-2") || !strings.Contains(ae.Message, "digest-1") {
+		t.Fatalf("register through b = %v; want plugin_set_mismatch naming digest-2 and digest-1, retry after %s", err, testTTL)
+	}
+	if rec, err := b.core.Store.GetRecipient(context.Background(), "r"); err == nil {
+		t.Fatalf("b's refused registration wrote recipient %+v", rec)
+	}
 	var ws []store.Watch
-	for range 4 {
-		w, err := b.core.Scheduler.Register(context.Background(), scheduler.Registration{Kind: "now", Recipient: store.Recipient{ID: "r"}, Every: &every})
+	for i := range 4 {
+		n := []*testNode{a, c}[i%2]
+		w, err := n.core.Scheduler.Register(context.Background(), scheduler.Registration{Kind: "now", Recipient: store.Recipient{ID: "r"}, Every: &every})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("register through %s: %v", n.name, err)
 		}
 		ws = append(ws, w)
 	}
-	natstest.WaitFor(t, within, "the watches registered through b fired once", func() bool { return firedOnce(b.mailbox(t), ws) })
+	natstest.WaitFor(t, within, "the watches registered through a and c fired once", func() bool { return firedOnce(b.mailbox(t), ws) })
 	for _, w := range ws {
 		if by := seen.nodes(w.ID.String()); by["b"] != 0 {
 			t.Fatalf("b probed %s: %v", w.ID, by)

@@ -34,11 +34,15 @@
 // it is given (the observe router, the upkeep) only while it holds their
 // leases, stopping one before its lease can pass to another node; and
 // tells of appends to the event streams it is asked to follow, so the
-// router hears of items recorded on other nodes; and shares what only a
+// router hears of items recorded on other nodes; shares what only a
 // watch's owner holds in memory (probes.go, host/probeshare): Seen asks
 // the partition's holder, within Cluster.AskTimeout, for a show on a node
 // that does not own the watch, and every change the scheduler makes is
-// published so a wait on another node wakes. Close
+// published so a wait on another node wakes; and publishes the node's
+// plugin set again after each reload (Join.PluginSet). While that set is
+// not the cluster's the scheduler's Ownership refuses every registration
+// (scheduler.Gate) as 503 plugin_set_mismatch, so REST, MCP and the CLI,
+// which all register through the scheduler, refuse alike. Close
 // leaves the cluster before it closes the store. Rejected: one Gain per
 // lease on a goroutine each, which could arm a partition after its loss
 // was handled.

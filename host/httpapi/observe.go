@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -56,11 +54,7 @@ func (s *server) recordObserved(c *fiber.Ctx) error {
 		return err
 	}
 	got, err := s.d.Observe.Record(c.UserContext(), Principal(c), scope, rec)
-	var oe *api.Error
-	if errors.As(err, &oe) && oe.Code == api.CodeRateLimited {
-		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Ceil(oe.RetryAfter.Seconds()))))
-	}
-	if err != nil {
+	if err != nil { // rate_limited's Retry-After is set by the error handler
 		return err
 	}
 	var item observe.ItemV1

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -378,6 +379,11 @@ func (s *server) errorHandler(c *fiber.Ctx, err error) error {
 	}
 	if e.Code == api.CodeInternal {
 		s.log.Error("request failed", "method", c.Method(), "path", c.Path(), "err", err)
+	}
+	if e.RetryAfter > 0 {
+		// A refusal that says when to come back (plugin_set_mismatch,
+		// rate_limited): whole seconds, rounded up.
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 	}
 	return c.Status(api.Status(e.Code)).JSON(api.ErrorEnvelope{Error: *e})
 }

@@ -24,6 +24,10 @@ var (
 	// fetch, on a refusal). It is the plugin's fault, inside a
 	// *CallError, never the caller's.
 	ErrBadDestinations = errors.New("admit named destinations off the contract")
+	// ErrBadPartitionKey: admit's partition key is off the contract (over
+	// abi.MaxPartitionKey bytes, or on a refusal). It is the plugin's
+	// fault, inside a *CallError, never the caller's.
+	ErrBadPartitionKey = errors.New("admit's partition key is off the contract")
 )
 
 // RegistryError is a registry file that cannot be used.

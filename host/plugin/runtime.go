@@ -194,6 +194,34 @@ type Runtime struct {
 
 	reload sync.Mutex // one reload at a time
 	set    atomic.Pointer[pluginSet]
+
+	chMu sync.Mutex // guards changed
+	// changed is closed once the next generation is in force, then
+	// dropped; nil until Changed asks for one.
+	changed chan struct{}
+}
+
+// Changed is a channel closed once the next generation of plugins is in
+// force (a reload, changed or not; Close): a waiter reads Plugins again
+// and asks for the next one. Unlike the kinds registry's, it closes after
+// the set is published, so what Plugins answers then is the new set.
+func (r *Runtime) Changed() <-chan struct{} {
+	r.chMu.Lock()
+	defer r.chMu.Unlock()
+	if r.changed == nil {
+		r.changed = make(chan struct{})
+	}
+	return r.changed
+}
+
+// notify closes the channel Changed handed out, if any.
+func (r *Runtime) notify() {
+	r.chMu.Lock()
+	defer r.chMu.Unlock()
+	if r.changed != nil {
+		close(r.changed)
+		r.changed = nil
+	}
 }
 
 // pluginSet is one generation of loaded plugins. It is immutable; Reload
@@ -259,6 +287,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.reload.Lock()
 	defer r.reload.Unlock()
 	old := r.set.Swap(&pluginSet{kinds: map[string]*loaded{}})
+	r.notify()
 	r.register(nil)
 	if r.cfg.Kinds != nil {
 		r.cfg.Kinds.Explain(Source, nil)
@@ -424,6 +453,7 @@ func (r *Runtime) Reload(ctx context.Context) (Report, error) {
 			Err: fmt.Errorf("the host serves kind %s itself (%s), so this plugin is not loaded; give the plugin's kind another name", ce.Kind, ce.Holder)})
 	}
 	r.set.Store(next)
+	r.notify()
 	for _, m := range old.modules {
 		if !kept[m] {
 			m.retire(ctx)
@@ -788,6 +818,9 @@ func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage
 		if !resp.OK && resp.Code != abi.CodeUnobservable && resp.Code != abi.CodeInvalidParams {
 			return fmt.Errorf("admit answered ok:false with code %q", resp.Code)
 		}
+		if err := checkPartitionKey(resp); err != nil {
+			return err
+		}
 		var err error
 		eps, err = checkDestinations(resp, l.info.Capabilities)
 		return err
@@ -802,7 +835,7 @@ func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage
 				return Admission{}, ref
 			}
 		}
-		a := Admission{Destinations: resp.Destinations}
+		a := Admission{Destinations: resp.Destinations, PartitionKey: resp.PartitionKey}
 		if resp.Deadline != nil {
 			a.Deadline = *resp.Deadline
 		}
@@ -820,6 +853,21 @@ func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage
 		}
 		return Admission{}, &Refusal{Code: CodeInvalidParams, Message: resp.Message, Field: field}
 	}
+}
+
+// checkPartitionKey holds admit's partition key to the contract: on an ok
+// answer only, at most abi.MaxPartitionKey bytes. Any other answer is the
+// plugin's fault (ErrBadPartitionKey).
+func checkPartitionKey(resp abi.AdmitResponse) error {
+	switch k := resp.PartitionKey; {
+	case k == "":
+		return nil
+	case !resp.OK:
+		return fmt.Errorf("%w: a partition key on a refusal", ErrBadPartitionKey)
+	case len(k) > abi.MaxPartitionKey:
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrBadPartitionKey, len(k), abi.MaxPartitionKey)
+	}
+	return nil
 }
 
 // checkDestinations holds admit's destinations to the contract and parses

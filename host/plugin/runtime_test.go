@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/vigilhq/vigil/host/kind"
@@ -831,4 +832,44 @@ func TestSecretGrantNeedsAHeldSecret(t *testing.T) {
 	if call := <-f.entered; !slices.Equal(call.Entry.Secrets, []string{"held"}) {
 		t.Fatalf("fetch call entry secrets = %v", call.Entry.Secrets)
 	}
+}
+
+// Changed closes once a reload's set is in force, so a waiter reading
+// Plugins then sees the new set (a cluster node republishes its digest
+// from it); a channel asked for after that waits for the next reload.
+func TestChangedClosesOnceTheNewSetIsInForce(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	r := newRuntime(t, Config{Dir: dir, Bundled: fstest.MapFS{}})
+	changed := r.Changed()
+	select {
+	case <-changed:
+		t.Fatal("closed before any reload")
+	default:
+	}
+	copyFile(t, testPlugin(t, "fetcher"), filepath.Join(dir, "fetcher.wasm"))
+	if err := os.WriteFile(filepath.Join(dir, RegistryFile), []byte(fetchGrant), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan []Info, 1)
+	go func() {
+		<-changed
+		seen <- r.Plugins()
+	}()
+	if _, err := r.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-seen; len(got) != 1 || got[0].Kind != "test.fetcher" {
+		t.Fatalf("plugins when Changed closed: %+v", got)
+	}
+	next := r.Changed()
+	select {
+	case <-next:
+		t.Fatal("the next channel is closed before the next reload")
+	default:
+	}
+	if _, err := r.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-next
 }

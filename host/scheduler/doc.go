@@ -120,6 +120,10 @@
 // probe asks Ownership before it calls the plugin and again before it
 // writes: a partition that moved meanwhile gets nothing of the probe, and
 // the backend's revision check refuses what slips between the two.
+// An Ownership that is also a Gate may refuse registrations outright (a
+// node whose plugin set is not the cluster's): Register asks it first,
+// before it creates a recipient or calls admit, so a refused node writes
+// nothing.
 //
 // What it must never do: decide whether something settled (that is the
 // plugin's answer), or how a message reaches its recipient (that is the

@@ -21,6 +21,23 @@ type Ownership interface {
 	Holds(p int) bool
 }
 
+// Gate is an Ownership that may refuse registrations: a cluster node
+// whose plugin set is not the cluster's takes none, since the node owning
+// the watch might lack its kind and settle it unwatchable. Admits answers
+// nil or the refusal (an *Error); Register asks it before it reads or
+// writes anything.
+type Gate interface {
+	Admits() error
+}
+
+// admits is the Ownership's refusal of registrations now, if it is a Gate.
+func (s *Scheduler) admits() error {
+	if g, ok := s.cfg.Ownership.(Gate); ok {
+		return g.Admits()
+	}
+	return nil
+}
+
 // owns says whether the scheduler may act on the watch id now.
 func (s *Scheduler) owns(id store.ID) bool {
 	o := s.cfg.Ownership

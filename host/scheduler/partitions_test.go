@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"pgregory.net/rapid"
+
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
@@ -211,5 +213,83 @@ func TestAPartitionKeyPicksThePartition(t *testing.T) {
 		if len(ps) != 1 {
 			t.Fatalf("watches on %s span partitions %v", key, ps)
 		}
+	}
+}
+
+// Property: whatever the keys and the cluster's partition count, two
+// watches admit gives one key share a partition, and distinct keys spread
+// over every partition (256 keys leave one of 8 partitions empty with odds
+// under 1e-14); a watch with no key keeps its id's random slot.
+func TestPartitionKeysLandTogetherAndSpread(t *testing.T) {
+	h := clusteredHarness(t, owning(64, 0))
+	h.plugins.admit = func(_ string, params json.RawMessage) (plugin.Admission, error) {
+		var p struct{ Key string }
+		_ = json.Unmarshal(params, &p)
+		return plugin.Admission{PartitionKey: p.Key}, nil
+	}
+	register := func(t *rapid.T, key string) store.Watch {
+		params, _ := json.Marshal(map[string]string{"key": key})
+		w, err := h.s.Register(context.Background(), Registration{Kind: "ci", Params: params, Recipient: store.Recipient{ID: "agent-1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		key := rapid.StringN(1, 64, -1).Draw(t, "key")
+		n := rapid.IntRange(1, store.MaxPartitions).Draw(t, "partitions")
+		a, b := register(t, key), register(t, key)
+		if a.ID == b.ID || a.ID.Slot() != store.SlotOf(key) || a.ID.Partition(n) != b.ID.Partition(n) {
+			t.Fatalf("key %q: %s in partition %d, %s in %d of %d", key, a.ID, a.ID.Partition(n), b.ID, b.ID.Partition(n), n)
+		}
+	})
+	rapid.Check(t, func(t *rapid.T) {
+		prefix := rapid.StringN(0, 16, -1).Draw(t, "prefix")
+		seen := map[int]bool{}
+		for i := range 256 {
+			seen[register(t, fmt.Sprintf("%s/%d", prefix, i)).ID.Partition(8)] = true
+		}
+		if len(seen) != 8 {
+			t.Fatalf("256 keys under %q reach partitions %v of 8", prefix, seen)
+		}
+	})
+}
+
+// gatedOwnership is a node's lease set that refuses registrations while
+// refusal is set, as a node refused for its plugin set does.
+type gatedOwnership struct {
+	*fakeOwnership
+	mu      sync.Mutex
+	refusal error
+}
+
+func (g *gatedOwnership) Admits() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.refusal
+}
+
+var _ Gate = (*gatedOwnership)(nil)
+
+// An Ownership that is a Gate refusing registrations refuses each with
+// its error before admit runs or anything is written; once it admits,
+// registrations go through.
+func TestAGateRefusesRegistrations(t *testing.T) {
+	g := &gatedOwnership{fakeOwnership: owning(8, 0, 1, 2, 3, 4, 5, 6, 7)}
+	refusal := &Error{Code: "plugin_set_mismatch", Message: "another set"}
+	g.refusal = refusal
+	h := clusteredHarness(t, g)
+	admitted := 0
+	h.plugins.admit = func(string, json.RawMessage) (plugin.Admission, error) { admitted++; return plugin.Admission{}, nil }
+	_, err := h.s.Register(context.Background(), Registration{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "agent-1"}})
+	if err != refusal || admitted != 0 || h.counted.count() != 0 || h.s.Pending() != 0 {
+		t.Fatalf("register = %v, admitted %d, writes %d, pending %d; want the gate's refusal and nothing done", err, admitted, h.counted.count(), h.s.Pending())
+	}
+	g.mu.Lock()
+	g.refusal = nil
+	g.mu.Unlock()
+	h.register("ci")
+	if admitted != 1 || h.s.Pending() != 1 {
+		t.Fatalf("admitted %d, pending %d once the gate admits", admitted, h.s.Pending())
 	}
 }

@@ -78,6 +78,11 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 		return store.Watch{}, &Error{Code: CodeInvalidRecipient, Field: "recipient.id",
 			Message: RecipientIDGrammar}
 	}
+	// A cluster node refused for its plugin set writes nothing, not even
+	// the recipient a first registration would create.
+	if err := s.admits(); err != nil {
+		return store.Watch{}, err
+	}
 	var rec store.RecipientRecord
 	if s.cfg.Recipients != nil {
 		var err error

@@ -407,3 +407,43 @@ func TestAdmitNamesTheAPIBase(t *testing.T) {
 		}
 	}
 }
+
+// An admitted watch names its commit's API URL as its partition key: the
+// same commit however its params spell it (the host's and the
+// repository's case, the SHA's case, a trailing slash on the API root)
+// is one key; another commit, repository or forge is another.
+func TestAdmitNamesThePartitionKey(t *testing.T) {
+	h := sdk.NewHarness(Plugin)
+	key := func(p Params) string {
+		t.Helper()
+		raw, _ := json.Marshal(p)
+		got, err := h.Admit(abi.AdmitRequest{Kind: Kind, Params: raw, Grants: grants("*")})
+		if err != nil || !got.OK {
+			t.Fatalf("%s: admit = %+v, %v", raw, got, err)
+		}
+		return got.PartitionKey
+	}
+	gh := Params{Ref: forge.Ref{Forge: forge.GitHub, Repo: repo}, SHA: shaA}
+	if got, want := key(gh), forge.GitHubAPI+"/repos/"+strings.ToLower(repo)+"/commits/"+strings.ToLower(shaA); got != want {
+		t.Fatalf("key %q, want %q", got, want)
+	}
+	spelled := gh
+	spelled.APIBase, spelled.Repo, spelled.SHA = "HTTPS://API.GitHub.com/", strings.ToUpper(repo), strings.ToUpper(shaA)
+	if key(spelled) != key(gh) {
+		t.Fatalf("%q and %q: one commit, two keys", key(spelled), key(gh))
+	}
+	other := gh
+	other.SHA = shaB
+	gitea := gh
+	gitea.Forge, gitea.APIBase = forge.Gitea, "https://gitea.example.com/api/v1"
+	otherRepo := gh
+	otherRepo.Repo = "someone/else"
+	seen := map[string]bool{}
+	for _, p := range []Params{gh, other, gitea, otherRepo} {
+		k := key(p)
+		if seen[k] {
+			t.Fatalf("%+v shares the key %q", p, k)
+		}
+		seen[k] = true
+	}
+}

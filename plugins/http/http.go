@@ -103,6 +103,43 @@ var Plugin = sdk.Plugin[Params]{
 	// The URL is where every probe fetches: the host refuses a loopback
 	// or private one at registration, not at every probe.
 	Destinations: func(p Params) []sdk.Destination { return []sdk.Destination{{Target: p.URL, Field: "url"}} },
+	// Every watch on one URL lands on one node of a cluster, which reads
+	// it once per interval for all of them.
+	PartitionKey: partitionKey,
+}
+
+// partitionKey is the resource a watch reads: its URL as the server sees
+// it (scheme and host in lower case, no default port, no fragment, "/"
+// for an empty path), so two watches on one page written two ways share a
+// partition. A key over the ABI's bound goes as its SHA-256: the host only
+// hashes it.
+func partitionKey(p Params) string {
+	u, err := url.Parse(p.URL)
+	if err != nil {
+		return "" // admit refused it already
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	u.Host = host
+	u.Fragment, u.RawFragment = "", ""
+	if u.Path == "" {
+		u.Path, u.RawPath = "/", ""
+	}
+	k := u.String()
+	if len(k) > abi.MaxPartitionKey {
+		sum := sha256.Sum256([]byte(k))
+		return "sha256:" + hex.EncodeToString(sum[:])
+	}
+	return k
 }
 
 // admit checks configuration only: the URL, the expectations the schema

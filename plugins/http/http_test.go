@@ -402,3 +402,58 @@ func TestExtractionFailureIsReported(t *testing.T) {
 		})
 	}
 }
+
+// Admit names the URL as the server sees it as the watch's partition key:
+// one page written two ways is one key, two pages are two.
+func TestAdmitNamesThePartitionKey(t *testing.T) {
+	h := sdk.NewHarness(Plugin)
+	key := func(u string) string {
+		t.Helper()
+		got, err := h.Admit(abi.AdmitRequest{Kind: Kind, Params: json.RawMessage(`{"url":` + strconvQuote(u) + `}`), Grants: granted})
+		if err != nil || !got.OK {
+			t.Fatalf("%s: %+v %v", u, got, err)
+		}
+		return got.PartitionKey
+	}
+	same := [][]string{
+		{"https://status.example.com/api/health?x=1", "HTTPS://Status.Example.COM:443/api/health?x=1#top", "https://status.example.com/api/health?x=1#"},
+		{"http://example.com/", "http://example.com", "http://EXAMPLE.com:80"},
+		{"http://[2606:2800:220:1::1]:8080/a", "http://[2606:2800:220:1::1]:8080/a#b"},
+	}
+	for _, group := range same {
+		want := key(group[0])
+		if want != group[0] && group[0] != "http://example.com/" {
+			t.Fatalf("%s: key %q, want the URL itself", group[0], want)
+		}
+		for _, u := range group[1:] {
+			if got := key(u); got != want {
+				t.Fatalf("%s: key %q, want %q as for %s", u, got, want, group[0])
+			}
+		}
+	}
+	differ := []string{"https://status.example.com/api/health", "http://status.example.com/api/health", "https://status.example.com/api/Health",
+		"https://status.example.com:8443/api/health", "https://status.example.com/api/health?x=2", "https://other.example.com/api/health"}
+	seen := map[string]string{}
+	for _, u := range differ {
+		k := key(u)
+		if prev, dup := seen[k]; dup {
+			t.Fatalf("%s and %s share the key %q", u, prev, k)
+		}
+		seen[k] = u
+	}
+	// A URL whose key would be over the ABI's bound goes as a digest.
+	long := "https://example.com/" + strings.Repeat("a", abi.MaxPartitionKey)
+	if k := key(long); len(k) > abi.MaxPartitionKey || !strings.HasPrefix(k, "sha256:") || k != key(long+"#frag") {
+		t.Fatalf("long key %q", k)
+	}
+	// A refusal names none.
+	got, err := h.Admit(abi.AdmitRequest{Kind: Kind, Params: json.RawMessage(`{"url":"ftp://example.com/"}`), Grants: granted})
+	if err != nil || got.OK || got.PartitionKey != "" {
+		t.Fatalf("refusal: %+v %v", got, err)
+	}
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -75,6 +75,8 @@ var Plugin = sdk.Plugin[Params]{
 	Admit:        admit,
 	Observe:      observe,
 	Destinations: func(p Params) []sdk.Destination { return p.Ref.Destinations() },
+	// The ticket: every watch on it lands on one node of a cluster.
+	PartitionKey: func(p Params) string { return p.Ref.PartitionKey("/issues/" + strconv.Itoa(p.Number)) },
 }
 
 // admit checks configuration only; it never asks whether the issue exists.

@@ -544,3 +544,44 @@ func TestNoTokenAsksNoViewer(t *testing.T) {
 		t.Fatalf("observe = %+v, %d viewer reads", got, ff.Requests("/user"))
 	}
 }
+
+// An admitted watch names its ticket's API URL as its partition key: the
+// same ticket however its params spell it is one key; another number,
+// repository or forge is another.
+func TestAdmitNamesThePartitionKey(t *testing.T) {
+	h := sdk.NewHarness(Plugin)
+	key := func(p Params) string {
+		t.Helper()
+		raw, _ := json.Marshal(p)
+		got, err := h.Admit(abi.AdmitRequest{Kind: Kind, Params: raw, Grants: grants("*")})
+		if err != nil || !got.OK {
+			t.Fatalf("%s: admit = %+v, %v", raw, got, err)
+		}
+		return got.PartitionKey
+	}
+	gh := Params{Ref: forge.Ref{Forge: forge.GitHub, Repo: repo}, Number: 7}
+	if got, want := key(gh), forge.GitHubAPI+"/repos/"+strings.ToLower(repo)+"/issues/7"; got != want {
+		t.Fatalf("key %q, want %q", got, want)
+	}
+	spelled := gh
+	spelled.APIBase, spelled.Repo = "https://API.GITHUB.COM/", strings.ToUpper(repo)
+	markers := []string{"x"}
+	spelled.IgnoreMarkers = &markers // what the watch ignores is not what it reads
+	if key(spelled) != key(gh) {
+		t.Fatalf("%q and %q: one ticket, two keys", key(spelled), key(gh))
+	}
+	other := gh
+	other.Number = 8
+	gitea := gh
+	gitea.Forge, gitea.APIBase = forge.Gitea, "https://gitea.example.com/api/v1"
+	otherRepo := gh
+	otherRepo.Repo = "someone/else"
+	seen := map[string]bool{}
+	for _, p := range []Params{gh, other, gitea, otherRepo} {
+		k := key(p)
+		if seen[k] {
+			t.Fatalf("%+v shares the key %q", p, k)
+		}
+		seen[k] = true
+	}
+}

@@ -98,6 +98,14 @@ const (
 // checks each against the kind's fetch grants and its destination guard
 // and refuses the watch at registration when a fetch could never be
 // made. A malformed list is the plugin's fault, never the caller's.
+//
+// PartitionKey, on an ok answer, names the resource the watch reads (a
+// URL, a ticket, a commit), at most MaxPartitionKey bytes; empty names
+// none. On a cluster every watch with one key lands in one partition, so
+// the one node that owns it reads the resource once per interval for all
+// of them; without a key a watch's partition is drawn at random. It is
+// not the pushed kinds' wake subject, and on one host it changes nothing.
+// A key on a refusal, or over the bound, is the plugin's fault.
 type AdmitResponse struct {
 	OK           bool          `json:"ok"`
 	Code         string        `json:"code,omitempty"`
@@ -106,7 +114,14 @@ type AdmitResponse struct {
 	Setting      string        `json:"setting,omitempty"`
 	Deadline     *time.Time    `json:"deadline,omitempty"`
 	Destinations []Destination `json:"destinations,omitempty"`
+	PartitionKey string        `json:"partition_key,omitempty"`
 }
+
+// MaxPartitionKey bounds an admit answer's partition_key, in bytes: room
+// for a normalized URL of the length a params schema usually allows, and
+// small beside the output cap. A plugin whose key could be longer sends
+// a digest of it instead (the host only hashes the key).
+const MaxPartitionKey = 1024
 
 // ObserveRequest is the input of the observe export. Now is the host's
 // clock; a plugin never reads its own.

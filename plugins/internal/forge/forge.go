@@ -110,6 +110,21 @@ func (f Ref) Destinations() []sdk.Destination {
 	return []sdk.Destination{d}
 }
 
+// PartitionKey is the key of the repository's resource at path ("/issues/7",
+// "/commits/<sha>"): its API URL, with the API root's scheme and host and
+// the repository's name in lower case (forges match both without regard
+// to case) and no trailing slash on the root, so every watch on one
+// ticket or commit, however its params spell it, lands on one node of a
+// cluster, which reads it once per interval for all of them.
+func (f Ref) PartitionKey(path string) string {
+	base := f.Base()
+	if u, err := url.Parse(base); err == nil && u.Host != "" {
+		u.Scheme, u.Host = strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+		base = strings.TrimRight(u.String(), "/")
+	}
+	return base + "/repos/" + strings.ToLower(f.Repo) + path
+}
+
 // FetchTimeout bounds one GET. The ci kind makes two or more per
 // observation, all under the host's 5 s observe timeout; the ticket kind
 // keeps the same bound for one.
