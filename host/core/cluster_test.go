@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vigilhq/vigil/host/cluster"
 	"github.com/vigilhq/vigil/host/delivery"
@@ -135,7 +136,21 @@ type testNode struct {
 	joined <-chan struct{}
 }
 
+// nodeHooks are a test's ways into one node: a wrapper of the delivery
+// its scheduler settles through, one of its leases bucket, and its lease
+// metrics. Nil fields are the node's own.
+type nodeHooks struct {
+	deliver func(*delivery.Delivery, Store) scheduler.Deliverer
+	kv      func(jetstream.KeyValue) jetstream.KeyValue
+	metrics cluster.Metrics
+}
+
 func startNode(t *testing.T, srv *server.Server, name, plugins string, open *atomic.Bool, seen *observedBy, jobs *fakeJobs) *testNode {
+	t.Helper()
+	return startHookedNode(t, srv, name, plugins, open, seen, jobs, nodeHooks{})
+}
+
+func startHookedNode(t *testing.T, srv *server.Server, name, plugins string, open *atomic.Bool, seen *observedBy, jobs *fakeJobs, hooks nodeHooks) *testNode {
 	t.Helper()
 	reg := kind.NewRegistry()
 	for _, k := range []string{"now", "gate"} {
@@ -149,10 +164,13 @@ func startNode(t *testing.T, srv *server.Server, name, plugins string, open *ato
 			return natsstore.Open(ctx, natsstore.Config{URLs: []string{srv.ClientURL()}, Partitions: testPartitions})
 		},
 		Node: name, LeaseTTL: testTTL,
-	}})
+	}, Deliver: hooks.deliver})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
+	}
+	if hooks.kv != nil {
+		c.cluster.kv = hooks.kv(c.cluster.kv)
 	}
 	n := &testNode{name: name, core: c, cancel: cancel}
 	t.Cleanup(n.stop)
@@ -161,7 +179,7 @@ func startNode(t *testing.T, srv *server.Server, name, plugins string, open *ato
 	}
 	n.loop = c.Start(ctx)
 	if n.joined, err = c.Join(ctx, Join{Addr: "127.0.0.1:0", Plugins: plugins, Jobs: map[string]func(context.Context) <-chan struct{}{"router": jobs.on(name)},
-		Appends: map[string]func(){"observe": func() { jobs.appended.Add(1) }}}); err != nil {
+		Appends: map[string]func(){"observe": func() { jobs.appended.Add(1) }}, Metrics: hooks.metrics}); err != nil {
 		t.Fatal(err)
 	}
 	return n
