@@ -143,6 +143,7 @@ type nodeHooks struct {
 	deliver func(*delivery.Delivery, Store) scheduler.Deliverer
 	kv      func(jetstream.KeyValue) jetstream.KeyValue
 	metrics cluster.Metrics
+	store   func(ClusterStore) ClusterStore
 }
 
 func startNode(t *testing.T, srv *server.Server, name, plugins string, open *atomic.Bool, seen *observedBy, jobs *fakeJobs) *testNode {
@@ -161,7 +162,11 @@ func startHookedNode(t *testing.T, srv *server.Server, name, plugins string, ope
 	ctx, cancel := context.WithCancel(context.Background())
 	c, err := New(ctx, Config{Kinds: reg, Cluster: &Cluster{
 		Open: func(ctx context.Context) (ClusterStore, error) {
-			return natsstore.Open(ctx, natsstore.Config{URLs: []string{srv.ClientURL()}, Partitions: testPartitions})
+			st, err := natsstore.Open(ctx, natsstore.Config{URLs: []string{srv.ClientURL()}, Partitions: testPartitions})
+			if err != nil || hooks.store == nil {
+				return st, err
+			}
+			return hooks.store(st), nil
 		},
 		Node: name, LeaseTTL: testTTL,
 	}, Deliver: hooks.deliver})
