@@ -150,7 +150,7 @@ var ErrNotClustered = errors.New("core: not a cluster node")
 // a partition this one holds is armed at once), runs the node's lease
 // loop, arms each partition it gains and forgets each it loses (in order
 // per partition, on a goroutine of its own: arming reads the store), and
-// runs j.Jobs while their leases are held. A feed (the pending index, an
+// runs j.Jobs and the core's own JobReconcile while their leases are held. A feed (the pending index, an
 // event stream's appends) that stops with an error is subscribed to again
 // with a backoff, and what it would have told meanwhile is caught up: each
 // held partition scanned again, each stream's follower called. The
@@ -167,8 +167,16 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 	if cl.joined {
 		return nil, errors.New("core: the node has joined already")
 	}
-	names := slices.Sorted(maps.Keys(j.Jobs))
-	h := &holder{c: c, jobs: j.Jobs, running: map[string]runningJob{}, queue: newPartitionQueue()}
+	if _, ok := j.Jobs[JobReconcile]; ok {
+		return nil, fmt.Errorf("core: the job name %q is the core's own", JobReconcile)
+	}
+	jobs := maps.Clone(j.Jobs)
+	if jobs == nil {
+		jobs = map[string]func(context.Context) <-chan struct{}{}
+	}
+	jobs[JobReconcile] = c.reconcileOnce
+	names := slices.Sorted(maps.Keys(jobs))
+	h := &holder{c: c, jobs: jobs, running: map[string]runningJob{}, queue: newPartitionQueue()}
 	node, err := cluster.New(cluster.Config{
 		KV: cl.kv, TTL: cl.cfg.LeaseTTL, Margin: cl.cfg.Margin,
 		Info:   cluster.Info{Node: cl.cfg.Node, Addr: j.Addr, StartedAt: c.clock.Now(), Plugins: j.Plugins},
@@ -258,6 +266,34 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 		close(cl.done)
 	}()
 	return cl.done, nil
+}
+
+// JobReconcile is the core's own cluster-wide job: the pass over every
+// recipient that one host makes in Prime (recipients.ReconcileAll). Run
+// on every node as it starts, two nodes starting together would each find
+// the same standing watch missing and each register it; under the lease,
+// one node runs it once when it gains the lease (again only when the
+// lease moves, which the pass, being idempotent, allows).
+const JobReconcile = "reconcile"
+
+// reconcileOnce is JobReconcile: one pass (tried again a second on while
+// the store does not answer), then nothing until the lease is lost.
+func (c *Core) reconcileOnce(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			err := c.Recipients.ReconcileAll(ctx)
+			if err == nil || ctx.Err() != nil {
+				return
+			}
+			c.log.Error("cluster: reconciling the recipients failed; trying again", "err", err)
+			if !sleepCtx(ctx, retryGain) {
+				return
+			}
+		}
+	}()
+	return done
 }
 
 // Backoff between a feed stopping and subscribing to it again: doubling

@@ -144,6 +144,8 @@ type nodeHooks struct {
 	kv      func(jetstream.KeyValue) jetstream.KeyValue
 	metrics cluster.Metrics
 	store   func(ClusterStore) ClusterStore
+	// kinds are registered beside the test's own.
+	kinds []kind.Kind
 }
 
 func startNode(t *testing.T, srv *server.Server, name, plugins string, open *atomic.Bool, seen *observedBy, jobs *fakeJobs) *testNode {
@@ -156,6 +158,11 @@ func startHookedNode(t *testing.T, srv *server.Server, name, plugins string, ope
 	reg := kind.NewRegistry()
 	for _, k := range []string{"now", "gate"} {
 		if err := reg.Register("test", fakeGateKind{name: k, node: name, open: open, seen: seen}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range hooks.kinds {
+		if err := reg.Register("test", k); err != nil {
 			t.Fatal(err)
 		}
 	}
