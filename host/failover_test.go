@@ -135,8 +135,10 @@ type ledger struct {
 	mu      sync.Mutex
 	entries []ledgerEntry
 	byID    map[string]int
-	// refused counts the registrations not acknowledged, by node.
+	// refused counts the registrations not acknowledged, by node, and
+	// errs keeps the first few answers.
 	refused map[string]int
+	errs    []string
 }
 
 func newLedger() *ledger {
@@ -182,6 +184,9 @@ func load(ctx context.Context, n *vigilNode, l *ledger, acked func(time.Time)) {
 		if err != nil {
 			l.mu.Lock()
 			l.refused[n.name]++
+			if len(l.errs) < 5 && ctx.Err() == nil {
+				l.errs = append(l.errs, n.name+": "+err.Error())
+			}
 			l.mu.Unlock()
 			continue
 		}
@@ -338,7 +343,7 @@ func TestThreeNodeFailover(t *testing.T) {
 		t.Error(p)
 	}
 	l.mu.Lock()
-	refused := fmt.Sprint(l.refused)
+	refused := fmt.Sprint(l.refused, l.errs)
 	l.mu.Unlock()
 	t.Logf("%d registrations acknowledged (%d more listed), not acknowledged by node %s; the dead node's latest due watch fired %s past its bound's start (bound %s); %s in all",
 		len(entries), len(got)-len(entries), refused, worst.Round(time.Millisecond), takeover, time.Since(began).Round(time.Millisecond))
