@@ -34,10 +34,18 @@
 // it is given (the observe router, the upkeep) only while it holds their
 // leases, stopping one before its lease can pass to another node; and
 // tells of appends to the event streams it is asked to follow, so the
-// router hears of items recorded on other nodes. Close
-// leaves the cluster before it closes the store. Rejected: one Gain per
-// lease on a goroutine each, which could arm a partition after its loss
-// was handled.
+// router hears of items recorded on other nodes. A feed that stops with
+// an error is subscribed to again with a backoff and what it missed is
+// caught up (each held partition scanned again, the stream's follower
+// called): a feed tells only of what happens while it is subscribed. The
+// pass over every recipient that one host makes in Prime is on a cluster
+// the core's own job (JobReconcile), run by one node at a time, since
+// nodes starting together would each register the same missing standing
+// watch. Close leaves the cluster before it closes the store. Rejected:
+// one Gain per lease on a goroutine each, which could arm a partition
+// after its loss was handled; a feed that stops left stopped until the
+// next ownership change, when a watch registered elsewhere meanwhile
+// waits for it unprobed.
 //
 // What it must never do: decide anything (each component owns its rules),
 // or start a goroutine it does not stop in Close.
