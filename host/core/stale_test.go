@@ -108,18 +108,32 @@ func (d *pausedDeliverer) returned() []error {
 	return append([]error(nil), d.results...)
 }
 
-// leaseCount counts a node's lease moves.
-type leaseCount struct{ lost, gained atomic.Int32 }
+// leaseCount records a node's lease moves in order: true a gain.
+type leaseCount struct {
+	mu    sync.Mutex
+	moves []bool
+}
 
 func (c *leaseCount) Held(int) {}
 func (c *leaseCount) Moved(gained bool) {
-	if gained {
-		c.gained.Add(1)
-	} else {
-		c.lost.Add(1)
-	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.moves = append(c.moves, gained)
 }
 func (c *leaseCount) Renewed(bool) {}
+
+// since is the moves from the i-th on.
+func (c *leaseCount) since(i int) []bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]bool(nil), c.moves[i:]...)
+}
+
+func (c *leaseCount) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.moves)
+}
 
 // A stale owner writes nothing that sticks: node a's probes settle, but
 // each settlement is held before its write, and then a's lease loop is
@@ -182,7 +196,7 @@ func TestAStaleOwnerWritesNothingThatSticks(t *testing.T) {
 	natstest.WaitFor(t, within, "a settlement of a's held before its write", func() bool { return held.held.Load() > 0 })
 	// Then a's lease loop stops too, past the TTL: b takes a's partitions
 	// once their leases expire, and fires every watch.
-	lostBefore := moves.lost.Load()
+	movedBefore := moves.count()
 	heldByA := len(a.held())
 	leases.stop()
 	natstest.WaitFor(t, within, "b holding every partition", func() bool { return len(b.held()) == testPartitions })
@@ -200,8 +214,14 @@ func TestAStaleOwnerWritesNothingThatSticks(t *testing.T) {
 		}
 	}
 	natstest.WaitFor(t, within, "a learning it lost the partitions it held", func() bool {
-		return int(moves.lost.Load()-lostBefore) >= heldByA
+		return len(moves.since(movedBefore)) >= heldByA
 	})
+	// Its first moves after the pause are the losses, before any gain.
+	for i, gained := range moves.since(movedBefore)[:heldByA] {
+		if gained {
+			t.Fatalf("a's move %d after resuming is a gain, before it lost the %d leases it held", i, heldByA)
+		}
+	}
 	if !firedOnce(b.mailbox(t), ws) {
 		t.Fatalf("after the stale owner resumed, the mailbox is %+v", b.mailbox(t))
 	}
