@@ -256,10 +256,21 @@ func (n *Node) Pass(ctx context.Context) {
 		rev, err := n.cfg.KV.Update(ctx, string(l), n.self, h.rev)
 		switch {
 		case err == nil:
+			// A renewal that came back after the lease's trust ran out
+			// (a pass slowed by the servers' election) leaves a gap in
+			// which Holds said no: the holder may have dropped what came
+			// due or refused what was registered meanwhile. No one else
+			// can have held it (the revision is still ours), so the
+			// holder hears it gained again and takes up what it missed.
+			gap := !n.cfg.Clock.Now().Before(n.trustedUntil(h))
 			n.mu.Lock()
 			n.held[l] = held{rev: rev, sent: sent}
 			n.mu.Unlock()
 			n.renewed(true)
+			if gap {
+				n.cfg.Logger.Info("cluster: a lease renewed after its trust ran out; taking it up again", "lease", string(l))
+				n.cfg.Holder.Gained(l)
+			}
 		case errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyNotFound):
 			n.renewed(false)
 			n.lose(l, "another node holds it")
