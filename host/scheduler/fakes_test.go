@@ -168,17 +168,24 @@ type countingStore struct {
 	mu       sync.Mutex
 	writes   int
 	failGets int
+	// missing makes that many reads of a row answer store.ErrNotFound.
+	missing int
 }
 
 func (c *countingStore) Get(ctx context.Context, id store.ID) (store.Watch, error) {
 	c.mu.Lock()
-	fail := c.failGets > 0
+	fail, missing := c.failGets > 0, c.missing > 0 && c.failGets == 0
 	if fail {
 		c.failGets--
+	} else if missing {
+		c.missing--
 	}
 	c.mu.Unlock()
-	if fail {
+	switch {
+	case fail:
 		return store.Watch{}, errors.New("fake: the store did not answer")
+	case missing:
+		return store.Watch{}, store.ErrNotFound
 	}
 	return c.Store.Get(ctx, id)
 }

@@ -232,6 +232,13 @@ func (s *Scheduler) read(ctx context.Context, batch []*entry, at time.Time) {
 		case err != nil && !errors.Is(err, store.ErrNotFound):
 			s.log.Error("reading a due watch", "watch", e.id, "err", err)
 			s.arm(e, now.Add(s.storeRetry(e)), time.Time{})
+		case s.cfg.Ownership != nil && now.Sub(e.id.Time()) < unseenGrace:
+			// On a cluster another node's registration is told before a
+			// read on the servers is sure to see its row (JetStream after
+			// a leader change answers a read before it has applied all it
+			// acknowledged): a young row not found is looked for again,
+			// never forgotten at the first miss.
+			s.arm(e, now.Add(s.storeRetry(e)), time.Time{})
 		default:
 			// Gone, held aside, or settled behind our back: stop
 			// scheduling it.
@@ -348,6 +355,10 @@ func (s *Scheduler) probe(ctx context.Context, e *entry, w store.Watch, now, at 
 		}
 	}
 }
+
+// unseenGrace is how long after its registration a watch's row not found
+// is read again, on a cluster, rather than forgotten.
+const unseenGrace = 10 * time.Second
 
 // storeRetry is how soon a watch is tried again after the store did not
 // answer its read or its settlement: the least interval (MinEvery), or
