@@ -77,11 +77,13 @@ type held struct {
 	sent time.Time
 }
 
-// entry is the node's view of one key in the bucket.
+// entry is the node's view of one key in the bucket; seen is when this
+// node last heard of it (its own clock).
 type entry struct {
 	value   []byte
 	rev     uint64
 	created time.Time
+	seen    time.Time
 }
 
 // Node holds leases for one vigil node: it publishes itself, renews what it
@@ -230,7 +232,43 @@ func (n *Node) observe(e jetstream.KeyValueEntry) {
 		delete(n.view, e.Key())
 		return
 	}
-	n.view[e.Key()] = entry{value: e.Value(), rev: e.Revision(), created: e.Created()}
+	n.view[e.Key()] = entry{value: e.Value(), rev: e.Revision(), created: e.Created(), seen: n.cfg.Clock.Now()}
+}
+
+// refresh reads again each key the view has not heard of for longer than
+// the TTL. A live key is rewritten every third of the TTL and a dead one
+// expires at the TTL, so such an entry is news the watcher missed (its
+// consumer is recreated when the bucket's stream changes leader, and a
+// deletion or expiry can fall in between): kept, it would show a lease
+// taken, or a node live, forever.
+func (n *Node) refresh(ctx context.Context, now time.Time) {
+	n.mu.Lock()
+	var stale []string
+	for k, e := range n.view {
+		if now.Sub(e.seen) > n.cfg.TTL {
+			stale = append(stale, k)
+		}
+	}
+	n.mu.Unlock()
+	for _, k := range stale {
+		e, err := n.cfg.KV.Get(ctx, k)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+			n.mu.Lock()
+			if v, ok := n.view[k]; ok && now.Sub(v.seen) > n.cfg.TTL {
+				delete(n.view, k)
+			}
+			n.mu.Unlock()
+		case err == nil:
+			n.mu.Lock()
+			if v, ok := n.view[k]; !ok || v.rev <= e.Revision() {
+				n.view[k] = entry{value: e.Value(), rev: e.Revision(), created: e.Created(), seen: n.cfg.Clock.Now()}
+			}
+			n.mu.Unlock()
+		default:
+			n.cfg.Logger.Warn("cluster: reading a key the watcher has not told of lately failed", "key", k, "err", err)
+		}
+	}
 }
 
 // Pass is one turn: drop what can no longer be trusted, renew the node and
@@ -247,6 +285,7 @@ func (n *Node) Pass(ctx context.Context) {
 		}
 	}
 	n.publish(ctx, now)
+	n.refresh(ctx, now)
 	for _, l := range n.heldLeases() {
 		h := n.heldOf(l)
 		if now.Sub(h.sent) < n.renewEvery() {

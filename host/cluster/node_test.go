@@ -476,3 +476,33 @@ func TestARenewalAfterATrustGapIsGainedAgain(t *testing.T) {
 		})
 	}
 }
+
+// A key the view holds but the watcher has not told of for longer than
+// the TTL is read again: a lease the view shows taken by a node that
+// released it (the watcher missed the deletion) is taken once that is
+// found, where it was left to no one.
+func TestAViewEntryTheWatcherMissedIsReadAgain(t *testing.T) {
+	kv := bucket(t)
+	clock := fakeclock.At(time.Unix(1_800_000_000, 0))
+	l := PartitionLease(0)
+	a, _ := node(t, kv, "a", clock, Leases(1))
+	turn(t, a)
+	if !a.Holds(l) {
+		t.Fatal("a does not hold its lease")
+	}
+	a.Leave(context.Background())
+	// The view shows the lease held by a node long gone: its release
+	// never reached the watcher.
+	a.mu.Lock()
+	a.view[string(l)] = entry{value: []byte("ghost/1"), rev: 1, seen: clock.Now()}
+	a.mu.Unlock()
+	a.Pass(context.Background())
+	if a.Holds(l) {
+		t.Fatal("a took a lease its view shows another node holding, within the TTL")
+	}
+	clock.Add(testTTL + time.Millisecond)
+	a.Pass(context.Background())
+	if !a.Holds(l) {
+		t.Fatal("a never took the lease its view wrongly shows held")
+	}
+}
