@@ -115,7 +115,13 @@
 // Adopt arms a watch another node registered in an owned partition. A
 // probe asks Ownership before it calls the plugin and again before it
 // writes: a partition that moved meanwhile gets nothing of the probe, and
-// the backend's revision check refuses what slips between the two.
+// the backend's revision check refuses what slips between the two. A due
+// watch whose read or settlement the store did not answer is tried again
+// after the least interval (MinEvery), not its cadence: an election on
+// the servers is over in seconds. On a cluster a row not found within
+// seconds of its registration is read again rather than forgotten, since
+// a node told of another's registration may read before the servers
+// show it.
 //
 // What it must never do: decide whether something settled (that is the
 // plugin's answer), or how a message reaches its recipient (that is the
