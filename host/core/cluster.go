@@ -150,13 +150,13 @@ var ErrNotClustered = errors.New("core: not a cluster node")
 // a partition this one holds is armed at once), runs the node's lease
 // loop, arms each partition it gains and forgets each it loses (in order
 // per partition, on a goroutine of its own: arming reads the store), and
-// runs j.Jobs and the core's own JobReconcile while their leases are held. A feed (the pending index, an
-// event stream's appends) that stops with an error is subscribed to again
-// with a backoff, and what it would have told meanwhile is caught up: each
-// held partition scanned again, each stream's follower called. The
-// channel closes once all of
-// it has stopped and the node has left the cluster (its leases deleted, so
-// the others take them at once). Join once.
+// runs j.Jobs and the core's own JobReconcile while their leases are
+// held. A feed (the pending index, an event stream's appends) that stops
+// with an error is subscribed to again with a backoff, and what it would
+// have told meanwhile is caught up: each held partition scanned again,
+// each stream's follower called. The channel closes once all of it has
+// stopped and the node has left the cluster (its leases deleted, so the
+// others take them at once). Join once.
 func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 	cl := c.cluster
 	if cl == nil {
