@@ -27,6 +27,14 @@
 //     its key, so the others take over at once; a node that dies leaves
 //     them to expire, and the servers' expiry markers wake the others,
 //     who take over within the TTL of the last renewal, with no polling.
+//   - The view the watcher builds is checked against the servers where
+//     it has gone quiet: a key not heard of for longer than the TTL is
+//     read again (a live key is rewritten every third of the TTL), since
+//     the watcher's consumer is recreated when the bucket's stream
+//     changes leader and a deletion can fall in between; a lease the
+//     view kept showing taken would otherwise be no one's. A renewal
+//     that comes back after its trust ran out tells the holder the lease
+//     is gained again, for what it dropped while Holds said no.
 //   - A node holds leases only when its plugin set digest (Info.Plugins)
 //     is the cluster's: the one most live nodes publish, the smallest on a
 //     tie (ClusterDigest). The assignment is computed over those nodes

@@ -82,7 +82,8 @@ type held struct {
 	sent time.Time
 }
 
-// entry is the node's view of one key in the bucket.
+// entry is the node's view of one key in the bucket; seen is when this
+// node last heard of it (its own clock).
 type entry struct {
 	value   []byte
 	rev     uint64
@@ -90,6 +91,8 @@ type entry struct {
 	// info is a node key's value, read once when it arrives (the zero
 	// Info when unreadable); nil for a lease.
 	info *Info
+	// seen is when the watcher last told of the key (the local clock).
+	seen time.Time
 }
 
 // Node holds leases for one vigil node: it publishes itself, renews what it
@@ -271,12 +274,53 @@ func (n *Node) observe(e jetstream.KeyValueEntry) {
 		delete(n.view, e.Key())
 		return
 	}
-	en := entry{value: e.Value(), rev: e.Revision(), created: e.Created()}
-	if strings.HasPrefix(e.Key(), "n.") {
+	n.view[e.Key()] = newEntry(e.Key(), e.Value(), e.Revision(), e.Created(), n.cfg.Clock.Now())
+}
+
+// newEntry is a key's entry in the view, a node key's value read once.
+func newEntry(key string, value []byte, rev uint64, created, seen time.Time) entry {
+	en := entry{value: value, rev: rev, created: created, seen: seen}
+	if strings.HasPrefix(key, "n.") {
 		en.info = &Info{}
 		_ = json.Unmarshal(en.value, en.info) // unreadable: the empty digest, a minority of one
 	}
-	n.view[e.Key()] = en
+	return en
+}
+
+// refresh reads again each key the view has not heard of for longer than
+// the TTL. A live key is rewritten every third of the TTL and a dead one
+// expires at the TTL, so such an entry is news the watcher missed (its
+// consumer is recreated when the bucket's stream changes leader, and a
+// deletion or expiry can fall in between): kept, it would show a lease
+// taken, or a node live, forever.
+func (n *Node) refresh(ctx context.Context, now time.Time) {
+	n.mu.Lock()
+	var stale []string
+	for k, e := range n.view {
+		if now.Sub(e.seen) > n.cfg.TTL {
+			stale = append(stale, k)
+		}
+	}
+	n.mu.Unlock()
+	for _, k := range stale {
+		e, err := n.cfg.KV.Get(ctx, k)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+			n.mu.Lock()
+			if v, ok := n.view[k]; ok && now.Sub(v.seen) > n.cfg.TTL {
+				delete(n.view, k)
+			}
+			n.mu.Unlock()
+		case err == nil:
+			n.mu.Lock()
+			if v, ok := n.view[k]; !ok || v.rev <= e.Revision() {
+				n.view[k] = newEntry(k, e.Value(), e.Revision(), e.Created(), n.cfg.Clock.Now())
+			}
+			n.mu.Unlock()
+		default:
+			n.cfg.Logger.Warn("cluster: reading a key the watcher has not told of lately failed", "key", k, "err", err)
+		}
+	}
 }
 
 // Pass is one turn: drop what can no longer be trusted, renew the node and
@@ -293,6 +337,7 @@ func (n *Node) Pass(ctx context.Context) {
 		}
 	}
 	n.publish(ctx, now)
+	n.refresh(ctx, now)
 	for _, l := range n.heldLeases() {
 		h := n.heldOf(l)
 		if now.Sub(h.sent) < n.renewEvery() {
@@ -302,10 +347,21 @@ func (n *Node) Pass(ctx context.Context) {
 		rev, err := n.cfg.KV.Update(ctx, string(l), n.self, h.rev)
 		switch {
 		case err == nil:
+			// A renewal that came back after the lease's trust ran out
+			// (a pass slowed by the servers' election) leaves a gap in
+			// which Holds said no: the holder may have dropped what came
+			// due or refused what was registered meanwhile. No one else
+			// can have held it (the revision is still ours), so the
+			// holder hears it gained again and takes up what it missed.
+			gap := !n.cfg.Clock.Now().Before(n.trustedUntil(h))
 			n.mu.Lock()
 			n.held[l] = held{rev: rev, sent: sent}
 			n.mu.Unlock()
 			n.renewed(true)
+			if gap {
+				n.cfg.Logger.Info("cluster: a lease renewed after its trust ran out; taking it up again", "lease", string(l))
+				n.cfg.Holder.Gained(l)
+			}
 		case errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyNotFound):
 			n.renewed(false)
 			n.lose(l, "another node holds it")

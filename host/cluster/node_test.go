@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -417,5 +418,91 @@ func (n *Node) sync(ctx context.Context) error {
 				return nil
 			}
 		}
+	}
+}
+
+// slowKV is a bucket whose renewal of one lease takes long: the clock
+// moves on by slow while it is in flight.
+type slowKV struct {
+	jetstream.KeyValue
+	clock *fakeclock.Clock
+	key   string
+	slow  time.Duration
+	on    *atomic.Bool
+}
+
+func (k slowKV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	if k.on.Load() && key == k.key {
+		k.clock.Add(k.slow)
+	}
+	return k.KeyValue.Update(ctx, key, value, rev)
+}
+
+// A renewal that succeeds after the lease's trust ran out (the node
+// stopped acting on it meanwhile, without losing it) tells the holder it
+// gained the lease again, so what it dropped or refused in the gap is
+// taken up; one back in time tells it nothing.
+func TestARenewalAfterATrustGapIsGainedAgain(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		slow  time.Duration
+		again bool
+	}{
+		{"in time", time.Millisecond, false},
+		{"after a gap", testTTL, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := fakeclock.At(time.Unix(1_800_000_000, 0))
+			l := PartitionLease(0)
+			on := &atomic.Bool{}
+			kv := slowKV{KeyValue: bucket(t), clock: clock, key: string(l), slow: tt.slow, on: on}
+			a, ha := node(t, kv, "a", clock, Leases(1))
+			turn(t, a)
+			if !a.Holds(l) {
+				t.Fatal("a does not hold its lease")
+			}
+			clock.Add(a.renewEvery())
+			on.Store(true)
+			a.Pass(context.Background())
+			ha.mu.Lock()
+			defer ha.mu.Unlock()
+			want := []string{"+" + string(l)}
+			if tt.again {
+				want = append(want, "+"+string(l))
+			}
+			if !slices.Equal(ha.events, want) {
+				t.Fatalf("the holder heard %v, want %v", ha.events, want)
+			}
+		})
+	}
+}
+
+// A key the view holds but the watcher has not told of for longer than
+// the TTL is read again: a lease the view shows taken by a node that
+// released it (the watcher missed the deletion) is taken once that is
+// found, where it was left to no one.
+func TestAViewEntryTheWatcherMissedIsReadAgain(t *testing.T) {
+	kv := bucket(t)
+	clock := fakeclock.At(time.Unix(1_800_000_000, 0))
+	l := PartitionLease(0)
+	a, _ := node(t, kv, "a", clock, Leases(1))
+	turn(t, a)
+	if !a.Holds(l) {
+		t.Fatal("a does not hold its lease")
+	}
+	a.Leave(context.Background())
+	// The view shows the lease held by a node long gone: its release
+	// never reached the watcher.
+	a.mu.Lock()
+	a.view[string(l)] = entry{value: []byte("ghost/1"), rev: 1, seen: clock.Now()}
+	a.mu.Unlock()
+	a.Pass(context.Background())
+	if a.Holds(l) {
+		t.Fatal("a took a lease its view shows another node holding, within the TTL")
+	}
+	clock.Add(testTTL + time.Millisecond)
+	a.Pass(context.Background())
+	if !a.Holds(l) {
+		t.Fatal("a never took the lease its view wrongly shows held")
 	}
 }

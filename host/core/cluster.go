@@ -98,6 +98,10 @@ type clustered struct {
 	// share carries the probes' news between the nodes once joined.
 	share atomic.Pointer[probeshare.Share]
 
+	// retryFirst and retryMost, when set (tests), replace the feeds'
+	// backoff, feedRetryFirst and feedRetryMost.
+	retryFirst, retryMost time.Duration
+
 	mu     sync.Mutex
 	joined bool
 	stop   context.CancelFunc
@@ -185,9 +189,13 @@ var ErrNotClustered = errors.New("core: not a cluster node")
 // a partition this one holds is armed at once), runs the node's lease
 // loop, arms each partition it gains and forgets each it loses (in order
 // per partition, on a goroutine of its own: arming reads the store), and
-// runs j.Jobs while their leases are held. The channel closes once all of
-// it has stopped and the node has left the cluster (its leases deleted, so
-// the others take them at once). Join once.
+// runs j.Jobs and the core's own JobReconcile while their leases are
+// held. A feed (the pending index, an event stream's appends) that stops
+// with an error is subscribed to again with a backoff, and what it would
+// have told meanwhile is caught up: each held partition scanned again,
+// each stream's follower called. The channel closes once all of it has
+// stopped and the node has left the cluster (its leases deleted, so the
+// others take them at once). Join once.
 func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 	cl := c.cluster
 	if cl == nil {
@@ -198,7 +206,15 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 	if cl.joined {
 		return nil, errors.New("core: the node has joined already")
 	}
-	names := slices.Sorted(maps.Keys(j.Jobs))
+	if _, ok := j.Jobs[JobReconcile]; ok {
+		return nil, fmt.Errorf("core: the job name %q is the core's own", JobReconcile)
+	}
+	jobs := maps.Clone(j.Jobs)
+	if jobs == nil {
+		jobs = map[string]func(context.Context) <-chan struct{}{}
+	}
+	jobs[JobReconcile] = c.reconcileOnce
+	names := slices.Sorted(maps.Keys(jobs))
 	var changed <-chan struct{}
 	var kinds []string
 	if j.PluginSet != nil {
@@ -206,7 +222,7 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 		infos, changed = j.PluginSet()
 		j.Plugins, kinds = kind.SetDigest(infos), kindLines(infos)
 	}
-	h := &holder{c: c, jobs: j.Jobs, running: map[string]runningJob{}, queue: newPartitionQueue()}
+	h := &holder{c: c, jobs: jobs, running: map[string]runningJob{}, queue: newPartitionQueue()}
 	node, err := cluster.New(cluster.Config{
 		KV: cl.kv, TTL: cl.cfg.LeaseTTL, Margin: cl.cfg.Margin,
 		Info:   cluster.Info{Node: cl.cfg.Node, Addr: j.Addr, StartedAt: c.clock.Now(), Plugins: j.Plugins, Kinds: kinds},
@@ -221,22 +237,37 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 	if err != nil {
 		return nil, err
 	}
+	pending := func(run func(context.Context, func(store.Schedule)) error) func(context.Context) error {
+		return func(ctx context.Context) error { return run(ctx, func(sc store.Schedule) { c.Scheduler.Adopt(sc) }) }
+	}
 	var appends []func(context.Context)
+	var firsts []func(context.Context) error
 	for stream, fn := range j.Appends {
 		af, err := cl.st.FollowAppends(ctx, stream)
 		if err != nil {
 			stopped, cancel := context.WithCancel(ctx)
 			cancel()
 			_ = feed(stopped, nil)
-			for _, run := range appends {
-				run(stopped)
+			for _, run := range firsts {
+				_ = run(stopped)
 			}
 			return nil, err
 		}
+		appended := func(run func(context.Context, func()) error) func(context.Context) error {
+			return func(ctx context.Context) error { return run(ctx, fn) }
+		}
+		first := appended(af)
+		firsts = append(firsts, first)
 		appends = append(appends, func(ctx context.Context) {
-			if err := af(ctx, fn); err != nil {
-				c.log.Error("cluster: an event stream's feed stopped", "stream", stream, "err", err)
-			}
+			// Again after a feed stopped: an append meanwhile was told to
+			// no one, so the follower is called once it is back.
+			c.keepFollowing(ctx, "stream "+stream, first, func(ctx context.Context) (func(context.Context) error, error) {
+				af, err := cl.st.FollowAppends(ctx, stream)
+				if err != nil {
+					return nil, err
+				}
+				return appended(af), nil
+			}, fn)
 		})
 	}
 	share, err := c.listenProbes()
@@ -264,9 +295,22 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 	wg.Add(3)
 	go func() {
 		defer wg.Done()
-		if err := feed(runCtx, func(sc store.Schedule) { c.Scheduler.Adopt(sc) }); err != nil {
-			c.log.Error("cluster: the pending feed stopped; watches registered on other nodes wait for the next ownership change", "err", err)
-		}
+		// Again after the feed stopped: a registration meanwhile was told
+		// to no one, so each partition held is armed again (its scan
+		// arms only what is not armed yet) once the feed is back.
+		c.keepFollowing(runCtx, "pending", pending(feed), func(ctx context.Context) (func(context.Context) error, error) {
+			f, err := cl.st.FollowPending(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return pending(f), nil
+		}, func() {
+			for p := range cl.own.n {
+				if cl.own.Holds(p) {
+					h.queue.put(p, true)
+				}
+			}
+		})
 	}()
 	go func() {
 		defer wg.Done()
@@ -308,6 +352,99 @@ func kindLines(infos []kind.Info) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// JobReconcile is the core's own cluster-wide job: the pass over every
+// recipient that one host makes in Prime (recipients.ReconcileAll). Run
+// on every node as it starts, two nodes starting together would each find
+// the same standing watch missing and each register it; under the lease,
+// one node runs it once when it gains the lease (again only when the
+// lease moves, which the pass, being idempotent, allows).
+const JobReconcile = "reconcile"
+
+// reconcileOnce is JobReconcile: one pass (tried again a second on while
+// the store does not answer), then nothing until the lease is lost.
+func (c *Core) reconcileOnce(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			err := c.Recipients.ReconcileAll(ctx)
+			if err == nil || ctx.Err() != nil {
+				return
+			}
+			c.log.Error("cluster: reconciling the recipients failed; trying again", "err", err)
+			if !sleepCtx(ctx, retryGain) {
+				return
+			}
+		}
+	}()
+	return done
+}
+
+// Backoff between a feed stopping and subscribing to it again: doubling
+// from the first to the most, and back to the first once a subscription
+// has lasted the most.
+const (
+	feedRetryFirst = 100 * time.Millisecond
+	feedRetryMost  = 10 * time.Second
+)
+
+// keepFollowing reads a feed (run, already subscribed) until ctx ends.
+// When it stops with an error, it subscribes again (subscribe) after a
+// backoff, and once the new subscription is in place calls caughtUp, for
+// what happened while none was: a feed tells only of what happens while
+// it is subscribed.
+func (c *Core) keepFollowing(ctx context.Context, what string, run func(context.Context) error,
+	subscribe func(context.Context) (func(context.Context) error, error), caughtUp func(),
+) {
+	first, most := c.cluster.retryFirst, c.cluster.retryMost
+	if first <= 0 {
+		first, most = feedRetryFirst, feedRetryMost
+	}
+	delay := first
+	for {
+		began := c.clock.Now()
+		err := run(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			err = errors.New("it ended")
+		}
+		if c.clock.Now().Sub(began) >= most {
+			delay = first // it had been following for a while: a new fault
+		}
+		for {
+			c.log.Error("cluster: a feed stopped; subscribing to it again", "feed", what, "err", err, "after", delay)
+			if !sleepCtx(ctx, delay) {
+				return
+			}
+			delay = min(delay*2, most)
+			next, serr := subscribe(ctx)
+			if serr == nil {
+				run = next
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			err = serr
+		}
+		caughtUp()
+	}
+}
+
+// sleepCtx waits d; false when ctx ends first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // runNode runs the node's loop until ctx ends, starting it again a second

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/cluster"
@@ -137,7 +138,24 @@ type testNode struct {
 	joined <-chan struct{}
 }
 
+// nodeHooks are a test's ways into one node: a wrapper of the delivery
+// its scheduler settles through, one of its leases bucket, and its lease
+// metrics. Nil fields are the node's own.
+type nodeHooks struct {
+	deliver func(*delivery.Delivery, Store) scheduler.Deliverer
+	kv      func(jetstream.KeyValue) jetstream.KeyValue
+	metrics cluster.Metrics
+	store   func(ClusterStore) ClusterStore
+	// kinds are registered beside the test's own.
+	kinds []kind.Kind
+}
+
 func startNode(t *testing.T, srv *server.Server, name, plugins string, open *atomic.Bool, seen *observedBy, jobs *fakeJobs) *testNode {
+	t.Helper()
+	return startHookedNode(t, srv, name, plugins, open, seen, jobs, nodeHooks{})
+}
+
+func startHookedNode(t *testing.T, srv *server.Server, name, plugins string, open *atomic.Bool, seen *observedBy, jobs *fakeJobs, hooks nodeHooks) *testNode {
 	t.Helper()
 	reg := kind.NewRegistry()
 	for _, k := range []string{"now", "gate"} {
@@ -145,16 +163,28 @@ func startNode(t *testing.T, srv *server.Server, name, plugins string, open *ato
 			t.Fatal(err)
 		}
 	}
+	for _, k := range hooks.kinds {
+		if err := reg.Register("test", k); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c, err := New(ctx, Config{Kinds: reg, Cluster: &Cluster{
 		Open: func(ctx context.Context) (ClusterStore, error) {
-			return natsstore.Open(ctx, natsstore.Config{URLs: []string{srv.ClientURL()}, Partitions: testPartitions})
+			st, err := natsstore.Open(ctx, natsstore.Config{URLs: []string{srv.ClientURL()}, Partitions: testPartitions})
+			if err != nil || hooks.store == nil {
+				return st, err
+			}
+			return hooks.store(st), nil
 		},
 		Node: name, LeaseTTL: testTTL,
-	}})
+	}, Deliver: hooks.deliver})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
+	}
+	if hooks.kv != nil {
+		c.cluster.kv = hooks.kv(c.cluster.kv)
 	}
 	n := &testNode{name: name, core: c, cancel: cancel}
 	t.Cleanup(n.stop)
@@ -163,7 +193,7 @@ func startNode(t *testing.T, srv *server.Server, name, plugins string, open *ato
 	}
 	n.loop = c.Start(ctx)
 	if n.joined, err = c.Join(ctx, Join{Addr: "127.0.0.1:0", Plugins: plugins, Jobs: map[string]func(context.Context) <-chan struct{}{"router": jobs.on(name)},
-		Appends: map[string]func(){"observe": func() { jobs.appended.Add(1) }}}); err != nil {
+		Appends: map[string]func(){"observe": func() { jobs.appended.Add(1) }}, Metrics: hooks.metrics}); err != nil {
 		t.Fatal(err)
 	}
 	return n

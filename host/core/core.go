@@ -184,11 +184,17 @@ type wallClock struct{}
 func (wallClock) Now() time.Time { return time.Now() }
 
 // Prime arms the pending watches and reconciles every recipient's watches
-// with its record; it returns how many watches are pending.
+// with its record; it returns how many watches are pending. On a cluster
+// the reconciliation is a cluster-wide job instead (JobReconcile, run by
+// Join), so nodes starting together do not each register the same missing
+// standing watch.
 func (c *Core) Prime(ctx context.Context) (int, error) {
 	pending, err := c.Scheduler.Prime(ctx)
 	if err != nil {
 		return 0, err
+	}
+	if c.cluster != nil {
+		return pending, nil
 	}
 	if err := c.Recipients.ReconcileAll(ctx); err != nil {
 		return 0, fmt.Errorf("reconciling recipients: %w", err)

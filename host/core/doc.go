@@ -42,10 +42,18 @@
 // plugin set again after each reload (Join.PluginSet). While that set is
 // not the cluster's the scheduler's Ownership refuses every registration
 // (scheduler.Gate) as 503 plugin_set_mismatch, so REST, MCP and the CLI,
-// which all register through the scheduler, refuse alike. Close
-// leaves the cluster before it closes the store. Rejected: one Gain per
-// lease on a goroutine each, which could arm a partition after its loss
-// was handled.
+// which all register through the scheduler, refuse alike. A feed that
+// stops with an error is subscribed to again with a backoff and what it
+// missed is caught up (each held partition scanned again, the stream's follower
+// called): a feed tells only of what happens while it is subscribed. The
+// pass over every recipient that one host makes in Prime is on a cluster
+// the core's own job (JobReconcile), run by one node at a time, since
+// nodes starting together would each register the same missing standing
+// watch. Close leaves the cluster before it closes the store. Rejected:
+// one Gain per lease on a goroutine each, which could arm a partition
+// after its loss was handled; a feed that stops left stopped until the
+// next ownership change, when a watch registered elsewhere meanwhile
+// waits for it unprobed.
 //
 // What it must never do: decide anything (each component owns its rules),
 // or start a goroutine it does not stop in Close.

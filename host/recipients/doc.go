@@ -28,7 +28,8 @@
 //   - Reconciliation compares the stored record with the stored watches and
 //     repairs the difference, so it is idempotent: a lost event, a crash or
 //     a restart is repaired by the next pass. One pass runs over every
-//     recipient at start.
+//     recipient at start (on a cluster, on one node at a time: the core
+//     runs it under a job lease).
 //   - A recipient is bounded: at most Limits.MaxRefs refs (a PUT past it
 //     is refused whole) and Limits.MaxPending pending watches
 //     (CheckPending refuses a registration at the bound; it counts the

@@ -124,6 +124,13 @@
 // node whose plugin set is not the cluster's): Register asks it first,
 // before it creates a recipient or calls admit, so a refused node writes
 // nothing.
+// A due
+// watch whose read or settlement the store did not answer is tried again
+// after the least interval (MinEvery), not its cadence: an election on
+// the servers is over in seconds. On a cluster a row not found within
+// seconds of its registration is read again rather than forgotten, since
+// a node told of another's registration may read before the servers
+// show it.
 //
 // What it must never do: decide whether something settled (that is the
 // plugin's answer), or how a message reaches its recipient (that is the

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -89,16 +90,27 @@ func settled(result string) (plugin.Observation, error) {
 // rejected stands for a recipient that is not running: the watch settles
 // undeliverable and nothing is mailed. before, when set, runs first.
 type recordingDeliverer struct {
-	st       store.Store
-	mu       sync.Mutex
-	got      []store.Message
-	to       []store.Recipient
-	notified []bool
-	receipt  store.Receipt
-	before   func(m store.Message)
+	st store.Store
+	mu sync.Mutex
+	// failSettles makes that many settlements fail first, unwritten.
+	failSettles int
+	got         []store.Message
+	to          []store.Recipient
+	notified    []bool
+	receipt     store.Receipt
+	before      func(m store.Message)
 }
 
 func (d *recordingDeliverer) Settle(ctx context.Context, id store.ID, st store.Settlement, m store.Message) (store.Watch, error) {
+	d.mu.Lock()
+	fail := d.failSettles > 0
+	if fail {
+		d.failSettles--
+	}
+	d.mu.Unlock()
+	if fail {
+		return store.Watch{}, errors.New("fake: the store did not answer")
+	}
 	m.WatchID = id
 	if d.before != nil {
 		d.before(m)
@@ -149,11 +161,33 @@ func (d *recordingDeliverer) messages() []store.Message {
 	return append([]store.Message(nil), d.got...)
 }
 
-// countingStore counts the writes that reach the store.
+// countingStore counts the writes that reach the store; failGets makes
+// that many reads of a row fail first, as a store that does not answer.
 type countingStore struct {
 	store.Store
-	mu     sync.Mutex
-	writes int
+	mu       sync.Mutex
+	writes   int
+	failGets int
+	// missing makes that many reads of a row answer store.ErrNotFound.
+	missing int
+}
+
+func (c *countingStore) Get(ctx context.Context, id store.ID) (store.Watch, error) {
+	c.mu.Lock()
+	fail, missing := c.failGets > 0, c.missing > 0 && c.failGets == 0
+	if fail {
+		c.failGets--
+	} else if missing {
+		c.missing--
+	}
+	c.mu.Unlock()
+	switch {
+	case fail:
+		return store.Watch{}, errors.New("fake: the store did not answer")
+	case missing:
+		return store.Watch{}, store.ErrNotFound
+	}
+	return c.Store.Get(ctx, id)
 }
 
 func (c *countingStore) count() int {

@@ -231,7 +231,14 @@ func (s *Scheduler) read(ctx context.Context, batch []*entry, at time.Time) {
 			s.ready.file(e, w)
 		case err != nil && !errors.Is(err, store.ErrNotFound):
 			s.log.Error("reading a due watch", "watch", e.id, "err", err)
-			s.arm(e, now.Add(e.interval()), time.Time{})
+			s.arm(e, now.Add(s.storeRetry(e)), time.Time{})
+		case s.cfg.Ownership != nil && now.Sub(e.id.Time()) < unseenGrace:
+			// On a cluster another node's registration is told before a
+			// read on the servers is sure to see its row (JetStream after
+			// a leader change answers a read before it has applied all it
+			// acknowledged): a young row not found is looked for again,
+			// never forgotten at the first miss.
+			s.arm(e, now.Add(s.storeRetry(e)), time.Time{})
 		default:
 			// Gone, held aside, or settled behind our back: stop
 			// scheduling it.
@@ -348,6 +355,18 @@ func (s *Scheduler) probe(ctx context.Context, e *entry, w store.Watch, now, at 
 		}
 	}
 }
+
+// unseenGrace is how long after its registration a watch's row not found
+// is read again, on a cluster, rather than forgotten.
+const unseenGrace = 10 * time.Second
+
+// storeRetry is how soon a watch is tried again after the store did not
+// answer its read or its settlement: the least interval (MinEvery), or
+// its cadence when that is shorter. A store that does not answer is not
+// the kind's "not yet": on JetStream an election makes it routine for
+// seconds, and waiting out a timer's minute-long cadence would fire the
+// timer at its deadline instead of its instant.
+func (s *Scheduler) storeRetry(e *entry) time.Duration { return min(e.interval(), s.cfg.MinEvery) }
 
 // faultOf is the fault of a probe that gave no answer: the kind's fault,
 // or the error a plugin raised; nil for an answer.
@@ -535,9 +554,9 @@ func (s *Scheduler) settle(ctx context.Context, e *entry, w store.Watch, state s
 		return
 	}
 	if err != nil {
-		// Neither persisted nor mailed: try again at the next interval.
+		// Neither persisted nor mailed: try again soon.
 		s.log.Error("persisting an outcome", "watch", e.id, "err", err)
-		s.rearm(e, now.Add(e.interval()), time.Time{})
+		s.rearm(e, now.Add(s.storeRetry(e)), time.Time{})
 		return
 	}
 	s.drop(e)

@@ -441,6 +441,7 @@ func (h *harness) finish(t *testing.T) {
 	// Every timer has been due for seconds: none may be pending.
 	h.judgeAll(t, n, got, now.Add(-h.b.fireBound))
 	// Re-read every mailbox from 1 and compare it with the verified copy.
+	whole := map[string][]api.Message{}
 	for _, r := range h.recips {
 		mc := h.mail[r.id]
 		var all []api.Message
@@ -464,6 +465,12 @@ func (h *harness) finish(t *testing.T) {
 		if len(all) < len(mc.ids) {
 			h.problem("LOST", "mailbox %s at the end has %d messages; %d were read before", r.id, len(all), len(mc.ids))
 		}
+		whole[r.id] = all
+	}
+	// The whole mailboxes against the whole listing, as the cluster's
+	// failover test checks them too.
+	for _, p := range CheckMail(whole, listed) {
+		h.problem(p.Kind, "at the end: %s", p.Detail)
 	}
 	h.checkMail(t, n)
 	h.checkPushes(n)
