@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -169,6 +170,57 @@ func (f *appendFeed) run(ctx context.Context, fn func()) error {
 			if e != nil && e.Operation() == jetstream.KeyValuePut {
 				fn()
 			}
+		}
+	}
+}
+
+// FollowPushes subscribes to the outbox's live index (ol.*.*) and returns
+// once the subscription is in place, with the function that reads it, as
+// FollowPending does: run calls fn with each push record written pending
+// or retrying after FollowPushes returned, by any process on the cluster
+// (a push written sending is not told: it is being sent). The owner of a
+// recipient's pushes learns this way of the pushes other nodes'
+// settlements wrote, without polling.
+func (s *Store) FollowPushes(ctx context.Context) (run func(context.Context, func(store.Push)) error, err error) {
+	w, err := s.kv.Watch(ctx, "ol.*.*", jetstream.UpdatesOnly())
+	if err != nil {
+		return nil, fmt.Errorf("natsstore: following the outbox: %w", err)
+	}
+	f := &pushFeed{s: s, w: w}
+	return f.run, nil
+}
+
+type pushFeed struct {
+	s *Store
+	w jetstream.KeyWatcher
+}
+
+func (f *pushFeed) run(ctx context.Context, fn func(store.Push)) error {
+	defer func() { _ = f.w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-f.w.Updates():
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return errors.New("natsstore: the outbox's feed ended")
+			}
+			if e == nil || e.Operation() != jetstream.KeyValuePut {
+				continue
+			}
+			key := e.Key()
+			seq, ok := parseHex16(key[strings.LastIndexByte(key, '.')+1:])
+			if !ok {
+				continue
+			}
+			p, err := getPush(f.s.newTxn(ctx), string(e.Value()), seq)
+			if err != nil || (p.State != store.PushPending && p.State != store.PushRetrying) {
+				continue // held aside, gone, begun or finished since
+			}
+			fn(p)
 		}
 	}
 }
