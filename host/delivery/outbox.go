@@ -28,6 +28,11 @@ import (
 type OutboxStore interface {
 	RecoverPushes(ctx context.Context, at time.Time) ([]store.Push, error)
 	LivePushes(ctx context.Context, fn func(store.Push) error) error
+	// RecoverPushesOf and LivePushesOf are the two above for the
+	// recipients keep accepts: a cluster node's outbox recovers and loads
+	// one push partition's (store.PushPartition) when it gains it.
+	RecoverPushesOf(ctx context.Context, at time.Time, keep func(rid string) bool) ([]store.Push, error)
+	LivePushesOf(ctx context.Context, keep func(rid string) bool, fn func(store.Push) error) error
 	BeginPush(ctx context.Context, rid string, seq uint64, at time.Time) (store.Push, store.Message, store.RecipientRecord, error)
 	FinishPush(ctx context.Context, p store.Push) error
 	DisableWebhook(ctx context.Context, rid, url, reason string, at time.Time) (bool, error)
