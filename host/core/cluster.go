@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vigilhq/vigil/host/cluster"
+	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/store"
 )
@@ -49,6 +50,10 @@ type ClusterStore interface {
 	FollowPending(ctx context.Context) (func(context.Context, func(store.Schedule)) error, error)
 	// FollowAppends tells of each append to stream by any node.
 	FollowAppends(ctx context.Context, stream string) (func(context.Context, func()) error, error)
+	// FollowPushes tells of each push written pending or retrying by any
+	// node: the outbox of the node holding its recipient's push partition
+	// queues it.
+	FollowPushes(ctx context.Context) (func(context.Context, func(store.Push)) error, error)
 }
 
 // Join is what a node publishes and runs once the host around the core
@@ -143,10 +148,13 @@ var ErrNotClustered = errors.New("core: not a cluster node")
 
 // Join makes the core's node live on the cluster until ctx ends or Close:
 // it follows the pending index (so a watch registered on another node in
-// a partition this one holds is armed at once), runs the node's lease
+// a partition this one holds is armed at once) and the outbox (so a push
+// written on another node for a recipient whose push partition this one
+// holds is sent from here, and only from here), runs the node's lease
 // loop, arms each partition it gains and forgets each it loses (in order
-// per partition, on a goroutine of its own: arming reads the store), and
-// runs j.Jobs while their leases are held. The channel closes once all of
+// per partition, on a goroutine of its own: arming reads the store; the
+// outbox stops starting attempts of a lost partition at once), and runs
+// j.Jobs while their leases are held. The channel closes once all of
 // it has stopped and the node has left the cluster (its leases deleted, so
 // the others take them at once). Join once.
 func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
@@ -175,6 +183,13 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 	if err != nil {
 		return nil, err
 	}
+	pushes, err := cl.st.FollowPushes(ctx)
+	if err != nil {
+		stopped, cancel := context.WithCancel(ctx)
+		cancel()
+		_ = feed(stopped, nil)
+		return nil, err
+	}
 	var appends []func(context.Context)
 	for stream, fn := range j.Appends {
 		af, err := cl.st.FollowAppends(ctx, stream)
@@ -182,6 +197,7 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 			stopped, cancel := context.WithCancel(ctx)
 			cancel()
 			_ = feed(stopped, nil)
+			_ = pushes(stopped, nil)
 			for _, run := range appends {
 				run(stopped)
 			}
@@ -201,7 +217,7 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 	for _, run := range appends {
 		wg.Go(func() { run(runCtx) })
 	}
-	wg.Add(3)
+	wg.Add(4)
 	go func() {
 		defer wg.Done()
 		if err := feed(runCtx, func(sc store.Schedule) { c.Scheduler.Adopt(sc) }); err != nil {
@@ -210,7 +226,13 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 	}()
 	go func() {
 		defer wg.Done()
-		h.queue.run(runCtx, c.Scheduler, cl.own, c.log)
+		if err := pushes(runCtx, c.Outbox.Enqueue); err != nil {
+			c.log.Error("cluster: the outbox feed stopped; pushes written on other nodes wait for the next ownership change", "err", err)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		h.queue.run(runCtx, nodePartitions{c.Scheduler, c.Outbox}, cl.own, c.log)
 	}()
 	go func() {
 		defer wg.Done()
@@ -297,6 +319,10 @@ func (h *holder) Gained(l cluster.Lease) {
 // can hold its lease.
 func (h *holder) Lost(l cluster.Lease) {
 	if p, ok := l.Partition(); ok {
+		// The outbox lets go here, before anyone else can hold the lease
+		// (an attempt in flight finishes); forgetting the watches may
+		// wait its turn in the queue, since every probe asks first.
+		h.c.Outbox.Drop(p)
 		h.queue.put(p, false)
 		return
 	}
@@ -394,10 +420,36 @@ func (q *partitionQueue) retryAfter(ctx context.Context, p int, d time.Duration)
 	return true
 }
 
-// partitions is what the queue drives: the scheduler.
+// partitions is what the queue drives: nodePartitions.
 type partitions interface {
 	Gain(ctx context.Context, p int) (int, error)
 	Drop(p int) int
+}
+
+// nodePartitions is a partition's two holders on a node: the scheduler
+// (the partition's watches) and the outbox (the pushes of the recipients
+// whose push partition it is, store.PushPartition).
+type nodePartitions struct {
+	s *scheduler.Scheduler
+	o *delivery.Outbox
+}
+
+// Gain arms p's watches, then loads p's pushes; it counts the watches. A
+// failure of either is retried whole: both are idempotent.
+func (n nodePartitions) Gain(ctx context.Context, p int) (int, error) {
+	armed, err := n.s.Gain(ctx, p)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := n.o.Gain(ctx, p); err != nil {
+		return 0, err
+	}
+	return armed, nil
+}
+
+func (n nodePartitions) Drop(p int) int {
+	n.o.Drop(p)
+	return n.s.Drop(p)
 }
 
 // run arms each gained partition still held and forgets each lost one,

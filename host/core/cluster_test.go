@@ -135,7 +135,7 @@ type testNode struct {
 	joined <-chan struct{}
 }
 
-func startNode(t *testing.T, srv *server.Server, name, plugins string, open *atomic.Bool, seen *observedBy, jobs *fakeJobs) *testNode {
+func startNode(t *testing.T, srv *server.Server, name, plugins string, open *atomic.Bool, seen *observedBy, jobs *fakeJobs, with ...func(*Config)) *testNode {
 	t.Helper()
 	reg := kind.NewRegistry()
 	for _, k := range []string{"now", "gate"} {
@@ -144,12 +144,16 @@ func startNode(t *testing.T, srv *server.Server, name, plugins string, open *ato
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c, err := New(ctx, Config{Kinds: reg, Cluster: &Cluster{
+	cfg := Config{Kinds: reg, Cluster: &Cluster{
 		Open: func(ctx context.Context) (ClusterStore, error) {
 			return natsstore.Open(ctx, natsstore.Config{URLs: []string{srv.ClientURL()}, Partitions: testPartitions})
 		},
 		Node: name, LeaseTTL: testTTL,
-	}})
+	}}
+	for _, w := range with {
+		w(&cfg)
+	}
+	c, err := New(ctx, cfg)
 	if err != nil {
 		cancel()
 		t.Fatal(err)

@@ -448,6 +448,20 @@ func (o *Outbox) Drop(p int) int {
 	return dropped
 }
 
+// PushPartitions is how many push partitions the outbox holds and has
+// loaded (Gain), for a node's status and its tests; 0 on one host.
+func (o *Outbox) PushPartitions() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, loaded := range o.parts {
+		if loaded {
+			n++
+		}
+	}
+	return n
+}
+
 // retryLater puts a push its attempt left for later on the retry heap,
 // or, when its push partition was dropped meanwhile, forgets it: the new
 // holder loads it. The caller holds mu.
