@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/vigilhq/vigil/host/cluster"
+	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/netguard"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/natstest"
@@ -294,5 +295,33 @@ func TestARestartedNodeLeavesAnotherNodesPushInFlight(t *testing.T) {
 	})
 	if got := rc.got(); len(got) != 1 {
 		t.Fatalf("received %v, want the one push once", got)
+	}
+}
+
+// A lost partition's pushes stop being sent when the node hears of the
+// loss, before the lease is given up, not when the partition queue gets
+// to it: the holder lets the outbox go at once.
+func TestLosingAPartitionDropsItsPushesAtOnce(t *testing.T) {
+	st, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	o, err := delivery.NewOutbox(delivery.OutboxConfig{Store: st, Partitions: testPartitions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := o.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(o.Stop)
+	if _, err := o.Gain(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	h := &holder{c: &Core{Outbox: o}, queue: newPartitionQueue()} // the queue is not running
+	h.Lost(cluster.PartitionLease(3))
+	if n := o.PushPartitions(); n != 0 {
+		t.Fatalf("the outbox still holds %d push partitions after the loss", n)
 	}
 }
