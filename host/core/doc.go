@@ -34,7 +34,14 @@
 // it is given (the observe router, the upkeep) only while it holds their
 // leases, stopping one before its lease can pass to another node; and
 // tells of appends to the event streams it is asked to follow, so the
-// router hears of items recorded on other nodes. Close
+// router hears of items recorded on other nodes. A partition's lease is
+// also the push partition's (store.PushPartition): the outbox sends only
+// the pushes of recipients in the partitions the node holds, hears of
+// each push through the store's outbox feed (settling hands it nothing
+// on a cluster: the feed is in commit order, so mailbox order, whichever
+// node settled), loads a gained partition's pushes after its watches, and
+// lets go of a lost one when the lease loop says so, before the lease is
+// released. Close
 // leaves the cluster before it closes the store. Rejected: one Gain per
 // lease on a goroutine each, which could arm a partition after its loss
 // was handled.
