@@ -15,8 +15,10 @@ import (
 // What a node of a cluster needs of its store beside the storage seam:
 // the JetStream context its leases bucket opens on (one connection per
 // node), one partition's pending schedule when the node takes that
-// partition's lease, and a feed of the rows that become pending anywhere,
-// so the owner of a watch registered on another node arms it at once.
+// partition's lease, a feed of the rows that become pending anywhere,
+// so the owner of a watch registered on another node arms it at once,
+// and a feed of the outbox's pushes, so the owner of a recipient's pushes
+// sends those another node's settlements wrote.
 
 // JetStream is the store's JetStream context, on its connection: the
 // cluster's leases bucket (host/cluster) is opened on it, with the
