@@ -298,6 +298,9 @@ type runningJob struct {
 
 func (h *holder) Gained(l cluster.Lease) {
 	if p, ok := l.Partition(); ok {
+		// The outbox's claim follows the lease here, in the lease loop's
+		// order; its load waits its turn in the queue.
+		h.c.Outbox.Claim(p)
 		h.queue.put(p, true)
 		return
 	}

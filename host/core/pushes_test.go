@@ -298,10 +298,11 @@ func TestARestartedNodeLeavesAnotherNodesPushInFlight(t *testing.T) {
 	}
 }
 
-// A lost partition's pushes stop being sent when the node hears of the
-// loss, before the lease is given up, not when the partition queue gets
-// to it: the holder lets the outbox go at once.
-func TestLosingAPartitionDropsItsPushesAtOnce(t *testing.T) {
+// The outbox's hold on a partition follows the lease as the lease loop
+// tells of it, not when the partition queue gets to it: a gain claims it
+// at once (the queue's load then counts), and a loss lets it go at once,
+// before the lease is given up.
+func TestTheOutboxFollowsTheLeasesAtOnce(t *testing.T) {
 	st, err := store.Open(t.TempDir(), store.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -316,10 +317,14 @@ func TestLosingAPartitionDropsItsPushesAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(o.Stop)
-	if _, err := o.Gain(ctx, 3); err != nil {
+	h := &holder{c: &Core{Outbox: o}, queue: newPartitionQueue()} // the queue is not running
+	h.Gained(cluster.PartitionLease(3))
+	if _, err := o.Gain(ctx, 3); err != nil { // the queue's turn
 		t.Fatal(err)
 	}
-	h := &holder{c: &Core{Outbox: o}, queue: newPartitionQueue()} // the queue is not running
+	if n := o.PushPartitions(); n != 1 {
+		t.Fatalf("the outbox holds %d push partitions after the gain, want the one claimed as the lease came", n)
+	}
 	h.Lost(cluster.PartitionLease(3))
 	if n := o.PushPartitions(); n != 0 {
 		t.Fatalf("the outbox still holds %d push partitions after the loss", n)

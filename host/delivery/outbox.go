@@ -160,11 +160,13 @@ type Outbox struct {
 	known    map[pushKey]bool // every push queued, waiting or in flight
 	stopping bool
 	// parts is the push partitions held on a cluster (nil on one host,
-	// which holds every one): true once Gain has loaded the partition and
-	// its pushes may be sent, false while Gain loads it (its pushes are
-	// queued, not sent, so a push told early waits for the lower seqs the
-	// load finds).
-	parts map[int]bool
+	// which holds every one), from Claim to Drop; a partition's pushes are
+	// queued from its Claim and sent once Gain has loaded it, so a push
+	// told early waits for the lower seqs the load finds. claims numbers
+	// the claims, so a load that a drop and a new claim overtook does not
+	// count for the new claim.
+	parts  map[int]pushPartition
+	claims uint64
 
 	wake    chan struct{} // the loop re-reads the retry heap
 	started atomic.Bool
@@ -222,7 +224,7 @@ func NewOutbox(cfg OutboxConfig) (*Outbox, error) {
 		wake:  make(chan struct{}, 1),
 	}
 	if cfg.Partitions > 0 {
-		o.parts = map[int]bool{}
+		o.parts = map[int]pushPartition{}
 	}
 	o.cond = sync.NewCond(&o.mu)
 	return o, nil
@@ -331,36 +333,61 @@ func (o *Outbox) Enqueue(p store.Push) {
 	}
 }
 
-// holds says whether rid's push partition is held (Gain has begun
-// loading it) and whether it is loaded, so its pushes may be sent; both
-// on one host. The caller holds mu.
+// pushPartition is a claimed push partition: which claim, and whether
+// Gain has loaded it.
+type pushPartition struct {
+	claim  uint64
+	loaded bool
+}
+
+// holds says whether rid's push partition is held (claimed) and whether
+// it is loaded, so its pushes may be sent; both on one host. The caller
+// holds mu.
 func (o *Outbox) holds(rid string) (loaded, held bool) {
 	if o.parts == nil {
 		return true, true
 	}
-	loaded, held = o.parts[store.PushPartition(rid, o.cfg.Partitions)]
-	return loaded, held
+	pp, held := o.parts[store.PushPartition(rid, o.cfg.Partitions)]
+	return pp.loaded, held
 }
 
-// Gain makes push partition p this outbox's (its node has gained the
-// partition's lease): it recovers p's pushes found sending (unknown,
-// never sent again: the node that began them is gone or has let go) and
-// queues p's pending and retrying ones, and only then sends any push of
-// p, so a recipient's first attempts start again from its lowest seq not
-// delivered. Pushes told meanwhile (Enqueue) are queued in order with
-// them. It returns how many pushes it queued. On one host it does
-// nothing. Gain and Drop are called in order, from one goroutine.
+// Claim makes push partition p this outbox's from now (its node has just
+// gained the partition's lease): pushes of p told from now on are queued,
+// and sent once Gain has loaded p. It reads nothing, so the lease loop
+// calls it as it gains the lease, as it calls Drop as it loses one: what
+// the outbox holds follows the leases in their order, whenever the loads
+// run. On one host it does nothing.
+func (o *Outbox) Claim(p int) {
+	if o.parts == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.parts[p]; !ok {
+		o.claims++
+		o.parts[p] = pushPartition{claim: o.claims}
+	}
+}
+
+// Gain loads push partition p, claimed (Claim): it recovers p's pushes
+// found sending (unknown, never sent again: the node that began them is
+// gone or has let go) and queues p's pending and retrying ones, and only
+// then sends any push of p, so a recipient's first attempts start again
+// from its lowest seq not delivered. Pushes told meanwhile (Enqueue) are
+// queued in order with them. A partition not claimed (dropped since), or
+// loaded already, is left alone; one dropped and claimed again while it
+// loads stays to be loaded by the next Gain. It returns how many pushes
+// it queued. On one host it does nothing. Gains are called one at a time.
 func (o *Outbox) Gain(ctx context.Context, p int) (int, error) {
 	if o.parts == nil {
 		return 0, nil
 	}
 	o.mu.Lock()
-	if _, ok := o.parts[p]; ok {
-		o.mu.Unlock()
+	pp, ok := o.parts[p]
+	o.mu.Unlock()
+	if !ok || pp.loaded {
 		return 0, nil
 	}
-	o.parts[p] = false
-	o.mu.Unlock()
 	keep := func(rid string) bool { return store.PushPartition(rid, o.cfg.Partitions) == p }
 	recovered, err := o.cfg.Store.RecoverPushesOf(ctx, o.cfg.Clock.Now(), keep)
 	if err == nil {
@@ -379,15 +406,16 @@ func (o *Outbox) Gain(ctx context.Context, p int) (int, error) {
 		})
 	}
 	if err != nil {
-		o.Drop(p)
+		// p stays claimed and unloaded (what was told of it waits,
+		// unsent) for the caller to try again.
 		return 0, fmt.Errorf("delivery: outbox: loading push partition %d: %w", p, err)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if _, ok := o.parts[p]; !ok {
-		return queued, nil // dropped meanwhile
+	if cur, ok := o.parts[p]; !ok || cur.claim != pp.claim {
+		return queued, nil // dropped (and perhaps claimed again) meanwhile
 	}
-	o.parts[p] = true
+	o.parts[p] = pushPartition{claim: pp.claim, loaded: true}
 	for rid, l := range o.lanes {
 		if store.PushPartition(rid, o.cfg.Partitions) == p {
 			o.ready(rid, l)
@@ -402,7 +430,7 @@ func (o *Outbox) Gain(ctx context.Context, p int) (int, error) {
 	return queued, nil
 }
 
-// Drop gives up push partition p (its node has lost the lease): no new
+// Drop gives up push partition p (its node is losing the lease): no new
 // attempt of its pushes starts here, and what was queued of them is
 // forgotten (the partition's new holder loads them from the store). An
 // attempt in flight finishes and records its result. It returns how many
@@ -454,8 +482,8 @@ func (o *Outbox) PushPartitions() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	n := 0
-	for _, loaded := range o.parts {
-		if loaded {
+	for _, pp := range o.parts {
+		if pp.loaded {
 			n++
 		}
 	}

@@ -47,6 +47,12 @@ func (r *rig) openPartitioned(st OutboxStore, workers int, schedule ...time.Dura
 	}
 }
 
+// gain claims and loads push partition p, as a node gaining its lease.
+func gain(o *Outbox, ctx context.Context, p int) (int, error) {
+	o.Claim(p)
+	return o.Gain(ctx, p)
+}
+
 // queued is what the outbox holds of rid: its queued and waiting pushes.
 func (o *Outbox) queuedOf(rid string) []uint64 {
 	o.mu.Lock()
@@ -77,7 +83,7 @@ func TestPartitionedOutboxSendsOnlyHeldPartitions(t *testing.T) {
 	if q := r.outbox.queuedOf(a); len(q) != 0 {
 		t.Fatalf("queued %v of %s before holding its partition", q, a)
 	}
-	n, err := r.outbox.Gain(context.Background(), pa)
+	n, err := gain(r.outbox, context.Background(), pa)
 	if err != nil || n != 1 {
 		t.Fatalf("gain: %d %v, want the push mailed before it", n, err)
 	}
@@ -94,7 +100,7 @@ func TestPartitionedOutboxSendsOnlyHeldPartitions(t *testing.T) {
 		t.Fatalf("received %v, want %s's 1 and 2", got, a)
 	}
 	// Gaining b's partition loads b's push and sends it.
-	if n, err := r.outbox.Gain(context.Background(), pb); err != nil || n != 1 {
+	if n, err := gain(r.outbox, context.Background(), pb); err != nil || n != 1 {
 		t.Fatalf("gain %d: %d %v", pb, n, err)
 	}
 	r.metrics.await(t, store.PushDelivered, 3)
@@ -121,7 +127,7 @@ func TestPartitionedOutboxRecoversOnlyWhatItGains(t *testing.T) {
 		}
 	}
 	r.start()
-	if _, err := r.outbox.Gain(ctx, pa); err != nil {
+	if _, err := gain(r.outbox, ctx, pa); err != nil {
 		t.Fatal(err)
 	}
 	if p := r.push(a, 1); p.State != store.PushUnknown {
@@ -141,7 +147,11 @@ type gatedStore struct {
 }
 
 func (g gatedStore) LivePushesOf(ctx context.Context, keep func(string) bool, fn func(store.Push) error) error {
-	close(g.entered)
+	select {
+	case <-g.entered: // a later call: the gate is open
+	default:
+		close(g.entered)
+	}
 	<-g.gate
 	return g.OutboxStore.LivePushesOf(ctx, keep, fn)
 }
@@ -162,7 +172,7 @@ func TestPartitionedOutboxSendsInOrderAcrossAGain(t *testing.T) {
 	r.start()
 	var wg sync.WaitGroup
 	var gainErr error
-	wg.Go(func() { _, gainErr = r.outbox.Gain(context.Background(), pa) })
+	wg.Go(func() { _, gainErr = gain(r.outbox, context.Background(), pa) })
 	<-g.entered
 	mail(t, r.d, r.st, a) // seq 3, told while 1 and 2 are being loaded
 	r.outbox.mu.Lock()
@@ -193,7 +203,7 @@ func TestPartitionedOutboxDropForgetsAndRegainLoads(t *testing.T) {
 	recipient(t, r.st, a, store.StatusRunning, rc.srv.URL+"/a")
 	r.start()
 	ctx := context.Background()
-	if _, err := r.outbox.Gain(ctx, pa); err != nil {
+	if _, err := gain(r.outbox, ctx, pa); err != nil {
 		t.Fatal(err)
 	}
 	mail(t, r.d, r.st, a)
@@ -214,7 +224,7 @@ func TestPartitionedOutboxDropForgetsAndRegainLoads(t *testing.T) {
 	if p := r.push(a, 2); p.State != store.PushPending {
 		t.Fatalf("push 2 %+v, want pending for the partition's holder", p)
 	}
-	if n, err := r.outbox.Gain(ctx, pa); err != nil || n != 2 {
+	if n, err := gain(r.outbox, ctx, pa); err != nil || n != 2 {
 		t.Fatalf("regain: %d %v, want the retry and the pending push", n, err)
 	}
 	if q := r.outbox.queuedOf(a); !slices.Equal(q, []uint64{1, 2}) {
@@ -243,7 +253,7 @@ func TestPartitionedOutboxAttemptInFlightAtDropIsNotRetriedHere(t *testing.T) {
 	r.start()
 	t.Cleanup(release) // before the outbox stops, should the test fail first
 	ctx := context.Background()
-	if _, err := r.outbox.Gain(ctx, pa); err != nil {
+	if _, err := gain(r.outbox, ctx, pa); err != nil {
 		t.Fatal(err)
 	}
 	mail(t, r.d, r.st, a)
@@ -271,10 +281,68 @@ func TestPartitionedOutboxAttemptInFlightAtDropIsNotRetriedHere(t *testing.T) {
 	if q := r.outbox.queuedOf(a); len(q) != 0 {
 		t.Fatalf("queued %v after the drop", q)
 	}
-	if n, err := r.outbox.Gain(ctx, pa); err != nil || n != 2 {
+	if n, err := gain(r.outbox, ctx, pa); err != nil || n != 2 {
 		t.Fatalf("regain: %d %v, want both pushes", n, err)
 	}
 	if q := r.outbox.queuedOf(a); !slices.Equal(q, []uint64{1, 2}) {
 		t.Fatalf("queued %v after the regain, want 1 and 2", q)
+	}
+}
+
+// A Gain that comes after its partition was dropped (the lease went
+// before the queue got to the load) recovers and loads nothing: the
+// partition's push left sending is its new holder's.
+func TestPartitionedOutboxGainAfterTheDropTouchesNothing(t *testing.T) {
+	a, _, pa, _ := twoRecipients(t)
+	r := newRig(t, 1)
+	r.openPartitioned(r.st, 1)
+	recipient(t, r.st, a, store.StatusRunning, "http://127.0.0.1:1/a")
+	mail(t, newDelivery(t, r.st, nil), r.st, a)
+	ctx := context.Background()
+	r.start()
+	r.outbox.Claim(pa)
+	r.outbox.Drop(pa)
+	if _, _, _, err := r.st.BeginPush(ctx, a, 1, t0); err != nil { // the new holder's attempt
+		t.Fatal(err)
+	}
+	if n, err := r.outbox.Gain(ctx, pa); err != nil || n != 0 || r.outbox.PushPartitions() != 0 {
+		t.Fatalf("a gain after the drop: %d %v, holding %d", n, err, r.outbox.PushPartitions())
+	}
+	if p := r.push(a, 1); p.State != store.PushSending {
+		t.Fatalf("the new holder's push is %s, want still sending", p.State)
+	}
+}
+
+// What the outbox holds follows the claims and drops, whenever the loads
+// run: a load overtaken by a drop and a new claim does not count for the new claim,
+// which the next Gain loads (with the pushes told meanwhile).
+func TestPartitionedOutboxGainFollowsTheClaims(t *testing.T) {
+	a, _, pa, _ := twoRecipients(t)
+	r := newRig(t, 1)
+	g := gatedStore{OutboxStore: r.st, entered: make(chan struct{}), gate: make(chan struct{})}
+	r.openPartitioned(g, 1)
+	recipient(t, r.st, a, store.StatusRunning, "http://127.0.0.1:1/a")
+	r.start()
+	ctx := context.Background()
+	r.outbox.Claim(pa)
+	done := make(chan struct{})
+	go func() { defer close(done); _, _ = r.outbox.Gain(ctx, pa) }()
+	<-g.entered
+	r.outbox.Drop(pa)
+	r.outbox.Claim(pa)
+	close(g.gate)
+	<-done
+	if n := r.outbox.PushPartitions(); n != 0 {
+		t.Fatalf("a load overtaken by a drop and a claim counted: holding %d", n)
+	}
+	mail(t, r.d, r.st, a)
+	if q := r.outbox.queuedOf(a); !slices.Equal(q, []uint64{1}) {
+		t.Fatalf("queued %v while claimed, want the push told", q)
+	}
+	r.outbox.mu.Lock()
+	runnable := len(r.outbox.runq)
+	r.outbox.mu.Unlock()
+	if runnable != 0 {
+		t.Fatal("a push of a partition claimed, not loaded, is runnable")
 	}
 }
