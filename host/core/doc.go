@@ -39,9 +39,9 @@
 // the pushes of recipients in the partitions the node holds, hears of
 // each push through the store's outbox feed (settling hands it nothing
 // on a cluster: the feed is in commit order, so mailbox order, whichever
-// node settled), loads a gained partition's pushes after its watches, and
-// lets go of a lost one when the lease loop says so, before the lease is
-// released. Close
+// node settled), claims a partition's pushes and lets go of them as the
+// lease loop gains and loses the lease (before it is released), and loads
+// a gained partition's pushes after its watches, in the queue. Close
 // leaves the cluster before it closes the store. Rejected: one Gain per
 // lease on a goroutine each, which could arm a partition after its loss
 // was handled.

@@ -54,10 +54,12 @@
 // On a cluster (OutboxConfig.Partitions) the Outbox of each node sends the
 // pushes of the recipients whose push partition (store.PushPartition, the
 // recipient id's slot modulo the partition count) its node holds, and no
-// other: Enqueue ignores the rest, Gain recovers a partition's pushes left
-// sending (unknown) and loads its live ones before sending any of them,
-// and Drop forgets what it queued of a partition and starts no new attempt
-// of it (one in flight finishes). Start then recovers nothing: a node that
+// other: Enqueue ignores the rest; Claim (as the lease is gained) holds a
+// partition, queuing what is told of it unsent; Gain recovers a claimed
+// partition's pushes left sending (unknown) and loads its live ones
+// before sending any of them; and Drop (as the lease is lost) forgets what
+// it queued of a partition and starts no new attempt of it (one in flight
+// finishes). Start then recovers nothing: a node that
 // restarts never turns unknown a push another live node is sending. Which
 // partitions are held is the cluster's (host/core gains and drops them
 // with the leases), and two nodes never both begin one attempt because
