@@ -51,9 +51,9 @@ type ClusterStore interface {
 	// FollowAppends tells of each append to stream by any node.
 	FollowAppends(ctx context.Context, stream string) (func(context.Context, func()) error, error)
 	// FollowPushes tells of each push written pending or retrying by any
-	// node: the outbox of the node holding its recipient's push partition
-	// queues it.
-	FollowPushes(ctx context.Context) (func(context.Context, func(store.Push)) error, error)
+	// node, of the recipients keep accepts, read only then: the outbox of
+	// the node holding its recipient's push partition queues it.
+	FollowPushes(ctx context.Context, keep func(rid string) bool) (func(context.Context, func(store.Push)) error, error)
 }
 
 // Join is what a node publishes and runs once the host around the core
@@ -183,7 +183,7 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 	if err != nil {
 		return nil, err
 	}
-	pushes, err := cl.st.FollowPushes(ctx)
+	pushes, err := cl.st.FollowPushes(ctx, c.Outbox.HoldsPushesOf)
 	if err != nil {
 		stopped, cancel := context.WithCancel(ctx)
 		cancel()

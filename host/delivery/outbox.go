@@ -351,6 +351,16 @@ func (o *Outbox) holds(rid string) (loaded, held bool) {
 	return pp.loaded, held
 }
 
+// HoldsPushesOf says whether this outbox holds recipient rid's push
+// partition (claimed, loaded or not): whether a push of rid told now is
+// queued here. Always on one host.
+func (o *Outbox) HoldsPushesOf(rid string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, held := o.holds(rid)
+	return held
+}
+
 // Claim makes push partition p this outbox's from now (its node has just
 // gained the partition's lease): pushes of p told from now on are queued,
 // and sent once Gain has loaded p. It reads nothing, so the lease loop

@@ -180,21 +180,24 @@ func (f *appendFeed) run(ctx context.Context, fn func()) error {
 // once the subscription is in place, with the function that reads it, as
 // FollowPending does: run calls fn with each push record written pending
 // or retrying after FollowPushes returned, by any process on the cluster
-// (a push written sending is not told: it is being sent). The owner of a
-// recipient's pushes learns this way of the pushes other nodes'
-// settlements wrote, without polling.
-func (s *Store) FollowPushes(ctx context.Context) (run func(context.Context, func(store.Push)) error, err error) {
+// (a push written sending is not told: it is being sent), of the
+// recipients keep accepts when it is asked (nil: all), each read from its
+// record: the index entry carries its recipient, so another recipient's
+// push costs no read. The owner of a recipient's pushes learns this way
+// of the pushes other nodes' settlements wrote, without polling.
+func (s *Store) FollowPushes(ctx context.Context, keep func(rid string) bool) (run func(context.Context, func(store.Push)) error, err error) {
 	w, err := s.kv.Watch(ctx, "ol.*.*", jetstream.UpdatesOnly())
 	if err != nil {
 		return nil, fmt.Errorf("natsstore: following the outbox: %w", err)
 	}
-	f := &pushFeed{s: s, w: w}
+	f := &pushFeed{s: s, w: w, keep: keep}
 	return f.run, nil
 }
 
 type pushFeed struct {
-	s *Store
-	w jetstream.KeyWatcher
+	s    *Store
+	w    jetstream.KeyWatcher
+	keep func(rid string) bool
 }
 
 func (f *pushFeed) run(ctx context.Context, fn func(store.Push)) error {
@@ -215,7 +218,7 @@ func (f *pushFeed) run(ctx context.Context, fn func(store.Push)) error {
 			}
 			key := e.Key()
 			seq, ok := parseHex16(key[strings.LastIndexByte(key, '.')+1:])
-			if !ok {
+			if !ok || (f.keep != nil && !f.keep(string(e.Value()))) {
 				continue
 			}
 			p, err := getPush(f.s.newTxn(ctx), string(e.Value()), seq)

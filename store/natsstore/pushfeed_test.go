@@ -11,8 +11,8 @@ import (
 )
 
 // The outbox feed tells of each push written pending or retrying by
-// another process after it started, and of none begun (sending) or from
-// before it started.
+// another process after it started, of the recipients it keeps, and of
+// none begun (sending), of another recipient, or from before it started.
 func TestFollowPushesTellsOfNewPushes(t *testing.T) {
 	srv := runServer(t)
 	a := openStore(t, Config{}, srv)
@@ -20,18 +20,20 @@ func TestFollowPushesTellsOfNewPushes(t *testing.T) {
 	ctx := context.Background()
 	ids := newIDs()
 	runningFor(t, b, "r", "https://example.test/hook")
-	settle := func() store.Push {
+	runningFor(t, b, "q", "https://example.test/q")
+	settleFor := func(rid string) store.Push {
 		t.Helper()
-		w := createdWatch(t, b, ids, "r", t0)
+		w := createdWatch(t, b, ids, rid, t0)
 		_, mailed, err := b.SettleAndMail(ctx, w.ID, fired(t0), firedMessage(t, ids))
 		if err != nil || mailed.Push == nil {
 			t.Fatalf("settle: %+v %v", mailed, err)
 		}
 		return *mailed.Push
 	}
+	settle := func() store.Push { t.Helper(); return settleFor("r") }
 	before := settle()
 	fctx, cancel := context.WithCancel(ctx)
-	feed, err := a.FollowPushes(fctx)
+	feed, err := a.FollowPushes(fctx, func(rid string) bool { return rid == "r" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +50,7 @@ func TestFollowPushesTellsOfNewPushes(t *testing.T) {
 	if err := b.FinishPush(ctx, p); err != nil {
 		t.Fatal(err)
 	}
+	settleFor("q") // a recipient the feed does not keep: not told
 	after := settle()
 	var got []store.Push
 	for len(got) < 2 {
