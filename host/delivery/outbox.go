@@ -83,9 +83,9 @@ type OutboxConfig struct {
 	Schedule []time.Duration
 	// Partitions, on a cluster node, is the cluster's partition count: the
 	// outbox then sends only the pushes of recipients whose push partition
-	// (store.PushPartition) it holds, none until Gain, and Start recovers
-	// nothing (each Gain recovers its partition's). Zero: one host, whose
-	// outbox owns every recipient's pushes.
+	// (store.PushPartition) it holds (Claim, Gain, Drop), none before,
+	// and Start recovers nothing (each Gain recovers its partition's).
+	// Zero: one host, whose outbox owns every recipient's pushes.
 	Partitions int
 	Clock      Clock
 	Logger     *slog.Logger
@@ -236,8 +236,9 @@ var _ Enqueuer = (*Outbox)(nil)
 // until Stop (or ctx ends). Recovery happens before Start returns: every
 // push found sending is recorded unknown and never sent again (a request
 // may have gone out before the host stopped), and every pending or
-// retrying push is queued, first attempts in mailbox order. Start may be
-// called once.
+// retrying push is queued, first attempts in mailbox order. On a cluster
+// (Partitions) it only starts the loop and workers: recovery and loading
+// are per push partition, in Gain. Start may be called once.
 func (o *Outbox) Start(ctx context.Context) error {
 	if !o.started.CompareAndSwap(false, true) {
 		return errors.New("delivery: outbox already started")
