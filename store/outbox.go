@@ -131,6 +131,13 @@ func putPush(txn *badger.Txn, p Push) error {
 // LivePushes calls fn with every push that is not final, by recipient and
 // then in mailbox order, reading only the live index and those records.
 func (s *Badger) LivePushes(ctx context.Context, fn func(Push) error) error {
+	return s.LivePushesOf(ctx, nil, fn)
+}
+
+// LivePushesOf is LivePushes for the recipients keep accepts (nil: all):
+// another recipient's push costs its index key, never its record. A
+// cluster node loads the pushes of the recipients it owns this way.
+func (s *Badger) LivePushesOf(ctx context.Context, keep func(rid string) bool, fn func(Push) error) error {
 	return s.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: livePushPfx})
 		defer it.Close()
@@ -139,7 +146,7 @@ func (s *Badger) LivePushes(ctx context.Context, fn func(Push) error) error {
 				return err
 			}
 			rid, seq, ok := splitPushKey(it.Item().Key()[len(livePushPfx):])
-			if !ok {
+			if !ok || (keep != nil && !keep(rid)) {
 				continue
 			}
 			p, err := getPush(txn, rid, seq)
@@ -154,6 +161,17 @@ func (s *Badger) LivePushes(ctx context.Context, fn func(Push) error) error {
 	})
 }
 
+// PushPartition is the partition of recipient rid's pushes among n (1 to
+// MaxPartitions): its slot (SlotOf) modulo n, the mapping a watch's id
+// uses (ID.Partition), so a cluster node that holds the partition owns the
+// recipient's pushes, whatever partitions its watches are in.
+func PushPartition(rid string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	return int(SlotOf(rid)) % n
+}
+
 func splitPushKey(k []byte) (string, uint64, bool) {
 	if len(k) < 9 || k[len(k)-9] != 0 {
 		return "", 0, false
@@ -166,8 +184,16 @@ func splitPushKey(k []byte) (string, uint64, bool) {
 // again. Call it once at start, before any push is begun. It returns the
 // pushes it changed.
 func (s *Badger) RecoverPushes(ctx context.Context, at time.Time) ([]Push, error) {
+	return s.RecoverPushesOf(ctx, at, nil)
+}
+
+// RecoverPushesOf is RecoverPushes for the recipients keep accepts (nil:
+// all), leaving every other push as it is: a cluster node recovers only
+// the pushes it has just come to own, never those another live node may
+// be sending.
+func (s *Badger) RecoverPushesOf(ctx context.Context, at time.Time, keep func(rid string) bool) ([]Push, error) {
 	var sending []Push
-	err := s.LivePushes(ctx, func(p Push) error {
+	err := s.LivePushesOf(ctx, keep, func(p Push) error {
 		if p.State == PushSending {
 			sending = append(sending, p)
 		}

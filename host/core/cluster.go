@@ -15,6 +15,7 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/cluster"
+	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/probeshare"
 	"github.com/vigilhq/vigil/host/scheduler"
@@ -59,6 +60,10 @@ type ClusterStore interface {
 	FollowPending(ctx context.Context) (func(context.Context, func(store.Schedule)) error, error)
 	// FollowAppends tells of each append to stream by any node.
 	FollowAppends(ctx context.Context, stream string) (func(context.Context, func()) error, error)
+	// FollowPushes tells of each push written pending or retrying by any
+	// node, of the recipients keep accepts, read only then: the outbox of
+	// the node holding its recipient's push partition queues it.
+	FollowPushes(ctx context.Context, keep func(rid string) bool) (func(context.Context, func(store.Push)) error, error)
 }
 
 // Join is what a node publishes and runs once the host around the core
@@ -186,11 +191,14 @@ var ErrNotClustered = errors.New("core: not a cluster node")
 
 // Join makes the core's node live on the cluster until ctx ends or Close:
 // it follows the pending index (so a watch registered on another node in
-// a partition this one holds is armed at once), runs the node's lease
+// a partition this one holds is armed at once) and the outbox (so a push
+// written on another node for a recipient whose push partition this one
+// holds is sent from here, and only from here), runs the node's lease
 // loop, arms each partition it gains and forgets each it loses (in order
-// per partition, on a goroutine of its own: arming reads the store), and
+// per partition, on a goroutine of its own: arming reads the store; the
+// outbox stops starting attempts of a lost partition at once), and
 // runs j.Jobs and the core's own JobReconcile while their leases are
-// held. A feed (the pending index, an event stream's appends) that stops
+// held. A feed (the pending index, the outbox, an event stream's appends) that stops
 // with an error is subscribed to again with a backoff, and what it would
 // have told meanwhile is caught up: each held partition scanned again,
 // each stream's follower called. The channel closes once all of it has
@@ -240,6 +248,13 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 	pending := func(run func(context.Context, func(store.Schedule)) error) func(context.Context) error {
 		return func(ctx context.Context) error { return run(ctx, func(sc store.Schedule) { c.Scheduler.Adopt(sc) }) }
 	}
+	pushes, err := cl.st.FollowPushes(ctx, c.Outbox.HoldsPushesOf)
+	if err != nil {
+		stopped, cancel := context.WithCancel(ctx)
+		cancel()
+		_ = feed(stopped, nil)
+		return nil, err
+	}
 	var appends []func(context.Context)
 	var firsts []func(context.Context) error
 	for stream, fn := range j.Appends {
@@ -248,6 +263,7 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 			stopped, cancel := context.WithCancel(ctx)
 			cancel()
 			_ = feed(stopped, nil)
+			_ = pushes(stopped, nil)
 			for _, run := range firsts {
 				_ = run(stopped)
 			}
@@ -275,8 +291,9 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 		stopped, cancel := context.WithCancel(ctx)
 		cancel()
 		_ = feed(stopped, nil)
-		for _, run := range appends {
-			run(stopped)
+		_ = pushes(stopped, nil)
+		for _, run := range firsts {
+			_ = run(stopped)
 		}
 		return nil, err
 	}
@@ -292,7 +309,7 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 	if changed != nil {
 		wg.Go(func() { republish(runCtx, node, j.PluginSet, changed) })
 	}
-	wg.Add(3)
+	wg.Add(4)
 	go func() {
 		defer wg.Done()
 		// Again after the feed stopped: a registration meanwhile was told
@@ -314,7 +331,31 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 	}()
 	go func() {
 		defer wg.Done()
-		h.queue.run(runCtx, c.Scheduler, cl.own, c.log)
+		// Again after the feed stopped: a push written meanwhile was told
+		// to no one, so the held partitions' live pushes are read again
+		// (the outbox queues each one once) once the feed is back.
+		follow := func(run func(context.Context, func(store.Push)) error) func(context.Context) error {
+			return func(ctx context.Context) error { return run(ctx, c.Outbox.Enqueue) }
+		}
+		c.keepFollowing(runCtx, "outbox", follow(pushes), func(ctx context.Context) (func(context.Context) error, error) {
+			f, err := cl.st.FollowPushes(ctx, c.Outbox.HoldsPushesOf)
+			if err != nil {
+				return nil, err
+			}
+			return follow(f), nil
+		}, func() {
+			err := cl.st.LivePushesOf(runCtx, c.Outbox.HoldsPushesOf, func(p store.Push) error {
+				c.Outbox.Enqueue(p)
+				return nil
+			})
+			if err != nil && runCtx.Err() == nil {
+				c.log.Error("cluster: reading the held partitions' pushes again failed; they wait for the next ownership change", "err", err)
+			}
+		})
+	}()
+	go func() {
+		defer wg.Done()
+		h.queue.run(runCtx, nodePartitions{c.Scheduler, c.Outbox}, cl.own, c.log)
 	}()
 	go func() {
 		defer wg.Done()
@@ -499,6 +540,9 @@ type runningJob struct {
 
 func (h *holder) Gained(l cluster.Lease) {
 	if p, ok := l.Partition(); ok {
+		// The outbox's claim follows the lease here, in the lease loop's
+		// order; its load waits its turn in the queue.
+		h.c.Outbox.Claim(p)
 		h.queue.put(p, true)
 		return
 	}
@@ -520,6 +564,10 @@ func (h *holder) Gained(l cluster.Lease) {
 // can hold its lease.
 func (h *holder) Lost(l cluster.Lease) {
 	if p, ok := l.Partition(); ok {
+		// The outbox lets go here, before anyone else can hold the lease
+		// (an attempt in flight finishes); forgetting the watches may
+		// wait its turn in the queue, since every probe asks first.
+		h.c.Outbox.Drop(p)
 		h.queue.put(p, false)
 		return
 	}
@@ -617,10 +665,36 @@ func (q *partitionQueue) retryAfter(ctx context.Context, p int, d time.Duration)
 	return true
 }
 
-// partitions is what the queue drives: the scheduler.
+// partitions is what the queue drives: nodePartitions.
 type partitions interface {
 	Gain(ctx context.Context, p int) (int, error)
 	Drop(p int) int
+}
+
+// nodePartitions is a partition's two holders on a node: the scheduler
+// (the partition's watches) and the outbox (the pushes of the recipients
+// whose push partition it is, store.PushPartition).
+type nodePartitions struct {
+	s *scheduler.Scheduler
+	o *delivery.Outbox
+}
+
+// Gain arms p's watches, then loads p's pushes; it counts the watches. A
+// failure of either is retried whole: both are idempotent.
+func (n nodePartitions) Gain(ctx context.Context, p int) (int, error) {
+	armed, err := n.s.Gain(ctx, p)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := n.o.Gain(ctx, p); err != nil {
+		return 0, err
+	}
+	return armed, nil
+}
+
+func (n nodePartitions) Drop(p int) int {
+	n.o.Drop(p)
+	return n.s.Drop(p)
 }
 
 // run arms each gained partition still held and forgets each lost one,

@@ -148,11 +148,13 @@ type nodeHooks struct {
 	store   func(ClusterStore) ClusterStore
 	// kinds are registered beside the test's own.
 	kinds []kind.Kind
+	// with change the node's Config before it is built.
+	with []func(*Config)
 }
 
-func startNode(t *testing.T, srv *server.Server, name, plugins string, open *atomic.Bool, seen *observedBy, jobs *fakeJobs) *testNode {
+func startNode(t *testing.T, srv *server.Server, name, plugins string, open *atomic.Bool, seen *observedBy, jobs *fakeJobs, with ...func(*Config)) *testNode {
 	t.Helper()
-	return startHookedNode(t, srv, name, plugins, open, seen, jobs, nodeHooks{})
+	return startHookedNode(t, srv, name, plugins, open, seen, jobs, nodeHooks{with: with})
 }
 
 func startHookedNode(t *testing.T, srv *server.Server, name, plugins string, open *atomic.Bool, seen *observedBy, jobs *fakeJobs, hooks nodeHooks) *testNode {
@@ -169,7 +171,7 @@ func startHookedNode(t *testing.T, srv *server.Server, name, plugins string, ope
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c, err := New(ctx, Config{Kinds: reg, Cluster: &Cluster{
+	cfg := Config{Kinds: reg, Cluster: &Cluster{
 		Open: func(ctx context.Context) (ClusterStore, error) {
 			st, err := natsstore.Open(ctx, natsstore.Config{URLs: []string{srv.ClientURL()}, Partitions: testPartitions})
 			if err != nil || hooks.store == nil {
@@ -178,7 +180,11 @@ func startHookedNode(t *testing.T, srv *server.Server, name, plugins string, ope
 			return hooks.store(st), nil
 		},
 		Node: name, LeaseTTL: testTTL,
-	}, Deliver: hooks.deliver})
+	}, Deliver: hooks.deliver}
+	for _, w := range hooks.with {
+		w(&cfg)
+	}
+	c, err := New(ctx, cfg)
 	if err != nil {
 		cancel()
 		t.Fatal(err)

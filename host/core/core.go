@@ -141,13 +141,25 @@ func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 		c.Metrics = cfg.Metrics(c.Store)
 		dm, sm = c.Metrics, c.Metrics
 	}
-	if c.Outbox, err = delivery.NewOutbox(delivery.OutboxConfig{Store: c.Store, Guard: cfg.Guard, Clock: cfg.Clock, Logger: cfg.Logger, Metrics: dm}); err != nil {
+	// On a cluster the outbox holds the push partitions its node holds
+	// (cluster.go), and hears of every push through the store's feed, in
+	// the order they were committed, whichever node settled them; on one
+	// host it owns every push and settling hands it each one.
+	ocfg := delivery.OutboxConfig{Store: c.Store, Guard: cfg.Guard, Clock: cfg.Clock, Logger: cfg.Logger, Metrics: dm}
+	var enqueue delivery.Enqueuer
+	if c.cluster != nil {
+		ocfg.Partitions = c.cluster.own.n
+	}
+	if c.Outbox, err = delivery.NewOutbox(ocfg); err != nil {
 		return nil, err
+	}
+	if c.cluster == nil {
+		enqueue = c.Outbox
 	}
 	if err = c.Outbox.Start(ctx); err != nil {
 		return nil, err
 	}
-	if c.Delivery, err = delivery.New(delivery.Config{Store: c.Store, Outbox: c.Outbox, Clock: cfg.Clock, Logger: cfg.Logger, Metrics: dm}); err != nil {
+	if c.Delivery, err = delivery.New(delivery.Config{Store: c.Store, Outbox: enqueue, Clock: cfg.Clock, Logger: cfg.Logger, Metrics: dm}); err != nil {
 		return nil, err
 	}
 	var deliver scheduler.Deliverer = c.Delivery

@@ -55,6 +55,14 @@
 // next ownership change, when a watch registered elsewhere meanwhile
 // waits for it unprobed.
 //
+// A partition's lease is also the push partition's (store.PushPartition): the outbox sends only
+// the pushes of recipients in the partitions the node holds, hears of
+// each push through the store's outbox feed (settling hands it nothing
+// on a cluster: the feed is in commit order, so mailbox order, whichever
+// node settled), claims a partition's pushes and lets go of them as the
+// lease loop gains and loses the lease (before it is released), and loads
+// a gained partition's pushes after its watches, in the queue.
+//
 // What it must never do: decide anything (each component owns its rules),
 // or start a goroutine it does not stop in Close.
 //

@@ -23,8 +23,9 @@
 //     waits on the retry heap, not in its recipient's line, and holds back
 //     nothing after it.
 //   - A push is marked sending durably before its request goes out. Start
-//     records every push found sending unknown (a request may have gone out
-//     before the host stopped) and never sends it again.
+//     (on a cluster, Gain, for its partition) records every push found
+//     sending unknown (a request may have gone out before the host
+//     stopped) and never sends it again.
 //   - A POST is signed per Standard Webhooks; webhook-id is the message's
 //     stable id on every attempt. A 2xx is delivered. A send that never
 //     reached the receiver (refused connection, failed name lookup, a
@@ -49,6 +50,20 @@
 //     and stopped by Stop, which waits for them; a request in flight at
 //     Stop is unknown if its headers went out, else put back for the next
 //     start.
+//
+// On a cluster (OutboxConfig.Partitions) the Outbox of each node sends the
+// pushes of the recipients whose push partition (store.PushPartition, the
+// recipient id's slot modulo the partition count) its node holds, and no
+// other: Enqueue ignores the rest; Claim (as the lease is gained) holds a
+// partition, queuing what is told of it unsent; Gain recovers a claimed
+// partition's pushes left sending (unknown) and loads its live ones
+// before sending any of them; and Drop (as the lease is lost) forgets what
+// it queued of a partition and starts no new attempt of it (one in flight
+// finishes). Start then recovers nothing: a node that
+// restarts never turns unknown a push another live node is sending. Which
+// partitions are held is the cluster's (host/core gains and drops them
+// with the leases), and two nodes never both begin one attempt because
+// the store fences BeginPush on the push record.
 //
 // A long poll (Read with a wait) wakes on this process's appends through
 // its hub, and, when the backend is a MailboxWaiter (store/natsstore), on

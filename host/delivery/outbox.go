@@ -28,6 +28,11 @@ import (
 type OutboxStore interface {
 	RecoverPushes(ctx context.Context, at time.Time) ([]store.Push, error)
 	LivePushes(ctx context.Context, fn func(store.Push) error) error
+	// RecoverPushesOf and LivePushesOf are the two above for the
+	// recipients keep accepts: a cluster node's outbox recovers and loads
+	// one push partition's (store.PushPartition) when it gains it.
+	RecoverPushesOf(ctx context.Context, at time.Time, keep func(rid string) bool) ([]store.Push, error)
+	LivePushesOf(ctx context.Context, keep func(rid string) bool, fn func(store.Push) error) error
 	BeginPush(ctx context.Context, rid string, seq uint64, at time.Time) (store.Push, store.Message, store.RecipientRecord, error)
 	FinishPush(ctx context.Context, p store.Push) error
 	DisableWebhook(ctx context.Context, rid, url, reason string, at time.Time) (bool, error)
@@ -76,8 +81,14 @@ type OutboxConfig struct {
 	Workers int
 	// Schedule is the delay before each attempt (default RetrySchedule).
 	Schedule []time.Duration
-	Clock    Clock
-	Logger   *slog.Logger
+	// Partitions, on a cluster node, is the cluster's partition count: the
+	// outbox then sends only the pushes of recipients whose push partition
+	// (store.PushPartition) it holds (Claim, Gain, Drop), none before,
+	// and Start recovers nothing (each Gain recovers its partition's).
+	// Zero: one host, whose outbox owns every recipient's pushes.
+	Partitions int
+	Clock      Clock
+	Logger     *slog.Logger
 }
 
 type pushKey struct {
@@ -148,6 +159,14 @@ type Outbox struct {
 	retries  retryHeap        // pushes waiting for a time
 	known    map[pushKey]bool // every push queued, waiting or in flight
 	stopping bool
+	// parts is the push partitions held on a cluster (nil on one host,
+	// which holds every one), from Claim to Drop; a partition's pushes are
+	// queued from its Claim and sent once Gain has loaded it, so a push
+	// told early waits for the lower seqs the load finds. claims numbers
+	// the claims, so a load that a drop and a new claim overtook does not
+	// count for the new claim.
+	parts  map[int]pushPartition
+	claims uint64
 
 	wake    chan struct{} // the loop re-reads the retry heap
 	started atomic.Bool
@@ -204,6 +223,9 @@ func NewOutbox(cfg OutboxConfig) (*Outbox, error) {
 		known: map[pushKey]bool{},
 		wake:  make(chan struct{}, 1),
 	}
+	if cfg.Partitions > 0 {
+		o.parts = map[int]pushPartition{}
+	}
 	o.cond = sync.NewCond(&o.mu)
 	return o, nil
 }
@@ -214,11 +236,19 @@ var _ Enqueuer = (*Outbox)(nil)
 // until Stop (or ctx ends). Recovery happens before Start returns: every
 // push found sending is recorded unknown and never sent again (a request
 // may have gone out before the host stopped), and every pending or
-// retrying push is queued, first attempts in mailbox order. Start may be
-// called once.
+// retrying push is queued, first attempts in mailbox order. On a cluster
+// (Partitions) it only starts the loop and workers: recovery and loading
+// are per push partition, in Gain. Start may be called once.
 func (o *Outbox) Start(ctx context.Context) error {
 	if !o.started.CompareAndSwap(false, true) {
 		return errors.New("delivery: outbox already started")
+	}
+	if o.parts != nil {
+		// A cluster node: each push partition is recovered when it is
+		// gained, never one another live node holds.
+		o.log.Info("outbox started; pushes are sent for the push partitions this node gains", "workers", o.cfg.Workers)
+		o.run(ctx)
+		return nil
 	}
 	now := o.cfg.Clock.Now()
 	recovered, err := o.cfg.Store.RecoverPushes(ctx, now)
@@ -240,6 +270,12 @@ func (o *Outbox) Start(ctx context.Context) error {
 		return fmt.Errorf("delivery: outbox: loading pushes: %w", err)
 	}
 	o.log.Info("outbox started", "queued", queued, "recovered_unknown", len(recovered), "workers", o.cfg.Workers)
+	o.run(ctx)
+	return nil
+}
+
+// run starts the loop and the workers.
+func (o *Outbox) run(ctx context.Context) {
 	ctx, o.cancel = context.WithCancel(ctx)
 	o.wg.Add(1)
 	go func() {
@@ -253,7 +289,6 @@ func (o *Outbox) Start(ctx context.Context) error {
 			o.work(ctx)
 		}()
 	}
-	return nil
 }
 
 // Stop ends the loop and the workers and waits for them. A request in
@@ -272,12 +307,17 @@ func (o *Outbox) Stop() {
 
 // Enqueue implements Enqueuer: it queues a push that is pending (for its
 // first attempt) or retrying (at its next attempt). A push it already
-// holds, or a final one, is ignored.
+// holds, or a final one, is ignored; so, on a cluster, is a push of a
+// recipient whose push partition this outbox does not hold: it is the
+// holder's to send.
 func (o *Outbox) Enqueue(p store.Push) {
 	k := pushKey{p.Recipient, p.Seq}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.known[k] {
+		return
+	}
+	if _, held := o.holds(k.rid); !held {
 		return
 	}
 	switch p.State {
@@ -292,6 +332,184 @@ func (o *Outbox) Enqueue(p store.Push) {
 		}
 		o.addRetry(k, due)
 	}
+}
+
+// pushPartition is a claimed push partition: which claim, and whether
+// Gain has loaded it.
+type pushPartition struct {
+	claim  uint64
+	loaded bool
+}
+
+// holds says whether rid's push partition is held (claimed) and whether
+// it is loaded, so its pushes may be sent; both on one host. The caller
+// holds mu.
+func (o *Outbox) holds(rid string) (loaded, held bool) {
+	if o.parts == nil {
+		return true, true
+	}
+	pp, held := o.parts[store.PushPartition(rid, o.cfg.Partitions)]
+	return pp.loaded, held
+}
+
+// HoldsPushesOf says whether this outbox holds recipient rid's push
+// partition (claimed, loaded or not): whether a push of rid told now is
+// queued here. Always on one host.
+func (o *Outbox) HoldsPushesOf(rid string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, held := o.holds(rid)
+	return held
+}
+
+// Claim makes push partition p this outbox's from now (its node has just
+// gained the partition's lease): pushes of p told from now on are queued,
+// and sent once Gain has loaded p. It reads nothing, so the lease loop
+// calls it as it gains the lease, as it calls Drop as it loses one: what
+// the outbox holds follows the leases in their order, whenever the loads
+// run. On one host it does nothing.
+func (o *Outbox) Claim(p int) {
+	if o.parts == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.parts[p]; !ok {
+		o.claims++
+		o.parts[p] = pushPartition{claim: o.claims}
+	}
+}
+
+// Gain loads push partition p, claimed (Claim): it recovers p's pushes
+// found sending (unknown, never sent again: the node that began them is
+// gone or has let go) and queues p's pending and retrying ones, and only
+// then sends any push of p, so a recipient's first attempts start again
+// from its lowest seq not delivered. Pushes told meanwhile (Enqueue) are
+// queued in order with them. A partition not claimed (dropped since), or
+// loaded already, is left alone; one dropped and claimed again while it
+// loads stays to be loaded by the next Gain. It returns how many pushes
+// it queued. On one host it does nothing. Gains are called one at a time.
+func (o *Outbox) Gain(ctx context.Context, p int) (int, error) {
+	if o.parts == nil {
+		return 0, nil
+	}
+	o.mu.Lock()
+	pp, ok := o.parts[p]
+	o.mu.Unlock()
+	if !ok || pp.loaded {
+		return 0, nil
+	}
+	keep := func(rid string) bool { return store.PushPartition(rid, o.cfg.Partitions) == p }
+	recovered, err := o.cfg.Store.RecoverPushesOf(ctx, o.cfg.Clock.Now(), keep)
+	if err == nil {
+		for _, p := range recovered {
+			o.cfg.Metrics.Push(store.PushUnknown)
+			o.log.Warn("push outcome unknown: its sender stopped or let go while it was in flight; it is not sent again",
+				"recipient", p.Recipient, "seq", p.Seq, "message", p.MessageID)
+		}
+	}
+	queued := 0
+	if err == nil {
+		err = o.cfg.Store.LivePushesOf(ctx, keep, func(p store.Push) error {
+			o.Enqueue(p)
+			queued++
+			return nil
+		})
+	}
+	if err != nil {
+		// p stays claimed and unloaded (what was told of it waits,
+		// unsent) for the caller to try again.
+		return 0, fmt.Errorf("delivery: outbox: loading push partition %d: %w", p, err)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if cur, ok := o.parts[p]; !ok || cur.claim != pp.claim {
+		return queued, nil // dropped (and perhaps claimed again) meanwhile
+	}
+	o.parts[p] = pushPartition{claim: pp.claim, loaded: true}
+	for rid, l := range o.lanes {
+		if store.PushPartition(rid, o.cfg.Partitions) == p {
+			o.ready(rid, l)
+		}
+	}
+	if len(o.retries) > 0 {
+		select {
+		case o.wake <- struct{}{}:
+		default:
+		}
+	}
+	return queued, nil
+}
+
+// Drop gives up push partition p (its node is losing the lease): no new
+// attempt of its pushes starts here, and what was queued of them is
+// forgotten (the partition's new holder loads them from the store). An
+// attempt in flight finishes and records its result. It returns how many
+// queued pushes it forgot. On one host it does nothing.
+func (o *Outbox) Drop(p int) int {
+	if o.parts == nil {
+		return 0
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.parts, p)
+	mine := func(rid string) bool { return store.PushPartition(rid, o.cfg.Partitions) == p }
+	dropped := 0
+	for rid, l := range o.lanes {
+		if !mine(rid) {
+			continue
+		}
+		for _, seq := range slices.Concat(l.first, l.ready) {
+			delete(o.known, pushKey{rid, seq})
+			dropped++
+		}
+		l.first, l.ready, l.queued = nil, nil, false
+		if !l.busy {
+			delete(o.lanes, rid)
+		}
+	}
+	o.runq = slices.DeleteFunc(o.runq, mine)
+	kept := o.retries[:0]
+	for _, r := range o.retries {
+		if mine(r.key.rid) {
+			delete(o.known, r.key)
+			dropped++
+			continue
+		}
+		kept = append(kept, r)
+	}
+	clear(o.retries[len(kept):])
+	o.retries = kept
+	for i, r := range o.retries {
+		r.index = i
+	}
+	heap.Init(&o.retries)
+	return dropped
+}
+
+// PushPartitions is how many push partitions the outbox holds and has
+// loaded (Gain), for a node's status and its tests; 0 on one host.
+func (o *Outbox) PushPartitions() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, pp := range o.parts {
+		if pp.loaded {
+			n++
+		}
+	}
+	return n
+}
+
+// retryLater puts a push its attempt left for later on the retry heap,
+// or, when its push partition was dropped meanwhile, forgets it: the new
+// holder loads it. The caller holds mu.
+func (o *Outbox) retryLater(k pushKey, due time.Time) {
+	if _, held := o.holds(k.rid); !held {
+		delete(o.known, k)
+		return
+	}
+	o.addRetry(k, due)
 }
 
 // lane returns rid's lane, making it; the caller holds mu.
@@ -326,6 +544,9 @@ func (o *Outbox) addRetry(k pushKey, due time.Time) {
 func (o *Outbox) ready(rid string, l *lane) {
 	if l.busy || l.queued || l.idle() {
 		return
+	}
+	if loaded, _ := o.holds(rid); !loaded {
+		return // Gain readies it once its partition is loaded
 	}
 	l.queued = true
 	o.runq = append(o.runq, rid)
@@ -403,12 +624,18 @@ func (o *Outbox) newTimer(d time.Duration) Timer {
 // take returns the next push to send, marking its recipient busy; false
 // when there is none now. The caller holds mu.
 func (o *Outbox) take() (pushKey, bool, bool) {
-	if len(o.runq) == 0 {
-		return pushKey{}, false, false
+	var rid string
+	var l *lane
+	for l == nil {
+		if len(o.runq) == 0 {
+			return pushKey{}, false, false
+		}
+		rid = o.runq[0]
+		o.runq = o.runq[1:]
+		if l = o.lanes[rid]; l != nil && (!l.queued || l.idle()) {
+			l = nil // dropped with its partition since it was queued
+		}
 	}
-	rid := o.runq[0]
-	o.runq = o.runq[1:]
-	l := o.lanes[rid]
 	l.queued = false
 	seq, first := l.take()
 	l.busy = true
@@ -483,7 +710,7 @@ func (o *Outbox) attempt(ctx context.Context, k pushKey, first bool) bool {
 		}
 		// Nothing was marked: try again after the schedule's first wait.
 		o.mu.Lock()
-		o.addRetry(k, o.cfg.Clock.Now().Add(o.cfg.Schedule[min(1, len(o.cfg.Schedule)-1)]))
+		o.retryLater(k, o.cfg.Clock.Now().Add(o.cfg.Schedule[min(1, len(o.cfg.Schedule)-1)]))
 		o.mu.Unlock()
 		return false
 	}
@@ -536,7 +763,7 @@ func (o *Outbox) attempt(ctx context.Context, k pushKey, first bool) bool {
 	case store.PushRetrying:
 		o.log.Info("push will be retried", "recipient", k.rid, "seq", k.seq, "attempts", p.Attempts, "reason", reason, "next", p.NextAttempt)
 		o.mu.Lock()
-		o.addRetry(k, *p.NextAttempt)
+		o.retryLater(k, *p.NextAttempt)
 		o.mu.Unlock()
 		return false
 	case store.PushFailed, store.PushUnknown:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -14,8 +15,10 @@ import (
 // What a node of a cluster needs of its store beside the storage seam:
 // the JetStream context its leases bucket opens on (one connection per
 // node), one partition's pending schedule when the node takes that
-// partition's lease, and a feed of the rows that become pending anywhere,
-// so the owner of a watch registered on another node arms it at once.
+// partition's lease, a feed of the rows that become pending anywhere,
+// so the owner of a watch registered on another node arms it at once,
+// and a feed of the outbox's pushes, so the owner of a recipient's pushes
+// sends those another node's settlements wrote.
 
 // JetStream is the store's JetStream context, on its connection: the
 // cluster's leases bucket (host/cluster) is opened on it, with the
@@ -174,6 +177,60 @@ func (f *appendFeed) run(ctx context.Context, fn func()) error {
 			if e != nil && e.Operation() == jetstream.KeyValuePut {
 				fn()
 			}
+		}
+	}
+}
+
+// FollowPushes subscribes to the outbox's live index (ol.*.*) and returns
+// once the subscription is in place, with the function that reads it, as
+// FollowPending does: run calls fn with each push record written pending
+// or retrying after FollowPushes returned, by any process on the cluster
+// (a push written sending is not told: it is being sent), of the
+// recipients keep accepts when it is asked (nil: all), each read from its
+// record: the index entry carries its recipient, so another recipient's
+// push costs no read. The owner of a recipient's pushes learns this way
+// of the pushes other nodes' settlements wrote, without polling.
+func (s *Store) FollowPushes(ctx context.Context, keep func(rid string) bool) (run func(context.Context, func(store.Push)) error, err error) {
+	w, err := s.kv.Watch(ctx, "ol.*.*", jetstream.UpdatesOnly())
+	if err != nil {
+		return nil, fmt.Errorf("natsstore: following the outbox: %w", err)
+	}
+	f := &pushFeed{s: s, w: w, keep: keep}
+	return f.run, nil
+}
+
+type pushFeed struct {
+	s    *Store
+	w    jetstream.KeyWatcher
+	keep func(rid string) bool
+}
+
+func (f *pushFeed) run(ctx context.Context, fn func(store.Push)) error {
+	defer func() { _ = f.w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-f.w.Updates():
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return errors.New("natsstore: the outbox's feed ended")
+			}
+			if e == nil || e.Operation() != jetstream.KeyValuePut {
+				continue
+			}
+			key := e.Key()
+			seq, ok := parseHex16(key[strings.LastIndexByte(key, '.')+1:])
+			if !ok || (f.keep != nil && !f.keep(string(e.Value()))) {
+				continue
+			}
+			p, err := getPush(f.s.newTxn(ctx), string(e.Value()), seq)
+			if err != nil || (p.State != store.PushPending && p.State != store.PushRetrying) {
+				continue // held aside, gone, begun or finished since
+			}
+			fn(p)
 		}
 	}
 }

@@ -77,6 +77,13 @@ func putPush(t *txn, p store.Push) error {
 // LivePushes calls fn with every push that is not final, by recipient and
 // then in mailbox order, reading the live index and those records.
 func (s *Store) LivePushes(ctx context.Context, fn func(store.Push) error) error {
+	return s.LivePushesOf(ctx, nil, fn)
+}
+
+// LivePushesOf is LivePushes for the recipients keep accepts (nil: all):
+// the live index's entry carries its recipient, so another recipient's
+// push costs its key, never its record.
+func (s *Store) LivePushesOf(ctx context.Context, keep func(rid string) bool, fn func(store.Push) error) error {
 	keys, err := s.scan(ctx, "ol.>", false)
 	if err != nil {
 		return err
@@ -86,7 +93,7 @@ func (s *Store) LivePushes(ctx context.Context, fn func(store.Push) error) error
 	for _, k := range keys {
 		parts := strings.Split(k.key, ".")
 		seq, ok := parseHex16(parts[len(parts)-1])
-		if !ok {
+		if !ok || (keep != nil && !keep(string(k.val))) {
 			continue
 		}
 		p, err := getPush(t, string(k.val), seq)
@@ -113,11 +120,18 @@ func (s *Store) LivePushes(ctx context.Context, fn func(store.Push) error) error
 
 // RecoverPushes makes every push found sending unknown, each in a commit
 // fenced on its record, and returns the pushes it changed. Call it once at
-// start, before any push is begun (on a cluster: by the owner of the
-// recipients' pushes, once it holds them).
+// start, before any push is begun; on a cluster, RecoverPushesOf.
 func (s *Store) RecoverPushes(ctx context.Context, at time.Time) ([]store.Push, error) {
+	return s.RecoverPushesOf(ctx, at, nil)
+}
+
+// RecoverPushesOf is RecoverPushes for the recipients keep accepts (nil:
+// all): a cluster node calls it for the recipients whose push partition
+// it has just gained, so it never turns unknown a push another live node
+// owns and may be sending.
+func (s *Store) RecoverPushesOf(ctx context.Context, at time.Time, keep func(rid string) bool) ([]store.Push, error) {
 	var sending []store.Push
-	if err := s.LivePushes(ctx, func(p store.Push) error {
+	if err := s.LivePushesOf(ctx, keep, func(p store.Push) error {
 		if p.State == store.PushSending {
 			sending = append(sending, p)
 		}

@@ -21,7 +21,8 @@
 //   - Mailboxes: a dense, increasing sequence per recipient, under
 //     concurrent appends too, and reads after a cursor.
 //   - The outbox's push records (BeginPush, FinishPush, RecoverPushes,
-//     LivePushes, PrunePushes, DisableWebhook).
+//     LivePushes, PrunePushes, DisableWebhook), and RecoverPushesOf and
+//     LivePushesOf touching only the recipients kept.
 //   - Held-aside rows (a row this build cannot decode) skipped by reads,
 //     lists and prunes and never rewritten.
 //   - Events idempotent by key within a stream; Work routing, claims and

@@ -11,6 +11,7 @@ func outboxCases() []testCase {
 	return []testCase{
 		{"PushLifecycle", testPushLifecycle},
 		{"DisableWebhook", testDisableWebhook},
+		{"PushesOfSomeRecipients", testPushesOf},
 	}
 }
 
@@ -94,5 +95,52 @@ func testDisableWebhook(e *env) {
 	rec, _ := e.b.GetRecipient(e.ctx, "a")
 	if rec.Webhook.Active() || rec.Webhook.DisabledReason != "gone" || !rec.Webhook.DisabledAt.Equal(t0) {
 		e.Fatalf("webhook %+v", rec.Webhook)
+	}
+}
+
+// RecoverPushesOf and LivePushesOf touch only the recipients their keep
+// accepts: a cluster node recovering the pushes of a partition it gained
+// leaves another node's pushes sending, as that node left them.
+func testPushesOf(e *env) {
+	e.running("a", "https://example.org/a")
+	e.running("b", "https://example.org/b")
+	seqs := map[string][]uint64{}
+	for range 2 {
+		for _, rid := range []string{"a", "b"} {
+			_, mailed := e.settleMailed(rid, t0)
+			seqs[rid] = append(seqs[rid], mailed.Push.Seq)
+		}
+	}
+	for _, rid := range []string{"a", "b"} {
+		if _, _, _, err := e.b.BeginPush(e.ctx, rid, seqs[rid][0], t0); err != nil {
+			e.Fatal(err)
+		}
+	}
+	onlyA := func(rid string) bool { return rid == "a" }
+	recovered, err := e.b.RecoverPushesOf(e.ctx, t0.Add(time.Minute), onlyA)
+	if err != nil || len(recovered) != 1 || recovered[0].Recipient != "a" || recovered[0].State != store.PushUnknown {
+		e.Fatalf("recover a's: %+v %v", recovered, err)
+	}
+	var live []store.Push
+	if err := e.b.LivePushesOf(e.ctx, onlyA, func(p store.Push) error { live = append(live, p); return nil }); err != nil {
+		e.Fatal(err)
+	}
+	if len(live) != 1 || live[0].Recipient != "a" || live[0].Seq != seqs["a"][1] || live[0].State != store.PushPending {
+		e.Fatalf("a's live pushes %+v", live)
+	}
+	// b's push is still sending, as its sender left it, and b's live
+	// pushes are both still there.
+	all := e.live()
+	var bs []store.PushState
+	for _, p := range all {
+		if p.Recipient == "b" {
+			bs = append(bs, p.State)
+		}
+	}
+	if len(bs) != 2 || bs[0] != store.PushSending || bs[1] != store.PushPending {
+		e.Fatalf("b's pushes after recovering a's: %v", bs)
+	}
+	if got, err := e.b.RecoverPushesOf(e.ctx, t0.Add(time.Minute), nil); err != nil || len(got) != 1 || got[0].Recipient != "b" {
+		e.Fatalf("recover every other: %+v %v", got, err)
 	}
 }
