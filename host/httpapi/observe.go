@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -56,12 +54,8 @@ func (s *server) recordObserved(c *fiber.Ctx) error {
 		return err
 	}
 	got, err := s.d.Observe.Record(c.UserContext(), Principal(c), scope, rec)
-	var oe *api.Error
-	if errors.As(err, &oe) && oe.Code == api.CodeRateLimited {
-		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Ceil(oe.RetryAfter.Seconds()))))
-	}
 	if err != nil {
-		return err
+		return err // a rate_limited's Retry-After is the error handler's
 	}
 	var item observe.ItemV1
 	_ = json.Unmarshal(got.Event.Payload, &item)

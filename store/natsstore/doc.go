@@ -32,7 +32,7 @@
 //     expected last sequence: a key changed by anyone since the read
 //     refuses the whole batch, and the transition runs again on what is
 //     there now (like badger's conflict retry, up to 16 times, then
-//     ErrConflict). So a row settles at most once, a cancel and a
+//     store.ErrBusy). So a row settles at most once, a cancel and a
 //     settlement never both win, a stale writer's write is refused and
 //     never applied twice, and a mailbox's sequence key (read and
 //     rewritten by every append) keeps each recipient's seqs dense and
@@ -84,7 +84,8 @@
 //     settlement writes its sequence key), and a clustered stream refuses
 //     an expected-sequence check on a subject another batch in flight
 //     checks too, so a burst of them for one recipient commits one at a
-//     time, the others re-running (up to 16 times, then ErrConflict).
+//     time, the others re-running (up to 16 times, then store.ErrBusy,
+//     which the API answers 503 store_busy with Retry-After).
 //   - A batch on one replica costs a sync. nats-server stages an atomic
 //     batch of an R1 file stream in a file store of its own, synced on
 //     flush, so an R1 commit waits for a disk sync (tens of

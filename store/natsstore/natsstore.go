@@ -32,15 +32,13 @@ const DefaultPartitions = 64
 const DefaultBucket = "vigil"
 
 // Sentinel errors of this backend. Everything the core reads (not found,
-// not pending, exists, not running, …) is package store's.
+// not pending, exists, not running, busy, …) is package store's: a
+// transition that lost its race 16 times is store.ErrBusy.
 var (
 	// ErrMismatch: the bucket exists and differs from what Config asks
 	// (partitions, replicas, a stream setting the rules rely on). The
 	// error returned is a *MismatchError.
 	ErrMismatch = errors.New("natsstore: the store differs from its configuration")
-	// ErrConflict: a transition lost the race for its rows more times in
-	// a row than the store retries; nothing of it was written.
-	ErrConflict = errors.New("natsstore: the rows kept changing under the transition")
 	// ErrBadConfig: Config itself is invalid (no URL, a negative count,
 	// half a client certificate).
 	ErrBadConfig = errors.New("natsstore: bad configuration")

@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+
+	"github.com/vigilhq/vigil/store"
 )
 
 // The headers a commit uses. The batch headers are nats-server's atomic
@@ -354,7 +356,7 @@ func (s *Store) update(ctx context.Context, kind string, f func(t *txn) error) e
 			return err
 		}
 		if attempt == maxAttempts-1 {
-			return fmt.Errorf("%w (%s, %d attempts)", ErrConflict, kind, maxAttempts)
+			return fmt.Errorf("natsstore: %s: %w (%d attempts)", kind, store.ErrBusy, maxAttempts)
 		}
 		if err := backoff(ctx, attempt); err != nil {
 			return err
