@@ -10,8 +10,9 @@
 // and event keys) as one base64url token each (tok): rows w.<id>, the
 // state index s.<state>.<id> (a pending row's entry carries its schedule
 // and durable next check, as on badger), r.<rid>.<id>, a recipient's
-// pending rows rp.<rid>.<id>, subjects sj.<subject>, the settled_at,
-// message-at and push-final time indexes sa./ma./pa., mailboxes
+// pending rows rp.<rid>.<id> and their count pc.<rid>, subjects
+// sj.<subject>, the settled_at, message-at and push-final time indexes
+// sa./ma./pa., mailboxes
 // mb.<rid>.<seq> with their sequence key ms.<rid>, the outbox
 // ob.<rid>.<seq> with its live index ol., events ev./ek./es., Work
 // wk./wi./wo./wsc. and router cursors rt., and one metadata key, meta
@@ -81,7 +82,9 @@
 //     commits of other nodes are ordered by the mailbox's seq alone.
 //   - Commits for one recipient contend. Every registration and every
 //     settlement of a recipient is fenced on its record (and a
-//     settlement writes its sequence key), and a clustered stream refuses
+//     settlement writes its sequence key), every commit that moves a row
+//     into or out of its pending rows (a cancel too) rewrites its count
+//     key pc.<rid>, and a clustered stream refuses
 //     an expected-sequence check on a subject another batch in flight
 //     checks too, so a burst of them for one recipient commits one at a
 //     time, the others re-running (up to 16 times, then store.ErrBusy,
@@ -93,12 +96,18 @@
 //     replicates it: R1 is for trying vigil out, R3 for running it.
 //   - A page, a count and a retention batch cost an index, not a budget.
 //     JetStream orders a bucket by write, not by key, and has no seek: a
-//     ListPage, CountPending, CountByState, Oldest and PruneOldest list
+//     ListPage, CountByState, Oldest and PruneOldest list
 //     the keys of the index they walk (metadata only, through one watch
 //     of the bucket, which ends once it has delivered what was there) and
 //     sort them; the budget then bounds the rows decoded, not the keys
 //     listed. PruneOldest deletes at most 200 records per call (a batch
 //     stays inside the server's 1000 messages).
+//     CountPending, on the registration path, does not: it reads the
+//     recipient's count key, kept exactly in the batches that add and
+//     remove its rp. entries and fenced on its revision like any key they
+//     read (pendingcount.go); a recipient with no count key yet (rows an
+//     older build wrote, an import) is listed once and its next such
+//     commit writes the count, so no backfill runs at Open.
 //   - OnRetained tells of this Store's commits only; another node's
 //     record reaches a pruner at its next Oldest.
 //   - Durability is the bucket's: a commit is acknowledged once the

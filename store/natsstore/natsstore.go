@@ -114,6 +114,13 @@ type Store struct {
 	// mailbox's order itself is the sequence key's fence; commits for one
 	// recipient would refuse each other anyway.
 	mailMu [64]sync.Mutex
+	// countMu stripes this process's commits that move a recipient's
+	// count of pending rows (pendingcount.go): every one of them rewrites
+	// the count key, so a burst of registrations or cancels for one
+	// recipient would refuse each other round after round; under the
+	// stripe they go one at a time, each on what the one before wrote.
+	// Taken after mailMu when both are, never before.
+	countMu [64]sync.Mutex
 	// retained is OnRetained's fn, or nil.
 	retained atomic.Pointer[func(store.Retained, time.Time)]
 	// failpoint, set only by this package's tests, is called before a

@@ -205,6 +205,15 @@ func (s *Store) DeleteRecipient(ctx context.Context, id string) error {
 			return store.ErrNotFound
 		}
 		t.del(recipientRecKey(id))
+		// A count of none goes with the record; a count of rows still
+		// pending stays with them.
+		c, err := t.get(pendingCountKey(id))
+		if err != nil {
+			return err
+		}
+		if c.exists && string(c.val) == "0" {
+			t.del(pendingCountKey(id))
+		}
 		return nil
 	})
 }

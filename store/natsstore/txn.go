@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -155,6 +156,20 @@ type txn struct {
 	widx   map[string]int
 	// fences are keys read and not written that must not have changed.
 	fences []string
+	// held is the countMu stripe this transition's update holds, or nil;
+	// update releases it when it returns, so the runs after the first
+	// are under it from their start.
+	held *held
+}
+
+// held is the one countMu stripe an update holds across its runs.
+type held struct{ mu *sync.Mutex }
+
+func (h *held) release() {
+	if h.mu != nil {
+		h.mu.Unlock()
+		h.mu = nil
+	}
 }
 
 type write struct {
@@ -165,6 +180,19 @@ type write struct {
 
 func (s *Store) newTxn(ctx context.Context) *txn {
 	return &txn{ctx: ctx, s: s, reads: map[string]entry{}, widx: map[string]int{}}
+}
+
+// serialise takes mu for the rest of this transition's update, if the
+// update holds no stripe yet: what the run read before taking it may be
+// stale, so its commit may lose once, and the runs after it are under
+// mu from their start. A transition outside update (an import) takes
+// nothing.
+func (t *txn) serialise(mu *sync.Mutex) {
+	if t.held == nil || t.held.mu != nil {
+		return
+	}
+	mu.Lock()
+	t.held.mu = mu
 }
 
 // get reads key as this transition sees it: its own write first, else
@@ -343,11 +371,14 @@ func (s *Store) publish(ctx context.Context, id string, msgs []*nats.Msg) error 
 // is there now each time the commit loses a race for its rows. f must
 // set its results afresh on each run.
 func (s *Store) update(ctx context.Context, kind string, f func(t *txn) error) error {
+	var h held
+	defer h.release()
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		t := s.newTxn(ctx)
+		t.held = &h
 		if err := f(t); err != nil {
 			return err
 		}
