@@ -120,6 +120,20 @@
 // once it passes a cursor, so a reader on one node wakes on an append any
 // node commits, the moment JetStream delivers it, without polling.
 //
+// Starting before the cluster has formed: a server without a JetStream
+// meta leader (one of three up, or three that have not yet elected one)
+// does not answer JetStream's API at all, so every request of Open times
+// out. Open takes that silence, no server reachable, and the server's
+// own "temporarily unavailable" and "no suitable peers" as a cluster
+// still forming: it logs "waiting for JetStream: no meta leader yet
+// (attempt N)", waits (250 ms doubling to 5 s, on Config.Clock) and tries
+// again, until Config.StartTimeout (default 60 s) has passed, then fails
+// with ErrStartTimeout wrapping the last attempt's error. Any answer that
+// refuses (a mismatch, bad credentials, JetStream not enabled) fails at
+// once. Rejected: failing at the first silence, which makes the order in
+// which an operator starts servers and nodes matter; waiting for ever,
+// which hides a node pointed at the wrong servers.
+//
 // Open creates the bucket on first start and verifies it on every later
 // one: a stream without atomic batches, TTLs or one message per key,
 // with direct gets on, a replica count other than Config asks, a

@@ -41,6 +41,8 @@ const (
 	codeBatchIncomplete      jetstream.ErrorCode = 10176
 	codeBatchDuplicate       jetstream.ErrorCode = 10201 // the batch's message id was committed already
 	codeBatchInflight        jetstream.ErrorCode = 10210
+	codeClusterNotAvailable  jetstream.ErrorCode = 10008 // JetStream system temporarily unavailable
+	codeClusterNoPeers       jetstream.ErrorCode = 10005 // no suitable peers for placement (yet)
 )
 
 // maxBatch bounds the messages of one commit, below the server's default
