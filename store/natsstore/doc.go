@@ -108,8 +108,11 @@
 //     read (pendingcount.go); a recipient with no count key yet (rows an
 //     older build wrote, an import) is listed once and its next such
 //     commit writes the count, so no backfill runs at Open.
-//   - OnRetained tells of this Store's commits only; another node's
-//     record reaches a pruner at its next Oldest.
+//   - OnRetained tells of this Store's commits only. A pruner on one
+//     node hears of the others' records through FollowRetained, a feed
+//     of the retained classes' time indexes (sa./ma./pa.) and event
+//     streams that JetStream pushes as any node commits (host/upkeep
+//     follows it while it holds the cluster's upkeep job).
 //   - Durability is the bucket's: a commit is acknowledged once the
 //     stream leader has stored the batch and, with replicas (R3), a
 //     quorum has; R1's file store syncs on an interval unless the server
