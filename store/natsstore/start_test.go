@@ -1,7 +1,6 @@
 package natsstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/internal/natstest"
+	"github.com/vigilhq/vigil/internal/syncbuf"
 )
 
 // fakeStartClock is a clock for Open's waiting, for tests only: Sleep
@@ -48,25 +48,6 @@ func (c *fakeStartClock) slept() []time.Duration {
 	return append([]time.Duration(nil), c.sleeps...)
 }
 
-// lockedBuffer is a log sink several goroutines (the connection's
-// handlers, Open) may write to.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestOpenWaitsForAMetaLeader: one server of three is up, so JetStream
 // has no meta leader and answers nothing; Open says so and waits, and
 // once the other two have started (during its first wait) it creates
@@ -81,7 +62,7 @@ func TestOpenWaitsForAMetaLeader(t *testing.T) {
 			f.Start(2)
 		}
 	}
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // the test's own bound, not a wait
 	defer cancel()
 	s, err := Open(ctx, Config{URLs: strings.Split(f.URLs(), ","), Replicas: 3, Timeout: time.Second,
@@ -112,7 +93,7 @@ func TestOpenGivesUpAtTheStartTimeout(t *testing.T) {
 	f := natstest.Form(t, 3)
 	f.Start(0)
 	clock := &fakeStartClock{now: t0}
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	_, err := Open(context.Background(), Config{URLs: strings.Split(f.URLs(), ","), Replicas: 3, Timeout: 200 * time.Millisecond,
 		StartTimeout: 3 * time.Second, Clock: clock, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if !errors.Is(err, ErrStartTimeout) || !errors.Is(err, context.DeadlineExceeded) {
