@@ -127,3 +127,33 @@ func TestABurstForOneRecipientAllLands(t *testing.T) {
 		t.Fatalf("CountPending after the burst: %d %v, want %d", got, err, n)
 	}
 }
+
+// TestAnImportResetsTheCountsItTouches: rows imported beside a
+// recipient's own pending rows make its count key stale, so the import
+// deletes it, and the count is listed again: exact.
+func TestAnImportResetsTheCountsItTouches(t *testing.T) {
+	ctx := context.Background()
+	srv := runServer(t)
+	from := openStore(t, Config{Bucket: "from"}, srv)
+	to := openStore(t, Config{Bucket: "to"}, srv)
+	ids := newIDs()
+	for range 2 {
+		createdWatch(t, from, ids, "r", t0)
+	}
+	createdWatch(t, to, ids, "r", t0)
+	var recs []store.Record
+	if err := from.ExportRecords(ctx, func(r store.Record) error {
+		if r.Family == store.FamRow || r.Family == store.FamState || r.Family == store.FamRecipientIndex {
+			recs = append(recs, r)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := to.ImportRecords(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := to.CountPending(ctx, "r", 0); err != nil || n != 3 {
+		t.Fatalf("CountPending after the import: %d %v, want its own 1 and the 2 imported", n, err)
+	}
+}
