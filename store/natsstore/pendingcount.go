@@ -3,6 +3,9 @@ package natsstore
 import (
 	"context"
 	"strconv"
+	"sync"
+
+	"github.com/vigilhq/vigil/store"
 )
 
 // pendingCountKey holds a recipient's count of pending rows, in decimal:
@@ -47,13 +50,29 @@ func pendingCount(t *txn, rid string) (int, error) {
 // same transition that puts or deletes the rp. entry, before or after:
 // a listing sees the bucket as committed, never t's own writes.
 func addPending(t *txn, rid string, d int) error {
-	t.serialise(&t.s.countMu[stripe(rid, len(t.s.countMu))])
+	t.serialise(t.s.countLock(rid))
 	n, err := pendingCount(t, rid)
 	if err != nil {
 		return err
 	}
 	t.put(pendingCountKey(rid), strconv.AppendInt(nil, int64(max(n+d, 0)), 10))
 	return nil
+}
+
+// countLock is the stripe of countMu that serialises rid's count.
+func (s *Store) countLock(rid string) *sync.Mutex { return &s.countMu[stripe(rid, len(s.countMu))] }
+
+// startCreate begins a transition that creates w: a pending row takes
+// its recipient's count stripe before anything is read (so no run under
+// it reads stale), and the keys the creation reads are read at once
+// (with extra, the recipient's record for CreateIfRunning).
+func startCreate(t *txn, w store.Watch, extra ...string) error {
+	keys := append([]string{rowKey(w.ID)}, extra...)
+	if w.State == store.Pending {
+		t.serialise(t.s.countLock(w.Recipient.ID))
+		keys = append(keys, pendingCountKey(w.Recipient.ID))
+	}
+	return t.prefetch(keys...)
 }
 
 // CountPending counts a recipient's pending watches from its count key

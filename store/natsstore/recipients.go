@@ -254,6 +254,9 @@ func (s *Store) CreateIfRunning(ctx context.Context, w store.Watch) error {
 		return fmt.Errorf("store: create: state %q receipt %q", w.State, w.Receipt)
 	}
 	return s.update(ctx, "create-if-running", func(t *txn) error {
+		if err := startCreate(t, w, recipientRecKey(w.Recipient.ID)); err != nil {
+			return err
+		}
 		if _, err := runningRecipient(t, w.Recipient.ID); err != nil {
 			return err
 		}

@@ -218,6 +218,34 @@ func (t *txn) get(key string) (entry, error) {
 	return e, nil
 }
 
+// prefetch reads keys this transition will get, all at once instead of
+// one round trip after another; get then answers them from what was
+// read. A key already read or written is left as it is.
+func (t *txn) prefetch(keys ...string) error {
+	var todo []string
+	for _, k := range keys {
+		_, read := t.reads[k]
+		_, written := t.widx[k]
+		if !read && !written && !slices.Contains(todo, k) {
+			todo = append(todo, k)
+		}
+	}
+	got := make([]entry, len(todo))
+	errs := make([]error, len(todo))
+	var wg sync.WaitGroup
+	for i, k := range todo {
+		wg.Go(func() { got[i], errs[i] = t.s.last(t.ctx, k) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for i, k := range todo {
+		t.reads[k] = got[i]
+	}
+	return nil
+}
+
 func (t *txn) put(key string, val []byte) { t.set(write{key: key, val: val}) }
 
 func (t *txn) del(key string) { t.set(write{key: key, del: true}) }

@@ -132,7 +132,12 @@ func (s *Store) Create(ctx context.Context, w store.Watch) error {
 	if !w.State.Valid() || !w.Receipt.Valid() {
 		return fmt.Errorf("store: create: state %q receipt %q", w.State, w.Receipt)
 	}
-	err := s.update(ctx, "create", func(t *txn) error { return createRow(t, w) })
+	err := s.update(ctx, "create", func(t *txn) error {
+		if err := startCreate(t, w); err != nil {
+			return err
+		}
+		return createRow(t, w)
+	})
 	if err == nil && w.State != store.Pending && w.SettledAt != nil {
 		s.noteRetained(store.RetainedSettled, *w.SettledAt)
 	}
