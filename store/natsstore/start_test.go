@@ -131,3 +131,30 @@ func TestOpenDoesNotWaitOnARefusal(t *testing.T) {
 		t.Errorf("a negative start timeout: %v, want ErrBadConfig", err)
 	}
 }
+
+// TestOpenWaitsForTheFirstServer: no server of three is up yet, so the
+// connection itself is refused; Open waits as for a meta leader, and
+// opens once all three have started (during its first wait).
+func TestOpenWaitsForTheFirstServer(t *testing.T) {
+	f := natstest.Form(t, 3)
+	clock := &fakeStartClock{now: t0}
+	clock.onSleep = func(n int) {
+		if n == 1 {
+			for i := range 3 {
+				f.Start(i)
+			}
+		}
+	}
+	var logs syncbuf.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // the test's own bound, not a wait
+	defer cancel()
+	s, err := Open(ctx, Config{URLs: strings.Split(f.URLs(), ","), Replicas: 3, Timeout: time.Second,
+		StartTimeout: 24 * time.Hour, Clock: clock, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatalf("Open while no server was up: %v\n%s", err, logs.String())
+	}
+	defer s.Close()
+	if !strings.Contains(logs.String(), "attempt 1") || !strings.Contains(logs.String(), "no servers available") {
+		t.Errorf("the first attempt's line does not say no server answered:\n%s", logs.String())
+	}
+}
