@@ -31,7 +31,9 @@ func pendingCountKey(rid string) string { return "pc." + tok(rid) }
 // index, and the count key's absence is what t read: a commit that
 // writes the count from that listing is refused if any other commit
 // wrote a count since, and every commit that moves an rp. entry writes
-// one, so the listing cannot be stale when the commit lands.
+// one, so the listing cannot be stale when the commit lands. (A node of
+// an older build, which moves rp. entries without the count, would leave
+// it off: every node of a cluster runs a build that keeps it.)
 func pendingCount(t *txn, rid string) (int, error) {
 	e, err := t.get(pendingCountKey(rid))
 	if err != nil {
