@@ -68,7 +68,7 @@ func Status(code string) int {
 	case CodeInvalidParams, CodeInvalidField, CodeInvalidRecipient, CodeWatchUnobservable, CodeDeadlineTooFar,
 		CodeDestinationRefused:
 		return 422
-	case CodePluginFault, CodeTooManyWaiters, CodeTooManySessions, CodePluginSetMismatch:
+	case CodePluginFault, CodeTooManyWaiters, CodeTooManySessions, CodePluginSetMismatch, CodeStoreBusy:
 		return 503
 	case CodeTooManyRefs, CodeTooManyPending:
 		return 422
@@ -105,6 +105,11 @@ const (
 	// CodeTooManySessions: the host already holds its bound of open MCP
 	// sessions (/mcp); retry later, or end a session you no longer use.
 	CodeTooManySessions = "too_many_sessions"
+	// CodeStoreBusy: the write lost the race for its records to other
+	// writers (other nodes of a cluster, or other requests for the same
+	// recipient) more times than the store retries; nothing was written.
+	// Retry after the Retry-After header's seconds.
+	CodeStoreBusy = "store_busy"
 )
 
 // Error is the one error envelope's content.
@@ -117,8 +122,9 @@ type Error struct {
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
 	Setting string `json:"setting,omitempty"`
-	// RetryAfter, with CodeRateLimited or CodePluginSetMismatch, is how
-	// long to wait: it goes out as the Retry-After header, not in the body.
+	// RetryAfter, with CodeRateLimited, CodePluginSetMismatch or
+	// CodeStoreBusy, is how long to wait: it goes out as the Retry-After
+	// header, not in the body.
 	RetryAfter time.Duration `json:"-"`
 }
 

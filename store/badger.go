@@ -244,6 +244,10 @@ func (s *Badger) updateInOrder(ctx context.Context, mu *sync.Mutex, f func(txn *
 	return err
 }
 
+// maxCommitAttempts bounds how often commit runs a transaction that
+// lost a conflict; past it the commit is ErrBusy.
+const maxCommitAttempts = 9
+
 // commit runs f in a read-write transaction and commits it, with mu held
 // when it is not nil, and then calls committed, mu still held, if the
 // commit succeeded.
@@ -257,8 +261,11 @@ func (s *Badger) commit(ctx context.Context, mu *sync.Mutex, f func(txn *badger.
 			return err
 		}
 		err := s.db.Update(f)
-		if errors.Is(err, badger.ErrConflict) && attempt < 8 {
-			continue
+		if errors.Is(err, badger.ErrConflict) {
+			if attempt < maxCommitAttempts-1 {
+				continue
+			}
+			err = fmt.Errorf("%w (%d attempts): %w", ErrBusy, maxCommitAttempts, err)
 		}
 		if err == nil && committed != nil {
 			committed()

@@ -135,7 +135,10 @@ func (s *Badger) CountPending(ctx context.Context, recipient string, upTo int) (
 		return c, nil
 	}
 	n, err := s.countPending(ctx, recipient, upTo)
-	if err == nil {
+	// A walk that stopped at upTo counted "at least upTo": kept as the
+	// count, it would be low by whatever lay beyond, and trusted once
+	// cancels took it away from the bound.
+	if err == nil && (upTo <= 0 || n < upTo) {
 		s.pending.set(recipient, n)
 	}
 	return n, err

@@ -22,6 +22,13 @@ var (
 	ErrStoreTooNew = errors.New("store: written by a newer release of vigil")
 	// ErrCorrupt: the store's files cannot be read.
 	ErrCorrupt = errors.New("store: files are corrupt")
+	// ErrBusy: a transition lost the race for its records to other
+	// writers more times in a row than the backend retries (badger's
+	// conflict retry, JetStream's revision fence); nothing of it was
+	// written, and the same call may succeed a moment later. Both
+	// backends wrap it with %w; the API answers it 503 store_busy with
+	// Retry-After.
+	ErrBusy = errors.New("store: busy: the records kept changing under the transition")
 )
 
 // Settlement is a pending row's final transition.

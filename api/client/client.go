@@ -495,6 +495,11 @@ func responseError(resp *http.Response) error {
 	var env api.ErrorEnvelope
 	if err == nil && json.Unmarshal(b, &env) == nil && env.Error.Code != "" {
 		e := env.Error
+		// A store_busy or rate_limited answer says when to retry in its
+		// Retry-After header, not in the envelope.
+		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs >= 0 {
+			e.RetryAfter = time.Duration(secs) * time.Second
+		}
 		return &e
 	}
 	msg := "HTTP " + resp.Status

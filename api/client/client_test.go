@@ -279,6 +279,23 @@ func TestErrorEnvelope(t *testing.T) {
 	wantAPIError(t, err, api.CodeInvalidRecipient, "id", "")
 }
 
+// A 503 store_busy's Retry-After reaches the *api.Error, so a caller
+// (the MCP server, an agent's client) knows when to send the write again.
+func TestRetryAfterIsKept(t *testing.T) {
+	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "2")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, `{"error":{"code":"store_busy","message":"retry shortly"}}`)
+	}))
+	defer busy.Close()
+	_, err := client.New(busy.URL).CancelWatch(context.Background(), "x")
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Code != api.CodeStoreBusy || ae.RetryAfter != 2*time.Second {
+		t.Fatalf("err = %#v, want store_busy with a RetryAfter of 2s", err)
+	}
+}
+
 // A body that is not the envelope (a proxy's page) is an *api.Error with
 // code internal naming the status; a transport failure is not an
 // *api.Error at all.

@@ -71,6 +71,7 @@ import (
 //	    bucket: vigil
 //	    node: vigil-1                 # default: the host name, sanitized
 //	    lease_ttl: 10s
+//	    start_timeout: 60s            # how long to wait for JetStream at start
 //	scopes:
 //	  support:
 //	    observe:

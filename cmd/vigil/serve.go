@@ -60,9 +60,11 @@ the other nodes through leases. The config file's store.nats also sets
 credentials (a .creds file), tls (ca, cert, key), replicas and partitions
 (fixed when the cluster's store is created: 1 and 64 by default), bucket
 (vigil), node (this node's name, unique in the cluster; default the host
-name, sanitized) and lease_ttl (10s). Every node must load the same
-plugins: a node whose plugin set differs from most nodes' holds no
-partition (see RATIONALE.md).
+name, sanitized), lease_ttl (10s) and start_timeout (60s: how long
+serve waits at start for JetStream to answer, while no server is up or
+too few are for a meta leader, logging each attempt, before it fails).
+Every node must load the same plugins: a node whose plugin set differs
+from most nodes' holds no partition (see RATIONALE.md).
 
 Plugins load from the bundled set and, with --plugins, from a directory of
 .wasm files and its registry.json. SIGHUP reloads the plugins and the

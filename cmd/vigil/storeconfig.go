@@ -41,6 +41,10 @@ type natsSettings struct {
 	Node string `yaml:"node"`
 	// LeaseTTL is every lease's (default 10 s).
 	LeaseTTL time.Duration `yaml:"lease_ttl"`
+	// StartTimeout is how long serve waits at start for JetStream to
+	// answer (no server up yet, or no meta leader) before it fails
+	// (default 60 s).
+	StartTimeout time.Duration `yaml:"start_timeout"`
 }
 
 type natsTLSFile struct {
@@ -53,6 +57,11 @@ type natsTLSFile struct {
 const (
 	defaultLeaseTTL = 10 * time.Second
 	maxLeaseTTL     = 5 * time.Minute
+	// minStartTimeout and maxStartTimeout bound store.nats.start_timeout:
+	// below a second one unanswered request would use it up; past an
+	// hour a node pointed at the wrong servers waits too long to say so.
+	minStartTimeout = time.Second
+	maxStartTimeout = time.Hour
 	// maxPartitions: every partition is a lease renewed a third of the
 	// TTL apart; past a thousand the renewals are most of the traffic.
 	maxPartitions = 1024
@@ -96,6 +105,9 @@ func (s storeSettings) validate() []error {
 	}
 	if t := n.LeaseTTL; t != 0 && (t < cluster.MinTTL || t > maxLeaseTTL) {
 		bad("lease_ttl", "%s: want %s to %s (0 for the default, %s)", t, cluster.MinTTL, maxLeaseTTL, defaultLeaseTTL)
+	}
+	if t := n.StartTimeout; t != 0 && (t < minStartTimeout || t > maxStartTimeout) {
+		bad("start_timeout", "%s: want %s to %s (0 for the default, %s)", t, minStartTimeout, maxStartTimeout, natsstore.DefaultStartTimeout)
 	}
 	if (n.TLS.Cert == "") != (n.TLS.Key == "") {
 		bad("tls", "a certificate needs its key, and a key its certificate")
@@ -191,7 +203,7 @@ func (n natsSettings) storeConfig(log *slog.Logger) natsstore.Config {
 	}
 	return natsstore.Config{
 		URLs: urls, CredsFile: n.Credentials, TLS: natsstore.TLS{CA: n.TLS.CA, Cert: n.TLS.Cert, Key: n.TLS.Key},
-		Replicas: n.Replicas, Partitions: n.Partitions, Bucket: n.Bucket, Logger: log,
+		Replicas: n.Replicas, Partitions: n.Partitions, Bucket: n.Bucket, StartTimeout: n.StartTimeout, Logger: log,
 	}
 }
 

@@ -17,7 +17,7 @@ func TestStoreSettingChoosesTheBackend(t *testing.T) {
 	if c, err := s.Store.cluster(nil); c != nil || err != nil {
 		t.Fatalf("badger makes a cluster config %+v, %v", c, err)
 	}
-	file := "store:\n  nats:\n    urls: [nats://file:4222]\n    replicas: 3\n    partitions: 128\n    bucket: prod\n    node: n-1\n    lease_ttl: 4s\n    credentials: /etc/nats.creds\n    tls: {ca: ca.pem, cert: c.pem, key: k.pem}\n"
+	file := "store:\n  nats:\n    urls: [nats://file:4222]\n    replicas: 3\n    partitions: 128\n    bucket: prod\n    node: n-1\n    lease_ttl: 4s\n    start_timeout: 2m\n    credentials: /etc/nats.creds\n    tls: {ca: ca.pem, cert: c.pem, key: k.pem}\n"
 	s, err = settingsFor(t, nil, nil, file)
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +29,7 @@ func TestStoreSettingChoosesTheBackend(t *testing.T) {
 	if c.Node != "n-1" || c.LeaseTTL != 4*time.Second || c.Open == nil {
 		t.Fatalf("from the file: %+v", c)
 	}
-	if nc := s.Store.NATS.storeConfig(nil); nc.Replicas != 3 || nc.Partitions != 128 || nc.Bucket != "prod" ||
+	if nc := s.Store.NATS.storeConfig(nil); nc.Replicas != 3 || nc.Partitions != 128 || nc.Bucket != "prod" || nc.StartTimeout != 2*time.Minute ||
 		nc.CredsFile != "/etc/nats.creds" || nc.TLS.CA != "ca.pem" || nc.TLS.Cert != "c.pem" || nc.TLS.Key != "k.pem" || nc.URLs[0] != "nats://file:4222" {
 		t.Fatalf("from the file: %+v", nc)
 	}
@@ -72,6 +72,9 @@ func TestInvalidStoreSettingsNameTheSetting(t *testing.T) {
 		{"file node", nil, nil, "store: {nats: {urls: [nats://a:4222], node: 'a b'}}\n", "vigil.yaml", "nats.node"},
 		{"file short ttl", nil, nil, "store: {nats: {urls: [nats://a:4222], lease_ttl: 100ms}}\n", "vigil.yaml", "nats.lease_ttl"},
 		{"file long ttl", nil, nil, "store: {nats: {urls: [nats://a:4222], lease_ttl: 1h}}\n", "vigil.yaml", "nats.lease_ttl"},
+		{"file short start timeout", nil, nil, "store: {nats: {urls: [nats://a:4222], start_timeout: 100ms}}\n", "vigil.yaml", "nats.start_timeout"},
+		{"file long start timeout", nil, nil, "store: {nats: {urls: [nats://a:4222], start_timeout: 2h}}\n", "vigil.yaml", "nats.start_timeout"},
+		{"file negative start timeout", nil, nil, "store: {nats: {urls: [nats://a:4222], start_timeout: -1s}}\n", "vigil.yaml", "nats.start_timeout"},
 		{"file cert without key", nil, nil, "store: {nats: {urls: [nats://a:4222], tls: {cert: c.pem}}}\n", "vigil.yaml", "nats.tls"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -382,11 +382,16 @@ func (s *server) errorHandler(c *fiber.Ctx, err error) error {
 	}
 	if e.RetryAfter > 0 {
 		// A refusal that says when to come back (plugin_set_mismatch,
-		// rate_limited): whole seconds, rounded up.
+		// rate_limited, store_busy): whole seconds, rounded up.
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 	}
 	return c.Status(api.Status(e.Code)).JSON(api.ErrorEnvelope{Error: *e})
 }
+
+// StoreBusyRetryAfter is the Retry-After of a 503 store_busy: long
+// enough for a burst of writes to one recipient to drain, short enough
+// that an agent retrying is not kept waiting.
+const StoreBusyRetryAfter = time.Second
 
 // toAPIError is the one translation from the host's errors to the API's.
 func toAPIError(err error) *api.Error {
@@ -408,6 +413,11 @@ func toAPIError(err error) *api.Error {
 		return &api.Error{Code: api.CodeInternal, Message: rge.Error()}
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, delivery.ErrUnknownRecipient):
 		return &api.Error{Code: api.CodeNotFound, Message: err.Error()}
+	case errors.Is(err, store.ErrBusy):
+		// Other writers kept winning the records this write needs (a
+		// burst for one recipient, other nodes): nothing was written, and
+		// the same request a moment later will most likely land.
+		return &api.Error{Code: api.CodeStoreBusy, Message: "the store's records kept changing under this write (other writers for the same records); nothing was written, retry shortly", RetryAfter: StoreBusyRetryAfter}
 	case errors.As(err, &fe):
 		switch fe.Code {
 		case fiber.StatusRequestEntityTooLarge:

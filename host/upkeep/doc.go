@@ -34,6 +34,23 @@
 //     this build holds aside) is re-armed one retention later, not
 //     retried in a loop; a store error, a minute later.
 //
+// On a cluster. The upkeep runs on one node at a time, under the
+// cluster's job lease (host.JobUpkeep), and its store's OnRetained tells
+// of that node's commits only: a class that read empty would never be
+// armed by a record another node wrote, and would keep it for ever (until
+// the lease moved). So when the store is a Follower (natsstore, whose
+// bucket every node writes), Start first subscribes to the retained
+// records any node commits (FollowRetained: JetStream's push of the
+// classes' time indexes and event streams, no polling) and feeds them to
+// Notify on a second goroutine it owns, then primes: a record committed
+// after the first read is told by the feed, one before it is in the
+// read. A feed the servers end is followed again a second later, and the
+// classes read again. Only the lease holder follows: the other nodes'
+// upkeeps are not started. badger is held by one process and needs no
+// feed. Rejected: re-reading every class's oldest on a timer, which is
+// the periodic sweep below; and having every node's OnRetained publish a
+// note to the holder, a second channel beside the store's own feed.
+//
 // What it must never do: prune observed items (the observe stream, and
 // observe.skipped beside it). They are the Once identities: pruning one
 // would make a re-read of an old thread new Work (seed 004). New refuses

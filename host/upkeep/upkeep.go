@@ -46,6 +46,20 @@ type Store interface {
 	PruneOldest(ctx context.Context, c store.Retained, cutoff time.Time, limit int) (int, error)
 }
 
+// Follower is a store other processes commit to as well (a cluster's
+// shared store): FollowRetained tells of each retained record of classes
+// that any of them commits, so the upkeep, which runs on one node of a
+// cluster, hears of records the other nodes write, which its own store's
+// OnRetained never tells. *natsstore.Store is one; badger, which one
+// process holds, is not, and needs none.
+type Follower interface {
+	FollowRetained(ctx context.Context, classes []store.Retained) (func(context.Context, func(store.Retained, time.Time)) error, error)
+}
+
+// refollowAfter is how long the upkeep waits to follow the store again
+// after its feed ended (the servers ended it).
+const refollowAfter = time.Second
+
 // Clock tells the time. The product uses the wall clock; tests a fake one.
 type Clock interface{ Now() time.Time }
 
@@ -333,17 +347,68 @@ func (u *Upkeep) Tick(ctx context.Context, now time.Time) (int, error) {
 }
 
 // Start primes the heap and runs the loop on its own goroutine until ctx
-// ends; the channel closes when it has.
+// ends; the channel closes when it has. On a store that is a Follower it
+// first subscribes to the retained records every process commits, and
+// keeps a second goroutine reading them into Notify, so a class that
+// read empty is armed by another node's record; the channel closes once
+// both have stopped.
 func (u *Upkeep) Start(ctx context.Context) <-chan struct{} {
 	done := make(chan struct{})
+	var classes []store.Retained
+	for _, c := range u.cfg.Classes {
+		classes = append(classes, c.Class)
+	}
+	f, follows := u.cfg.Store.(Follower)
 	go func() {
 		defer close(done)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		if follows {
+			// Subscribe before Prime reads: a record committed after the
+			// read is told by the feed, one before it is in the read.
+			run, err := f.FollowRetained(ctx, classes)
+			if err != nil {
+				u.log.Error("following the retained records of other nodes; following again after "+refollowAfter.String(), "err", err)
+			}
+			wg.Go(func() { u.follow(ctx, f, classes, run) })
+		}
 		if err := u.Prime(ctx); err != nil {
 			u.log.Error("reading the oldest records", "err", err)
 		}
 		u.loop(ctx)
 	}()
 	return done
+}
+
+// follow reads the store's feed of retained records into Notify until
+// ctx ends; when the feed ends, or run is nil (subscribing failed), it
+// subscribes again after refollowAfter and reads every class's oldest
+// again, so a record committed meanwhile is not forgotten.
+func (u *Upkeep) follow(ctx context.Context, f Follower, classes []store.Retained, run func(context.Context, func(store.Retained, time.Time)) error) {
+	for {
+		if run != nil {
+			err := run(ctx, u.Notify)
+			if ctx.Err() != nil {
+				return
+			}
+			u.log.Error("the feed of retained records ended; following again after "+refollowAfter.String(), "err", err)
+		}
+		t := time.NewTimer(refollowAfter)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		var err error
+		if run, err = f.FollowRetained(ctx, classes); err != nil {
+			u.log.Error("following the retained records of other nodes", "err", err)
+			continue
+		}
+		if err := u.Prime(ctx); err != nil {
+			u.log.Error("reading the oldest records", "err", err)
+		}
+	}
 }
 
 // loop is the upkeep's one goroutine: a batch whenever a class is due,

@@ -1,6 +1,8 @@
 // Package natstest is test support: NATS servers with JetStream, embedded
 // through the server's Go package on 127.0.0.1 with their stores in the
-// test's temporary directory, one alone or three in a cluster. It owns the
+// test's temporary directory, one alone or three in a cluster (Cluster
+// waits for their meta leader; Form plans one whose servers the test
+// starts one at a time, a cluster still forming). It owns the
 // servers it starts and shuts them down when the test ends; it must never
 // be used by product code, which connects to servers an operator runs.
 //

@@ -27,7 +27,9 @@ func Start(t testing.TB) *server.Server {
 func run(t testing.TB, o *server.Options) *server.Server {
 	t.Helper()
 	o.Host = "127.0.0.1"
-	o.Port = -1
+	if o.Port == 0 {
+		o.Port = -1
+	}
 	o.JetStream = true
 	o.StoreDir = t.TempDir()
 	o.NoLog = os.Getenv("NATSTEST_LOG") == ""
@@ -51,28 +53,13 @@ func run(t testing.TB, o *server.Options) *server.Server {
 }
 
 // Cluster runs n servers routed to one another, with JetStream, and waits
-// until their meta group has a leader. JetStream's clustering wants every
-// route configured at start, so the cluster ports are chosen first.
+// until their meta group has a leader.
 func Cluster(t testing.TB, n int) []*server.Server {
 	t.Helper()
-	ports := make([]int, n)
-	var routes []*url.URL
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("natstest: pick a port: %v", err)
-		}
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		routes = append(routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", ports[i])})
-	}
+	f := Form(t, n)
 	out := make([]*server.Server, n)
 	for i := range n {
-		o := &server.Options{ServerName: fmt.Sprintf("n%d", i+1), Routes: routes}
-		o.Cluster.Name = "vigil-test"
-		o.Cluster.Host = "127.0.0.1"
-		o.Cluster.Port = ports[i]
-		out[i] = run(t, o)
+		out[i] = f.Start(i)
 	}
 	WaitFor(t, ready, "a JetStream meta leader", func() bool {
 		for _, s := range out {
@@ -83,6 +70,69 @@ func Cluster(t testing.TB, n int) []*server.Server {
 		return false
 	})
 	return out
+}
+
+// Forming is a cluster of servers whose ports and routes are fixed
+// before any of them runs, each started when the test says: a cluster
+// still forming, or one whose servers came up one at a time. JetStream's
+// clustering wants every route configured at start, so the ports are
+// chosen first.
+type Forming struct {
+	t    testing.TB
+	opts []*server.Options
+}
+
+// Form plans n servers routed to one another, with JetStream; none runs
+// until Start.
+func Form(t testing.TB, n int) *Forming {
+	t.Helper()
+	clients, cluster := make([]int, n), make([]int, n)
+	var routes []*url.URL
+	for i := range n {
+		clients[i], cluster[i] = freePort(t), freePort(t)
+		routes = append(routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", cluster[i])})
+	}
+	f := &Forming{t: t}
+	for i := range n {
+		o := &server.Options{ServerName: fmt.Sprintf("n%d", i+1), Routes: routes, Port: clients[i]}
+		o.Cluster.Name = "vigil-test"
+		o.Cluster.Host = "127.0.0.1"
+		o.Cluster.Port = cluster[i]
+		f.opts = append(f.opts, o)
+	}
+	return f
+}
+
+// Start runs server i (from 0) and waits until it accepts connections;
+// it stops when the test ends.
+func (f *Forming) Start(i int) *server.Server {
+	f.t.Helper()
+	o := *f.opts[i]
+	return run(f.t, &o)
+}
+
+// URLs is every planned server's client URL, started or not,
+// comma-separated as nats.Connect takes them.
+func (f *Forming) URLs() string {
+	var s string
+	for i, o := range f.opts {
+		if i > 0 {
+			s += ","
+		}
+		s += fmt.Sprintf("nats://127.0.0.1:%d", o.Port)
+	}
+	return s
+}
+
+// freePort is a loopback port nothing listens on a moment ago.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("natstest: pick a port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // URLs is the servers' client URLs, comma-separated as nats.Connect takes

@@ -107,3 +107,34 @@ func BenchmarkSettle(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRegisterBesideManyPending measures one registration as the
+// API makes it, the bound's count (CountPending, as
+// recipients.CheckPending asks it) and then CreateIfRunning, for a
+// recipient that already holds 1,000 pending watches, one at a time:
+// the count's cost is what a recipient's pending index costs it.
+func BenchmarkRegisterBesideManyPending(b *testing.B) {
+	ctx := context.Background()
+	s := benchStore(b, 1)
+	ids := newIDs()
+	runningFor(b, s, "busy", "")
+	for range 1000 {
+		if err := s.Create(ctx, pendingWatch(b, ids, "busy", t0)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ws := make([]store.Watch, b.N)
+	for i := range ws {
+		ws[i] = pendingWatch(b, ids, "busy", t0)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		n, err := s.CountPending(ctx, "busy", 10_000)
+		if err != nil || n != 1000+i {
+			b.Fatalf("CountPending: %d %v, want %d", n, err, 1000+i)
+		}
+		if err := s.CreateIfRunning(ctx, ws[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

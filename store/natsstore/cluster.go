@@ -2,6 +2,7 @@ package natsstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -233,4 +234,91 @@ func (f *pushFeed) run(ctx context.Context, fn func(store.Push)) error {
 			fn(p)
 		}
 	}
+}
+
+// FollowRetained subscribes to the retained records of classes that any
+// process on the cluster commits (JetStream's push of their time
+// indexes sa./ma./pa. and, for an event class, its stream's events) and
+// returns once the subscription is in place, with the function that
+// reads it, as FollowPending does: run calls fn with each new record's
+// class and time until ctx ends (nil) or the servers end the feed (an
+// error). The cluster's upkeep, which runs on one node, learns this way
+// of records the others write; OnRetained tells of this Store's alone.
+// A class this store does not know is ErrUnknownClass.
+func (s *Store) FollowRetained(ctx context.Context, classes []store.Retained) (run func(context.Context, func(store.Retained, time.Time)) error, err error) {
+	f := &retainedFeed{index: map[string]store.Retained{}, events: map[string]store.Retained{}}
+	var keys []string
+	for _, c := range classes {
+		if stream, ok := c.Stream(); ok {
+			pfx := eventPrefix(stream)
+			f.events[pfx] = c
+			keys = append(keys, pfx+"*")
+			continue
+		}
+		pfx, err := classIndex(c)
+		if err != nil {
+			return nil, err
+		}
+		f.index[pfx] = c
+		keys = append(keys, pfx+">")
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("natsstore: following no retained class")
+	}
+	if f.w, err = s.kv.WatchFiltered(ctx, keys, jetstream.UpdatesOnly()); err != nil {
+		return nil, fmt.Errorf("natsstore: following the retained records: %w", err)
+	}
+	return f.run, nil
+}
+
+type retainedFeed struct {
+	w      jetstream.KeyWatcher
+	index  map[string]store.Retained // "sa." → its class
+	events map[string]store.Retained // "ev.<tok stream>." → its class
+}
+
+func (f *retainedFeed) run(ctx context.Context, fn func(store.Retained, time.Time)) error {
+	defer func() { _ = f.w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-f.w.Updates():
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return errors.New("natsstore: the retained records' feed ended")
+			}
+			if e == nil || e.Operation() != jetstream.KeyValuePut {
+				continue
+			}
+			if c, at, ok := f.record(e.Key(), e.Value()); ok {
+				fn(c, at)
+			}
+		}
+	}
+}
+
+// record is the class and time of a retained record's key: a time
+// index entry's time is in its key, an event's in its value. What it
+// cannot read is skipped: the upkeep's next read of the class's oldest
+// finds it.
+func (f *retainedFeed) record(key string, val []byte) (store.Retained, time.Time, bool) {
+	parts := strings.SplitN(key, ".", 3)
+	if len(parts) != 3 {
+		return "", time.Time{}, false
+	}
+	if c, ok := f.index[parts[0]+"."]; ok {
+		n, valid := parseTimeTok(parts[1])
+		return c, time.Unix(0, n).UTC(), valid
+	}
+	if c, ok := f.events[parts[0]+"."+parts[1]+"."]; ok {
+		var se storedEvent
+		if err := json.Unmarshal(val, &se); err != nil || se.V != rowVersion {
+			return "", time.Time{}, false
+		}
+		return c, se.OccurredAt, true
+	}
+	return "", time.Time{}, false
 }

@@ -10,8 +10,9 @@
 // and event keys) as one base64url token each (tok): rows w.<id>, the
 // state index s.<state>.<id> (a pending row's entry carries its schedule
 // and durable next check, as on badger), r.<rid>.<id>, a recipient's
-// pending rows rp.<rid>.<id>, subjects sj.<subject>, the settled_at,
-// message-at and push-final time indexes sa./ma./pa., mailboxes
+// pending rows rp.<rid>.<id> and their count pc.<rid>, subjects
+// sj.<subject>, the settled_at, message-at and push-final time indexes
+// sa./ma./pa., mailboxes
 // mb.<rid>.<seq> with their sequence key ms.<rid>, the outbox
 // ob.<rid>.<seq> with its live index ol., events ev./ek./es., Work
 // wk./wi./wo./wsc. and router cursors rt., and one metadata key, meta
@@ -32,7 +33,7 @@
 //     expected last sequence: a key changed by anyone since the read
 //     refuses the whole batch, and the transition runs again on what is
 //     there now (like badger's conflict retry, up to 16 times, then
-//     ErrConflict). So a row settles at most once, a cancel and a
+//     store.ErrBusy). So a row settles at most once, a cancel and a
 //     settlement never both win, a stale writer's write is refused and
 //     never applied twice, and a mailbox's sequence key (read and
 //     rewritten by every append) keeps each recipient's seqs dense and
@@ -81,10 +82,13 @@
 //     commits of other nodes are ordered by the mailbox's seq alone.
 //   - Commits for one recipient contend. Every registration and every
 //     settlement of a recipient is fenced on its record (and a
-//     settlement writes its sequence key), and a clustered stream refuses
+//     settlement writes its sequence key), every commit that moves a row
+//     into or out of its pending rows (a cancel too) rewrites its count
+//     key pc.<rid>, and a clustered stream refuses
 //     an expected-sequence check on a subject another batch in flight
 //     checks too, so a burst of them for one recipient commits one at a
-//     time, the others re-running (up to 16 times, then ErrConflict).
+//     time, the others re-running (up to 16 times, then store.ErrBusy,
+//     which the API answers 503 store_busy with Retry-After).
 //   - A batch on one replica costs a sync. nats-server stages an atomic
 //     batch of an R1 file stream in a file store of its own, synced on
 //     flush, so an R1 commit waits for a disk sync (tens of
@@ -92,14 +96,23 @@
 //     replicates it: R1 is for trying vigil out, R3 for running it.
 //   - A page, a count and a retention batch cost an index, not a budget.
 //     JetStream orders a bucket by write, not by key, and has no seek: a
-//     ListPage, CountPending, CountByState, Oldest and PruneOldest list
+//     ListPage, CountByState, Oldest and PruneOldest list
 //     the keys of the index they walk (metadata only, through one watch
 //     of the bucket, which ends once it has delivered what was there) and
 //     sort them; the budget then bounds the rows decoded, not the keys
 //     listed. PruneOldest deletes at most 200 records per call (a batch
 //     stays inside the server's 1000 messages).
-//   - OnRetained tells of this Store's commits only; another node's
-//     record reaches a pruner at its next Oldest.
+//     CountPending, on the registration path, does not: it reads the
+//     recipient's count key, kept exactly in the batches that add and
+//     remove its rp. entries and fenced on its revision like any key they
+//     read (pendingcount.go); a recipient with no count key yet (rows an
+//     older build wrote, an import) is listed once and its next such
+//     commit writes the count, so no backfill runs at Open.
+//   - OnRetained tells of this Store's commits only. A pruner on one
+//     node hears of the others' records through FollowRetained, a feed
+//     of the retained classes' time indexes (sa./ma./pa.) and event
+//     streams that JetStream pushes as any node commits (host/upkeep
+//     follows it while it holds the cluster's upkeep job).
 //   - Durability is the bucket's: a commit is acknowledged once the
 //     stream leader has stored the batch and, with replicas (R3), a
 //     quorum has; R1's file store syncs on an interval unless the server
@@ -109,6 +122,20 @@
 // Long polls: WaitMailbox watches a recipient's sequence key and returns
 // once it passes a cursor, so a reader on one node wakes on an append any
 // node commits, the moment JetStream delivers it, without polling.
+//
+// Starting before the cluster has formed: a server without a JetStream
+// meta leader (one of three up, or three that have not yet elected one)
+// does not answer JetStream's API at all, so every request of Open times
+// out. Open takes that silence, no server reachable, and the server's
+// own "temporarily unavailable" and "no suitable peers" as a cluster
+// still forming: it logs "waiting for JetStream: no meta leader yet
+// (attempt N)", waits (250 ms doubling to 5 s, on Config.Clock) and tries
+// again, until Config.StartTimeout (default 60 s) has passed, then fails
+// with ErrStartTimeout wrapping the last attempt's error. Any answer that
+// refuses (a mismatch, bad credentials, JetStream not enabled) fails at
+// once. Rejected: failing at the first silence, which makes the order in
+// which an operator starts servers and nodes matter; waiting for ever,
+// which hides a node pointed at the wrong servers.
 //
 // Open creates the bucket on first start and verifies it on every later
 // one: a stream without atomic batches, TTLs or one message per key,

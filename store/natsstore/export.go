@@ -17,9 +17,11 @@ import (
 // for `vigil store copy`: the same records as badger's, key by key, with
 // the bucket's token keys translated to a record's parts and back. Two
 // things differ from badger's layout, and are translated here:
-//   - rp.<rid>.<id> (a recipient's pending rows) has no badger
-//     counterpart: it is not exported, and an import writes it beside
-//     every pending row it imports (a row's record names its recipient);
+//   - rp.<rid>.<id> (a recipient's pending rows) and pc.<rid> (how many)
+//     have no badger counterpart: they are not exported, and an import
+//     writes the rp. entry beside every pending row it imports (a row's
+//     record names its recipient) and deletes the recipient's count, which
+//     its next use lists again;
 //   - ma., pa. and ol. carry their recipient as value (a long
 //     recipient's token is a hash): exported as a record with no value,
 //     as badger keeps them, imported with the recipient as value.
@@ -34,8 +36,9 @@ import (
 var ErrUntranslatable = errors.New("natsstore: a key's name is hashed and no record carries it")
 
 // importBatch bounds the records one ImportRecords commit holds: with the
-// rp. entries its pending rows add, the batch stays under maxBatch.
-const importBatch = maxBatch / 2
+// rp. entry and the count key's reset its pending rows add, the batch
+// stays under maxBatch.
+const importBatch = maxBatch / 3
 
 var natsFamilies = map[string]store.Family{
 	"w": store.FamRow, "s": store.FamState, "r": store.FamRecipientIndex, "pk": store.FamPendingKind,
@@ -63,7 +66,7 @@ func (s *Store) ExportRecords(ctx context.Context, fn func(store.Record) error) 
 		return err
 	}
 	return s.each(ctx, func(e kvEntry) error {
-		if e.key == metaKey || strings.HasPrefix(e.key, "rp.") {
+		if e.key == metaKey || strings.HasPrefix(e.key, "rp.") || strings.HasPrefix(e.key, "pc.") {
 			return nil
 		}
 		r, err := parseNatsKey(e.key, names)
@@ -333,6 +336,8 @@ func (s *Store) importBatch(ctx context.Context, recs []store.Record) error {
 			// build cannot decode is held aside and has none, as here.
 			if w, err := decodeRow(k, r.Value); err == nil && w.State == store.Pending {
 				t.put(recipientPendingKey(w.Recipient.ID, w.ID), nil)
+				// Its count is listed again at its next use (pendingcount.go).
+				t.del(pendingCountKey(w.Recipient.ID))
 			}
 		}
 		t.put(k, v)

@@ -32,18 +32,21 @@ const DefaultPartitions = 64
 const DefaultBucket = "vigil"
 
 // Sentinel errors of this backend. Everything the core reads (not found,
-// not pending, exists, not running, …) is package store's.
+// not pending, exists, not running, busy, …) is package store's: a
+// transition that lost its race 16 times is store.ErrBusy.
 var (
 	// ErrMismatch: the bucket exists and differs from what Config asks
 	// (partitions, replicas, a stream setting the rules rely on). The
 	// error returned is a *MismatchError.
 	ErrMismatch = errors.New("natsstore: the store differs from its configuration")
-	// ErrConflict: a transition lost the race for its rows more times in
-	// a row than the store retries; nothing of it was written.
-	ErrConflict = errors.New("natsstore: the rows kept changing under the transition")
 	// ErrBadConfig: Config itself is invalid (no URL, a negative count,
 	// half a client certificate).
 	ErrBadConfig = errors.New("natsstore: bad configuration")
+	// ErrStartTimeout: JetStream did not answer within
+	// Config.StartTimeout (no server reachable, or no meta leader: a
+	// cluster with too few of its servers up). The error wraps the last
+	// attempt's too.
+	ErrStartTimeout = errors.New("natsstore: JetStream did not answer within the start timeout")
 )
 
 // MismatchError says what differs between the stored bucket and Config.
@@ -88,8 +91,43 @@ type Config struct {
 	Bucket string
 	// Timeout bounds one JetStream request (default 5 s).
 	Timeout time.Duration
+	// StartTimeout bounds how long Open waits for JetStream to answer: a
+	// cluster still forming (no server up yet, or too few for a meta
+	// leader) is waited on, attempt after attempt, until it answers or
+	// this has passed (default DefaultStartTimeout); then Open fails with
+	// ErrStartTimeout. Negative is ErrBadConfig.
+	StartTimeout time.Duration
+	// Clock paces Open's waiting (nil: the wall clock and its timers).
+	Clock Clock
 	// Logger receives connection events. Nil discards them.
 	Logger *slog.Logger
+}
+
+// DefaultStartTimeout is Config.StartTimeout when it is zero: long
+// enough for a cluster whose servers start together to elect a meta
+// leader, short enough that a node pointed at the wrong servers says so.
+const DefaultStartTimeout = time.Minute
+
+// Clock is the time Open's waiting for JetStream reads and waits on.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits d, or until ctx ends (its error).
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+func (wallClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Store is vigil's store on NATS JetStream. See the package doc.
@@ -116,6 +154,13 @@ type Store struct {
 	// mailbox's order itself is the sequence key's fence; commits for one
 	// recipient would refuse each other anyway.
 	mailMu [64]sync.Mutex
+	// countMu stripes this process's commits that move a recipient's
+	// count of pending rows (pendingcount.go): every one of them rewrites
+	// the count key, so a burst of registrations or cancels for one
+	// recipient would refuse each other round after round; under the
+	// stripe they go one at a time, each on what the one before wrote.
+	// Taken after mailMu when both are, never before.
+	countMu [64]sync.Mutex
 	// retained is OnRetained's fn, or nil.
 	retained atomic.Pointer[func(store.Retained, time.Time)]
 	// failpoint, set only by this package's tests, is called before a
@@ -146,6 +191,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if (cfg.TLS.Cert == "") != (cfg.TLS.Key == "") {
 		return nil, fmt.Errorf("%w: a TLS certificate needs its key and a key its certificate", ErrBadConfig)
+	}
+	if cfg.StartTimeout < 0 || cfg.Timeout < 0 {
+		return nil, fmt.Errorf("%w: start timeout %s, timeout %s", ErrBadConfig, cfg.StartTimeout, cfg.Timeout)
 	}
 	bucket := cfg.Bucket
 	if bucket == "" {
@@ -179,6 +227,69 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	for _, u := range cfg.URLs[1:] {
 		url += "," + u
 	}
+	clock := cfg.Clock
+	if clock == nil {
+		clock = wallClock{}
+	}
+	startTimeout := cfg.StartTimeout
+	if startTimeout == 0 {
+		startTimeout = DefaultStartTimeout
+	}
+	deadline := clock.Now().Add(startTimeout)
+	for attempt := 1; ; attempt++ {
+		s, err := open(ctx, cfg, url, opts, bucket, timeout, log)
+		if err == nil {
+			if attempt > 1 {
+				log.Info("JetStream answered", "attempt", attempt)
+			}
+			return s, nil
+		}
+		if ctx.Err() != nil || !unanswered(err) {
+			return nil, err
+		}
+		wait := startBackoff(attempt)
+		if left := deadline.Sub(clock.Now()); left < wait {
+			if left <= 0 {
+				return nil, fmt.Errorf("%w (store.nats.start_timeout %s, %d attempts; check that enough of the servers %s run for a meta leader): %w",
+					ErrStartTimeout, startTimeout, attempt, url, err)
+			}
+			wait = left
+		}
+		log.Warn(fmt.Sprintf("waiting for JetStream: no meta leader yet (attempt %d)", attempt), "attempt", attempt, "retry_in", wait, "err", err)
+		if err := clock.Sleep(ctx, wait); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// startBackoff is the wait after Open's attempt-th unanswered attempt:
+// 250 ms doubling to 5 s. Each attempt already waited up to
+// Config.Timeout for its answer.
+func startBackoff(attempt int) time.Duration {
+	return min(250*time.Millisecond<<min(attempt-1, 5), 5*time.Second)
+}
+
+// unanswered says whether an attempt to open failed only because
+// JetStream gave no answer yet: no server reachable, a request that
+// timed out (what a server without a meta leader gives: it does not
+// answer JetStream's API at all), no responders, or the server's own
+// "temporarily unavailable" and "no suitable peers" of a cluster still
+// forming. Anything else (a refusal, a mismatch, bad credentials) is
+// final.
+func unanswered(err error) bool {
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.As(err, &apiErr):
+		return apiErr.ErrorCode == codeClusterNotAvailable || apiErr.ErrorCode == codeClusterNoPeers
+	case errors.Is(err, nats.ErrNoServers), errors.Is(err, nats.ErrTimeout), errors.Is(err, nats.ErrNoResponders),
+		errors.Is(err, context.DeadlineExceeded), errors.Is(err, jetstream.ErrNoStreamResponse):
+		return true
+	}
+	return false
+}
+
+// open is one attempt: connect, then create or verify the bucket.
+func open(ctx context.Context, cfg Config, url string, opts []nats.Option, bucket string, timeout time.Duration, log *slog.Logger) (*Store, error) {
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("natsstore: connecting to %s: %w", url, err)
@@ -219,17 +330,26 @@ func streamConfig(bucket string, replicas int) jetstream.StreamConfig {
 
 func (s *Store) openBucket(ctx context.Context, cfg Config) error {
 	name := "KV_" + s.bucket
-	stream, err := s.js.Stream(ctx, name)
+	// Each management request is bounded by the request timeout whatever
+	// ctx's deadline: a server without a meta leader never answers.
+	rctx, cancel := context.WithTimeout(ctx, s.timeout)
+	stream, err := s.js.Stream(rctx, name)
+	cancel()
 	created := false
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		replicas := max(cfg.Replicas, 1)
-		stream, err = s.js.CreateStream(ctx, streamConfig(s.bucket, replicas))
+		rctx, cancel := context.WithTimeout(ctx, s.timeout)
+		stream, err = s.js.CreateStream(rctx, streamConfig(s.bucket, replicas))
+		cancel()
 		if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			return fmt.Errorf("natsstore: creating stream %s: %w", name, err)
 		}
 		if err != nil { // another node created it first: verify theirs
-			if stream, err = s.js.Stream(ctx, name); err != nil {
+			rctx, cancel := context.WithTimeout(ctx, s.timeout)
+			stream, err = s.js.Stream(rctx, name)
+			cancel()
+			if err != nil {
 				return fmt.Errorf("natsstore: reading stream %s: %w", name, err)
 			}
 		} else {
@@ -243,7 +363,10 @@ func (s *Store) openBucket(ctx context.Context, cfg Config) error {
 		return err
 	}
 	s.stream, s.replicas = stream, sc.Replicas
-	if s.kv, err = s.js.KeyValue(ctx, s.bucket); err != nil {
+	rctx, cancel = context.WithTimeout(ctx, s.timeout)
+	s.kv, err = s.js.KeyValue(rctx, s.bucket)
+	cancel()
+	if err != nil {
 		return fmt.Errorf("natsstore: binding bucket %s: %w", s.bucket, err)
 	}
 	return s.checkMeta(ctx, cfg, created)

@@ -205,6 +205,15 @@ func (s *Store) DeleteRecipient(ctx context.Context, id string) error {
 			return store.ErrNotFound
 		}
 		t.del(recipientRecKey(id))
+		// A count of none goes with the record; a count of rows still
+		// pending stays with them.
+		c, err := t.get(pendingCountKey(id))
+		if err != nil {
+			return err
+		}
+		if c.exists && string(c.val) == "0" {
+			t.del(pendingCountKey(id))
+		}
 		return nil
 	})
 }
@@ -245,6 +254,9 @@ func (s *Store) CreateIfRunning(ctx context.Context, w store.Watch) error {
 		return fmt.Errorf("store: create: state %q receipt %q", w.State, w.Receipt)
 	}
 	return s.update(ctx, "create-if-running", func(t *txn) error {
+		if err := startCreate(t, w, recipientRecKey(w.Recipient.ID)); err != nil {
+			return err
+		}
 		if _, err := runningRecipient(t, w.Recipient.ID); err != nil {
 			return err
 		}

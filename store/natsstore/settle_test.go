@@ -548,3 +548,35 @@ func TestASettlementAcrossAPauseIsUndeliverable(t *testing.T) {
 		t.Fatalf("a paused recipient's mailbox holds %d: %v", len(msgs), err)
 	}
 }
+
+// TestATransitionThatKeepsLosingIsBusy: a settlement whose row another
+// Store rewrites before each of its commits gives up after maxAttempts
+// runs with store.ErrBusy, the backend-neutral sentinel the API answers
+// 503 store_busy, and writes nothing.
+func TestATransitionThatKeepsLosingIsBusy(t *testing.T) {
+	ctx := context.Background()
+	srv := runServer(t)
+	a, b := openStore(t, Config{}, srv), openStore(t, Config{}, srv)
+	w := createdWatch(t, a, newIDs(), "r", t0)
+	runs := 0
+	a.failpoint = func(kind string) error {
+		if kind == "settle" {
+			runs++
+			if err := b.RecordProbe(ctx, w.ID, store.Probe{Attempts: runs}); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	}
+	_, err := a.Settle(ctx, w.ID, fired(t0.Add(time.Minute)))
+	a.failpoint = nil
+	if !errors.Is(err, store.ErrBusy) {
+		t.Fatalf("a settlement that lost every race: %v, want store.ErrBusy", err)
+	}
+	if runs != maxAttempts {
+		t.Errorf("it ran %d times, want %d", runs, maxAttempts)
+	}
+	if got, err := b.Get(ctx, w.ID); err != nil || got.State != store.Pending {
+		t.Fatalf("after giving up: %+v %v, want the row still pending", got, err)
+	}
+}

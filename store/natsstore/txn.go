@@ -9,11 +9,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+
+	"github.com/vigilhq/vigil/store"
 )
 
 // The headers a commit uses. The batch headers are nats-server's atomic
@@ -38,6 +41,8 @@ const (
 	codeBatchIncomplete      jetstream.ErrorCode = 10176
 	codeBatchDuplicate       jetstream.ErrorCode = 10201 // the batch's message id was committed already
 	codeBatchInflight        jetstream.ErrorCode = 10210
+	codeClusterNotAvailable  jetstream.ErrorCode = 10008 // JetStream system temporarily unavailable
+	codeClusterNoPeers       jetstream.ErrorCode = 10005 // no suitable peers for placement (yet)
 )
 
 // maxBatch bounds the messages of one commit, below the server's default
@@ -153,6 +158,20 @@ type txn struct {
 	widx   map[string]int
 	// fences are keys read and not written that must not have changed.
 	fences []string
+	// held is the countMu stripe this transition's update holds, or nil;
+	// update releases it when it returns, so the runs after the first
+	// are under it from their start.
+	held *held
+}
+
+// held is the one countMu stripe an update holds across its runs.
+type held struct{ mu *sync.Mutex }
+
+func (h *held) release() {
+	if h.mu != nil {
+		h.mu.Unlock()
+		h.mu = nil
+	}
 }
 
 type write struct {
@@ -163,6 +182,19 @@ type write struct {
 
 func (s *Store) newTxn(ctx context.Context) *txn {
 	return &txn{ctx: ctx, s: s, reads: map[string]entry{}, widx: map[string]int{}}
+}
+
+// serialise takes mu for the rest of this transition's update, if the
+// update holds no stripe yet: what the run read before taking it may be
+// stale, so its commit may lose once, and the runs after it are under
+// mu from their start. A transition outside update (an import) takes
+// nothing.
+func (t *txn) serialise(mu *sync.Mutex) {
+	if t.held == nil || t.held.mu != nil {
+		return
+	}
+	mu.Lock()
+	t.held.mu = mu
 }
 
 // get reads key as this transition sees it: its own write first, else
@@ -184,6 +216,34 @@ func (t *txn) get(key string) (entry, error) {
 	}
 	t.reads[key] = e
 	return e, nil
+}
+
+// prefetch reads keys this transition will get, all at once instead of
+// one round trip after another; get then answers them from what was
+// read. A key already read or written is left as it is.
+func (t *txn) prefetch(keys ...string) error {
+	var todo []string
+	for _, k := range keys {
+		_, read := t.reads[k]
+		_, written := t.widx[k]
+		if !read && !written && !slices.Contains(todo, k) {
+			todo = append(todo, k)
+		}
+	}
+	got := make([]entry, len(todo))
+	errs := make([]error, len(todo))
+	var wg sync.WaitGroup
+	for i, k := range todo {
+		wg.Go(func() { got[i], errs[i] = t.s.last(t.ctx, k) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for i, k := range todo {
+		t.reads[k] = got[i]
+	}
+	return nil
 }
 
 func (t *txn) put(key string, val []byte) { t.set(write{key: key, val: val}) }
@@ -341,11 +401,14 @@ func (s *Store) publish(ctx context.Context, id string, msgs []*nats.Msg) error 
 // is there now each time the commit loses a race for its rows. f must
 // set its results afresh on each run.
 func (s *Store) update(ctx context.Context, kind string, f func(t *txn) error) error {
+	var h held
+	defer h.release()
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		t := s.newTxn(ctx)
+		t.held = &h
 		if err := f(t); err != nil {
 			return err
 		}
@@ -354,7 +417,7 @@ func (s *Store) update(ctx context.Context, kind string, f func(t *txn) error) e
 			return err
 		}
 		if attempt == maxAttempts-1 {
-			return fmt.Errorf("%w (%s, %d attempts)", ErrConflict, kind, maxAttempts)
+			return fmt.Errorf("natsstore: %s: %w (%d attempts)", kind, store.ErrBusy, maxAttempts)
 		}
 		if err := backoff(ctx, attempt); err != nil {
 			return err

@@ -20,7 +20,8 @@ import (
 //	w.<id>                  the row (JSON, schema version first)
 //	s.<state>.<id>          state index; a pending row's carries its schedule
 //	r.<tok recipient>.<id>  recipient index
-//	rp.<tok recipient>.<id> a recipient's pending rows (CountPending)
+//	rp.<tok recipient>.<id> a recipient's pending rows
+//	pc.<tok recipient>      how many it has (pendingcount.go)
 //	sj.<tok subject>        the pending ids of a subject, 16 bytes each
 //	sa.<time>.<id>          settled_at index (retention)
 func rowKey(id store.ID) string                   { return "w." + id.String() }
@@ -131,7 +132,12 @@ func (s *Store) Create(ctx context.Context, w store.Watch) error {
 	if !w.State.Valid() || !w.Receipt.Valid() {
 		return fmt.Errorf("store: create: state %q receipt %q", w.State, w.Receipt)
 	}
-	err := s.update(ctx, "create", func(t *txn) error { return createRow(t, w) })
+	err := s.update(ctx, "create", func(t *txn) error {
+		if err := startCreate(t, w); err != nil {
+			return err
+		}
+		return createRow(t, w)
+	})
 	if err == nil && w.State != store.Pending && w.SettledAt != nil {
 		s.noteRetained(store.RetainedSettled, *w.SettledAt)
 	}
@@ -157,6 +163,9 @@ func createRow(t *txn, w store.Watch) error {
 	indexSettled(t, w)
 	if w.State == store.Pending {
 		t.put(recipientPendingKey(w.Recipient.ID, w.ID), nil)
+		if err := addPending(t, w.Recipient.ID, 1); err != nil {
+			return err
+		}
 		t.put(pendingKindKey(w.Kind, w.ID), nil)
 		if w.Subject != "" {
 			return editSubject(t, w.Subject, w.ID, true)
@@ -220,6 +229,9 @@ func rewriteRow(t *txn, from store.State, w store.Watch) error {
 		indexSettled(t, w)
 		if from == store.Pending {
 			t.del(recipientPendingKey(w.Recipient.ID, w.ID))
+			if err := addPending(t, w.Recipient.ID, -1); err != nil {
+				return err
+			}
 			t.del(pendingKindKey(w.Kind, w.ID))
 			if w.Subject != "" {
 				return editSubject(t, w.Subject, w.ID, false)
@@ -611,14 +623,4 @@ func (s *Store) ListPage(ctx context.Context, q store.Query) (store.Page, error)
 		p.Watches = append(p.Watches, w)
 	}
 	return p, nil
-}
-
-// CountPending counts a recipient's pending watches from its pending
-// index, reading keys only, and stops at upTo (upTo <= 0: all).
-func (s *Store) CountPending(ctx context.Context, recipient string, upTo int) (int, error) {
-	n, err := s.countKeys(ctx, "rp."+tok(recipient)+".>")
-	if upTo > 0 {
-		n = min(n, upTo)
-	}
-	return n, err
 }

@@ -17,7 +17,9 @@
 //   - The pending schedule (ForEachPending, PendingBySubject), listings
 //     (List, ListPage: pages, cursors, filters), counts (CountByState,
 //     CountPending, CountPendingByKind: following every way in and out of
-//     pending, a held-aside row not counted, the same after a reopen).
+//     pending exactly, concurrent registrations and cancels too, a count
+//     stopped at upTo never kept as the count, a held-aside row not
+//     counted, the same after a reopen).
 //   - Mailboxes: a dense, increasing sequence per recipient, under
 //     concurrent appends too, and reads after a cursor.
 //   - The outbox's push records (BeginPush, FinishPush, RecoverPushes,

@@ -24,6 +24,7 @@ func rowCases() []testCase {
 		{"ListPageCursors", testListPage},
 		{"Counts", testCounts},
 		{"PendingByKind", testPendingByKind},
+		{"PendingCount", testPendingCount},
 	}
 }
 
@@ -575,5 +576,134 @@ func testPendingByKind(e *env) {
 		e.Fatal(err)
 	}
 	want["timer"]++
+	check("created after the reopen")
+}
+
+// CountPending follows every way in and out of a recipient's pending
+// rows exactly, as the registration bound needs it: a registration
+// (Create, CreateIfRunning, concurrent ones too) adds one, every way out
+// of pending (a cancel, an expiry, SettleAndMail, SettleAndMail to a
+// recipient that stopped, concurrent cancels) takes one away, a carried
+// baseline and a refused transition move nothing, another recipient's
+// rows are not counted, upTo stops it no lower than upTo, and the count
+// is the same after a reopen.
+func testPendingCount(e *env) {
+	e.running("a", "http://127.0.0.1:1/hook")
+	e.running("b", "")
+	e.running("c", "")
+	want := map[string]int{}
+	check := func(at string) {
+		e.Helper()
+		for _, r := range []string{"a", "b", "c", "nobody"} {
+			n, err := e.b.CountPending(e.ctx, r, 0)
+			if err != nil || n != want[r] {
+				e.Fatalf("%s: CountPending(%s) %d %v, want %d", at, r, n, err, want[r])
+			}
+			if want[r] > 1 {
+				if n, err := e.b.CountPending(e.ctx, r, want[r]-1); err != nil || n < want[r]-1 {
+					e.Fatalf("%s: CountPending(%s, up to %d) %d %v", at, r, want[r]-1, n, err)
+				}
+			}
+		}
+	}
+	check("empty")
+	var as, bs []store.Watch
+	for range 3 {
+		w := e.watch("a", t0)
+		if err := e.b.Create(e.ctx, w); err != nil {
+			e.Fatal(err)
+		}
+		as = append(as, w)
+		w = e.watch("b", t0)
+		if err := e.b.CreateIfRunning(e.ctx, w); err != nil {
+			e.Fatal(err)
+		}
+		bs = append(bs, w)
+	}
+	settled := e.watch("a", t0)
+	settled.State, settled.Receipt = store.Fired, store.ReceiptDelivered
+	at := t0
+	settled.SettledAt = &at
+	if err := e.b.Create(e.ctx, settled); err != nil {
+		e.Fatal(err)
+	}
+	want["a"], want["b"] = 3, 3
+	check("created")
+
+	if _, err := e.b.Settle(e.ctx, as[0].ID, store.Settlement{State: store.Cancelled, Receipt: store.ReceiptNone, SettledAt: t0}); err != nil {
+		e.Fatal(err)
+	}
+	want["a"]--
+	check("cancelled")
+	if _, err := e.b.Settle(e.ctx, as[1].ID, store.Settlement{State: store.Expired, Receipt: store.ReceiptUnknown, SettledAt: t0}); err != nil {
+		e.Fatal(err)
+	}
+	want["a"]--
+	check("expired")
+	m := e.fired()
+	if _, _, err := e.b.SettleAndMail(e.ctx, as[2].ID, store.Settlement{State: store.Fired, Outcome: &m.Outcome, SettledAt: t0}, m); err != nil {
+		e.Fatal(err)
+	}
+	want["a"]--
+	check("settled and mailed")
+	if _, err := e.b.CarryAndMail(e.ctx, bs[0].ID, json.RawMessage(`{"sha":"1"}`), 1, "seen", nil); err != nil {
+		e.Fatal(err)
+	}
+	check("carried")
+	e.setStatus("b", store.StatusPaused)
+	m = e.fired()
+	if _, _, err := e.b.SettleAndMail(e.ctx, bs[1].ID, store.Settlement{State: store.Fired, Outcome: &m.Outcome, SettledAt: t0}, m); err != nil {
+		e.Fatal(err)
+	}
+	want["b"]--
+	check("settled undeliverable")
+	if _, err := e.b.Settle(e.ctx, as[0].ID, store.Settlement{State: store.Cancelled, Receipt: store.ReceiptNone, SettledAt: t0}); !errors.Is(err, store.ErrNotPending) {
+		e.Fatalf("a second cancel: %v, want ErrNotPending", err)
+	}
+	if err := e.b.CreateIfRunning(e.ctx, e.watch("b", t0)); err == nil {
+		e.Fatal("a registration for a paused recipient landed")
+	}
+	check("refused")
+
+	// Concurrent registrations and cancels for one recipient.
+	const burst = 6
+	cs := make([]store.Watch, burst)
+	for i := range cs {
+		cs[i] = e.watch("c", t0)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, burst)
+	for _, w := range cs {
+		wg.Go(func() { errs <- e.b.CreateIfRunning(e.ctx, w) })
+	}
+	wg.Wait()
+	for range burst {
+		if err := <-errs; err != nil {
+			e.Fatal(err)
+		}
+	}
+	want["c"] = burst
+	check("a burst of registrations")
+	for _, w := range cs[:burst/2] {
+		wg.Go(func() {
+			_, err := e.b.Settle(e.ctx, w.ID, store.Settlement{State: store.Cancelled, Receipt: store.ReceiptNone, SettledAt: t0})
+			errs <- err
+		})
+	}
+	wg.Wait()
+	for range burst / 2 {
+		if err := <-errs; err != nil {
+			e.Fatal(err)
+		}
+	}
+	want["c"] -= burst / 2
+	check("a burst of cancels")
+
+	e.reopen()
+	check("reopened")
+	if err := e.b.Create(e.ctx, e.watch("a", t0)); err != nil {
+		e.Fatal(err)
+	}
+	want["a"]++
 	check("created after the reopen")
 }

@@ -1,0 +1,160 @@
+package natsstore
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vigilhq/vigil/internal/natstest"
+	"github.com/vigilhq/vigil/internal/syncbuf"
+)
+
+// fakeStartClock is a clock for Open's waiting, for tests only: Sleep
+// moves it on by d at once and records d, and onSleep, when set, runs
+// first with the sleep's number (from 1).
+type fakeStartClock struct {
+	mu      sync.Mutex
+	now     time.Time
+	sleeps  []time.Duration
+	onSleep func(n int)
+}
+
+func (c *fakeStartClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeStartClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.mu.Lock()
+	c.sleeps = append(c.sleeps, d)
+	n, hook := len(c.sleeps), c.onSleep
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+	if hook != nil {
+		hook(n)
+	}
+	return ctx.Err()
+}
+
+func (c *fakeStartClock) slept() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.sleeps...)
+}
+
+// TestOpenWaitsForAMetaLeader: one server of three is up, so JetStream
+// has no meta leader and answers nothing; Open says so and waits, and
+// once the other two have started (during its first wait) it creates
+// the R3 bucket and opens.
+func TestOpenWaitsForAMetaLeader(t *testing.T) {
+	f := natstest.Form(t, 3)
+	f.Start(0)
+	clock := &fakeStartClock{now: t0}
+	clock.onSleep = func(n int) {
+		if n == 1 {
+			f.Start(1)
+			f.Start(2)
+		}
+	}
+	var logs syncbuf.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // the test's own bound, not a wait
+	defer cancel()
+	s, err := Open(ctx, Config{URLs: strings.Split(f.URLs(), ","), Replicas: 3, Timeout: time.Second,
+		StartTimeout: 24 * time.Hour, Clock: clock, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatalf("Open while the cluster formed: %v\n%s", err, logs.String())
+	}
+	defer s.Close()
+	if s.Replicas() != 3 {
+		t.Errorf("replicas %d, want 3", s.Replicas())
+	}
+	if len(clock.slept()) == 0 {
+		t.Fatal("Open never waited")
+	}
+	if !strings.Contains(logs.String(), "waiting for JetStream: no meta leader yet (attempt 1)") {
+		t.Errorf("no progress line for the first attempt:\n%s", logs.String())
+	}
+	if _, err := s.CountPending(ctx, "r", 0); err != nil {
+		t.Errorf("the store it opened: %v", err)
+	}
+}
+
+// TestOpenGivesUpAtTheStartTimeout: with one server of three up for
+// good, Open waits 250 ms, 500 ms, 1 s, then what is left of a 3 s start
+// timeout, and fails with ErrStartTimeout naming the setting, after
+// five attempts and four progress lines.
+func TestOpenGivesUpAtTheStartTimeout(t *testing.T) {
+	f := natstest.Form(t, 3)
+	f.Start(0)
+	clock := &fakeStartClock{now: t0}
+	var logs syncbuf.Buffer
+	_, err := Open(context.Background(), Config{URLs: strings.Split(f.URLs(), ","), Replicas: 3, Timeout: 200 * time.Millisecond,
+		StartTimeout: 3 * time.Second, Clock: clock, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if !errors.Is(err, ErrStartTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Open against a cluster without a meta leader: %v, want ErrStartTimeout wrapping the request's timeout", err)
+	}
+	for _, want := range []string{"store.nats.start_timeout 3s", "5 attempts"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error %q does not say %q", err, want)
+		}
+	}
+	want := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 1250 * time.Millisecond}
+	if got := clock.slept(); !slices.Equal(got, want) {
+		t.Errorf("waited %v, want %v", got, want)
+	}
+	if n := strings.Count(logs.String(), "waiting for JetStream: no meta leader yet"); n != 4 {
+		t.Errorf("%d progress lines, want 4:\n%s", n, logs.String())
+	}
+}
+
+// TestOpenDoesNotWaitOnARefusal: an answer that refuses (a stored
+// partition count other than the configuration's) fails Open at once,
+// without a wait: only silence is waited on.
+func TestOpenDoesNotWaitOnARefusal(t *testing.T) {
+	srv := runServer(t)
+	openStore(t, Config{Partitions: 8}, srv)
+	clock := &fakeStartClock{now: t0}
+	_, err := Open(context.Background(), Config{URLs: []string{srv.ClientURL()}, Partitions: 16, Clock: clock})
+	if !errors.Is(err, ErrMismatch) || errors.Is(err, ErrStartTimeout) {
+		t.Fatalf("Open with another partition count: %v, want the mismatch alone", err)
+	}
+	if got := clock.slept(); len(got) != 0 {
+		t.Errorf("Open waited %v before refusing", got)
+	}
+	if _, err := Open(context.Background(), Config{URLs: []string{srv.ClientURL()}, StartTimeout: -time.Second}); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("a negative start timeout: %v, want ErrBadConfig", err)
+	}
+}
+
+// TestOpenWaitsForTheFirstServer: no server of three is up yet, so the
+// connection itself is refused; Open waits as for a meta leader, and
+// opens once all three have started (during its first wait).
+func TestOpenWaitsForTheFirstServer(t *testing.T) {
+	f := natstest.Form(t, 3)
+	clock := &fakeStartClock{now: t0}
+	clock.onSleep = func(n int) {
+		if n == 1 {
+			for i := range 3 {
+				f.Start(i)
+			}
+		}
+	}
+	var logs syncbuf.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // the test's own bound, not a wait
+	defer cancel()
+	s, err := Open(ctx, Config{URLs: strings.Split(f.URLs(), ","), Replicas: 3, Timeout: time.Second,
+		StartTimeout: 24 * time.Hour, Clock: clock, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatalf("Open while no server was up: %v\n%s", err, logs.String())
+	}
+	defer s.Close()
+	if !strings.Contains(logs.String(), "attempt 1") || !strings.Contains(logs.String(), "no servers available") {
+		t.Errorf("the first attempt's line does not say no server answered:\n%s", logs.String())
+	}
+}
