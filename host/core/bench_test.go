@@ -1,16 +1,20 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,7 +46,7 @@ import (
 type benchBackend struct {
 	name     string
 	replicas int // 0: badger
-	servers  []*server.Server
+	urls     []string
 }
 
 func benchBackends(b *testing.B, fn func(b *testing.B, be *benchBackend)) {
@@ -50,12 +54,12 @@ func benchBackends(b *testing.B, fn func(b *testing.B, be *benchBackend)) {
 		b.Run("store="+be.name, func(b *testing.B) {
 			switch be.replicas {
 			case 1:
-				be.servers = []*server.Server{natstest.Start(b)}
+				be.urls = clientURLs([]*server.Server{natstest.Start(b)})
 			case 3:
 				if testing.Short() {
 					b.Skip("three JetStream servers")
 				}
-				be.servers = natstest.Cluster(b, 3)
+				be.urls = clientURLs(natstest.Cluster(b, 3))
 			}
 			fn(b, be)
 		})
@@ -109,7 +113,13 @@ var benchBucket atomic.Int64
 // newBenchNode builds a node over be: badger in dir (a new one when
 // empty), or a new bucket (bucket "" makes one) on be's servers, joined
 // and holding every partition. Its loop is not started.
-func newBenchNode(b *testing.B, be *benchBackend, dir, bucket string, wantFires int) *benchNode {
+func newBenchNode(b testing.TB, be *benchBackend, dir, bucket string, wantFires int) *benchNode {
+	return newBenchNodeThen(b, be, dir, bucket, wantFires, func() {})
+}
+
+// newBenchNodeThen is newBenchNode calling opened once the store is open,
+// before the node arms any watch.
+func newBenchNodeThen(b testing.TB, be *benchBackend, dir, bucket string, wantFires int, opened func()) *benchNode {
 	b.Helper()
 	reg := kind.NewRegistry()
 	for _, k := range []string{"now", "hold"} {
@@ -131,7 +141,7 @@ func newBenchNode(b *testing.B, be *benchBackend, dir, bucket string, wantFires 
 		if bucket == "" {
 			bucket = fmt.Sprintf("bench%d", benchBucket.Add(1))
 		}
-		urls := clientURLs(be.servers)
+		urls := be.urls
 		cfg.Cluster = &Cluster{
 			Open: func(ctx context.Context) (ClusterStore, error) {
 				return natsstore.Open(ctx, natsstore.Config{URLs: urls, Replicas: be.replicas, Bucket: bucket})
@@ -147,6 +157,7 @@ func newBenchNode(b *testing.B, be *benchBackend, dir, bucket string, wantFires 
 	}
 	n.core, n.ctx, n.cancel = c, ctx, cancel
 	b.Cleanup(n.stop)
+	opened()
 	if _, err := c.Prime(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -310,15 +321,18 @@ func benchSize(b *testing.B, name string, def int) int {
 // VIGIL_BENCH_NODE_PENDING_NATS (20,000) in a JetStream bucket, written
 // first (badger directly; JetStream copied from a badger store, as
 // `vigil store copy` does, since R1 commits a few hundred registrations a
-// second), then a node built over them, primed (badger) or joined and
-// holding every partition (JetStream). The Go heap in use after a
-// collection, after the node has armed them, minus before it did, over
-// the count: the scheduler's entries and what the store client keeps
-// (badger's block cache warmed by the read included). Beside it, the
-// store's bytes per watch (badger's tables after a close; the bucket's
-// stream bytes) and, on JetStream, the heap the embedded servers took
-// for the rows (in this process: what a server holds in memory per
-// key).
+// second), then a node built over them in a new process
+// (TestNodeMemoryChild), primed (badger) or joined and holding every
+// partition (JetStream). node-heap is the Go heap in use after a
+// collection once the node has armed them, minus once its store was
+// open, over the count: the scheduler's entries and what the store
+// client keeps (badger's block and index caches, warmed by the read,
+// included); node-rss the same of the resident set; store-open the heap
+// the open store took before any watch. Beside them, the store's bytes
+// per watch (badger's tables after a close; the bucket's stream bytes
+// and records) and, on JetStream, the heap the embedded servers took for
+// the rows (in this process: what JetStream holds in memory per watch,
+// summed over the servers).
 func BenchmarkNodeMemory(b *testing.B) {
 	benchBackends(b, func(b *testing.B, be *benchBackend) {
 		count := benchSize(b, "VIGIL_BENCH_NODE_PENDING", 100_000)
@@ -339,7 +353,7 @@ func BenchmarkNodeMemory(b *testing.B) {
 				report(float64(tableBytes(b, dir))/float64(count), "disk-B/watch")
 			} else {
 				bucket = fmt.Sprintf("bench%d", benchBucket.Add(1))
-				dst, err := natsstore.Open(ctx, natsstore.Config{URLs: clientURLs(be.servers), Replicas: be.replicas, Bucket: bucket})
+				dst, err := natsstore.Open(ctx, natsstore.Config{URLs: be.urls, Replicas: be.replicas, Bucket: bucket})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -365,16 +379,10 @@ func BenchmarkNodeMemory(b *testing.B) {
 				report((liveHeap()-before)/float64(count), "server-heap-B/watch")
 				dir = ""
 			}
-			base := liveHeap()
-			n := newBenchNode(b, be, dir, bucket, 0)
-			if be.replicas > 0 {
-				natstest.WaitFor(b, 5*time.Minute, "every watch armed", func() bool { return n.core.Scheduler.Pending() >= count })
+			res := runNodeChild(b, nodeChild{Replicas: be.replicas, URLs: be.urls, Dir: dir, Bucket: bucket, Count: count})
+			for unit, v := range res {
+				report(v, unit)
 			}
-			if got := n.core.Scheduler.Pending(); got != count {
-				b.Fatalf("%d of %d watches armed", got, count)
-			}
-			report((liveHeap()-base)/float64(count), "node-heap-B/watch")
-			n.stop()
 		}
 		// Measured once, whatever -benchtime asks (b.Loop runs this
 		// function once and times nothing here).
@@ -384,6 +392,102 @@ func BenchmarkNodeMemory(b *testing.B) {
 			b.ReportMetric(v, unit)
 		}
 	})
+}
+
+// nodeChild is what TestNodeMemoryChild is to measure, from its
+// environment (childEnv, as JSON).
+type nodeChild struct {
+	Replicas int
+	URLs     []string
+	Dir      string // badger's
+	Bucket   string // JetStream's
+	Count    int
+}
+
+const (
+	childEnv    = "VIGIL_BENCH_NODE_CHILD"
+	childResult = "NODE-CHILD-RESULT "
+)
+
+// runNodeChild measures a node in a new process (TestNodeMemoryChild):
+// in this one the embedded servers share the heap, and their own
+// allocations during the node's arming swamp the node's.
+func runNodeChild(b *testing.B, c nodeChild) map[string]float64 {
+	b.Helper()
+	spec, err := json.Marshal(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestNodeMemoryChild$", "-test.count=1", "-test.timeout=10m")
+	cmd.Env = append(os.Environ(), childEnv+"="+string(spec))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("node child %s: %v\n%s", spec, err, out.Bytes())
+	}
+	for line := range strings.Lines(out.String()) {
+		if v, ok := strings.CutPrefix(line, childResult); ok {
+			var res map[string]float64
+			if err := json.Unmarshal([]byte(v), &res); err != nil {
+				b.Fatal(err)
+			}
+			return res
+		}
+	}
+	b.Fatalf("node child %s printed no result:\n%s", spec, out.Bytes())
+	return nil
+}
+
+// TestNodeMemoryChild is not a test: it is BenchmarkNodeMemory's child
+// process, and skips unless the benchmark started it. It builds a node
+// over the pending watches the benchmark wrote, primed or joined, and
+// prints the heap and RSS it took to arm them, per watch, as one JSON
+// line.
+func TestNodeMemoryChild(t *testing.T) {
+	spec := os.Getenv(childEnv)
+	if spec == "" {
+		t.Skip("BenchmarkNodeMemory's child process; it runs only under -bench")
+	}
+	var c nodeChild
+	if err := json.Unmarshal([]byte(spec), &c); err != nil {
+		t.Fatal(err)
+	}
+	start := liveHeap()
+	var opened, openRSS float64
+	be := &benchBackend{replicas: c.Replicas, urls: c.URLs}
+	n := newBenchNodeThen(t, be, c.Dir, c.Bucket, 0, func() { opened, openRSS = liveHeap(), rss(t) })
+	if c.Replicas > 0 {
+		natstest.WaitFor(t, 5*time.Minute, "every watch armed", func() bool { return n.core.Scheduler.Pending() >= c.Count })
+	}
+	if got := n.core.Scheduler.Pending(); got != c.Count {
+		t.Fatalf("%d of %d watches armed", got, c.Count)
+	}
+	armed, armedRSS := liveHeap(), rss(t)
+	out, err := json.Marshal(map[string]float64{
+		"node-heap-B/watch": (armed - opened) / float64(c.Count),
+		"node-rss-B/watch":  (armedRSS - openRSS) / float64(c.Count),
+		"store-open-MiB":    (opened - start) / (1 << 20),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("%s%s\n", childResult, out)
+}
+
+// rss is the process's resident set in bytes, after returning what the
+// heap can to the OS.
+func rss(t testing.TB) float64 {
+	debug.FreeOSMemory()
+	raw, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(raw))
+	pages, err := strconv.Atoi(f[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return float64(pages * os.Getpagesize())
 }
 
 // fillPending writes count pending watches of kind "hold" over 64
