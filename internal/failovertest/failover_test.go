@@ -29,7 +29,7 @@ const (
 	timers = 32
 	// lead is how far ahead of their registration the timers are due:
 	// a is killed before then, so none of them has fired.
-	lead = 2 * time.Second
+	lead = 3 * time.Second
 	// within bounds each wait on the cluster beside the TTL: a loaded
 	// machine's slack.
 	within = 2 * time.Minute
