@@ -108,7 +108,9 @@ type benchNode struct {
 	joined  <-chan struct{}
 }
 
-var benchBucket atomic.Int64
+// newBucketName is a bucket of its own for one case, on servers the
+// cases share.
+func newBucketName() string { return fmt.Sprintf("bench%x", rand.Uint64()) }
 
 // newBenchNode builds a node over be: badger in dir (a new one when
 // empty), or a new bucket (bucket "" makes one) on be's servers, joined
@@ -139,7 +141,7 @@ func newBenchNodeThen(b testing.TB, be *benchBackend, dir, bucket string, wantFi
 		cfg.StoreDir, cfg.Store = dir, store.Options{SyncWrites: true}
 	} else {
 		if bucket == "" {
-			bucket = fmt.Sprintf("bench%d", benchBucket.Add(1))
+			bucket = newBucketName()
 		}
 		urls := be.urls
 		cfg.Cluster = &Cluster{
@@ -352,7 +354,7 @@ func BenchmarkNodeMemory(b *testing.B) {
 			if be.replicas == 0 {
 				report(float64(tableBytes(b, dir))/float64(count), "disk-B/watch")
 			} else {
-				bucket = fmt.Sprintf("bench%d", benchBucket.Add(1))
+				bucket = newBucketName()
 				dst, err := natsstore.Open(ctx, natsstore.Config{URLs: be.urls, Replicas: be.replicas, Bucket: bucket})
 				if err != nil {
 					b.Fatal(err)
