@@ -33,7 +33,7 @@ run *ARGS:
 conformance FILE *ARGS:
     go run ./cmd/vigil conformance "{{FILE}}" {{ARGS}}
 
-# Run the benchmarks reported in docs/BENCHMARKS.md (about 10 min).
+# Run the benchmarks reported in docs/BENCHMARKS.md (about 13 min).
 bench:
     go test -run XXX -bench . -benchmem ./host/plugin/ ./plugins/timer/ ./store/ ./host/scheduler/
     go test -run XXX -bench . -benchmem ./host/delivery/ ./host/httpapi/ ./host/observe/ ./host/authz/
