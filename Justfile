@@ -33,7 +33,7 @@ run *ARGS:
 conformance FILE *ARGS:
     go run ./cmd/vigil conformance "{{FILE}}" {{ARGS}}
 
-# Run the benchmarks reported in docs/BENCHMARKS.md (about 10 min).
+# Run the benchmarks reported in docs/BENCHMARKS.md (about 13 min).
 bench:
     go test -run XXX -bench . -benchmem ./host/plugin/ ./plugins/timer/ ./store/ ./host/scheduler/
     go test -run XXX -bench . -benchmem ./host/delivery/ ./host/httpapi/ ./host/observe/ ./host/authz/
@@ -41,6 +41,13 @@ bench:
     go test -run XXX -bench CheckTimer -benchtime 10x ./conformance/
     go test -run XXX -bench TemplateObserve -benchmem ./templates/
     go test -run XXX -bench . -benchtime 500x ./store/natsstore/
+    go test -run XXX -bench Node -benchtime 2000x -timeout 30m ./host/core/
+
+# A cluster's failover (docs/BENCHMARKS.md): RUNS SIGKILLs of a vigil node
+# on SERVERS (1 or 3) JetStream servers, each timed to the first of its
+# watches another node fires, under a lease TTL of TTL; about 20 s a run.
+bench-failover RUNS="5" TTL="10s" SERVERS="1":
+    VIGIL_FAILOVER_RUNS={{RUNS}} VIGIL_FAILOVER_TTL={{TTL}} VIGIL_FAILOVER_SERVERS={{SERVERS}} go test -count=1 -timeout 30m -run '^TestFailover$' -v ./internal/failovertest/
 
 # Run every benchmark of every package once, at a small size (what CI runs).
 bench-smoke:
