@@ -24,6 +24,16 @@ func Start(t testing.TB) *server.Server {
 	return s
 }
 
+// StartWith runs one server as Start does, with o's settings beside
+// (such as o.JetStreamLimits), and stops it when the test ends.
+func StartWith(t testing.TB, o server.Options) *server.Server {
+	t.Helper()
+	if o.ServerName == "" {
+		o.ServerName = "n1"
+	}
+	return run(t, &o)
+}
+
 func run(t testing.TB, o *server.Options) *server.Server {
 	t.Helper()
 	o.Host = "127.0.0.1"

@@ -88,7 +88,12 @@
 //     an expected-sequence check on a subject another batch in flight
 //     checks too, so a burst of them for one recipient commits one at a
 //     time, the others re-running (up to 16 times, then store.ErrBusy,
-//     which the API answers 503 store_busy with Retry-After).
+//     which the API answers 503 store_busy with Retry-After). The
+//     stream holds at most its server's max_batch_inflight_per_stream
+//     open batches (50), across every node; a batch refused past that
+//     (too many in flight, or its first messages dropped so its commit
+//     finds it incomplete) is sent again after a short wait, 8 times,
+//     then is store.ErrBusy too.
 //   - A batch on one replica costs a sync. nats-server stages an atomic
 //     batch of an R1 file stream in a file store of its own, synced on
 //     flush, so an R1 commit waits for a disk sync (tens of

@@ -97,7 +97,8 @@ type Config struct {
 	// this has passed (default DefaultStartTimeout); then Open fails with
 	// ErrStartTimeout. Negative is ErrBadConfig.
 	StartTimeout time.Duration
-	// Clock paces Open's waiting (nil: the wall clock and its timers).
+	// Clock paces Open's waiting and a commit's between tries the servers
+	// refused as too many in flight (nil: the wall clock and its timers).
 	Clock Clock
 	// Logger receives connection events. Nil discards them.
 	Logger *slog.Logger
@@ -147,7 +148,9 @@ type Store struct {
 	// timeout bounds one request: a read or a commit sent while the
 	// stream has no leader gets no answer, whatever the caller's context.
 	timeout time.Duration
-	log     *slog.Logger
+	// clock paces a commit's waits between tries (Config.Clock).
+	clock Clock
+	log   *slog.Logger
 	// mailMu stripes this process's mail-writing commits by recipient:
 	// each is held across a commit and the callback after it, so
 	// SettleAndMailThen's then runs in mailbox order per recipient. The
@@ -239,6 +242,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	for attempt := 1; ; attempt++ {
 		s, err := open(ctx, cfg, url, opts, bucket, timeout, log)
 		if err == nil {
+			s.clock = clock
 			if attempt > 1 {
 				log.Info("JetStream answered", "attempt", attempt)
 			}
@@ -300,7 +304,7 @@ func open(ctx context.Context, cfg Config, url string, opts []nats.Option, bucke
 		return nil, fmt.Errorf("natsstore: %w", err)
 	}
 	s := &Store{nc: nc, js: js, bucket: bucket, subj: "$KV." + bucket + ".", timeout: timeout, log: log,
-		inflight: make(chan struct{}, maxInflight)}
+		clock: wallClock{}, inflight: make(chan struct{}, maxInflight)}
 	if err := s.openBucket(ctx, cfg); err != nil {
 		nc.Close()
 		return nil, err

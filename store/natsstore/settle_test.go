@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -577,6 +581,35 @@ func TestATransitionThatKeepsLosingIsBusy(t *testing.T) {
 		t.Errorf("it ran %d times, want %d", runs, maxAttempts)
 	}
 	if got, err := b.Get(ctx, w.ID); err != nil || got.State != store.Pending {
+		t.Fatalf("after giving up: %+v %v, want the row still pending", got, err)
+	}
+}
+
+// A commit the servers refuse because the stream holds as many open
+// batches as it allows (other nodes' among them) is tried again after a
+// short wait, and then is store.ErrBusy (the API's 503 store_busy), not
+// an error the API would answer 500.
+func TestACommitRefusedAsTooManyInflightIsBusy(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.StartWith(t, server.Options{JetStreamLimits: server.JSLimitOpts{MaxBatchInflightPerStream: 1}})
+	st := openStore(t, Config{}, srv)
+	w := createdWatch(t, st, newIDs(), "r", t0)
+	// Another writer's batch, opened and never committed, holds the one
+	// open batch the stream allows until the server times it out.
+	open := nats.NewMsg(st.subj + "other.key")
+	open.Header.Set(hdrBatchID, "held-open")
+	open.Header.Set(hdrBatchSeq, "1")
+	if err := st.nc.PublishMsg(open); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := st.Settle(ctx, w.ID, fired(t0.Add(time.Minute)))
+	if !errors.Is(err, store.ErrBusy) {
+		t.Fatalf("a settlement while the stream holds its open batches: %v, want store.ErrBusy", err)
+	}
+	if got, err := st.Get(ctx, w.ID); err != nil || got.State != store.Pending {
 		t.Fatalf("after giving up: %+v %v, want the row still pending", got, err)
 	}
 }

@@ -350,9 +350,18 @@ func (t *txn) commit(kind string) error {
 				}
 				return err
 			case codeBatchIncomplete, codeBatchInflight:
+				// The stream holds as many open batches as it allows
+				// (other nodes' among them), and drops a batch's first
+				// messages past that, so its commit finds it incomplete:
+				// wait a little and send it whole again, then tell the
+				// caller the store is busy.
 				if attempt < 8 {
+					if err := t.s.clock.Sleep(t.ctx, time.Duration(attempt+1)*5*time.Millisecond); err != nil {
+						return err
+					}
 					continue
 				}
+				return fmt.Errorf("natsstore: commit: %w (%w)", store.ErrBusy, err)
 			}
 			return fmt.Errorf("natsstore: commit: %w", err)
 		case t.ctx.Err() != nil:
