@@ -209,7 +209,7 @@ func (n *Node) Run(ctx context.Context) error {
 func (n *Node) runLoop(ctx context.Context) error {
 	w, err := n.cfg.KV.WatchAll(ctx)
 	if err != nil {
-		return fmt.Errorf("cluster: follow the %s bucket: %w", Bucket, err)
+		return fmt.Errorf("cluster: follow the %s bucket: %w", n.cfg.KV.Bucket(), err)
 	}
 	defer func() { _ = w.Stop() }()
 	// Renewals are due a third of the TTL apart; a pass a sixth apart
@@ -223,7 +223,7 @@ func (n *Node) runLoop(ctx context.Context) error {
 			return ctx.Err()
 		case e, ok := <-w.Updates():
 			if !ok {
-				return fmt.Errorf("cluster: the %s bucket's watcher stopped", Bucket)
+				return fmt.Errorf("cluster: the %s bucket's watcher stopped", n.cfg.KV.Bucket())
 			}
 			n.observe(e)
 			// Drain what else is queued before acting on it.
@@ -231,7 +231,7 @@ func (n *Node) runLoop(ctx context.Context) error {
 				select {
 				case e, ok := <-w.Updates():
 					if !ok {
-						return fmt.Errorf("cluster: the %s bucket's watcher stopped", Bucket)
+						return fmt.Errorf("cluster: the %s bucket's watcher stopped", n.cfg.KV.Bucket())
 					}
 					n.observe(e)
 				default:

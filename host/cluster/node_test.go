@@ -287,6 +287,31 @@ func TestOpenBucketRefusesAnotherShape(t *testing.T) {
 	}
 }
 
+// A named leases bucket is its own: another TTL there is no mismatch
+// with the default one, and a mismatch names the bucket it found.
+func TestOpenBucketByName(t *testing.T) {
+	if got := LeaseBucket("vigil"); got != Bucket {
+		t.Fatalf("LeaseBucket(vigil) = %q, want %q", got, Bucket)
+	}
+	_, js := natstest.Connect(t, natstest.Start(t))
+	ctx := context.Background()
+	if _, err := OpenBucket(ctx, js, BucketConfig{TTL: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := OpenBucket(ctx, js, BucketConfig{Name: LeaseBucket("other"), TTL: 3 * time.Second})
+	if err != nil {
+		t.Fatalf("another cluster's leases bucket: %v", err)
+	}
+	if kv.Bucket() != "other_leases" {
+		t.Fatalf("opened %q, want other_leases", kv.Bucket())
+	}
+	_, err = OpenBucket(ctx, js, BucketConfig{Name: "other_leases", TTL: 2 * time.Second})
+	var mm *MismatchError
+	if !errors.As(err, &mm) || mm.Bucket != "other_leases" {
+		t.Fatalf("another ttl on other_leases: %v, want a *MismatchError naming it", err)
+	}
+}
+
 func TestStatusShowsWhoHoldsWhat(t *testing.T) {
 	kv := bucket(t)
 	clock := fakeclock.At(time.Unix(1_800_000_000, 0))
