@@ -129,7 +129,8 @@
 // out. Open takes that silence, no server reachable, and the server's
 // own "temporarily unavailable" and "no suitable peers" as a cluster
 // still forming: it logs "waiting for JetStream: no meta leader yet
-// (attempt N)", waits (250 ms doubling to 5 s, on Config.Clock) and tries
+// (attempt N)" ("no server reachable" when no connection was taken, so
+// a wrong address reads as one), waits (250 ms doubling to 5 s, on Config.Clock) and tries
 // again, until Config.StartTimeout (default 60 s) has passed, then fails
 // with ErrStartTimeout wrapping the last attempt's error. Any answer that
 // refuses (a mismatch, bad credentials, JetStream not enabled) fails at

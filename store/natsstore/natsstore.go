@@ -250,16 +250,36 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		wait := startBackoff(attempt)
 		if left := deadline.Sub(clock.Now()); left < wait {
 			if left <= 0 {
-				return nil, fmt.Errorf("%w (store.nats.start_timeout %s, %d attempts; check that enough of the servers %s run for a meta leader): %w",
-					ErrStartTimeout, startTimeout, attempt, url, err)
+				return nil, fmt.Errorf("%w (store.nats.start_timeout %s, %d attempts; %s): %w",
+					ErrStartTimeout, startTimeout, attempt, startHint(err, url), err)
 			}
 			wait = left
 		}
-		log.Warn(fmt.Sprintf("waiting for JetStream: no meta leader yet (attempt %d)", attempt), "attempt", attempt, "retry_in", wait, "err", err)
+		log.Warn(fmt.Sprintf("waiting for JetStream: %s (attempt %d)", waitingFor(err), attempt), "attempt", attempt, "retry_in", wait, "err", err)
 		if err := clock.Sleep(ctx, wait); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// waitingFor says what an unanswered attempt waits for: a server to
+// connect to, when none could be reached (a wrong address, or none up
+// yet), else a meta leader (a server that takes the connection and does
+// not answer JetStream's API).
+func waitingFor(err error) string {
+	if errors.Is(err, nats.ErrNoServers) {
+		return "no server reachable"
+	}
+	return "no meta leader yet"
+}
+
+// startHint is what ErrStartTimeout tells the operator to check, after
+// the last attempt's err.
+func startHint(err error, url string) string {
+	if errors.Is(err, nats.ErrNoServers) {
+		return fmt.Sprintf("check that the servers %s run and that this node can reach them", url)
+	}
+	return fmt.Sprintf("check that enough of the servers %s run for a meta leader", url)
 }
 
 // startBackoff is the wait after Open's attempt-th unanswered attempt:
