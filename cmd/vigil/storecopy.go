@@ -150,8 +150,9 @@ func badgerDir(dir string, source bool) (string, error) {
 func openEnd(ctx context.Context, at string, nc natsstore.Config, source bool) (storeEnd, error) {
 	if strings.HasPrefix(at, "nats://") || strings.HasPrefix(at, "tls://") {
 		nc.URLs = strings.Split(at, ",")
+		nc.Existing = source
 		s, err := natsstore.Open(ctx, nc)
-		if errors.Is(err, natsstore.ErrBadConfig) || errors.Is(err, natsstore.ErrMismatch) {
+		if errors.Is(err, natsstore.ErrBadConfig) || errors.Is(err, natsstore.ErrMismatch) || errors.Is(err, natsstore.ErrNoBucket) {
 			return nil, &usageError{fmt.Errorf("store copy: %s: %w", at, err)}
 		}
 		if err != nil {

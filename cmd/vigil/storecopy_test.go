@@ -74,9 +74,13 @@ func TestStoreCopyBothWays(t *testing.T) {
 	if _, _, err := run(t, ctx, "store", "copy", "--from", t.TempDir(), "--to", url); exitCode(err) != ExitUsage {
 		t.Fatalf("copying from an empty directory: %v", err)
 	}
-	// A bucket that holds nothing (a wrong name) is refused as a source.
-	if _, _, err := run(t, ctx, "store", "copy", "--from", url, "--bucket", "typo", "--to", t.TempDir()); exitCode(err) != ExitUsage || !strings.Contains(err.Error(), "holds no records") {
-		t.Fatalf("copying from an empty bucket: %v", err)
+	// A bucket that is not there (a wrong name) is refused as a source,
+	// and not created: a copy into that name afterwards starts afresh.
+	if _, _, err := run(t, ctx, "store", "copy", "--from", url, "--bucket", "typo", "--to", t.TempDir()); exitCode(err) != ExitUsage || !strings.Contains(err.Error(), "no such bucket: typo") {
+		t.Fatalf("copying from a missing bucket: %v", err)
+	}
+	if _, _, err := run(t, ctx, "store", "copy", "--from", src, "--to", url, "--bucket", "typo", "--partitions", "16"); err != nil {
+		t.Fatalf("copying into the name a source was asked for under: %v", err)
 	}
 	if _, _, err := run(t, ctx, "store", "copy", "--from", src); exitCode(err) != ExitUsage {
 		t.Fatalf("no --to: %v", err)

@@ -144,7 +144,8 @@
 // partition count other than the stored one, or a bucket holding keys
 // but no metadata refuses to start with a *MismatchError (errors.Is
 // ErrMismatch) naming what differs. The partition count (default 64) is
-// fixed when the store is created. A watch's partition is its id's
+// fixed when the store is created. With Config.Existing (a copy's
+// source) a missing bucket is ErrNoBucket, not created. A watch's partition is its id's
 // (store.ID.Partition: the id's slot, the hash of its partition key or
 // random, modulo the count), so no row or key carries it and the
 // cluster's owners filter the pending index by id alone

@@ -47,6 +47,8 @@ var (
 	// cluster with too few of its servers up). The error wraps the last
 	// attempt's too.
 	ErrStartTimeout = errors.New("natsstore: JetStream did not answer within the start timeout")
+	// ErrNoBucket: Config.Existing asked for a bucket that is not there.
+	ErrNoBucket = errors.New("natsstore: no such bucket")
 )
 
 // MismatchError says what differs between the stored bucket and Config.
@@ -89,6 +91,10 @@ type Config struct {
 	// Bucket names the key-value bucket (DefaultBucket when empty), so
 	// two vigil clusters can share one NATS system.
 	Bucket string
+	// Existing opens only a bucket that is already there (ErrNoBucket
+	// otherwise), for reading one: a copy's source, where creating it
+	// would leave an empty bucket behind a mistyped name.
+	Existing bool
 	// Timeout bounds one JetStream request (default 5 s).
 	Timeout time.Duration
 	// StartTimeout bounds how long Open waits for JetStream to answer: a
@@ -357,6 +363,8 @@ func (s *Store) openBucket(ctx context.Context, cfg Config) error {
 	cancel()
 	created := false
 	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound) && cfg.Existing:
+		return fmt.Errorf("%w: %s (stream %s)", ErrNoBucket, s.bucket, name)
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		replicas := max(cfg.Replicas, 1)
 		rctx, cancel := context.WithTimeout(ctx, s.timeout)

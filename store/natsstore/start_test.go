@@ -178,3 +178,28 @@ func TestOpenGivesUpOnUnreachableServers(t *testing.T) {
 		t.Errorf("the error %q does not say to check that the servers can be reached", err)
 	}
 }
+
+// TestOpenExistingCreatesNothing: with Config.Existing a bucket that is
+// not there is ErrNoBucket, at once and without creating it; one that is
+// there opens.
+func TestOpenExistingCreatesNothing(t *testing.T) {
+	srv := runServer(t)
+	clock := &fakeStartClock{now: t0}
+	_, err := Open(context.Background(), Config{URLs: []string{srv.ClientURL()}, Bucket: "typo", Existing: true, Clock: clock})
+	if !errors.Is(err, ErrNoBucket) {
+		t.Fatalf("Open of a missing bucket: %v, want ErrNoBucket", err)
+	}
+	if got := clock.slept(); len(got) != 0 {
+		t.Errorf("Open waited %v before refusing", got)
+	}
+	_, js := natstest.Connect(t, srv)
+	if _, err := js.Stream(context.Background(), "KV_typo"); err == nil {
+		t.Fatal("the missing bucket was created")
+	}
+	openStore(t, Config{Bucket: "there"}, srv)
+	s, err := Open(context.Background(), Config{URLs: []string{srv.ClientURL()}, Bucket: "there", Existing: true})
+	if err != nil {
+		t.Fatalf("Open of a bucket that is there: %v", err)
+	}
+	_ = s.Close()
+}
