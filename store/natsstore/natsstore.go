@@ -217,7 +217,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	opts := []nats.Option{
 		nats.Name("vigil"),
 		nats.MaxReconnects(-1),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("disconnected", "err", err) }),
+		nats.DisconnectErrHandler(func(c *nats.Conn, err error) {
+			if err == nil {
+				err = c.LastError() // a close on a server's -ERR leaves it here
+			}
+			if err == nil { // closed here: Close, or an attempt of Open given up
+				log.Debug("connection closed")
+				return
+			}
+			log.Warn("disconnected", "err", err)
+		}),
 		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("reconnected", "url", c.ConnectedUrlRedacted()) }),
 	}
 	if cfg.CredsFile != "" {
