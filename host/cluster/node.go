@@ -31,8 +31,9 @@ type Holder interface {
 
 // Metrics counts what the node does with its leases; nil counts nothing.
 type Metrics interface {
-	// Held is the number of leases this node holds now.
-	Held(n int)
+	// Held is the number of leases this node holds now: partitions of
+	// the watches, and cluster-wide jobs.
+	Held(partitions, jobs int)
 	// Moved counts a lease gained (true) or lost (false).
 	Moved(gained bool)
 	// Renewed counts a renewal: ok, or refused because another holds it.
@@ -575,9 +576,15 @@ func (n *Node) count() {
 		return
 	}
 	n.mu.Lock()
-	c := len(n.held)
+	partitions := 0
+	for l := range n.held {
+		if _, ok := l.Partition(); ok {
+			partitions++
+		}
+	}
+	jobs := len(n.held) - partitions
 	n.mu.Unlock()
-	n.cfg.Metrics.Held(c)
+	n.cfg.Metrics.Held(partitions, jobs)
 }
 
 func (n *Node) moved(gained bool) {

@@ -312,6 +312,24 @@ func TestOpenBucketByName(t *testing.T) {
 	}
 }
 
+// A node alone holds every lease, and tells its metrics the partitions
+// and the jobs apart.
+func TestHeldCountsPartitionsAndJobsApart(t *testing.T) {
+	kv := bucket(t)
+	clock := fakeclock.At(time.Unix(1_800_000_000, 0))
+	m := &countingMetrics{}
+	n, err := New(Config{KV: kv, TTL: testTTL, Info: Info{Node: "a"}, Leases: Leases(6, "router", "upkeep"), Holder: newHolder(), Clock: clock, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn(t, n)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.partitions != 6 || m.jobs != 2 {
+		t.Fatalf("held %d partitions and %d jobs, want 6 and 2", m.partitions, m.jobs)
+	}
+}
+
 func TestStatusShowsWhoHoldsWhat(t *testing.T) {
 	kv := bucket(t)
 	clock := fakeclock.At(time.Unix(1_800_000_000, 0))
@@ -334,13 +352,20 @@ func TestStatusShowsWhoHoldsWhat(t *testing.T) {
 	}
 }
 
-// countingMetrics is a fake Metrics: it counts successful renewals.
+// countingMetrics is a fake Metrics: it counts successful renewals and
+// keeps the last leases held it was told.
 type countingMetrics struct {
-	mu      sync.Mutex
-	renewed int
+	mu         sync.Mutex
+	renewed    int
+	partitions int
+	jobs       int
 }
 
-func (m *countingMetrics) Held(int)   {}
+func (m *countingMetrics) Held(partitions, jobs int) {
+	m.mu.Lock()
+	m.partitions, m.jobs = partitions, jobs
+	m.mu.Unlock()
+}
 func (m *countingMetrics) Moved(bool) {}
 func (m *countingMetrics) Renewed(ok bool) {
 	if ok {
