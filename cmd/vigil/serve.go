@@ -22,7 +22,8 @@ func newServe(stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the host",
-		Long: `Run the vigil host on the embedded store and the bundled plugins.
+		Long: `Run the vigil host on the embedded store (or, with --store, as a node of a
+NATS JetStream cluster) and the bundled plugins.
 
 Each setting comes from, in order of precedence: a flag, the environment
 (VIGIL_LISTEN, VIGIL_DATA, VIGIL_PLUGIN_CACHE, VIGIL_PLUGINS, VIGIL_WORKERS,
