@@ -19,6 +19,7 @@ import (
 	"github.com/vigilhq/vigil/host"
 	"github.com/vigilhq/vigil/host/cluster"
 	"github.com/vigilhq/vigil/host/core"
+	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/internal/crashtest"
 	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/internal/syncbuf"
@@ -49,11 +50,19 @@ type vigilNode struct {
 	h      *host.Host
 	st     *natsstore.Store // its connection to the servers
 	cl     *client.Client
+	base   string // its API's URL
 	cancel context.CancelFunc
 	ran    chan error
 }
 
 func startVigilNode(t *testing.T, name string, servers []*server.Server) *vigilNode {
+	t.Helper()
+	return startVigilNodeWith(t, name, servers, 3, nil)
+}
+
+// startVigilNodeWith starts a node on a store of replicas replicas, with
+// the observe scopes scopes.
+func startVigilNodeWith(t *testing.T, name string, servers []*server.Server, replicas int, scopes map[string]observe.Scope) *vigilNode {
 	t.Helper()
 	n := &vigilNode{name: name, ran: make(chan error, 1), logs: &syncbuf.Buffer{}}
 	var urls []string
@@ -62,11 +71,11 @@ func startVigilNode(t *testing.T, name string, servers []*server.Server) *vigilN
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h, err := host.New(ctx, host.Config{
-		Data: t.TempDir(), PluginCache: wasmbuild.CacheDir(), Bundled: plugins.Bundled(),
+		Data: t.TempDir(), PluginCache: wasmbuild.CacheDir(), Bundled: plugins.Bundled(), Scopes: scopes,
 		Logger: slog.New(slog.NewTextHandler(n.logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		Cluster: &core.Cluster{
 			Open: func(ctx context.Context) (core.ClusterStore, error) {
-				st, err := natsstore.Open(ctx, natsstore.Config{URLs: urls, Replicas: 3, Partitions: failoverPartitions, Timeout: 2 * time.Second})
+				st, err := natsstore.Open(ctx, natsstore.Config{URLs: urls, Replicas: replicas, Partitions: failoverPartitions, Timeout: 2 * time.Second})
 				n.st = st
 				return st, err
 			},
@@ -84,7 +93,8 @@ func startVigilNode(t *testing.T, name string, servers []*server.Server) *vigilN
 		t.Fatal(err)
 	}
 	n.h, n.cancel = h, cancel
-	n.cl = client.New("http://" + ln.Addr().String())
+	n.base = "http://" + ln.Addr().String()
+	n.cl = client.New(n.base)
 	go func() { n.ran <- h.Run(ctx, ln) }()
 	t.Cleanup(n.stop)
 	return n

@@ -188,6 +188,8 @@ func loadSettings(flags *pflag.FlagSet, getenv func(string) string) (settings, e
 		}
 	}
 
+	sources["store.nats"] = sources["store"]
+
 	env := func(key, name string, set func(string) error) error {
 		if v := getenv(name); v != "" {
 			sources[key] = name
@@ -311,7 +313,11 @@ func (s settings) validate(sources map[string]string) error {
 		}
 	}
 	for _, err := range s.Store.validate() {
-		bad("store", err)
+		src := sources["store"]
+		if ne, ok := errors.AsType[*natsSettingError](err); ok && ne.Key != "urls" {
+			src = sources["store.nats"] // set in the file, whatever gave the urls
+		}
+		errs = append(errs, &configError{Key: "store", Source: src, Err: err})
 	}
 	if len(s.Tokens) == 0 {
 		if err := loopbackOnly(s.Listen); err != nil {

@@ -22,7 +22,8 @@ func newServe(stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the host",
-		Long: `Run the vigil host on the embedded store and the bundled plugins.
+		Long: `Run the vigil host on the embedded store (or, with --store, as a node of a
+NATS JetStream cluster) and the bundled plugins.
 
 Each setting comes from, in order of precedence: a flag, the environment
 (VIGIL_LISTEN, VIGIL_DATA, VIGIL_PLUGIN_CACHE, VIGIL_PLUGINS, VIGIL_WORKERS,
@@ -59,7 +60,7 @@ cluster, its store on the servers, its watches' partitions shared with
 the other nodes through leases. The config file's store.nats also sets
 credentials (a .creds file), tls (ca, cert, key), replicas and partitions
 (fixed when the cluster's store is created: 1 and 64 by default), bucket
-(vigil), node (this node's name, unique in the cluster; default the host
+(vigil; the leases go in BUCKET_leases), node (this node's name, unique in the cluster; default the host
 name, sanitized), lease_ttl (10s) and start_timeout (60s: how long
 serve waits at start for JetStream to answer, while no server is up or
 too few are for a meta leader, logging each attempt, before it fails).
@@ -82,7 +83,7 @@ in-flight requests and probes finish.`,
 	}
 	cmd.Flags().String("config", "", "YAML config file (also VIGIL_CONFIG)")
 	cmd.Flags().String("listen", d.Listen, "address the API listens on")
-	cmd.Flags().String("data", d.Data, "data directory (the store)")
+	cmd.Flags().String("data", d.Data, "data directory (the badger store; unused with --store)")
 	cmd.Flags().String("store", "", "NATS JetStream servers, nats://host:port[,...]: run as a node of a cluster (default: badger in DATA/store)")
 	cmd.Flags().String("plugin-cache", "", "plugin compilation cache directory, shared with vigil plugins and between hosts (default vigil/wazero in the user cache directory)")
 	cmd.Flags().String("plugins", "", "plugin directory: *.wasm and an optional registry.json")

@@ -72,6 +72,17 @@ var (
 	nodeNameChars = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
 )
 
+// natsSettingError is what is wrong with one key under store.nats: Key
+// names it ("urls", "replicas"), so the error can say where it was set
+// (only urls come from --store or VIGIL_STORE).
+type natsSettingError struct {
+	Key string
+	Err error
+}
+
+func (e *natsSettingError) Error() string { return "nats." + e.Key + ": " + e.Err.Error() }
+func (e *natsSettingError) Unwrap() error { return e.Err }
+
 // clustered says whether the settings make a cluster node.
 func (s storeSettings) clustered() bool { return len(s.NATS.URLs) > 0 }
 
@@ -84,7 +95,7 @@ func (s storeSettings) validate() []error {
 	}
 	var errs []error
 	bad := func(key, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("nats.%s: %s", key, fmt.Sprintf(format, a...)))
+		errs = append(errs, &natsSettingError{Key: key, Err: fmt.Errorf(format, a...)})
 	}
 	for _, u := range n.URLs {
 		if err := checkNATSURL(u); err != nil {

@@ -75,6 +75,8 @@ func TestInvalidStoreSettingsNameTheSetting(t *testing.T) {
 		{"file short start timeout", nil, nil, "store: {nats: {urls: [nats://a:4222], start_timeout: 100ms}}\n", "vigil.yaml", "nats.start_timeout"},
 		{"file long start timeout", nil, nil, "store: {nats: {urls: [nats://a:4222], start_timeout: 2h}}\n", "vigil.yaml", "nats.start_timeout"},
 		{"file negative start timeout", nil, nil, "store: {nats: {urls: [nats://a:4222], start_timeout: -1s}}\n", "vigil.yaml", "nats.start_timeout"},
+		{"flag urls, file replicas", []string{"--store", "nats://a:4222"}, nil, "store: {nats: {replicas: 2}}\n", "vigil.yaml", "nats.replicas"},
+		{"env urls, file partitions", nil, map[string]string{"VIGIL_STORE": "nats://a:4222"}, "store: {nats: {partitions: 5000}}\n", "vigil.yaml", "nats.partitions"},
 		{"file cert without key", nil, nil, "store: {nats: {urls: [nats://a:4222], tls: {cert: c.pem}}}\n", "vigil.yaml", "nats.tls"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -47,7 +47,10 @@ func newStoreCopy(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Copy every record of one store into another: a badger directory and a JetStream bucket, either way",
 		Long: `Copy a store into another: a single host's badger directory (--data DIR of
 vigil serve) into a NATS JetStream cluster's bucket (nats://host:port[,...]),
-or back. SRC and DST are each a directory or a nats:// URL list.
+or back. SRC and DST are each a directory or a nats:// URL list. A
+directory is serve's data directory: the badger store is DIR/store, as
+serve keeps it (a source may also name the store directory itself), so
+vigil serve --data DIR serves what a copy wrote to DIR.
 
 What is copied: every record, as stored: every watch row in every state
 (pending with its schedule and durable next check, settled with its
@@ -124,13 +127,32 @@ Exit codes:
 	return cmd
 }
 
-// openEnd opens a side of a copy: a nats:// list, or a badger directory
-// (a source must already be a store: opening creates one).
+// badgerDir is where the badger store of the data directory dir is, as
+// vigil serve --data dir keeps it: dir/store. A source may also name the
+// store directory itself (one holding badger's MANIFEST); a source that
+// is neither is a usage error.
+func badgerDir(dir string, source bool) (string, error) {
+	inside := filepath.Join(dir, "store")
+	if !source {
+		return inside, nil
+	}
+	for _, d := range []string{inside, dir} {
+		if _, err := os.Stat(filepath.Join(d, "MANIFEST")); err == nil {
+			return d, nil
+		}
+	}
+	return "", usagef("store copy: %s is not a data directory with a badger store (no %s nor %s)", dir,
+		filepath.Join(inside, "MANIFEST"), filepath.Join(dir, "MANIFEST"))
+}
+
+// openEnd opens a side of a copy: a nats:// list, or a data directory's
+// badger store (a source must already be a store: opening creates one).
 func openEnd(ctx context.Context, at string, nc natsstore.Config, source bool) (storeEnd, error) {
 	if strings.HasPrefix(at, "nats://") || strings.HasPrefix(at, "tls://") {
 		nc.URLs = strings.Split(at, ",")
+		nc.Existing = source
 		s, err := natsstore.Open(ctx, nc)
-		if errors.Is(err, natsstore.ErrBadConfig) || errors.Is(err, natsstore.ErrMismatch) {
+		if errors.Is(err, natsstore.ErrBadConfig) || errors.Is(err, natsstore.ErrMismatch) || errors.Is(err, natsstore.ErrNoBucket) {
 			return nil, &usageError{fmt.Errorf("store copy: %s: %w", at, err)}
 		}
 		if err != nil {
@@ -138,12 +160,11 @@ func openEnd(ctx context.Context, at string, nc natsstore.Config, source bool) (
 		}
 		return s, nil
 	}
-	if source {
-		if _, err := os.Stat(filepath.Join(at, "MANIFEST")); err != nil {
-			return nil, usagef("store copy: %s is not a badger store (no MANIFEST)", at)
-		}
+	dir, err := badgerDir(at, source)
+	if err != nil {
+		return nil, err
 	}
-	s, err := store.Open(at, store.Options{SyncWrites: !source})
+	s, err := store.Open(dir, store.Options{SyncWrites: !source})
 	switch {
 	case errors.Is(err, store.ErrInUse):
 		return nil, &usageError{fmt.Errorf("store copy: %w", err)}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +16,9 @@ import (
 func TestStoreCopyBothWays(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	// src is serve's data directory: its store is src/store.
 	src := t.TempDir()
-	s, err := store.Open(src, store.Options{})
+	s, err := store.Open(filepath.Join(src, "store"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +53,8 @@ func TestStoreCopyBothWays(t *testing.T) {
 	if stdout, stderr, err = run(t, ctx, "store", "copy", "--from", url, "--bucket", "moved", "--to", back); err != nil {
 		t.Fatalf("nats→dir: %v\n%s\n%s", err, stdout, stderr)
 	}
-	b, err := store.Open(back, store.Options{})
+	// What vigil serve --data back would open.
+	b, err := store.Open(filepath.Join(back, "store"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,13 +66,21 @@ func TestStoreCopyBothWays(t *testing.T) {
 	if m, _, err := b.AppendIfRunning(ctx, "a", store.Message{ID: store.ID{9}, Kind: "note", Type: store.MessageFired, At: at}); err != nil || m.Seq != 4 {
 		t.Fatalf("the next message: %d %v, want seq 4", m.Seq, err)
 	}
+	// The store directory itself is a source too.
+	if _, _, err := run(t, ctx, "store", "copy", "--from", filepath.Join(src, "store"), "--to", url, "--bucket", "again"); err != nil {
+		t.Fatalf("copying from the store directory itself: %v", err)
+	}
 	// A directory that is no store is refused as a source.
 	if _, _, err := run(t, ctx, "store", "copy", "--from", t.TempDir(), "--to", url); exitCode(err) != ExitUsage {
 		t.Fatalf("copying from an empty directory: %v", err)
 	}
-	// A bucket that holds nothing (a wrong name) is refused as a source.
-	if _, _, err := run(t, ctx, "store", "copy", "--from", url, "--bucket", "typo", "--to", t.TempDir()); exitCode(err) != ExitUsage || !strings.Contains(err.Error(), "holds no records") {
-		t.Fatalf("copying from an empty bucket: %v", err)
+	// A bucket that is not there (a wrong name) is refused as a source,
+	// and not created: a copy into that name afterwards starts afresh.
+	if _, _, err := run(t, ctx, "store", "copy", "--from", url, "--bucket", "typo", "--to", t.TempDir()); exitCode(err) != ExitUsage || !strings.Contains(err.Error(), "no such bucket: typo") {
+		t.Fatalf("copying from a missing bucket: %v", err)
+	}
+	if _, _, err := run(t, ctx, "store", "copy", "--from", src, "--to", url, "--bucket", "typo", "--partitions", "16"); err != nil {
+		t.Fatalf("copying into the name a source was asked for under: %v", err)
 	}
 	if _, _, err := run(t, ctx, "store", "copy", "--from", src); exitCode(err) != ExitUsage {
 		t.Fatalf("no --to: %v", err)

@@ -5,7 +5,9 @@
 // lease's.
 //
 // What it owns: the leases bucket (created on first start, verified on
-// later ones), each node's own key (how the others know it is live), and
+// later ones; named after the store's bucket, LeaseBucket, so two
+// clusters sharing one NATS system through different store buckets never
+// hold each other's leases), each node's own key (how the others know it is live), and
 // one goroutine per node (Run) that renews what the node holds, gives up
 // what the assignment moves elsewhere and takes what moves to it. The
 // assignment (Assign) is a pure function of the live nodes, so every node

@@ -31,8 +31,9 @@ type Holder interface {
 
 // Metrics counts what the node does with its leases; nil counts nothing.
 type Metrics interface {
-	// Held is the number of leases this node holds now.
-	Held(n int)
+	// Held is the number of leases this node holds now: partitions of
+	// the watches, and cluster-wide jobs.
+	Held(partitions, jobs int)
 	// Moved counts a lease gained (true) or lost (false).
 	Moved(gained bool)
 	// Renewed counts a renewal: ok, or refused because another holds it.
@@ -209,7 +210,7 @@ func (n *Node) Run(ctx context.Context) error {
 func (n *Node) runLoop(ctx context.Context) error {
 	w, err := n.cfg.KV.WatchAll(ctx)
 	if err != nil {
-		return fmt.Errorf("cluster: follow the %s bucket: %w", Bucket, err)
+		return fmt.Errorf("cluster: follow the %s bucket: %w", n.cfg.KV.Bucket(), err)
 	}
 	defer func() { _ = w.Stop() }()
 	// Renewals are due a third of the TTL apart; a pass a sixth apart
@@ -223,7 +224,7 @@ func (n *Node) runLoop(ctx context.Context) error {
 			return ctx.Err()
 		case e, ok := <-w.Updates():
 			if !ok {
-				return fmt.Errorf("cluster: the %s bucket's watcher stopped", Bucket)
+				return fmt.Errorf("cluster: the %s bucket's watcher stopped", n.cfg.KV.Bucket())
 			}
 			n.observe(e)
 			// Drain what else is queued before acting on it.
@@ -231,7 +232,7 @@ func (n *Node) runLoop(ctx context.Context) error {
 				select {
 				case e, ok := <-w.Updates():
 					if !ok {
-						return fmt.Errorf("cluster: the %s bucket's watcher stopped", Bucket)
+						return fmt.Errorf("cluster: the %s bucket's watcher stopped", n.cfg.KV.Bucket())
 					}
 					n.observe(e)
 				default:
@@ -575,9 +576,15 @@ func (n *Node) count() {
 		return
 	}
 	n.mu.Lock()
-	c := len(n.held)
+	partitions := 0
+	for l := range n.held {
+		if _, ok := l.Partition(); ok {
+			partitions++
+		}
+	}
+	jobs := len(n.held) - partitions
 	n.mu.Unlock()
-	n.cfg.Metrics.Held(c)
+	n.cfg.Metrics.Held(partitions, jobs)
 }
 
 func (n *Node) moved(gained bool) {

@@ -287,6 +287,49 @@ func TestOpenBucketRefusesAnotherShape(t *testing.T) {
 	}
 }
 
+// A named leases bucket is its own: another TTL there is no mismatch
+// with the default one, and a mismatch names the bucket it found.
+func TestOpenBucketByName(t *testing.T) {
+	if got := LeaseBucket("vigil"); got != Bucket {
+		t.Fatalf("LeaseBucket(vigil) = %q, want %q", got, Bucket)
+	}
+	_, js := natstest.Connect(t, natstest.Start(t))
+	ctx := context.Background()
+	if _, err := OpenBucket(ctx, js, BucketConfig{TTL: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := OpenBucket(ctx, js, BucketConfig{Name: LeaseBucket("other"), TTL: 3 * time.Second})
+	if err != nil {
+		t.Fatalf("another cluster's leases bucket: %v", err)
+	}
+	if kv.Bucket() != "other_leases" {
+		t.Fatalf("opened %q, want other_leases", kv.Bucket())
+	}
+	_, err = OpenBucket(ctx, js, BucketConfig{Name: "other_leases", TTL: 2 * time.Second})
+	var mm *MismatchError
+	if !errors.As(err, &mm) || mm.Bucket != "other_leases" {
+		t.Fatalf("another ttl on other_leases: %v, want a *MismatchError naming it", err)
+	}
+}
+
+// A node alone holds every lease, and tells its metrics the partitions
+// and the jobs apart.
+func TestHeldCountsPartitionsAndJobsApart(t *testing.T) {
+	kv := bucket(t)
+	clock := fakeclock.At(time.Unix(1_800_000_000, 0))
+	m := &countingMetrics{}
+	n, err := New(Config{KV: kv, TTL: testTTL, Info: Info{Node: "a"}, Leases: Leases(6, "router", "upkeep"), Holder: newHolder(), Clock: clock, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn(t, n)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.partitions != 6 || m.jobs != 2 {
+		t.Fatalf("held %d partitions and %d jobs, want 6 and 2", m.partitions, m.jobs)
+	}
+}
+
 func TestStatusShowsWhoHoldsWhat(t *testing.T) {
 	kv := bucket(t)
 	clock := fakeclock.At(time.Unix(1_800_000_000, 0))
@@ -309,13 +352,20 @@ func TestStatusShowsWhoHoldsWhat(t *testing.T) {
 	}
 }
 
-// countingMetrics is a fake Metrics: it counts successful renewals.
+// countingMetrics is a fake Metrics: it counts successful renewals and
+// keeps the last leases held it was told.
 type countingMetrics struct {
-	mu      sync.Mutex
-	renewed int
+	mu         sync.Mutex
+	renewed    int
+	partitions int
+	jobs       int
 }
 
-func (m *countingMetrics) Held(int)   {}
+func (m *countingMetrics) Held(partitions, jobs int) {
+	m.mu.Lock()
+	m.partitions, m.jobs = partitions, jobs
+	m.mu.Unlock()
+}
 func (m *countingMetrics) Moved(bool) {}
 func (m *countingMetrics) Renewed(ok bool) {
 	if ok {

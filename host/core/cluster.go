@@ -164,7 +164,7 @@ func openCluster(ctx context.Context, cfg Cluster, log *slog.Logger) (*clustered
 	if st == nil {
 		return nil, errors.New("core: the cluster's Open returned no store")
 	}
-	kv, err := cluster.OpenBucket(ctx, st.JetStream(), cluster.BucketConfig{TTL: cfg.LeaseTTL, Replicas: st.Replicas()})
+	kv, err := cluster.OpenBucket(ctx, st.JetStream(), cluster.BucketConfig{Name: cluster.LeaseBucket(st.Bucket()), TTL: cfg.LeaseTTL, Replicas: st.Replicas()})
 	if err != nil {
 		_ = st.Close()
 		return nil, err

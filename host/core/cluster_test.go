@@ -490,3 +490,38 @@ func a2(t *testing.T, srv *server.Server) *natsstore.Store {
 	t.Cleanup(func() { _ = st.Close() })
 	return st
 }
+
+// Two clusters on one JetStream server, through different store buckets,
+// keep their leases apart: the leases bucket is named after the store's
+// (cluster.LeaseBucket), so each cluster's only node holds every partition
+// and runs the cluster-wide job, where one shared leases bucket would
+// split the partitions and the job between the two.
+func TestClustersOnOtherBucketsDoNotShareLeases(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two vigil nodes on a JetStream server")
+	}
+	srv := natstest.Start(t)
+	open := &atomic.Bool{}
+	seen := &observedBy{by: map[string]map[string]int{}}
+	jobsA := &fakeJobs{running: map[string]bool{}}
+	jobsB := &fakeJobs{running: map[string]bool{}}
+	a := startNode(t, srv, "a", "digest", open, seen, jobsA)
+	b := startNode(t, srv, "b", "digest", open, seen, jobsB, func(c *Config) {
+		c.Cluster.Open = func(ctx context.Context) (ClusterStore, error) {
+			return natsstore.Open(ctx, natsstore.Config{URLs: []string{srv.ClientURL()}, Partitions: testPartitions, Bucket: "other"})
+		}
+	})
+	natstest.WaitFor(t, within, "a and b each holding every partition", func() bool {
+		return len(a.held()) == testPartitions && len(b.held()) == testPartitions
+	})
+	natstest.WaitFor(t, within, "the job running on a and on b", func() bool {
+		wa, wb := jobsA.where(), jobsB.where()
+		return len(wa) == 1 && wa[0] == "a" && len(wb) == 1 && wb[0] == "b"
+	})
+	for _, n := range []*testNode{a, b} {
+		st := n.core.Node().Status()
+		if len(st.Nodes) != 1 || st.Nodes[0].Node != n.name {
+			t.Fatalf("%s sees the nodes %+v, want itself alone", n.name, st.Nodes)
+		}
+	}
+}

@@ -114,7 +114,7 @@ type leaseCount struct {
 	moves []bool
 }
 
-func (c *leaseCount) Held(int) {}
+func (c *leaseCount) Held(int, int) {}
 func (c *leaseCount) Moved(gained bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

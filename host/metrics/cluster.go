@@ -6,7 +6,7 @@ import "github.com/prometheus/client_golang/prometheus"
 // registered by Metrics.Cluster on a node only: one host exposes none of
 // them.
 type Cluster struct {
-	held     prometheus.Gauge
+	held     *prometheus.GaugeVec
 	moves    *prometheus.CounterVec
 	renewals *prometheus.CounterVec
 }
@@ -15,10 +15,10 @@ type Cluster struct {
 // them. Call it once, on a node of a cluster.
 func (m *Metrics) Cluster() *Cluster {
 	c := &Cluster{
-		held: prometheus.NewGauge(prometheus.GaugeOpts{
+		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "vigil_cluster_leases_held",
-			Help: "Leases this node holds now: partitions of the watches and cluster-wide jobs.",
-		}),
+			Help: "Leases this node holds now, by kind: partition (of the watches, and of the recipients' pushes) or job (cluster-wide).",
+		}, []string{"kind"}),
 		moves: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vigil_cluster_lease_moves_total",
 			Help: "Leases that moved to this node (direction gained) or away from it (lost).",
@@ -32,8 +32,11 @@ func (m *Metrics) Cluster() *Cluster {
 	return c
 }
 
-// Held sets the leases held.
-func (c *Cluster) Held(n int) { c.held.Set(float64(n)) }
+// Held sets the leases held, partitions and jobs apart.
+func (c *Cluster) Held(partitions, jobs int) {
+	c.held.WithLabelValues("partition").Set(float64(partitions))
+	c.held.WithLabelValues("job").Set(float64(jobs))
+}
 
 // Moved counts a lease gained or lost.
 func (c *Cluster) Moved(gained bool) {

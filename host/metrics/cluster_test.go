@@ -27,7 +27,7 @@ func TestClusterMetricsOnANodeOnly(t *testing.T) {
 		t.Fatalf("one host exposes cluster metrics:\n%s", body)
 	}
 	c := m.Cluster()
-	c.Held(5)
+	c.Held(5, 2)
 	c.Moved(true)
 	c.Moved(true)
 	c.Moved(false)
@@ -35,7 +35,8 @@ func TestClusterMetricsOnANodeOnly(t *testing.T) {
 	c.Renewed(false)
 	body := scrape(t, m)
 	for _, want := range []string{
-		"vigil_cluster_leases_held 5",
+		`vigil_cluster_leases_held{kind="partition"} 5`,
+		`vigil_cluster_leases_held{kind="job"} 2`,
 		`vigil_cluster_lease_moves_total{direction="gained"} 2`,
 		`vigil_cluster_lease_moves_total{direction="lost"} 1`,
 		`vigil_cluster_lease_renewals_total{result="ok"} 1`,

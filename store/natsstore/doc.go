@@ -134,7 +134,8 @@
 // out. Open takes that silence, no server reachable, and the server's
 // own "temporarily unavailable" and "no suitable peers" as a cluster
 // still forming: it logs "waiting for JetStream: no meta leader yet
-// (attempt N)", waits (250 ms doubling to 5 s, on Config.Clock) and tries
+// (attempt N)" ("no server reachable" when no connection was taken, so
+// a wrong address reads as one), waits (250 ms doubling to 5 s, on Config.Clock) and tries
 // again, until Config.StartTimeout (default 60 s) has passed, then fails
 // with ErrStartTimeout wrapping the last attempt's error. Any answer that
 // refuses (a mismatch, bad credentials, JetStream not enabled) fails at
@@ -148,7 +149,8 @@
 // partition count other than the stored one, or a bucket holding keys
 // but no metadata refuses to start with a *MismatchError (errors.Is
 // ErrMismatch) naming what differs. The partition count (default 64) is
-// fixed when the store is created. A watch's partition is its id's
+// fixed when the store is created. With Config.Existing (a copy's
+// source) a missing bucket is ErrNoBucket, not created. A watch's partition is its id's
 // (store.ID.Partition: the id's slot, the hash of its partition key or
 // random, modulo the count), so no row or key carries it and the
 // cluster's owners filter the pending index by id alone

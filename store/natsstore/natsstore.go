@@ -47,6 +47,8 @@ var (
 	// cluster with too few of its servers up). The error wraps the last
 	// attempt's too.
 	ErrStartTimeout = errors.New("natsstore: JetStream did not answer within the start timeout")
+	// ErrNoBucket: Config.Existing asked for a bucket that is not there.
+	ErrNoBucket = errors.New("natsstore: no such bucket")
 )
 
 // MismatchError says what differs between the stored bucket and Config.
@@ -89,6 +91,10 @@ type Config struct {
 	// Bucket names the key-value bucket (DefaultBucket when empty), so
 	// two vigil clusters can share one NATS system.
 	Bucket string
+	// Existing opens only a bucket that is already there (ErrNoBucket
+	// otherwise), for reading one: a copy's source, where creating it
+	// would leave an empty bucket behind a mistyped name.
+	Existing bool
 	// Timeout bounds one JetStream request (default 5 s).
 	Timeout time.Duration
 	// StartTimeout bounds how long Open waits for JetStream to answer: a
@@ -214,7 +220,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	opts := []nats.Option{
 		nats.Name("vigil"),
 		nats.MaxReconnects(-1),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("disconnected", "err", err) }),
+		nats.DisconnectErrHandler(func(c *nats.Conn, err error) {
+			if err == nil {
+				err = c.LastError() // a close on a server's -ERR leaves it here
+			}
+			if err == nil { // closed here: Close, or an attempt of Open given up
+				log.Debug("connection closed")
+				return
+			}
+			log.Warn("disconnected", "err", err)
+		}),
 		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("reconnected", "url", c.ConnectedUrlRedacted()) }),
 	}
 	if cfg.CredsFile != "" {
@@ -254,16 +269,36 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		wait := startBackoff(attempt)
 		if left := deadline.Sub(clock.Now()); left < wait {
 			if left <= 0 {
-				return nil, fmt.Errorf("%w (store.nats.start_timeout %s, %d attempts; check that enough of the servers %s run for a meta leader): %w",
-					ErrStartTimeout, startTimeout, attempt, url, err)
+				return nil, fmt.Errorf("%w (store.nats.start_timeout %s, %d attempts; %s): %w",
+					ErrStartTimeout, startTimeout, attempt, startHint(err, url), err)
 			}
 			wait = left
 		}
-		log.Warn(fmt.Sprintf("waiting for JetStream: no meta leader yet (attempt %d)", attempt), "attempt", attempt, "retry_in", wait, "err", err)
+		log.Warn(fmt.Sprintf("waiting for JetStream: %s (attempt %d)", waitingFor(err), attempt), "attempt", attempt, "retry_in", wait, "err", err)
 		if err := clock.Sleep(ctx, wait); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// waitingFor says what an unanswered attempt waits for: a server to
+// connect to, when none could be reached (a wrong address, or none up
+// yet), else a meta leader (a server that takes the connection and does
+// not answer JetStream's API).
+func waitingFor(err error) string {
+	if errors.Is(err, nats.ErrNoServers) {
+		return "no server reachable"
+	}
+	return "no meta leader yet"
+}
+
+// startHint is what ErrStartTimeout tells the operator to check, after
+// the last attempt's err.
+func startHint(err error, url string) string {
+	if errors.Is(err, nats.ErrNoServers) {
+		return fmt.Sprintf("check that the servers %s run and that this node can reach them", url)
+	}
+	return fmt.Sprintf("check that enough of the servers %s run for a meta leader", url)
 }
 
 // startBackoff is the wait after Open's attempt-th unanswered attempt:
@@ -341,6 +376,8 @@ func (s *Store) openBucket(ctx context.Context, cfg Config) error {
 	cancel()
 	created := false
 	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound) && cfg.Existing:
+		return fmt.Errorf("%w: %s (stream %s)", ErrNoBucket, s.bucket, name)
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		replicas := max(cfg.Replicas, 1)
 		rctx, cancel := context.WithTimeout(ctx, s.timeout)

@@ -154,7 +154,52 @@ func TestOpenWaitsForTheFirstServer(t *testing.T) {
 		t.Fatalf("Open while no server was up: %v\n%s", err, logs.String())
 	}
 	defer s.Close()
-	if !strings.Contains(logs.String(), "attempt 1") || !strings.Contains(logs.String(), "no servers available") {
+	if !strings.Contains(logs.String(), "waiting for JetStream: no server reachable (attempt 1)") || !strings.Contains(logs.String(), "no servers available") {
 		t.Errorf("the first attempt's line does not say no server answered:\n%s", logs.String())
 	}
+	if strings.Contains(logs.String(), "no meta leader yet (attempt 1)") {
+		t.Errorf("a refused connection was logged as a missing meta leader:\n%s", logs.String())
+	}
+}
+
+// TestOpenGivesUpOnUnreachableServers: no server is reachable for good
+// (a wrong address), so Open fails at the start timeout with
+// ErrStartTimeout telling the operator to check the servers can be
+// reached, not that a meta leader is missing.
+func TestOpenGivesUpOnUnreachableServers(t *testing.T) {
+	f := natstest.Form(t, 1)
+	clock := &fakeStartClock{now: t0}
+	_, err := Open(context.Background(), Config{URLs: strings.Split(f.URLs(), ","), Timeout: 200 * time.Millisecond,
+		StartTimeout: time.Second, Clock: clock})
+	if !errors.Is(err, ErrStartTimeout) {
+		t.Fatalf("Open with no server up: %v, want ErrStartTimeout", err)
+	}
+	if !strings.Contains(err.Error(), "can reach them") || strings.Contains(err.Error(), "meta leader") {
+		t.Errorf("the error %q does not say to check that the servers can be reached", err)
+	}
+}
+
+// TestOpenExistingCreatesNothing: with Config.Existing a bucket that is
+// not there is ErrNoBucket, at once and without creating it; one that is
+// there opens.
+func TestOpenExistingCreatesNothing(t *testing.T) {
+	srv := runServer(t)
+	clock := &fakeStartClock{now: t0}
+	_, err := Open(context.Background(), Config{URLs: []string{srv.ClientURL()}, Bucket: "typo", Existing: true, Clock: clock})
+	if !errors.Is(err, ErrNoBucket) {
+		t.Fatalf("Open of a missing bucket: %v, want ErrNoBucket", err)
+	}
+	if got := clock.slept(); len(got) != 0 {
+		t.Errorf("Open waited %v before refusing", got)
+	}
+	_, js := natstest.Connect(t, srv)
+	if _, err := js.Stream(context.Background(), "KV_typo"); err == nil {
+		t.Fatal("the missing bucket was created")
+	}
+	openStore(t, Config{Bucket: "there"}, srv)
+	s, err := Open(context.Background(), Config{URLs: []string{srv.ClientURL()}, Bucket: "there", Existing: true})
+	if err != nil {
+		t.Fatalf("Open of a bucket that is there: %v", err)
+	}
+	_ = s.Close()
 }
