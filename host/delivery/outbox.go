@@ -594,6 +594,13 @@ func (o *Outbox) loop(ctx context.Context) {
 		if ok {
 			t = o.newTimer(next.Sub(o.cfg.Clock.Now()))
 			fire = t.C()
+			if !o.cfg.Clock.Now().Before(next) {
+				// It came due while the timer was armed (a clock moved
+				// between the two reads, which a timer armed after the
+				// move would wait out once more): promote it now.
+				t.Stop()
+				continue
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -22,6 +22,10 @@ type fakeClock struct {
 	mu     sync.Mutex
 	now    time.Time
 	timers []*fakeTimer
+	// arming, when set, is called with each timer's duration before the
+	// timer is armed (outside the lock): a test moves the clock there, as
+	// another goroutine could between the outbox's reads of it.
+	arming func(d time.Duration)
 }
 
 type fakeTimer struct {
@@ -43,6 +47,12 @@ func (c *fakeClock) Now() time.Time {
 }
 
 func (c *fakeClock) NewTimer(d time.Duration) Timer {
+	c.mu.Lock()
+	arming := c.arming
+	c.mu.Unlock()
+	if arming != nil {
+		arming(d)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := &fakeTimer{c: make(chan time.Time, 1), at: c.now.Add(d)}
@@ -649,5 +659,35 @@ func TestPushNotSentWhenStopping(t *testing.T) {
 	}
 	if got := rc.got(); len(got) != 0 {
 		t.Fatalf("requests %v", got)
+	}
+}
+
+// A retry that comes due while its timer is being armed (the clock moved
+// between the outbox reading it and arming the timer, which then counts
+// from the moved clock) is sent, not left to a timer a whole interval on.
+func TestARetryDueWhileItsTimerIsArmedIsSent(t *testing.T) {
+	r := newRig(t, 2)
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ store.Message, n int) {
+		if n == 1 {
+			w.Header().Set("Retry-After", "120")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	var once sync.Once
+	r.clock.mu.Lock()
+	r.clock.arming = func(d time.Duration) {
+		if d == 120*time.Second {
+			once.Do(func() { r.clock.Advance(d) })
+		}
+	}
+	r.clock.mu.Unlock()
+	recipient(t, r.st, "a", store.StatusRunning, rc.srv.URL+"/hook")
+	r.start()
+	mail(t, r.d, r.st, "a")
+	r.metrics.await(t, store.PushDelivered, 1)
+	if got := rc.got(); len(got) != 2 {
+		t.Fatalf("requests %v, want the first attempt and its retry", got)
 	}
 }
