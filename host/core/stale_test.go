@@ -39,7 +39,11 @@ func (p *pause) stop() {
 func (p *pause) resume() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	close(p.ch)
+	select {
+	case <-p.ch: // running already
+	default:
+		close(p.ch)
+	}
 }
 
 func (p *pause) wait() {
@@ -139,7 +143,7 @@ func (c *leaseCount) count() int {
 // each settlement is held before its write, and then a's lease loop is
 // paused past the TTL; b takes every partition and fires every watch.
 // When a resumes, each settlement it held is refused by the store (the
-// watch is no longer pending), a learns it lost its leases (the holder
+// watch is no longer pending, or its partition fenced by b), a learns it lost its leases (the holder
 // hears of each) before it holds any again, and every watch has exactly
 // one message.
 func TestAStaleOwnerWritesNothingThatSticks(t *testing.T) {
@@ -209,8 +213,10 @@ func TestAStaleOwnerWritesNothingThatSticks(t *testing.T) {
 	leases.resume()
 	natstest.WaitFor(t, within, "a's held settlements returning", func() bool { return len(held.returned()) >= waiting && held.held.Load() == 0 })
 	for _, err := range held.returned() {
-		if !errors.Is(err, store.ErrNotPending) {
-			t.Fatalf("a stale owner's settlement came to %v, want it refused as no longer pending", err)
+		// Refused by the row (settled since: no longer pending) or by the
+		// partition's fence (b has fenced it since: not the owner).
+		if !errors.Is(err, store.ErrNotPending) && !errors.Is(err, store.ErrNotOwner) {
+			t.Fatalf("a stale owner's settlement came to %v, want it refused", err)
 		}
 	}
 	natstest.WaitFor(t, within, "a learning it lost the partitions it held", func() bool {
@@ -233,4 +239,113 @@ func TestAStaleOwnerWritesNothingThatSticks(t *testing.T) {
 		t.Fatalf("once a is back, the mailbox is %+v", a.mailbox(t))
 	}
 	t.Logf("%d of a's settlements held past its lease, each refused; %d of its partitions lost and taken by b", waiting, heldByA)
+}
+
+// A stale owner's write to a row nobody wrote since it read it does not
+// stick either: node a's settlements are held before their writes and
+// its lease loop is paused past the TTL; b takes and fences every
+// partition, but b's own settlements are held too, so a's watches' rows
+// are as a read them. When a's settlements resume (its lease loop still
+// paused: it has not heard of the loss), each is refused by the
+// partition's fence (store.ErrNotOwner) and none mails anything; once
+// b's resume, every watch has exactly one message, b's.
+func TestAStaleOwnersWriteToAnUntouchedRowIsFenced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two vigil nodes on a JetStream server")
+	}
+	srv := natstest.Start(t)
+	open := &atomic.Bool{}
+	seen := &observedBy{by: map[string]map[string]int{}}
+	jobs := &fakeJobs{running: map[string]bool{}}
+	settlesA, settlesB, leases := newPause(), newPause(), newPause()
+	var heldA, heldB *pausedDeliverer
+	a := startHookedNode(t, srv, "a", "digest", open, seen, jobs, nodeHooks{
+		deliver: func(d *delivery.Delivery, _ Store) scheduler.Deliverer {
+			heldA = &pausedDeliverer{Deliverer: d, p: settlesA}
+			return heldA
+		},
+		kv: func(kv jetstream.KeyValue) jetstream.KeyValue { return pausedKV{KeyValue: kv, p: leases} },
+	})
+	settlesB.stop()
+	b := startHookedNode(t, srv, "b", "digest", open, seen, jobs, nodeHooks{
+		deliver: func(d *delivery.Delivery, _ Store) scheduler.Deliverer {
+			heldB = &pausedDeliverer{Deliverer: d, p: settlesB}
+			return heldB
+		},
+	})
+	t.Cleanup(settlesB.resume)
+	natstest.WaitFor(t, within, "the partitions split between a and b", func() bool {
+		ha, hb := a.held(), b.held()
+		return len(ha)+len(hb) == testPartitions && len(ha) > 0 && len(hb) > 0
+	})
+	every := time.Second
+	var ws, inA []store.Watch
+	for range 16 {
+		w, err := b.core.Scheduler.Register(context.Background(), scheduler.Registration{Kind: "gate", Recipient: store.Recipient{ID: "r"}, Every: &every})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+		if a.core.Node().Holds(cluster.PartitionLease(w.ID.Partition(testPartitions))) {
+			inA = append(inA, w)
+		}
+	}
+	if len(inA) == 0 {
+		t.Fatal("no watch of sixteen landed in a's partitions")
+	}
+	natstest.WaitFor(t, within, "a probing a watch of its partitions", func() bool {
+		for _, w := range inA {
+			if seen.nodes(w.ID.String())["a"] > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	settlesA.stop()
+	t.Cleanup(settlesA.resume)
+	open.Store(true)
+	natstest.WaitFor(t, within, "a settlement of a's held before its write", func() bool { return heldA.held.Load() > 0 })
+	leases.stop()
+	t.Cleanup(leases.resume)
+	natstest.WaitFor(t, within, "b holding and fencing every partition", func() bool {
+		for p := range testPartitions {
+			if !b.core.cluster.own.Holds(p) {
+				return false
+			}
+		}
+		return true
+	})
+	natstest.WaitFor(t, within, "a settlement of b's held before its write", func() bool { return heldB.held.Load() > 0 })
+	waiting := int(heldA.held.Load())
+
+	// a's held settlements go out on rows nobody wrote since a read them.
+	settlesA.resume()
+	natstest.WaitFor(t, within, "a's held settlements returning", func() bool {
+		return len(heldA.returned()) >= waiting && heldA.held.Load() == 0
+	})
+	for _, err := range heldA.returned() {
+		if !errors.Is(err, store.ErrNotOwner) {
+			t.Fatalf("a stale owner's settlement of an untouched row came to %v, want ErrNotOwner", err)
+		}
+	}
+	if msgs := b.mailbox(t); len(msgs) != 0 {
+		t.Fatalf("a stale owner's settlement mailed %+v", msgs)
+	}
+	for _, w := range inA {
+		got, err := b.core.Store.Get(context.Background(), w.ID)
+		if err != nil || got.State != store.Pending {
+			t.Fatalf("a stale owner's settlement stuck: %+v %v", got, err)
+		}
+	}
+	// b's settlements go out: every watch once, by b.
+	settlesB.resume()
+	natstest.WaitFor(t, within, "every watch's message once, read through b", func() bool { return firedOnce(b.mailbox(t), ws) })
+	leases.resume()
+	natstest.WaitFor(t, within, "a and b sharing the partitions again", func() bool {
+		return len(a.held()) > 0 && len(a.held())+len(b.held()) == testPartitions
+	})
+	if !firedOnce(a.mailbox(t), ws) {
+		t.Fatalf("once a is back, the mailbox is %+v", a.mailbox(t))
+	}
+	t.Logf("%d of a's settlements of untouched rows held past its lease, each refused by the fence", waiting)
 }
