@@ -593,7 +593,9 @@ func (h *holder) Lost(l cluster.Lease) {
 		// wait its turn in the queue, since every probe asks first. The
 		// store refuses this node's owner's writes of p from now on,
 		// without asking the servers.
-		h.c.cluster.unfence(p)
+		if cl := h.c.cluster; cl != nil {
+			cl.unfence(p)
+		}
 		h.c.Outbox.Drop(p)
 		h.queue.put(p, false)
 		return

@@ -349,3 +349,46 @@ func TestAStaleOwnersWriteToAnUntouchedRowIsFenced(t *testing.T) {
 	}
 	t.Logf("%d of a's settlements of untouched rows held past its lease, each refused by the fence", waiting)
 }
+
+// unfenceRecorder is a ClusterStore that records the partitions it is
+// told to let go; nothing else of it is called.
+type unfenceRecorder struct {
+	ClusterStore
+	mu  sync.Mutex
+	let []int
+}
+
+func (u *unfenceRecorder) Unfence(p int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.let = append(u.let, p)
+}
+
+// A lost partition is let go in the store as the lease loop tells of the
+// loss, before anyone else can hold the lease, not when the partition
+// queue gets to it: the store refuses the node's owner's writes of it at
+// once, and the scheduler no longer holds it.
+func TestALostPartitionIsUnfencedAtOnce(t *testing.T) {
+	st, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	o, err := delivery.NewOutbox(delivery.OutboxConfig{Store: st, Partitions: testPartitions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &unfenceRecorder{}
+	cl := &clustered{st: rec, own: &ownership{n: testPartitions, fenced: make([]atomic.Bool, testPartitions)}}
+	cl.own.fenced[3].Store(true)
+	h := &holder{c: &Core{Outbox: o, cluster: cl}, queue: newPartitionQueue()} // the queue is not running
+	h.Lost(cluster.PartitionLease(3))
+	if cl.own.fenced[3].Load() {
+		t.Fatal("partition 3 is still fenced after its loss")
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.let) != 1 || rec.let[0] != 3 {
+		t.Fatalf("the store was told to let go of %v, want [3]", rec.let)
+	}
+}
