@@ -392,3 +392,50 @@ func TestALostPartitionIsUnfencedAtOnce(t *testing.T) {
 		t.Fatalf("the store was told to let go of %v, want [3]", rec.let)
 	}
 }
+
+// failingFence is a ClusterStore whose partition fences fail while
+// failing is set: the servers do not take the epoch's write.
+type failingFence struct {
+	ClusterStore
+	failing atomic.Bool
+}
+
+func (f *failingFence) FencePartition(ctx context.Context, p int, node string, at time.Time) (uint64, error) {
+	if f.failing.Load() {
+		return 0, errors.New("fake: the epoch's write got no answer")
+	}
+	return f.ClusterStore.FencePartition(ctx, p, node, at)
+}
+
+// A partition whose lease the node holds is not the scheduler's until
+// its epoch is written: a watch in it is neither armed nor probed, so no
+// write of it goes out unfenced. Once the epoch is written (the queue
+// tries the gain again), the watch is probed and fires.
+func TestAPartitionIsNotHeldUntilItIsFenced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a vigil node on a JetStream server")
+	}
+	srv := natstest.Start(t)
+	open := &atomic.Bool{}
+	open.Store(true)
+	seen := &observedBy{by: map[string]map[string]int{}}
+	jobs := &fakeJobs{running: map[string]bool{}}
+	ff := &failingFence{}
+	ff.failing.Store(true)
+	a := startHookedNode(t, srv, "a", "digest", open, seen, jobs, nodeHooks{
+		store: func(st ClusterStore) ClusterStore { ff.ClusterStore = st; return ff },
+	})
+	natstest.WaitFor(t, within, "a holding every partition's lease", func() bool { return len(a.held()) == testPartitions })
+	for p := range testPartitions {
+		if a.core.cluster.own.Holds(p) {
+			t.Fatalf("the scheduler holds partition %d, whose epoch was never written", p)
+		}
+	}
+	every := time.Second
+	w, err := a.core.Scheduler.Register(context.Background(), scheduler.Registration{Kind: "gate", Recipient: store.Recipient{ID: "r"}, Every: &every})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ff.failing.Store(false)
+	natstest.WaitFor(t, within, "the watch's message, once a's partitions are fenced", func() bool { return firedOnce(a.mailbox(t), []store.Watch{w}) })
+}
