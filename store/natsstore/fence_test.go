@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -128,5 +129,53 @@ func testFence(t *testing.T, cfg Config, servers ...*server.Server) {
 	a.failpoint = nil
 	if _, err := a.Settle(ctx, w3.ID, store.Settlement{State: store.Cancelled, Receipt: store.ReceiptNone, SettledAt: t0}); err != nil {
 		t.Fatalf("a cancel on a node not the owner: %v", err)
+	}
+}
+
+// The owner's fence rides on a write the batch makes anyway when there is
+// one left after the recipient's fence, and gains a carrier message only
+// when there is none; either way exactly one message checks the epoch,
+// and the epoch key itself is never written by a transition.
+func TestTheEpochsCheckRidesOnAWriteWhenItCan(t *testing.T) {
+	s := &Store{subj: "$KV.t.", partitions: 64}
+	epochSubj := s.subj + epochKey(5)
+	for _, tt := range []struct {
+		name    string
+		unread  int // writes of keys never read
+		carrier bool
+	}{
+		{"no write to carry it", 0, true},
+		{"one write, the recipient's fence's", 1, true},
+		{"a write left over", 2, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tx := s.newTxn(context.Background())
+			tx.reads["w.x"] = entry{val: []byte("row"), rev: 7, exists: true}
+			tx.reads["rc.r"] = entry{val: []byte("rec"), rev: 3, exists: true}
+			tx.put("w.x", []byte("row2"))
+			tx.fence("rc.r")
+			for i := range tt.unread {
+				tx.put("s.new."+strconv.Itoa(i), nil)
+			}
+			tx.epoch = &epochCheck{p: 5, token: 11}
+			checks, carriers := 0, 0
+			for _, m := range tx.msgs() {
+				switch m.Subject {
+				case epochSubj:
+					t.Fatal("a transition wrote the epoch key")
+				case s.subj + carrierKey(5):
+					carriers++
+				}
+				if m.Header.Get(hdrExpectSubj) == epochSubj {
+					checks++
+					if m.Header.Get(hdrExpectSeq) != "11" {
+						t.Fatalf("the epoch's check expects %s, want 11", m.Header.Get(hdrExpectSeq))
+					}
+				}
+			}
+			if checks != 1 || (carriers == 1) != tt.carrier || carriers > 1 {
+				t.Fatalf("%d messages check the epoch and %d carry it alone; want 1 and a carrier %v", checks, carriers, tt.carrier)
+			}
+		})
 	}
 }

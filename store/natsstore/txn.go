@@ -276,8 +276,9 @@ func (t *txn) fence(key string) {
 // never read (an index entry named by a row it did read) carries none,
 // and carries a fence instead, on the expected-sequence header's subject
 // override; a fence left over is a rewrite of its key as read, expected
-// at its revision. The owner's fence (epoch) takes the first such write,
-// or a carrier message of its own.
+// at its revision. The owner's fence (epoch) takes such a write left
+// after the fences, or else a carrier message of its own, so it never
+// makes a fenced key be rewritten.
 func (t *txn) msgs() []*nats.Msg {
 	fences := slices.Clone(t.fences)
 	epoch := t.epoch
@@ -292,15 +293,15 @@ func (t *txn) msgs() []*nats.Msg {
 		}
 		if e, read := t.reads[w.key]; read {
 			m.Header.Set(hdrExpectSeq, strconv.FormatUint(e.rev, 10))
-		} else if epoch != nil {
-			m.Header.Set(hdrExpectSeq, strconv.FormatUint(epoch.token, 10))
-			m.Header.Set(hdrExpectSubj, t.s.subj+epochKey(epoch.p))
-			epoch = nil
 		} else if len(fences) > 0 {
 			f := fences[0]
 			fences = fences[1:]
 			m.Header.Set(hdrExpectSeq, strconv.FormatUint(t.reads[f].rev, 10))
 			m.Header.Set(hdrExpectSubj, t.s.subj+f)
+		} else if epoch != nil {
+			m.Header.Set(hdrExpectSeq, strconv.FormatUint(epoch.token, 10))
+			m.Header.Set(hdrExpectSubj, t.s.subj+epochKey(epoch.p))
+			epoch = nil
 		}
 		out = append(out, m)
 	}
