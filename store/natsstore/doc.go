@@ -55,8 +55,8 @@
 //     has fenced (FencePartition, fence.go) carries the check that the
 //     partition's epoch key ep.<p> is still at the token the node got
 //     when it gained the partition, on the -Subject override of a
-//     written key never read, or on a delete marker of ef.<p> when there
-//     is none (ep.<p> itself is never rewritten in a batch: that would
+//     written key never read that the recipient's fence left, or on a
+//     delete marker of ef.<p> when there is none (ep.<p> itself is never rewritten in a batch: that would
 //     move the token). A node that gains the partition after it rewrites
 //     ep.<p>, so the stale owner's commit is refused whole even on a row
 //     nobody wrote since it read it; the refusal is told from a row's by
