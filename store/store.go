@@ -29,6 +29,12 @@ var (
 	// backends wrap it with %w; the API answers it 503 store_busy with
 	// Retry-After.
 	ErrBusy = errors.New("store: busy: the records kept changing under the transition")
+	// ErrNotOwner: an owner's transition (a probe's record, a settlement,
+	// a baseline) refused because the partition of its row has passed to
+	// another node since this one gained it (a cluster backend's fence);
+	// nothing of it was written. The caller has lost the partition: it
+	// drops the watch and does not retry. A single host never returns it.
+	ErrNotOwner = errors.New("store: the partition has another owner now")
 )
 
 // Settlement is a pending row's final transition.

@@ -60,6 +60,12 @@ type ClusterStore interface {
 	FollowPending(ctx context.Context) (func(context.Context, func(store.Schedule)) error, error)
 	// FollowAppends tells of each append to stream by any node.
 	FollowAppends(ctx context.Context, stream string) (func(context.Context, func()) error, error)
+	// FencePartition writes partition p's epoch (node and at recorded in
+	// it) and makes every owner's transition of p's rows this store makes
+	// from now on conditional on it: once another node fences p, they are
+	// refused with store.ErrNotOwner. Unfence refuses them here at once.
+	FencePartition(ctx context.Context, p int, node string, at time.Time) (uint64, error)
+	Unfence(p int)
 	// FollowPushes tells of each push written pending or retrying by any
 	// node, of the recipients keep accepts, read only then: the outbox of
 	// the node holding its recipient's push partition queues it.
@@ -114,10 +120,15 @@ type clustered struct {
 }
 
 // ownership is the scheduler's scheduler.Ownership on a cluster: partition
-// p is held while the node holds PartitionLease(p); before Join, none is.
+// p is held while the node holds PartitionLease(p) and has fenced p in
+// the store (its epoch written since it gained the lease); before Join,
+// none is.
 type ownership struct {
 	n    int
 	node *atomic.Pointer[cluster.Node]
+	// fenced[p] is set once p's epoch is written after its lease was
+	// gained, and cleared when the lease is lost.
+	fenced []atomic.Bool
 	// retry is the Retry-After of a refused registration: a lease TTL,
 	// within which a reload is published and the nodes' sets judged again.
 	retry time.Duration
@@ -126,9 +137,20 @@ type ownership struct {
 func (o ownership) Partitions() int { return o.n }
 
 func (o ownership) Holds(p int) bool {
+	return o.leased(p) && o.fenced[p].Load()
+}
+
+// leased says whether the node holds p's lease, fenced or not yet.
+func (o ownership) leased(p int) bool {
 	n := o.node.Load()
 	return n != nil && n.Holds(cluster.PartitionLease(p))
 }
+
+// leaseHeld is the ownership the partition queue asks before it fences
+// and arms a gained partition: its lease alone.
+type leaseHeld struct{ o *ownership }
+
+func (l leaseHeld) Holds(p int) bool { return l.o.leased(p) }
 
 // Admits refuses registrations while the node's plugin set differs from
 // the cluster's (scheduler.Gate), as 503 plugin_set_mismatch: a watch of
@@ -170,7 +192,7 @@ func openCluster(ctx context.Context, cfg Cluster, log *slog.Logger) (*clustered
 		return nil, err
 	}
 	cl := &clustered{cfg: cfg, st: st, kv: kv, log: log}
-	cl.own = &ownership{n: st.Partitions(), retry: cfg.LeaseTTL}
+	cl.own = &ownership{n: st.Partitions(), retry: cfg.LeaseTTL, fenced: make([]atomic.Bool, st.Partitions())}
 	cl.own.node = &cl.node
 	return cl, nil
 }
@@ -355,7 +377,9 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 	}()
 	go func() {
 		defer wg.Done()
-		h.queue.run(runCtx, nodePartitions{c.Scheduler, c.Outbox}, cl.own, c.log)
+		h.queue.run(runCtx, nodePartitions{s: c.Scheduler, o: c.Outbox, fence: func(ctx context.Context, p int) error {
+			return cl.fence(ctx, p, c.clock.Now())
+		}}, leaseHeld{cl.own}, c.log)
 	}()
 	go func() {
 		defer wg.Done()
@@ -566,7 +590,12 @@ func (h *holder) Lost(l cluster.Lease) {
 	if p, ok := l.Partition(); ok {
 		// The outbox lets go here, before anyone else can hold the lease
 		// (an attempt in flight finishes); forgetting the watches may
-		// wait its turn in the queue, since every probe asks first.
+		// wait its turn in the queue, since every probe asks first. The
+		// store refuses this node's owner's writes of p from now on,
+		// without asking the servers.
+		if cl := h.c.cluster; cl != nil {
+			cl.unfence(p)
+		}
 		h.c.Outbox.Drop(p)
 		h.queue.put(p, false)
 		return
@@ -665,6 +694,23 @@ func (q *partitionQueue) retryAfter(ctx context.Context, p int, d time.Duration)
 	return true
 }
 
+// fence writes p's epoch and marks p fenced: the scheduler holds p from
+// then on, and every owner's write of p's rows carries the epoch's check.
+func (cl *clustered) fence(ctx context.Context, p int, at time.Time) error {
+	if _, err := cl.st.FencePartition(ctx, p, cl.cfg.Node, at); err != nil {
+		return err
+	}
+	cl.own.fenced[p].Store(true)
+	return nil
+}
+
+// unfence lets p go: the scheduler no longer holds it and the store
+// refuses this node's owner's writes of p.
+func (cl *clustered) unfence(p int) {
+	cl.own.fenced[p].Store(false)
+	cl.st.Unfence(p)
+}
+
 // partitions is what the queue drives: nodePartitions.
 type partitions interface {
 	Gain(ctx context.Context, p int) (int, error)
@@ -675,13 +721,19 @@ type partitions interface {
 // (the partition's watches) and the outbox (the pushes of the recipients
 // whose push partition it is, store.PushPartition).
 type nodePartitions struct {
-	s *scheduler.Scheduler
-	o *delivery.Outbox
+	s     *scheduler.Scheduler
+	o     *delivery.Outbox
+	fence func(ctx context.Context, p int) error
 }
 
-// Gain arms p's watches, then loads p's pushes; it counts the watches. A
-// failure of either is retried whole: both are idempotent.
+// Gain fences p (its epoch written: no earlier owner's write of p's rows
+// sticks from now on), arms p's watches, then loads p's pushes; it counts
+// the watches. A failure of any is retried whole: each is idempotent (a
+// second fence only moves the epoch on again).
 func (n nodePartitions) Gain(ctx context.Context, p int) (int, error) {
+	if err := n.fence(ctx, p); err != nil {
+		return 0, err
+	}
 	armed, err := n.s.Gain(ctx, p)
 	if err != nil {
 		return 0, err
@@ -699,7 +751,7 @@ func (n nodePartitions) Drop(p int) int {
 
 // run arms each gained partition still held and forgets each lost one,
 // until ctx ends.
-func (q *partitionQueue) run(ctx context.Context, s partitions, own scheduler.Ownership, log *slog.Logger) {
+func (q *partitionQueue) run(ctx context.Context, s partitions, own interface{ Holds(p int) bool }, log *slog.Logger) {
 	for {
 		p, gained, ok := q.next()
 		if !ok {

@@ -25,7 +25,11 @@
 // does not import it, since natsstore's imports reach observe, whose tests
 // build the core) and the core is also a node: the leases bucket is
 // opened on the store's connection, the scheduler's Ownership is the node's partition leases,
-// and Join (called by the host once its plugins are loaded, since the
+// each fenced in the store (a gained partition's epoch is written,
+// ClusterStore.FencePartition, before the scheduler holds it or arms any
+// of its watches, and a lost one let go, Unfence, as the lease loop tells
+// of the loss), so a stale owner's write of a partition's row is refused
+// as store.ErrNotOwner once another node has gained it, and Join (called by the host once its plugins are loaded, since the
 // node publishes their digest) follows the pending index, so a watch
 // registered elsewhere in a partition this node holds is armed at once;
 // runs the lease loop; arms a gained partition and forgets a lost one on
@@ -51,7 +55,8 @@
 // nodes starting together would each register the same missing standing
 // watch. Close leaves the cluster before it closes the store. Rejected:
 // one Gain per lease on a goroutine each, which could arm a partition
-// after its loss was handled; a feed that stops left stopped until the
+// after its loss was handled; trusting the lease's TTL minus its margin
+// without a fence, which a pause between the check and the write defeats; a feed that stops left stopped until the
 // next ownership change, when a watch registered elsewhere meanwhile
 // waits for it unprobed.
 //

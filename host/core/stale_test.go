@@ -39,7 +39,11 @@ func (p *pause) stop() {
 func (p *pause) resume() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	close(p.ch)
+	select {
+	case <-p.ch: // running already
+	default:
+		close(p.ch)
+	}
 }
 
 func (p *pause) wait() {
@@ -139,7 +143,7 @@ func (c *leaseCount) count() int {
 // each settlement is held before its write, and then a's lease loop is
 // paused past the TTL; b takes every partition and fires every watch.
 // When a resumes, each settlement it held is refused by the store (the
-// watch is no longer pending), a learns it lost its leases (the holder
+// watch is no longer pending, or its partition fenced by b), a learns it lost its leases (the holder
 // hears of each) before it holds any again, and every watch has exactly
 // one message.
 func TestAStaleOwnerWritesNothingThatSticks(t *testing.T) {
@@ -209,8 +213,10 @@ func TestAStaleOwnerWritesNothingThatSticks(t *testing.T) {
 	leases.resume()
 	natstest.WaitFor(t, within, "a's held settlements returning", func() bool { return len(held.returned()) >= waiting && held.held.Load() == 0 })
 	for _, err := range held.returned() {
-		if !errors.Is(err, store.ErrNotPending) {
-			t.Fatalf("a stale owner's settlement came to %v, want it refused as no longer pending", err)
+		// Refused by the row (settled since: no longer pending) or by the
+		// partition's fence (b has fenced it since: not the owner).
+		if !errors.Is(err, store.ErrNotPending) && !errors.Is(err, store.ErrNotOwner) {
+			t.Fatalf("a stale owner's settlement came to %v, want it refused", err)
 		}
 	}
 	natstest.WaitFor(t, within, "a learning it lost the partitions it held", func() bool {
@@ -233,4 +239,203 @@ func TestAStaleOwnerWritesNothingThatSticks(t *testing.T) {
 		t.Fatalf("once a is back, the mailbox is %+v", a.mailbox(t))
 	}
 	t.Logf("%d of a's settlements held past its lease, each refused; %d of its partitions lost and taken by b", waiting, heldByA)
+}
+
+// A stale owner's write to a row nobody wrote since it read it does not
+// stick either: node a's settlements are held before their writes and
+// its lease loop is paused past the TTL; b takes and fences every
+// partition, but b's own settlements are held too, so a's watches' rows
+// are as a read them. When a's settlements resume (its lease loop still
+// paused: it has not heard of the loss), each is refused by the
+// partition's fence (store.ErrNotOwner) and none mails anything; once
+// b's resume, every watch has exactly one message, b's.
+func TestAStaleOwnersWriteToAnUntouchedRowIsFenced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two vigil nodes on a JetStream server")
+	}
+	srv := natstest.Start(t)
+	open := &atomic.Bool{}
+	seen := &observedBy{by: map[string]map[string]int{}}
+	jobs := &fakeJobs{running: map[string]bool{}}
+	settlesA, settlesB, leases := newPause(), newPause(), newPause()
+	var heldA, heldB *pausedDeliverer
+	a := startHookedNode(t, srv, "a", "digest", open, seen, jobs, nodeHooks{
+		deliver: func(d *delivery.Delivery, _ Store) scheduler.Deliverer {
+			heldA = &pausedDeliverer{Deliverer: d, p: settlesA}
+			return heldA
+		},
+		kv: func(kv jetstream.KeyValue) jetstream.KeyValue { return pausedKV{KeyValue: kv, p: leases} },
+	})
+	settlesB.stop()
+	b := startHookedNode(t, srv, "b", "digest", open, seen, jobs, nodeHooks{
+		deliver: func(d *delivery.Delivery, _ Store) scheduler.Deliverer {
+			heldB = &pausedDeliverer{Deliverer: d, p: settlesB}
+			return heldB
+		},
+	})
+	t.Cleanup(settlesB.resume)
+	natstest.WaitFor(t, within, "the partitions split between a and b", func() bool {
+		ha, hb := a.held(), b.held()
+		return len(ha)+len(hb) == testPartitions && len(ha) > 0 && len(hb) > 0
+	})
+	every := time.Second
+	var ws, inA []store.Watch
+	for range 16 {
+		w, err := b.core.Scheduler.Register(context.Background(), scheduler.Registration{Kind: "gate", Recipient: store.Recipient{ID: "r"}, Every: &every})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+		if a.core.Node().Holds(cluster.PartitionLease(w.ID.Partition(testPartitions))) {
+			inA = append(inA, w)
+		}
+	}
+	if len(inA) == 0 {
+		t.Fatal("no watch of sixteen landed in a's partitions")
+	}
+	natstest.WaitFor(t, within, "a probing a watch of its partitions", func() bool {
+		for _, w := range inA {
+			if seen.nodes(w.ID.String())["a"] > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	settlesA.stop()
+	t.Cleanup(settlesA.resume)
+	open.Store(true)
+	natstest.WaitFor(t, within, "a settlement of a's held before its write", func() bool { return heldA.held.Load() > 0 })
+	leases.stop()
+	t.Cleanup(leases.resume)
+	natstest.WaitFor(t, within, "b holding and fencing every partition", func() bool {
+		for p := range testPartitions {
+			if !b.core.cluster.own.Holds(p) {
+				return false
+			}
+		}
+		return true
+	})
+	natstest.WaitFor(t, within, "a settlement of b's held before its write", func() bool { return heldB.held.Load() > 0 })
+	waiting := int(heldA.held.Load())
+
+	// a's held settlements go out on rows nobody wrote since a read them.
+	settlesA.resume()
+	natstest.WaitFor(t, within, "a's held settlements returning", func() bool {
+		return len(heldA.returned()) >= waiting && heldA.held.Load() == 0
+	})
+	for _, err := range heldA.returned() {
+		if !errors.Is(err, store.ErrNotOwner) {
+			t.Fatalf("a stale owner's settlement of an untouched row came to %v, want ErrNotOwner", err)
+		}
+	}
+	if msgs := b.mailbox(t); len(msgs) != 0 {
+		t.Fatalf("a stale owner's settlement mailed %+v", msgs)
+	}
+	for _, w := range inA {
+		got, err := b.core.Store.Get(context.Background(), w.ID)
+		if err != nil || got.State != store.Pending {
+			t.Fatalf("a stale owner's settlement stuck: %+v %v", got, err)
+		}
+	}
+	// b's settlements go out: every watch once, by b.
+	settlesB.resume()
+	natstest.WaitFor(t, within, "every watch's message once, read through b", func() bool { return firedOnce(b.mailbox(t), ws) })
+	leases.resume()
+	natstest.WaitFor(t, within, "a and b sharing the partitions again", func() bool {
+		return len(a.held()) > 0 && len(a.held())+len(b.held()) == testPartitions
+	})
+	if !firedOnce(a.mailbox(t), ws) {
+		t.Fatalf("once a is back, the mailbox is %+v", a.mailbox(t))
+	}
+	t.Logf("%d of a's settlements of untouched rows held past its lease, each refused by the fence", waiting)
+}
+
+// unfenceRecorder is a ClusterStore that records the partitions it is
+// told to let go; nothing else of it is called.
+type unfenceRecorder struct {
+	ClusterStore
+	mu  sync.Mutex
+	let []int
+}
+
+func (u *unfenceRecorder) Unfence(p int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.let = append(u.let, p)
+}
+
+// A lost partition is let go in the store as the lease loop tells of the
+// loss, before anyone else can hold the lease, not when the partition
+// queue gets to it: the store refuses the node's owner's writes of it at
+// once, and the scheduler no longer holds it.
+func TestALostPartitionIsUnfencedAtOnce(t *testing.T) {
+	st, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	o, err := delivery.NewOutbox(delivery.OutboxConfig{Store: st, Partitions: testPartitions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &unfenceRecorder{}
+	cl := &clustered{st: rec, own: &ownership{n: testPartitions, fenced: make([]atomic.Bool, testPartitions)}}
+	cl.own.fenced[3].Store(true)
+	h := &holder{c: &Core{Outbox: o, cluster: cl}, queue: newPartitionQueue()} // the queue is not running
+	h.Lost(cluster.PartitionLease(3))
+	if cl.own.fenced[3].Load() {
+		t.Fatal("partition 3 is still fenced after its loss")
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.let) != 1 || rec.let[0] != 3 {
+		t.Fatalf("the store was told to let go of %v, want [3]", rec.let)
+	}
+}
+
+// failingFence is a ClusterStore whose partition fences fail while
+// failing is set: the servers do not take the epoch's write.
+type failingFence struct {
+	ClusterStore
+	failing atomic.Bool
+}
+
+func (f *failingFence) FencePartition(ctx context.Context, p int, node string, at time.Time) (uint64, error) {
+	if f.failing.Load() {
+		return 0, errors.New("fake: the epoch's write got no answer")
+	}
+	return f.ClusterStore.FencePartition(ctx, p, node, at)
+}
+
+// A partition whose lease the node holds is not the scheduler's until
+// its epoch is written: a watch in it is neither armed nor probed, so no
+// write of it goes out unfenced. Once the epoch is written (the queue
+// tries the gain again), the watch is probed and fires.
+func TestAPartitionIsNotHeldUntilItIsFenced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a vigil node on a JetStream server")
+	}
+	srv := natstest.Start(t)
+	open := &atomic.Bool{}
+	open.Store(true)
+	seen := &observedBy{by: map[string]map[string]int{}}
+	jobs := &fakeJobs{running: map[string]bool{}}
+	ff := &failingFence{}
+	ff.failing.Store(true)
+	a := startHookedNode(t, srv, "a", "digest", open, seen, jobs, nodeHooks{
+		store: func(st ClusterStore) ClusterStore { ff.ClusterStore = st; return ff },
+	})
+	natstest.WaitFor(t, within, "a holding every partition's lease", func() bool { return len(a.held()) == testPartitions })
+	for p := range testPartitions {
+		if a.core.cluster.own.Holds(p) {
+			t.Fatalf("the scheduler holds partition %d, whose epoch was never written", p)
+		}
+	}
+	every := time.Second
+	w, err := a.core.Scheduler.Register(context.Background(), scheduler.Registration{Kind: "gate", Recipient: store.Recipient{ID: "r"}, Every: &every})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ff.failing.Store(false)
+	natstest.WaitFor(t, within, "the watch's message, once a's partitions are fenced", func() bool { return firedOnce(a.mailbox(t), []store.Watch{w}) })
 }

@@ -94,11 +94,13 @@ type recordingDeliverer struct {
 	mu sync.Mutex
 	// failSettles makes that many settlements fail first, unwritten.
 	failSettles int
-	got         []store.Message
-	to          []store.Recipient
-	notified    []bool
-	receipt     store.Receipt
-	before      func(m store.Message)
+	// notOwner makes every settlement refused as another node's now.
+	notOwner bool
+	got      []store.Message
+	to       []store.Recipient
+	notified []bool
+	receipt  store.Receipt
+	before   func(m store.Message)
 }
 
 func (d *recordingDeliverer) Settle(ctx context.Context, id store.ID, st store.Settlement, m store.Message) (store.Watch, error) {
@@ -107,9 +109,13 @@ func (d *recordingDeliverer) Settle(ctx context.Context, id store.ID, st store.S
 	if fail {
 		d.failSettles--
 	}
+	notOwner := d.notOwner
 	d.mu.Unlock()
 	if fail {
 		return store.Watch{}, errors.New("fake: the store did not answer")
+	}
+	if notOwner {
+		return store.Watch{}, fmt.Errorf("fake: %w", store.ErrNotOwner)
 	}
 	m.WatchID = id
 	if d.before != nil {
@@ -170,6 +176,8 @@ type countingStore struct {
 	failGets int
 	// missing makes that many reads of a row answer store.ErrNotFound.
 	missing int
+	// notOwner refuses every probe record as another node's now.
+	notOwner bool
 }
 
 func (c *countingStore) Get(ctx context.Context, id store.ID) (store.Watch, error) {
@@ -218,6 +226,12 @@ func (c *countingStore) CarryBaseline(ctx context.Context, id store.ID, b json.R
 }
 
 func (c *countingStore) RecordProbe(ctx context.Context, id store.ID, p store.Probe) error {
+	c.mu.Lock()
+	notOwner := c.notOwner
+	c.mu.Unlock()
+	if notOwner {
+		return fmt.Errorf("fake: %w", store.ErrNotOwner)
+	}
 	c.add()
 	return c.Store.RecordProbe(ctx, id, p)
 }

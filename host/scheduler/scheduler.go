@@ -48,7 +48,9 @@ var _ Kinds = (*kind.Registry)(nil)
 // transaction, and records a baseline with its change mail likewise; the
 // webhook push, if any, leaves later from an outbox, never from here. Both
 // return store.ErrNotPending, having written and mailed nothing, when the
-// watch is no longer pending (a cancel committed first).
+// watch is no longer pending (a cancel committed first), and on a cluster
+// store.ErrNotOwner when its partition has passed to another node since
+// this one gained it: the watch is dropped here either way, never retried.
 //
 // Settle's message goes to a running recipient (the receipt is then
 // delivered); a recipient that is not running settles the watch
@@ -75,7 +77,9 @@ type Store interface {
 	// Settle makes a pending row final (a cancel, here).
 	Settle(ctx context.Context, id store.ID, s store.Settlement) (store.Watch, error)
 	// SetNextCheck and RecordProbe keep a pending row's schedule and
-	// what its probes saw.
+	// what its probes saw (the owner's writes: store.ErrNotOwner on a
+	// cluster once the partition has another owner, and the watch is
+	// dropped).
 	SetNextCheck(ctx context.Context, id store.ID, next time.Time) error
 	RecordProbe(ctx context.Context, id store.ID, p store.Probe) error
 	// ForEachPending calls fn with each pending row's schedule and

@@ -1,11 +1,13 @@
 package scheduler
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/sdk/abi"
+	"github.com/vigilhq/vigil/store"
 )
 
 // A watch whose row the store could not read when it came due, or whose
@@ -79,6 +81,45 @@ func TestAYoungRowNotFoundOnAClusterIsReadAgain(t *testing.T) {
 			}
 			if wake, ok := h.s.NextWake(); tt.again && (!ok || wake.After(at.Add(time.Second))) {
 				t.Fatalf("it is next read at %s (%v), want within a second of %s", wake, ok, at)
+			}
+		})
+	}
+}
+
+// A write the store refuses as not the owner's (on a cluster, the
+// partition fenced by another node since this one gained it) drops the
+// watch here: nothing was written, it is not tried again, and the row
+// stays as the new owner leaves it.
+func TestAWriteRefusedAsNotTheOwnersDropsTheWatch(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		fail func(h *harness)
+	}{
+		{"a probe record", func(h *harness) {
+			h.counted.mu.Lock()
+			h.counted.notOwner = true
+			h.counted.mu.Unlock()
+			h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return pending("changed") }
+		}},
+		{"a settlement", func(h *harness) {
+			h.deliver.mu.Lock()
+			h.deliver.notOwner = true
+			h.deliver.mu.Unlock()
+			h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("done") }
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			w := h.register("ci")
+			h.tick(t0) // its first probe: pending
+			tt.fail(h)
+			h.tick(t0.Add(30 * time.Second))
+			if wake, ok := h.s.NextWake(); ok {
+				t.Fatalf("after a write refused as not the owner's, the watch is still armed for %s", wake)
+			}
+			got, err := h.store.Get(context.Background(), w.ID)
+			if err != nil || got.State != store.Pending {
+				t.Fatalf("the row is %+v %v, want it pending as it was", got, err)
 			}
 		})
 	}

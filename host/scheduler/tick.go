@@ -418,7 +418,7 @@ func (s *Scheduler) record(ctx context.Context, e *entry, w store.Watch, attempt
 		err = s.cfg.Store.SetNextCheck(ctx, e.id, next)
 	}
 	switch {
-	case errors.Is(err, store.ErrNotPending):
+	case errors.Is(err, store.ErrNotPending), errors.Is(err, store.ErrNotOwner):
 		s.drop(e)
 		return false
 	case err != nil && ctx.Err() == nil:
@@ -549,7 +549,9 @@ func (s *Scheduler) settle(ctx context.Context, e *entry, w store.Watch, state s
 	settled, err := s.cfg.Deliver.Settle(ctx, e.id, store.Settlement{
 		State: state, Outcome: &out, SettledAt: now, Attempts: attempts, LastNote: note, LastFault: fault,
 	}, store.Message{Kind: w.Kind, Type: typ, Outcome: out})
-	if errors.Is(err, store.ErrNotPending) {
+	if errors.Is(err, store.ErrNotPending) || errors.Is(err, store.ErrNotOwner) {
+		// Settled by someone else, or the partition has another owner
+		// now: nothing was written, and this node has no more to do.
 		s.drop(e)
 		return
 	}
@@ -578,7 +580,7 @@ func (s *Scheduler) carry(ctx context.Context, e *entry, w store.Watch, obs kind
 	}
 	mailed, err := s.cfg.Deliver.Carry(ctx, e.id, obs.Baseline, attempts, obs.Note, change)
 	if err != nil {
-		if errors.Is(err, store.ErrNotPending) {
+		if errors.Is(err, store.ErrNotPending) || errors.Is(err, store.ErrNotOwner) {
 			s.drop(e)
 			return
 		}

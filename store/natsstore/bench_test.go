@@ -138,3 +138,68 @@ func BenchmarkRegisterBesideManyPending(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFence measures what the partition fence costs an owner's
+// transitions: settlements with their mail (whose batch carries the
+// epoch's check on a write it makes anyway) and probe records (whose
+// batch gains a carrier message), spread over 16 recipients and the 64
+// partitions, with no fence ("off") and with every partition fenced as
+// a node that owns them all ("on").
+func BenchmarkFence(b *testing.B) {
+	for _, r := range []int{1, 3} {
+		for _, op := range []string{"settle", "probe"} {
+			for _, on := range []bool{false, true} {
+				name := fmt.Sprintf("%s/R%d/off", op, r)
+				if on {
+					name = fmt.Sprintf("%s/R%d/on", op, r)
+				}
+				b.Run(name, func(b *testing.B) { benchFence(b, r, op, on) })
+			}
+		}
+	}
+}
+
+func benchFence(b *testing.B, replicas int, op string, on bool) {
+	ctx := context.Background()
+	s := benchStore(b, replicas)
+	ids := newIDs()
+	for i := range 16 {
+		runningFor(b, s, fmt.Sprint(i), "")
+	}
+	if on {
+		for p := range s.Partitions() {
+			if _, err := s.FencePartition(ctx, p, "bench", t0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	next := make(chan store.ID, b.N)
+	for i := range b.N {
+		w := pendingWatch(b, ids, fmt.Sprint(i%16), t0)
+		if err := s.Create(ctx, w); err != nil {
+			b.Fatal(err)
+		}
+		next <- w.ID
+	}
+	close(next)
+	b.SetParallelism(callers)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			id := <-next
+			var err error
+			switch op {
+			case "settle":
+				m := store.Message{Kind: "timer", Type: store.MessageFired, At: t0.Add(time.Minute)}
+				_, _, err = s.SettleAndMail(ctx, id, fired(t0.Add(time.Minute)), m)
+			default:
+				err = s.RecordProbe(ctx, id, store.Probe{Attempts: 1, Note: "seen", NextCheck: t0.Add(time.Minute)})
+			}
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), op+"s/s")
+}

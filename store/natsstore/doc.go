@@ -15,7 +15,8 @@
 // sa./ma./pa., mailboxes
 // mb.<rid>.<seq> with their sequence key ms.<rid>, the outbox
 // ob.<rid>.<seq> with its live index ol., events ev./ek./es., Work
-// wk./wi./wo./wsc. and router cursors rt., and one metadata key, meta
+// wk./wi./wo./wsc. and router cursors rt., the partitions' epochs ep.<p>
+// with their check carriers ef.<p> (fence.go), and one metadata key, meta
 // ({"v":1,"partitions":N}). The bucket's stream allows atomic batches
 // (allow_atomic) and per-message TTLs, and has direct gets off so every
 // read goes to the stream leader.
@@ -48,7 +49,23 @@
 //     only while its recipient runs and a settlement's message only in a
 //     running recipient's mailbox, as on badger;
 //   - the settlement, its mailbox message, the sequence key and the
-//     outbox record are one batch: all stored or none.
+//     outbox record are one batch: all stored or none;
+//   - an owner's transition (RecordProbe, SetNextCheck, CarryBaseline,
+//     SettleAndMail, CarryAndMail) of a row whose partition this Store
+//     has fenced (FencePartition, fence.go) carries the check that the
+//     partition's epoch key ep.<p> is still at the token the node got
+//     when it gained the partition, on the -Subject override of a
+//     written key never read that the recipient's fence left, or on a
+//     delete marker of ef.<p> when there is none (ep.<p> itself is never rewritten in a batch: that would
+//     move the token). A node that gains the partition after it rewrites
+//     ep.<p>, so the stale owner's commit is refused whole even on a row
+//     nobody wrote since it read it; the refusal is told from a row's by
+//     reading ep.<p> once, and is store.ErrNotOwner, not re-run. Once the
+//     node lets the partition go (Unfence) its owner's transitions of it
+//     are refused here without a round trip. Create, Settle (a cancel:
+//     any node makes them) and the outbox's writes are not fenced; a
+//     partition never fenced (a Store used without a cluster) is not
+//     checked.
 //
 // A batch's first message carries a message id (Nats-Msg-Id), which the
 // server checks before any expected sequence: a commit that got no answer
@@ -80,6 +97,10 @@
 //     recipient (a lock, striped by recipient, held around each such
 //     commit and its then), where badger orders every commit's then;
 //     commits of other nodes are ordered by the mailbox's seq alone.
+//   - An owner's commits of one partition contend on a replicated
+//     stream: each checks ep.<p>, and a clustered stream lets one batch
+//     in flight check a subject at a time, so they commit one after
+//     another, the others re-running as a recipient's do (below).
 //   - Commits for one recipient contend. Every registration and every
 //     settlement of a recipient is fenced on its record (and a
 //     settlement writes its sequence key), every commit that moves a row

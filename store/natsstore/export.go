@@ -66,7 +66,8 @@ func (s *Store) ExportRecords(ctx context.Context, fn func(store.Record) error) 
 		return err
 	}
 	return s.each(ctx, func(e kvEntry) error {
-		if e.key == metaKey || strings.HasPrefix(e.key, "rp.") || strings.HasPrefix(e.key, "pc.") {
+		if e.key == metaKey || strings.HasPrefix(e.key, "rp.") || strings.HasPrefix(e.key, "pc.") ||
+			strings.HasPrefix(e.key, "ep.") || strings.HasPrefix(e.key, "ef.") {
 			return nil
 		}
 		r, err := parseNatsKey(e.key, names)

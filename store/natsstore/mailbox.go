@@ -115,6 +115,9 @@ func (s *Store) SettleAndMailThen(ctx context.Context, id store.ID, st store.Set
 	defer s.lockMailOf(ctx, id)()
 	err := s.update(ctx, "settle-and-mail", func(t *txn) error {
 		mailed = store.Mailed{}
+		if err := s.ownerOf(t, id); err != nil {
+			return err
+		}
 		w, err := getRow(t, id)
 		if err != nil {
 			return err
@@ -172,6 +175,9 @@ func (s *Store) CarryAndMailThen(ctx context.Context, id store.ID, baseline json
 	defer s.lockMailOf(ctx, id)()
 	err := s.update(ctx, "carry-and-mail", func(t *txn) error {
 		mailed = store.Mailed{}
+		if err := s.ownerOf(t, id); err != nil {
+			return err
+		}
 		w, err := getRow(t, id)
 		if err != nil {
 			return err

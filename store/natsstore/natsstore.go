@@ -170,6 +170,10 @@ type Store struct {
 	// stripe they go one at a time, each on what the one before wrote.
 	// Taken after mailMu when both are, never before.
 	countMu [64]sync.Mutex
+	// fences is each partition's fence this Store holds (fence.go), by
+	// partition: set when the node gains one, lost when it lets it go.
+	fenceMu sync.Mutex
+	fences  map[int]fenceState
 	// retained is OnRetained's fn, or nil.
 	retained atomic.Pointer[func(store.Retained, time.Time)]
 	// failpoint, set only by this package's tests, is called before a
@@ -339,7 +343,7 @@ func open(ctx context.Context, cfg Config, url string, opts []nats.Option, bucke
 		return nil, fmt.Errorf("natsstore: %w", err)
 	}
 	s := &Store{nc: nc, js: js, bucket: bucket, subj: "$KV." + bucket + ".", timeout: timeout, log: log,
-		clock: wallClock{}, inflight: make(chan struct{}, maxInflight)}
+		clock: wallClock{}, inflight: make(chan struct{}, maxInflight), fences: map[int]fenceState{}}
 	if err := s.openBucket(ctx, cfg); err != nil {
 		nc.Close()
 		return nil, err

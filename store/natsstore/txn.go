@@ -158,6 +158,9 @@ type txn struct {
 	widx   map[string]int
 	// fences are keys read and not written that must not have changed.
 	fences []string
+	// epoch, set by ownerOf, is the owner's fence on the row's partition:
+	// the epoch key must still be at the owner's token.
+	epoch *epochCheck
 	// held is the countMu stripe this transition's update holds, or nil;
 	// update releases it when it returns, so the runs after the first
 	// are under it from their start.
@@ -273,9 +276,12 @@ func (t *txn) fence(key string) {
 // never read (an index entry named by a row it did read) carries none,
 // and carries a fence instead, on the expected-sequence header's subject
 // override; a fence left over is a rewrite of its key as read, expected
-// at its revision.
+// at its revision. The owner's fence (epoch) takes such a write left
+// after the fences, or else a carrier message of its own, so it never
+// makes a fenced key be rewritten.
 func (t *txn) msgs() []*nats.Msg {
 	fences := slices.Clone(t.fences)
+	epoch := t.epoch
 	var out []*nats.Msg
 	for _, w := range t.writes {
 		m := nats.NewMsg(t.s.subj + w.key)
@@ -292,6 +298,10 @@ func (t *txn) msgs() []*nats.Msg {
 			fences = fences[1:]
 			m.Header.Set(hdrExpectSeq, strconv.FormatUint(t.reads[f].rev, 10))
 			m.Header.Set(hdrExpectSubj, t.s.subj+f)
+		} else if epoch != nil {
+			m.Header.Set(hdrExpectSeq, strconv.FormatUint(epoch.token, 10))
+			m.Header.Set(hdrExpectSubj, t.s.subj+epochKey(epoch.p))
+			epoch = nil
 		}
 		out = append(out, m)
 	}
@@ -305,6 +315,17 @@ func (t *txn) msgs() []*nats.Msg {
 			m.Header.Set(hdrTTL, strconv.Itoa(int(tombstoneTTL/time.Second)))
 		}
 		m.Header.Set(hdrExpectSeq, strconv.FormatUint(e.rev, 10))
+		out = append(out, m)
+	}
+	if epoch != nil {
+		// No write left to carry the owner's fence: a delete marker of
+		// the partition's carrier key does (the epoch key itself cannot
+		// be rewritten: that would move the token).
+		m := nats.NewMsg(t.s.subj + carrierKey(epoch.p))
+		m.Header.Set(hdrKVOp, "DEL")
+		m.Header.Set(hdrTTL, strconv.Itoa(int(tombstoneTTL/time.Second)))
+		m.Header.Set(hdrExpectSeq, strconv.FormatUint(epoch.token, 10))
+		m.Header.Set(hdrExpectSubj, t.s.subj+epochKey(epoch.p))
 		out = append(out, m)
 	}
 	return out
@@ -424,6 +445,13 @@ func (s *Store) update(ctx context.Context, kind string, f func(t *txn) error) e
 		err := t.commit(kind)
 		if !errors.Is(err, errConflict) {
 			return err
+		}
+		if t.epoch != nil {
+			// Refused by a row or by the owner's fence: a fence moved on
+			// refuses every run again, so it ends here.
+			if err := s.stillOwner(ctx, t.epoch); err != nil {
+				return err
+			}
 		}
 		if attempt == maxAttempts-1 {
 			return fmt.Errorf("natsstore: %s: %w (%d attempts)", kind, store.ErrBusy, maxAttempts)

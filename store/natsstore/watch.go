@@ -194,9 +194,24 @@ func (s *Store) Get(ctx context.Context, id store.ID) (store.Watch, error) {
 // transition rewrites a row and moves its indexes in one commit,
 // conditional on the row's revision.
 func (s *Store) transition(ctx context.Context, kind string, id store.ID, f func(w *store.Watch) error) (store.Watch, error) {
+	return s.transitionAs(ctx, kind, id, false, f)
+}
+
+// ownerTransition is a transition only the row's owner makes (a probe's
+// record, a baseline): fenced on its partition's epoch (fence.go).
+func (s *Store) ownerTransition(ctx context.Context, kind string, id store.ID, f func(w *store.Watch) error) (store.Watch, error) {
+	return s.transitionAs(ctx, kind, id, true, f)
+}
+
+func (s *Store) transitionAs(ctx context.Context, kind string, id store.ID, owner bool, f func(w *store.Watch) error) (store.Watch, error) {
 	var out store.Watch
 	var from store.State
 	err := s.update(ctx, kind, func(t *txn) error {
+		if owner {
+			if err := s.ownerOf(t, id); err != nil {
+				return err
+			}
+		}
 		w, err := getRow(t, id)
 		if err != nil {
 			return err
@@ -338,7 +353,7 @@ func (s *Store) SetReceipt(ctx context.Context, id store.ID, r store.Receipt) (s
 // CarryBaseline records a standing row's new baseline.
 // store.ErrNotPending if it is no longer pending.
 func (s *Store) CarryBaseline(ctx context.Context, id store.ID, baseline json.RawMessage, attempts int, note string) error {
-	_, err := s.transition(ctx, "carry", id, func(w *store.Watch) error {
+	_, err := s.ownerTransition(ctx, "carry", id, func(w *store.Watch) error {
 		if w.State != store.Pending {
 			return store.ErrNotPending
 		}
@@ -358,6 +373,9 @@ func carry(w *store.Watch, baseline json.RawMessage, attempts int, note string) 
 // if the row is no longer pending.
 func (s *Store) SetNextCheck(ctx context.Context, id store.ID, next time.Time) error {
 	return s.update(ctx, "next", func(t *txn) error {
+		if err := s.ownerOf(t, id); err != nil {
+			return err
+		}
 		sc, ok, err := readSchedule(t, id)
 		if err != nil {
 			return err
@@ -385,7 +403,7 @@ func (s *Store) SetNextCheck(ctx context.Context, id store.ID, next time.Time) e
 // RecordProbe records what a pending row's probes have seen, in one
 // commit. store.ErrNotPending if it is no longer pending.
 func (s *Store) RecordProbe(ctx context.Context, id store.ID, p store.Probe) error {
-	_, err := s.transition(ctx, "probe", id, func(w *store.Watch) error {
+	_, err := s.ownerTransition(ctx, "probe", id, func(w *store.Watch) error {
 		if w.State != store.Pending {
 			return store.ErrNotPending
 		}
