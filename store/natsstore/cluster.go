@@ -121,28 +121,13 @@ type pendingFeed struct {
 }
 
 func (f *pendingFeed) run(ctx context.Context, fn func(store.Schedule)) error {
-	defer func() { _ = f.w.Stop() }()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case e, ok := <-f.w.Updates():
-			if !ok {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return errors.New("natsstore: the pending index's feed ended")
-			}
-			if e == nil || e.Operation() != jetstream.KeyValuePut {
-				continue
-			}
-			sc, ok, err := scheduleOf(f.s.newTxn(ctx), e.Key(), e.Value())
-			if err != nil || !ok {
-				continue // held aside or settled since: nothing to arm
-			}
-			fn(sc)
+	return follow(ctx, f.w, "the pending index's feed ended", func(e jetstream.KeyValueEntry) {
+		sc, ok, err := scheduleOf(f.s.newTxn(ctx), e.Key(), e.Value())
+		if err != nil || !ok {
+			return // held aside or settled since: nothing to arm
 		}
-	}
+		fn(sc)
+	})
 }
 
 // FollowAppends subscribes to appends to an event stream by any process
@@ -163,23 +148,9 @@ func (s *Store) FollowAppends(ctx context.Context, stream string) (run func(cont
 type appendFeed struct{ w jetstream.KeyWatcher }
 
 func (f *appendFeed) run(ctx context.Context, fn func()) error {
-	defer func() { _ = f.w.Stop() }()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case e, ok := <-f.w.Updates():
-			if !ok {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return errors.New("natsstore: an event stream's feed ended")
-			}
-			if e != nil && e.Operation() == jetstream.KeyValuePut {
-				fn()
-			}
-		}
-	}
+	return follow(ctx, f.w, "an event stream's feed ended", func(e jetstream.KeyValueEntry) {
+		fn()
+	})
 }
 
 // FollowPushes subscribes to the outbox's live index (ol.*.*) and returns
@@ -207,33 +178,18 @@ type pushFeed struct {
 }
 
 func (f *pushFeed) run(ctx context.Context, fn func(store.Push)) error {
-	defer func() { _ = f.w.Stop() }()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case e, ok := <-f.w.Updates():
-			if !ok {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return errors.New("natsstore: the outbox's feed ended")
-			}
-			if e == nil || e.Operation() != jetstream.KeyValuePut {
-				continue
-			}
-			key := e.Key()
-			seq, ok := parseHex16(key[strings.LastIndexByte(key, '.')+1:])
-			if !ok || (f.keep != nil && !f.keep(string(e.Value()))) {
-				continue
-			}
-			p, err := getPush(f.s.newTxn(ctx), string(e.Value()), seq)
-			if err != nil || (p.State != store.PushPending && p.State != store.PushRetrying) {
-				continue // held aside, gone, begun or finished since
-			}
-			fn(p)
+	return follow(ctx, f.w, "the outbox's feed ended", func(e jetstream.KeyValueEntry) {
+		key := e.Key()
+		seq, ok := parseHex16(key[strings.LastIndexByte(key, '.')+1:])
+		if !ok || (f.keep != nil && !f.keep(string(e.Value()))) {
+			return
 		}
-	}
+		p, err := getPush(f.s.newTxn(ctx), string(e.Value()), seq)
+		if err != nil || (p.State != store.PushPending && p.State != store.PushRetrying) {
+			return // held aside, gone, begun or finished since
+		}
+		fn(p)
+	})
 }
 
 // FollowRetained subscribes to the retained records of classes that any
@@ -278,26 +234,11 @@ type retainedFeed struct {
 }
 
 func (f *retainedFeed) run(ctx context.Context, fn func(store.Retained, time.Time)) error {
-	defer func() { _ = f.w.Stop() }()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case e, ok := <-f.w.Updates():
-			if !ok {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return errors.New("natsstore: the retained records' feed ended")
-			}
-			if e == nil || e.Operation() != jetstream.KeyValuePut {
-				continue
-			}
-			if c, at, ok := f.record(e.Key(), e.Value()); ok {
-				fn(c, at)
-			}
+	return follow(ctx, f.w, "the retained records' feed ended", func(e jetstream.KeyValueEntry) {
+		if c, at, ok := f.record(e.Key(), e.Value()); ok {
+			fn(c, at)
 		}
-	}
+	})
 }
 
 // record is the class and time of a retained record's key: a time
@@ -321,4 +262,28 @@ func (f *retainedFeed) record(key string, val []byte) (store.Retained, time.Time
 		return c, se.OccurredAt, true
 	}
 	return "", time.Time{}, false
+}
+
+// follow reads a feed's watcher until ctx ends (nil) or the servers end
+// it (an error saying which feed), calling put with each entry written
+// after the subscription (never a deletion or a purge), and stops the
+// watcher either way.
+func follow(ctx context.Context, w jetstream.KeyWatcher, feed string, put func(jetstream.KeyValueEntry)) error {
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return errors.New("natsstore: " + feed)
+			}
+			if e != nil && e.Operation() == jetstream.KeyValuePut {
+				put(e)
+			}
+		}
+	}
 }
