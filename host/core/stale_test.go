@@ -166,33 +166,7 @@ func TestAStaleOwnerWritesNothingThatSticks(t *testing.T) {
 		metrics: moves,
 	})
 	b := startNode(t, srv, "b", "digest", open, seen, jobs)
-	natstest.WaitFor(t, within, "the partitions split between a and b", func() bool {
-		ha, hb := a.held(), b.held()
-		return len(ha)+len(hb) == testPartitions && len(ha) > 0 && len(hb) > 0
-	})
-	every := time.Second
-	var ws, inA []store.Watch
-	for range 16 {
-		w, err := b.core.Scheduler.Register(context.Background(), scheduler.Registration{Kind: "gate", Recipient: store.Recipient{ID: "r"}, Every: &every})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws = append(ws, w)
-		if a.core.Node().Holds(cluster.PartitionLease(w.ID.Partition(testPartitions))) {
-			inA = append(inA, w)
-		}
-	}
-	if len(inA) == 0 {
-		t.Fatal("no watch of sixteen landed in a's partitions")
-	}
-	natstest.WaitFor(t, within, "a probing a watch of its partitions", func() bool {
-		for _, w := range inA {
-			if seen.nodes(w.ID.String())["a"] > 0 {
-				return true
-			}
-		}
-		return false
-	})
+	ws, _ := splitAndRegister(t, a, b, seen)
 
 	// a's settlements wait before their writes; the watches may settle.
 	settles.stop()
@@ -274,33 +248,7 @@ func TestAStaleOwnersWriteToAnUntouchedRowIsFenced(t *testing.T) {
 		},
 	})
 	t.Cleanup(settlesB.resume)
-	natstest.WaitFor(t, within, "the partitions split between a and b", func() bool {
-		ha, hb := a.held(), b.held()
-		return len(ha)+len(hb) == testPartitions && len(ha) > 0 && len(hb) > 0
-	})
-	every := time.Second
-	var ws, inA []store.Watch
-	for range 16 {
-		w, err := b.core.Scheduler.Register(context.Background(), scheduler.Registration{Kind: "gate", Recipient: store.Recipient{ID: "r"}, Every: &every})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws = append(ws, w)
-		if a.core.Node().Holds(cluster.PartitionLease(w.ID.Partition(testPartitions))) {
-			inA = append(inA, w)
-		}
-	}
-	if len(inA) == 0 {
-		t.Fatal("no watch of sixteen landed in a's partitions")
-	}
-	natstest.WaitFor(t, within, "a probing a watch of its partitions", func() bool {
-		for _, w := range inA {
-			if seen.nodes(w.ID.String())["a"] > 0 {
-				return true
-			}
-		}
-		return false
-	})
+	ws, inA := splitAndRegister(t, a, b, seen)
 	settlesA.stop()
 	t.Cleanup(settlesA.resume)
 	open.Store(true)
@@ -438,4 +386,38 @@ func TestAPartitionIsNotHeldUntilItIsFenced(t *testing.T) {
 	}
 	ff.failing.Store(false)
 	natstest.WaitFor(t, within, "the watch's message, once a's partitions are fenced", func() bool { return firedOnce(a.mailbox(t), []store.Watch{w}) })
+}
+
+// splitAndRegister waits for a and b to split the partitions, registers
+// sixteen gate watches through b, and waits for a to probe one of those
+// that landed in its partitions: all of them, and a's.
+func splitAndRegister(t *testing.T, a, b *testNode, seen *observedBy) (ws, inA []store.Watch) {
+	t.Helper()
+	natstest.WaitFor(t, within, "the partitions split between a and b", func() bool {
+		ha, hb := a.held(), b.held()
+		return len(ha)+len(hb) == testPartitions && len(ha) > 0 && len(hb) > 0
+	})
+	every := time.Second
+	for range 16 {
+		w, err := b.core.Scheduler.Register(context.Background(), scheduler.Registration{Kind: "gate", Recipient: store.Recipient{ID: "r"}, Every: &every})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+		if a.core.Node().Holds(cluster.PartitionLease(w.ID.Partition(testPartitions))) {
+			inA = append(inA, w)
+		}
+	}
+	if len(inA) == 0 {
+		t.Fatal("no watch of sixteen landed in a's partitions")
+	}
+	natstest.WaitFor(t, within, "a probing a watch of its partitions", func() bool {
+		for _, w := range inA {
+			if seen.nodes(w.ID.String())["a"] > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	return ws, inA
 }
