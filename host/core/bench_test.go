@@ -22,7 +22,6 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/vigilhq/vigil/host/cluster"
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/scheduler"
@@ -169,7 +168,7 @@ func newBenchNodeThen(b testing.TB, be *benchBackend, dir, bucket string, wantFi
 		}
 		natstest.WaitFor(b, within, "the node holding every partition", func() bool {
 			for p := range c.cluster.st.Partitions() {
-				if !c.Node().Holds(cluster.PartitionLease(p)) {
+				if !c.cluster.own.Holds(p) { // leased and fenced: the scheduler's
 					return false
 				}
 			}
