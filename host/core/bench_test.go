@@ -463,6 +463,12 @@ func TestNodeMemoryChild(t *testing.T) {
 	if got := n.core.Scheduler.Pending(); got != c.Count {
 		t.Fatalf("%d of %d watches armed", got, c.Count)
 	}
+	if c.Replicas > 0 {
+		// What the node holds once it has settled down: the one-node
+		// cluster's pass over every recipient, run as it gains the job's
+		// lease, holds what it reads while it runs.
+		natstest.WaitFor(t, 5*time.Minute, "the pass over every recipient", func() bool { return n.core.cluster.reconciled.Load() > 0 })
+	}
 	armed, armedRSS := liveHeap(), rss(t)
 	out, err := json.Marshal(map[string]float64{
 		"node-heap-B/watch": (armed - opened) / float64(c.Count),

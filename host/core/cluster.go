@@ -106,6 +106,8 @@ type clustered struct {
 	own  *ownership
 	log  *slog.Logger
 	node atomic.Pointer[cluster.Node]
+	// reconciled counts the passes JobReconcile finished on this node.
+	reconciled atomic.Int64
 	// share carries the probes' news between the nodes once joined.
 	share atomic.Pointer[probeshare.Share]
 
@@ -435,7 +437,11 @@ func (c *Core) reconcileOnce(ctx context.Context) <-chan struct{} {
 		defer close(done)
 		for {
 			err := c.Recipients.ReconcileAll(ctx)
-			if err == nil || ctx.Err() != nil {
+			if err == nil {
+				c.cluster.reconciled.Add(1)
+				return
+			}
+			if ctx.Err() != nil {
 				return
 			}
 			c.log.Error("cluster: reconciling the recipients failed; trying again", "err", err)
