@@ -95,6 +95,31 @@ func TestOnlyOwnedPartitionsAreArmed(t *testing.T) {
 	}
 }
 
+// A node primes before it holds any partition: Prime reads no pending
+// schedule then (each gained partition's are read by Gain), and reads it
+// once it holds one.
+func TestPrimeHoldingNoPartitionReadsNothing(t *testing.T) {
+	own := owning(4)
+	h := clusteredHarness(t, own)
+	for range 8 {
+		h.register("ci")
+	}
+	h.open()
+	if n, err := h.s.Prime(context.Background()); err != nil || n != 0 {
+		t.Fatalf("Prime armed %d (%v) holding no partition", n, err)
+	}
+	if h.counted.pendingReads != 0 {
+		t.Fatalf("Prime read the pending schedule %d times holding no partition", h.counted.pendingReads)
+	}
+	own.set(0, true)
+	if _, err := h.s.Prime(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if h.counted.pendingReads != 1 {
+		t.Fatalf("Prime read the pending schedule %d times holding a partition, want 1", h.counted.pendingReads)
+	}
+}
+
 func TestGainArmsAPartitionAndDropForgetsIt(t *testing.T) {
 	own := owning(4)
 	h := clusteredHarness(t, own)
