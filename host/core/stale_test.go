@@ -150,10 +150,7 @@ func TestAStaleOwnerWritesNothingThatSticks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two vigil nodes on a JetStream server")
 	}
-	srv := natstest.Start(t)
-	open := &atomic.Bool{}
-	seen := &observedBy{by: map[string]map[string]int{}}
-	jobs := &fakeJobs{running: map[string]bool{}}
+	srv, open, seen, jobs := nodeFixture(t, false)
 	settles, leases := newPause(), newPause()
 	var held *pausedDeliverer
 	moves := &leaseCount{}
@@ -227,10 +224,7 @@ func TestAStaleOwnersWriteToAnUntouchedRowIsFenced(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two vigil nodes on a JetStream server")
 	}
-	srv := natstest.Start(t)
-	open := &atomic.Bool{}
-	seen := &observedBy{by: map[string]map[string]int{}}
-	jobs := &fakeJobs{running: map[string]bool{}}
+	srv, open, seen, jobs := nodeFixture(t, false)
 	settlesA, settlesB, leases := newPause(), newPause(), newPause()
 	var heldA, heldB *pausedDeliverer
 	a := startHookedNode(t, srv, "a", "digest", open, seen, jobs, nodeHooks{
@@ -363,11 +357,7 @@ func TestAPartitionIsNotHeldUntilItIsFenced(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a vigil node on a JetStream server")
 	}
-	srv := natstest.Start(t)
-	open := &atomic.Bool{}
-	open.Store(true)
-	seen := &observedBy{by: map[string]map[string]int{}}
-	jobs := &fakeJobs{running: map[string]bool{}}
+	srv, open, seen, jobs := nodeFixture(t, true)
 	ff := &failingFence{}
 	ff.failing.Store(true)
 	a := startHookedNode(t, srv, "a", "digest", open, seen, jobs, nodeHooks{
