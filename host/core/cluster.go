@@ -684,12 +684,8 @@ const retryGain = time.Second
 // retryAfter waits d (false when ctx ends first), then queues p's gain
 // again unless newer news of p is queued.
 func (q *partitionQueue) retryAfter(ctx context.Context, p int, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
+	if !sleepCtx(ctx, d) {
 		return false
-	case <-t.C:
 	}
 	q.mu.Lock()
 	_, queued := q.want[p]
