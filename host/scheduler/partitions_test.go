@@ -159,6 +159,26 @@ func TestGainArmsAPartitionAndDropForgetsIt(t *testing.T) {
 	}
 }
 
+// A watch due when its partition has just moved to another node, before
+// the loss reached the scheduler (Drop), is not probed here: the plugin
+// is not asked, nothing is written, and the watch is dropped.
+func TestADueWatchWhosePartitionMovedIsNotProbed(t *testing.T) {
+	own := owning(1, 0)
+	h := clusteredHarness(t, own)
+	w := h.register("ci")
+	own.set(0, false)
+	h.tick(t0)
+	if got := h.plugins.probeCount(); got != 0 {
+		t.Fatalf("%d probes of a watch whose partition moved", got)
+	}
+	if got := h.row(w.ID); got.State != store.Pending || got.Attempts != 0 {
+		t.Fatalf("the watch whose partition moved was written: %+v", got)
+	}
+	if h.s.Pending() != 0 {
+		t.Fatal("the scheduler kept a watch of a partition it lost")
+	}
+}
+
 // A probe whose partition moves to another node while the plugin answers
 // writes nothing: the new owner probes the watch itself.
 func TestAProbeWhosePartitionMovesWritesNothing(t *testing.T) {
