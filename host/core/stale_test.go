@@ -311,15 +311,7 @@ func (u *unfenceRecorder) Unfence(p int) {
 // queue gets to it: the store refuses the node's owner's writes of it at
 // once, and the scheduler no longer holds it.
 func TestALostPartitionIsUnfencedAtOnce(t *testing.T) {
-	st, err := store.Open(t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	o, err := delivery.NewOutbox(delivery.OutboxConfig{Store: st, Partitions: testPartitions})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := partitionedOutbox(t)
 	rec := &unfenceRecorder{}
 	cl := &clustered{st: rec, own: &ownership{n: testPartitions, fenced: make([]atomic.Bool, testPartitions)}}
 	cl.own.fenced[3].Store(true)
