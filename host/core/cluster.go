@@ -528,12 +528,8 @@ func runNode(ctx context.Context, node *cluster.Node, log *slog.Logger) {
 			return
 		}
 		log.Error("cluster: the lease loop stopped; starting it again", "err", err)
-		t := time.NewTimer(time.Second)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleepCtx(ctx, time.Second) {
 			return
-		case <-t.C:
 		}
 	}
 }
