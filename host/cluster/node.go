@@ -412,11 +412,11 @@ func (n *Node) publish(ctx context.Context, now time.Time) {
 	info.Plugins, info.Kinds = n.plugins, n.kinds
 	rev, last := n.me, n.meSent
 	n.mu.Unlock()
-	b, err := json.Marshal(info)
-	if err != nil {
+	if rev != 0 && now.Sub(last) < n.renewEvery() {
 		return
 	}
-	if rev != 0 && now.Sub(last) < n.renewEvery() {
+	b, err := json.Marshal(info)
+	if err != nil {
 		return
 	}
 	var next uint64

@@ -272,25 +272,31 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 	pending := func(run func(context.Context, func(store.Schedule)) error) func(context.Context) error {
 		return func(ctx context.Context) error { return run(ctx, func(sc store.Schedule) { c.Scheduler.Adopt(sc) }) }
 	}
-	pushes, err := cl.st.FollowPushes(ctx, c.Outbox.HoldsPushesOf)
-	if err != nil {
+	var pushes func(context.Context, func(store.Push)) error
+	var firsts []func(context.Context) error
+	// unsubscribe ends the feeds subscribed so far, when Join fails after
+	// them.
+	unsubscribe := func() {
 		stopped, cancel := context.WithCancel(ctx)
 		cancel()
 		_ = feed(stopped, nil)
+		if pushes != nil {
+			_ = pushes(stopped, nil)
+		}
+		for _, run := range firsts {
+			_ = run(stopped)
+		}
+	}
+	pushes, err = cl.st.FollowPushes(ctx, c.Outbox.HoldsPushesOf)
+	if err != nil {
+		unsubscribe()
 		return nil, err
 	}
 	var appends []func(context.Context)
-	var firsts []func(context.Context) error
 	for stream, fn := range j.Appends {
 		af, err := cl.st.FollowAppends(ctx, stream)
 		if err != nil {
-			stopped, cancel := context.WithCancel(ctx)
-			cancel()
-			_ = feed(stopped, nil)
-			_ = pushes(stopped, nil)
-			for _, run := range firsts {
-				_ = run(stopped)
-			}
+			unsubscribe()
 			return nil, err
 		}
 		appended := func(run func(context.Context, func()) error) func(context.Context) error {
@@ -312,13 +318,7 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 	}
 	share, err := c.listenProbes()
 	if err != nil {
-		stopped, cancel := context.WithCancel(ctx)
-		cancel()
-		_ = feed(stopped, nil)
-		_ = pushes(stopped, nil)
-		for _, run := range firsts {
-			_ = run(stopped)
-		}
+		unsubscribe()
 		return nil, err
 	}
 	cl.node.Store(node)
@@ -528,12 +528,8 @@ func runNode(ctx context.Context, node *cluster.Node, log *slog.Logger) {
 			return
 		}
 		log.Error("cluster: the lease loop stopped; starting it again", "err", err)
-		t := time.NewTimer(time.Second)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleepCtx(ctx, time.Second) {
 			return
-		case <-t.C:
 		}
 	}
 }
@@ -684,12 +680,8 @@ const retryGain = time.Second
 // retryAfter waits d (false when ctx ends first), then queues p's gain
 // again unless newer news of p is queued.
 func (q *partitionQueue) retryAfter(ctx context.Context, p int, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
+	if !sleepCtx(ctx, d) {
 		return false
-	case <-t.C:
 	}
 	q.mu.Lock()
 	_, queued := q.want[p]

@@ -128,6 +128,16 @@ func (j *fakeJobs) where() []string {
 	return out
 }
 
+// nodeFixture is a JetStream server and what the nodes a test starts on
+// it share (startNode): the gate kinds' switch, set to open; what they
+// observed; and the cluster-wide job's runs.
+func nodeFixture(t *testing.T, open bool) (*server.Server, *atomic.Bool, *observedBy, *fakeJobs) {
+	t.Helper()
+	gate := &atomic.Bool{}
+	gate.Store(open)
+	return natstest.Start(t), gate, &observedBy{by: map[string]map[string]int{}}, &fakeJobs{running: map[string]bool{}}
+}
+
 // testNode is one vigil node: a real core on the cluster, its scheduler
 // running, joined.
 type testNode struct {
@@ -263,10 +273,7 @@ func TestTwoNodesShareTheWatches(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two vigil nodes on a JetStream server")
 	}
-	srv := natstest.Start(t)
-	open := &atomic.Bool{}
-	seen := &observedBy{by: map[string]map[string]int{}}
-	jobs := &fakeJobs{running: map[string]bool{}}
+	srv, open, seen, jobs := nodeFixture(t, false)
 	a := startNode(t, srv, "a", "digest", open, seen, jobs)
 	b := startNode(t, srv, "b", "digest", open, seen, jobs)
 	natstest.WaitFor(t, within, "the partitions split between a and b", func() bool {
@@ -357,11 +364,7 @@ func TestANodeWithAnotherPluginSetHoldsNoPartition(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two vigil nodes on a JetStream server")
 	}
-	srv := natstest.Start(t)
-	open := &atomic.Bool{}
-	open.Store(true)
-	seen := &observedBy{by: map[string]map[string]int{}}
-	jobs := &fakeJobs{running: map[string]bool{}}
+	srv, open, seen, jobs := nodeFixture(t, true)
 	a := startNode(t, srv, "a", "digest-1", open, seen, jobs)
 	natstest.WaitFor(t, within, "a holding every partition", func() bool { return len(a.held()) == testPartitions })
 	b := startNode(t, srv, "b", "digest-2", open, seen, jobs)

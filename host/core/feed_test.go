@@ -95,10 +95,7 @@ func TestAWatchRegisteredWhileThePendingFeedWasDownFires(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a vigil node on a JetStream server")
 	}
-	srv := natstest.Start(t)
-	open := &atomic.Bool{}
-	seen := &observedBy{by: map[string]map[string]int{}}
-	jobs := &fakeJobs{running: map[string]bool{}}
+	srv, open, seen, jobs := nodeFixture(t, false)
 	feeds := &breakingFeed{broken: make(chan struct{}), back: make(chan struct{})}
 	a := startHookedNode(t, srv, "a", "digest", open, seen, jobs, nodeHooks{store: func(st ClusterStore) ClusterStore {
 		feeds.ClusterStore = st

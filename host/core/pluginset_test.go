@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,10 +45,7 @@ func TestAReloadRepublishesThePluginSet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two vigil nodes on a JetStream server")
 	}
-	srv := natstest.Start(t)
-	open := &atomic.Bool{}
-	seen := &observedBy{by: map[string]map[string]int{}}
-	jobs := &fakeJobs{running: map[string]bool{}}
+	srv, open, seen, jobs := nodeFixture(t, false)
 	cluster := []kind.Info{{Kind: "ci", Version: "1.0.0", SHA256: "aa"}}
 	other := []kind.Info{{Kind: "ci", Version: "1.1.0", SHA256: "bb"}}
 	// Two nodes of the cluster's set, so b's is never the cluster's by a

@@ -116,7 +116,16 @@ func twoTickedNodes(t *testing.T) (a, b *tickedNode, w store.Watch, clock *fakec
 		}
 		return ha+hb == testPartitions && ha > 0 && hb > 0
 	})
+	w = registerForB(t, a, b, "b arming the watch a registered")
+	return a, b, w, clock
+}
+
+// registerForB registers gate watches through a, every second, until one
+// lands in a partition b holds, and waits (what) until b has armed it.
+func registerForB(t *testing.T, a, b *tickedNode, what string) store.Watch {
+	t.Helper()
 	every := time.Second
+	var w store.Watch
 	for i := 0; ; i++ {
 		if i == 64 {
 			t.Fatal("no watch of 64 landed in b's partitions")
@@ -130,11 +139,11 @@ func twoTickedNodes(t *testing.T) (a, b *tickedNode, w store.Watch, clock *fakec
 			break
 		}
 	}
-	natstest.WaitFor(t, within, "b arming the watch a registered", func() bool {
+	natstest.WaitFor(t, within, what, func() bool {
 		_, ok := b.core.Scheduler.Seen(w.ID)
 		return ok
 	})
-	return a, b, w, clock
+	return w
 }
 
 // probe has b probe the watch once more, a second after its last probe.
@@ -286,23 +295,7 @@ func TestACancelOnANonOwnerKeepsTheOwnersCount(t *testing.T) {
 	}
 
 	// Another watch, whose owner stops answering: the row's count stays.
-	every := time.Second
-	var w2 store.Watch
-	for i := 0; ; i++ {
-		if i == 64 {
-			t.Fatal("no watch of 64 landed in b's partitions")
-		}
-		if w2, err = a.core.Scheduler.Register(ctx, scheduler.Registration{Kind: "gate", Recipient: store.Recipient{ID: "r"}, Every: &every}); err != nil {
-			t.Fatal(err)
-		}
-		if b.holds(w2.ID) {
-			break
-		}
-	}
-	natstest.WaitFor(t, within, "b arming the second watch", func() bool {
-		_, ok := b.core.Scheduler.Seen(w2.ID)
-		return ok
-	})
+	w2 := registerForB(t, a, b, "b arming the second watch")
 	for round := 3; round < 6; round++ {
 		b.core.Scheduler.Tick(ctx, clock.Now().Add(time.Duration(round)*time.Second))
 	}

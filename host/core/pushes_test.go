@@ -298,11 +298,10 @@ func TestARestartedNodeLeavesAnotherNodesPushInFlight(t *testing.T) {
 	}
 }
 
-// The outbox's hold on a partition follows the lease as the lease loop
-// tells of it, not when the partition queue gets to it: a gain claims it
-// at once (the queue's load then counts), and a loss lets it go at once,
-// before the lease is given up.
-func TestTheOutboxFollowsTheLeasesAtOnce(t *testing.T) {
+// partitionedOutbox is a cluster node's outbox (testPartitions) over a
+// badger store of its own, not started.
+func partitionedOutbox(t *testing.T) *delivery.Outbox {
+	t.Helper()
 	st, err := store.Open(t.TempDir(), store.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -312,6 +311,15 @@ func TestTheOutboxFollowsTheLeasesAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return o
+}
+
+// The outbox's hold on a partition follows the lease as the lease loop
+// tells of it, not when the partition queue gets to it: a gain claims it
+// at once (the queue's load then counts), and a loss lets it go at once,
+// before the lease is given up.
+func TestTheOutboxFollowsTheLeasesAtOnce(t *testing.T) {
+	o := partitionedOutbox(t)
 	ctx := context.Background()
 	if err := o.Start(ctx); err != nil {
 		t.Fatal(err)

@@ -150,10 +150,7 @@ func TestAStaleOwnerWritesNothingThatSticks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two vigil nodes on a JetStream server")
 	}
-	srv := natstest.Start(t)
-	open := &atomic.Bool{}
-	seen := &observedBy{by: map[string]map[string]int{}}
-	jobs := &fakeJobs{running: map[string]bool{}}
+	srv, open, seen, jobs := nodeFixture(t, false)
 	settles, leases := newPause(), newPause()
 	var held *pausedDeliverer
 	moves := &leaseCount{}
@@ -227,10 +224,7 @@ func TestAStaleOwnersWriteToAnUntouchedRowIsFenced(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two vigil nodes on a JetStream server")
 	}
-	srv := natstest.Start(t)
-	open := &atomic.Bool{}
-	seen := &observedBy{by: map[string]map[string]int{}}
-	jobs := &fakeJobs{running: map[string]bool{}}
+	srv, open, seen, jobs := nodeFixture(t, false)
 	settlesA, settlesB, leases := newPause(), newPause(), newPause()
 	var heldA, heldB *pausedDeliverer
 	a := startHookedNode(t, srv, "a", "digest", open, seen, jobs, nodeHooks{
@@ -317,15 +311,7 @@ func (u *unfenceRecorder) Unfence(p int) {
 // queue gets to it: the store refuses the node's owner's writes of it at
 // once, and the scheduler no longer holds it.
 func TestALostPartitionIsUnfencedAtOnce(t *testing.T) {
-	st, err := store.Open(t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	o, err := delivery.NewOutbox(delivery.OutboxConfig{Store: st, Partitions: testPartitions})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := partitionedOutbox(t)
 	rec := &unfenceRecorder{}
 	cl := &clustered{st: rec, own: &ownership{n: testPartitions, fenced: make([]atomic.Bool, testPartitions)}}
 	cl.own.fenced[3].Store(true)
@@ -363,11 +349,7 @@ func TestAPartitionIsNotHeldUntilItIsFenced(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a vigil node on a JetStream server")
 	}
-	srv := natstest.Start(t)
-	open := &atomic.Bool{}
-	open.Store(true)
-	seen := &observedBy{by: map[string]map[string]int{}}
-	jobs := &fakeJobs{running: map[string]bool{}}
+	srv, open, seen, jobs := nodeFixture(t, true)
 	ff := &failingFence{}
 	ff.failing.Store(true)
 	a := startHookedNode(t, srv, "a", "digest", open, seen, jobs, nodeHooks{

@@ -178,6 +178,15 @@ type countingStore struct {
 	missing int
 	// notOwner refuses every probe record as another node's now.
 	notOwner bool
+	// pendingReads counts the reads of the pending schedule.
+	pendingReads int
+}
+
+func (c *countingStore) ForEachPending(ctx context.Context, fn func(store.Schedule) error) (int, error) {
+	c.mu.Lock()
+	c.pendingReads++
+	c.mu.Unlock()
+	return c.Store.ForEachPending(ctx, fn)
 }
 
 func (c *countingStore) Get(ctx context.Context, id store.ID) (store.Watch, error) {

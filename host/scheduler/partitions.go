@@ -44,6 +44,21 @@ func (s *Scheduler) owns(id store.ID) bool {
 	return o == nil || o.Holds(id.Partition(o.Partitions()))
 }
 
+// holdsAny says whether the scheduler owns any partition now; one host
+// owns them all.
+func (s *Scheduler) holdsAny() bool {
+	o := s.cfg.Ownership
+	if o == nil {
+		return true
+	}
+	for p := range o.Partitions() {
+		if o.Holds(p) {
+			return true
+		}
+	}
+	return false
+}
+
 // Gain arms partition p's pending watches, as Prime arms a host's: the
 // scheduler's node has just taken p's lease. Watches already armed are
 // left as they are. It returns how many it armed.

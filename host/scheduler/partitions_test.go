@@ -95,6 +95,31 @@ func TestOnlyOwnedPartitionsAreArmed(t *testing.T) {
 	}
 }
 
+// A node primes before it holds any partition: Prime reads no pending
+// schedule then (each gained partition's are read by Gain), and reads it
+// once it holds one.
+func TestPrimeHoldingNoPartitionReadsNothing(t *testing.T) {
+	own := owning(4)
+	h := clusteredHarness(t, own)
+	for range 8 {
+		h.register("ci")
+	}
+	h.open()
+	if n, err := h.s.Prime(context.Background()); err != nil || n != 0 {
+		t.Fatalf("Prime armed %d (%v) holding no partition", n, err)
+	}
+	if h.counted.pendingReads != 0 {
+		t.Fatalf("Prime read the pending schedule %d times holding no partition", h.counted.pendingReads)
+	}
+	own.set(0, true)
+	if _, err := h.s.Prime(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if h.counted.pendingReads != 1 {
+		t.Fatalf("Prime read the pending schedule %d times holding a partition, want 1", h.counted.pendingReads)
+	}
+}
+
 func TestGainArmsAPartitionAndDropForgetsIt(t *testing.T) {
 	own := owning(4)
 	h := clusteredHarness(t, own)
@@ -131,6 +156,26 @@ func TestGainArmsAPartitionAndDropForgetsIt(t *testing.T) {
 	h.tick(t0.Add(time.Second))
 	if got, want := h.plugins.probeCount(), len(ws)-inPartition(ws, 1, 4); got != want {
 		t.Fatalf("%d probes after dropping partition 1, want %d", got, want)
+	}
+}
+
+// A watch due when its partition has just moved to another node, before
+// the loss reached the scheduler (Drop), is not probed here: the plugin
+// is not asked, nothing is written, and the watch is dropped.
+func TestADueWatchWhosePartitionMovedIsNotProbed(t *testing.T) {
+	own := owning(1, 0)
+	h := clusteredHarness(t, own)
+	w := h.register("ci")
+	own.set(0, false)
+	h.tick(t0)
+	if got := h.plugins.probeCount(); got != 0 {
+		t.Fatalf("%d probes of a watch whose partition moved", got)
+	}
+	if got := h.row(w.ID); got.State != store.Pending || got.Attempts != 0 {
+		t.Fatalf("the watch whose partition moved was written: %+v", got)
+	}
+	if h.s.Pending() != 0 {
+		t.Fatal("the scheduler kept a watch of a partition it lost")
 	}
 }
 

@@ -315,23 +315,28 @@ func (s *Scheduler) Prime(ctx context.Context) (int, error) {
 	s.ready = newReadyQueue()
 	nowN := now.UnixNano()
 	var overdue []*entry
-	// Schedules stream from the store's pending index: no row is decoded,
-	// and only the 48-byte entries stay.
-	held, err := s.cfg.Store.ForEachPending(ctx, func(sc store.Schedule) error {
-		if !s.owns(sc.ID) {
-			return nil // another node's, on a cluster
-		}
-		e := s.recovered(sc, nowN)
-		if e.due <= nowN {
-			overdue = append(overdue, e)
+	held := 0
+	// A cluster node primes before it holds any partition: its watches
+	// are armed as each is gained (Gain), so nothing is read here.
+	if s.holdsAny() {
+		// Schedules stream from the store's pending index: no row is
+		// decoded, and only the 48-byte entries stay.
+		held, err = s.cfg.Store.ForEachPending(ctx, func(sc store.Schedule) error {
+			if !s.owns(sc.ID) {
+				return nil // another node's, on a cluster
+			}
+			e := s.recovered(sc, nowN)
+			if e.due <= nowN {
+				overdue = append(overdue, e)
+				return nil
+			}
+			e.index = int32(len(s.h))
+			s.h = append(s.h, e)
 			return nil
+		})
+		if err != nil {
+			return 0, fmt.Errorf("scheduler: load pending: %w", err)
 		}
-		e.index = int32(len(s.h))
-		s.h = append(s.h, e)
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("scheduler: load pending: %w", err)
 	}
 	s.spread(overdue, nowN)
 	heap.Init(&s.h)
