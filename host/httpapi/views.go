@@ -161,14 +161,7 @@ func (s *server) getPlugin(c *fiber.Ctx) error {
 }
 
 func toPluginDetail(i plugin.Info) api.PluginDetail {
-	caps := i.Capabilities
-	if caps == nil {
-		caps = []string{}
-	}
-	every := ""
-	if i.DefaultEvery > 0 {
-		every = i.DefaultEvery.String()
-	}
+	p := toPlugin(i)
 	grants, err := json.Marshal(i.Grants)
 	if err != nil || string(grants) == "null" {
 		grants = []byte("{}")
@@ -177,9 +170,9 @@ func toPluginDetail(i plugin.Info) api.PluginDetail {
 	if len(schema) == 0 {
 		schema = json.RawMessage("{}")
 	}
-	return api.PluginDetail{Kind: i.Kind, Version: i.Version, Summary: i.Summary, File: i.File, SHA256: i.SHA256,
-		Standing: i.Standing, Pushed: i.Pushed, DefaultEvery: every, Capabilities: caps, Grants: grants,
-		Observable: i.Observable, Setting: i.Setting, ParamsSchema: schema, Example: i.Example}
+	return api.PluginDetail{Kind: p.Kind, Version: p.Version, Summary: p.Summary, File: p.File, SHA256: p.SHA256,
+		Standing: p.Standing, Pushed: i.Pushed, DefaultEvery: p.DefaultEvery, Capabilities: p.Capabilities, Grants: grants,
+		Observable: p.Observable, Setting: p.Setting, ParamsSchema: schema, Example: i.Example}
 }
 
 // listScopes answers the observe scopes in force (their names are the
