@@ -1,4 +1,4 @@
-package api_test
+package api
 
 import (
 	"bytes"
@@ -130,38 +130,7 @@ func resolveRef(root, n node) node {
 	}
 }
 
-// field is a struct field as encoding/json sees it.
-type field struct {
-	name      string
-	omitempty bool
-	sf        reflect.StructField
-}
-
-func jsonFields(t reflect.Type) []field {
-	var out []field
-	for i := range t.NumField() {
-		sf := t.Field(i)
-		if !sf.IsExported() {
-			continue
-		}
-		tag := sf.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, opts, _ := strings.Cut(tag, ",")
-		if name == "" {
-			name = sf.Name
-		}
-		out = append(out, field{name: name, omitempty: slices.Contains(strings.Split(opts, ","), "omitempty"), sf: sf})
-	}
-	return out
-}
-
-var (
-	rawType  = reflect.TypeFor[json.RawMessage]()
-	timeType = reflect.TypeFor[time.Time]()
-	byteType = reflect.TypeFor[[]byte]()
-)
+var byteType = reflect.TypeFor[[]byte]()
 
 // types lists the JSON types a node allows ("" when it names none).
 func types(n node) []string {
@@ -286,13 +255,13 @@ func compare(root, n node, t reflect.Type, hostWrite bool, path string) []string
 			names = append(names, f.name)
 			p, ok := props[f.name].(node)
 			if !ok {
-				bad("Go field %s (%q) is not in the schema", f.sf.Name, f.name)
+				bad("Go field %s (%q) is not in the schema", f.goName, f.name)
 				continue
 			}
 			if hostWrite && !f.omitempty && !slices.Contains(required, f.name) {
 				bad("the host always writes %q, and the schema does not require it", f.name)
 			}
-			problems = append(problems, compare(root, p, f.sf.Type, hostWrite, path+"."+f.name)...)
+			problems = append(problems, compare(root, p, f.typ, hostWrite, path+"."+f.name)...)
 		}
 		for name := range props {
 			if !slices.Contains(names, name) {
@@ -505,7 +474,7 @@ func draw(t *rapid.T, root, n node, v reflect.Value, present bool) {
 			if !need && f.omitempty && rapid.Bool().Draw(t, "omit "+f.name) {
 				continue
 			}
-			draw(t, root, props[f.name].(node), v.FieldByIndex(f.sf.Index), need || f.omitempty)
+			draw(t, root, props[f.name].(node), v.FieldByIndex(f.index), need || f.omitempty)
 		}
 	default:
 		t.Fatalf("no draw for %s", typ)

@@ -186,10 +186,15 @@ var wireTypes = map[string]reflect.Type{
 var requestTypes = map[string]bool{"ObserveRequest": true, "ClaimRequest": true, "WatchRequest": true, "RecipientRequest": true, "WebhookRequest": true, "Ref": true, "RecipientRef": true,
 	"PhaseRequest": true, "ActivityRequest": true, "ReminderRequest": true}
 
+// jsonField is a struct field as encoding/json sees it: its JSON name,
+// whether it is omitempty, its type, and its Go name and index (none for
+// a slice's element).
 type jsonField struct {
 	name      string
 	omitempty bool
 	typ       reflect.Type
+	goName    string
+	index     []int
 }
 
 func jsonFields(t reflect.Type) []jsonField {
@@ -203,7 +208,7 @@ func jsonFields(t reflect.Type) []jsonField {
 		if !ok || name == "" {
 			name = f.Name
 		}
-		out = append(out, jsonField{name: name, omitempty: slices.Contains(strings.Split(opts, ","), "omitempty"), typ: f.Type})
+		out = append(out, jsonField{name: name, omitempty: slices.Contains(strings.Split(opts, ","), "omitempty"), typ: f.Type, goName: f.Name, index: f.Index})
 	}
 	return out
 }

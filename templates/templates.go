@@ -173,14 +173,7 @@ func write(kind, dir string, trees []tree) (written []string, err error) {
 			rel := path.Join(t.under, outName(name))
 			dst := filepath.Join(dir, filepath.FromSlash(rel))
 			if d.IsDir() {
-				if err := mkdirs(dir, path.Dir(rel), &made); err != nil {
-					return err
-				}
-				if err := os.Mkdir(dst, 0o755); err != nil {
-					return err
-				}
-				made = append(made, dst)
-				return nil
+				return mkdirs(dir, rel, &made)
 			}
 			if err := mkdirs(dir, path.Dir(rel), &made); err != nil {
 				return err

@@ -280,19 +280,22 @@ func TestErrorEnvelope(t *testing.T) {
 }
 
 // A 503 store_busy's Retry-After reaches the *api.Error, so a caller
-// (the MCP server, an agent's client) knows when to send the write again.
+// (the MCP server, an agent's client) knows when to send the write again;
+// a negative one, or one that is not whole seconds, is no RetryAfter.
 func TestRetryAfterIsKept(t *testing.T) {
-	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Retry-After", "2")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprint(w, `{"error":{"code":"store_busy","message":"retry shortly"}}`)
-	}))
-	defer busy.Close()
-	_, err := client.New(busy.URL).CancelWatch(context.Background(), "x")
-	var ae *api.Error
-	if !errors.As(err, &ae) || ae.Code != api.CodeStoreBusy || ae.RetryAfter != 2*time.Second {
-		t.Fatalf("err = %#v, want store_busy with a RetryAfter of 2s", err)
+	for header, want := range map[string]time.Duration{"2": 2 * time.Second, "-1": 0, "soon": 0} {
+		busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Retry-After", header)
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, `{"error":{"code":"store_busy","message":"retry shortly"}}`)
+		}))
+		_, err := client.New(busy.URL).CancelWatch(context.Background(), "x")
+		busy.Close()
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Code != api.CodeStoreBusy || ae.RetryAfter != want {
+			t.Fatalf("Retry-After %q: err = %#v, want store_busy with a RetryAfter of %s", header, err, want)
+		}
 	}
 }
 

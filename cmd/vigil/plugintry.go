@@ -331,13 +331,9 @@ func readJSONFlag(flag, v string, stdin io.Reader) (json.RawMessage, error) {
 	return json.RawMessage(b), nil
 }
 
-func clipText(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		return s[:n-1] + "…"
-	}
-	return s
-}
+// clipText is s on one line, its runs of white space one space each,
+// clipped to n runes.
+func clipText(s string, n int) string { return clip(strings.Join(strings.Fields(s), " "), n) }
 
 // tryInput is one dry run.
 type tryInput struct {

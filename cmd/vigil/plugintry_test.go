@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/plugin"
@@ -321,5 +322,17 @@ func TestPluginTryAStandingKindWithItsBaseline(t *testing.T) {
 	if _, _, err := run(t, context.Background(), "plugin", "try", wasm, "--params", "-", "--baseline", "-"); exitCodeOf(err) != ExitUsage ||
 		!strings.Contains(err.Error(), "cannot both read standard input") {
 		t.Fatalf("both from stdin: %v", err)
+	}
+}
+
+// clipText puts s on one line and clips it by runes, so a clipped text
+// is still UTF-8.
+func TestClipTextKeepsRunesWhole(t *testing.T) {
+	if got := clipText("{\"a\":\n\t 1}", 80); got != `{"a": 1}` {
+		t.Errorf("one line: %q", got)
+	}
+	got := clipText(strings.Repeat("é", 100), 80)
+	if !utf8.ValidString(got) || utf8.RuneCountInString(got) != 80 || !strings.HasSuffix(got, "…") {
+		t.Errorf("clipped: %q (%d runes)", got, utf8.RuneCountInString(got))
 	}
 }

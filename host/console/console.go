@@ -12,6 +12,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"time"
 )
 
 //go:embed assets
@@ -150,24 +151,8 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Revalidated on every load: an upgraded host serves its new assets
 	// at once, and an unchanged one answers 304 without a body.
 	h.Set("Cache-Control", "no-cache")
-	if matchesETag(r.Header.Get("If-None-Match"), a.etag) {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
 	h.Set("Content-Type", a.contentType)
-	h.Set("Content-Length", fmt.Sprint(len(a.body)))
-	if r.Method == http.MethodHead {
-		return
-	}
-	_, _ = w.Write(a.body)
-}
-
-func matchesETag(header, etag string) bool {
-	for _, v := range strings.Split(header, ",") {
-		v = strings.TrimSpace(v)
-		if v == etag || v == "*" || strings.TrimPrefix(v, "W/") == etag {
-			return true
-		}
-	}
-	return false
+	// ServeContent answers HEAD, Range and a 304 to an If-None-Match
+	// holding the ETag (weak or strong, or *).
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.body))
 }

@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -198,3 +199,28 @@ func requireTools(t *testing.T, why string) {
 }
 
 var _ http.Handler = (*Console)(nil)
+
+// HEAD answers the headers without the body; a weak or wildcard
+// If-None-Match revalidates too; any other method is 405 naming GET and
+// HEAD.
+func TestHeadWeakETagsAndOtherMethods(t *testing.T) {
+	c := mustNew(t)
+	first := get(t, c, "/console/app.js", nil)
+	req := httptest.NewRequest("HEAD", "/console/app.js", nil)
+	rec := httptest.NewRecorder()
+	c.ServeHTTP(rec, req)
+	if rec.Code != 200 || rec.Body.Len() != 0 || rec.Header().Get("Content-Length") != fmt.Sprint(first.Body.Len()) ||
+		rec.Header().Get("ETag") != first.Header().Get("ETag") {
+		t.Errorf("HEAD: %d, %d bytes, headers %v", rec.Code, rec.Body.Len(), rec.Header())
+	}
+	for _, inm := range []string{"W/" + first.Header().Get("ETag"), "*", `"stale", ` + first.Header().Get("ETag")} {
+		if rec := get(t, c, "/console/app.js", map[string]string{"If-None-Match": inm}); rec.Code != 304 || rec.Body.Len() != 0 {
+			t.Errorf("If-None-Match %s: %d, %d bytes", inm, rec.Code, rec.Body.Len())
+		}
+	}
+	rec = httptest.NewRecorder()
+	c.ServeHTTP(rec, httptest.NewRequest("POST", "/", nil))
+	if rec.Code != 405 || rec.Header().Get("Allow") != "GET, HEAD" {
+		t.Errorf("POST: %d, Allow %q", rec.Code, rec.Header().Get("Allow"))
+	}
+}

@@ -132,19 +132,24 @@ func toRecipient(r store.RecipientRecord) api.Recipient {
 	return out
 }
 
+// toPlugin is one loaded kind as the plugin list answers it.
+func toPlugin(i plugin.Info) api.Plugin {
+	caps := i.Capabilities
+	if caps == nil {
+		caps = []string{}
+	}
+	every := ""
+	if i.DefaultEvery > 0 {
+		every = i.DefaultEvery.String()
+	}
+	return api.Plugin{Kind: i.Kind, Version: i.Version, Summary: i.Summary, Standing: i.Standing,
+		DefaultEvery: every, Capabilities: caps, Observable: i.Observable, Setting: i.Setting, File: i.File, Source: i.Source, SHA256: i.SHA256}
+}
+
 func toPluginList(infos []plugin.Info, problems []*plugin.LoadError) api.PluginList {
 	out := api.PluginList{Plugins: make([]api.Plugin, 0, len(infos)), Problems: make([]api.PluginProblem, 0, len(problems))}
 	for _, i := range infos {
-		caps := i.Capabilities
-		if caps == nil {
-			caps = []string{}
-		}
-		every := ""
-		if i.DefaultEvery > 0 {
-			every = i.DefaultEvery.String()
-		}
-		out.Plugins = append(out.Plugins, api.Plugin{Kind: i.Kind, Version: i.Version, Summary: i.Summary, Standing: i.Standing,
-			DefaultEvery: every, Capabilities: caps, Observable: i.Observable, Setting: i.Setting, File: i.File, Source: i.Source, SHA256: i.SHA256})
+		out.Plugins = append(out.Plugins, toPlugin(i))
 	}
 	for _, p := range problems {
 		out.Problems = append(out.Problems, api.PluginProblem{File: p.File, Kind: p.Kind, Rule: p.Rule, Error: p.Err.Error()})

@@ -105,10 +105,12 @@ func TestAPIShowsWhatAPendingWatchHasSeen(t *testing.T) {
 }
 
 // fakeClusterSeen is a SeenReader as a cluster node's: the owner's
-// count when owner is set, else the store's.
+// count when owner is set, else the store's; with unheard, the owner's
+// count comes back with ok false, which the view must not show.
 type fakeClusterSeen struct {
-	mu    sync.Mutex
-	owner *scheduler.Seen
+	mu      sync.Mutex
+	owner   *scheduler.Seen
+	unheard bool
 }
 
 func (f *fakeClusterSeen) Seen(context.Context, store.ID) (scheduler.Seen, string, bool) {
@@ -116,6 +118,9 @@ func (f *fakeClusterSeen) Seen(context.Context, store.ID) (scheduler.Seen, strin
 	defer f.mu.Unlock()
 	if f.owner == nil {
 		return scheduler.Seen{}, api.ProbesFromStore, false
+	}
+	if f.unheard {
+		return *f.owner, api.ProbesFromStore, false
 	}
 	return *f.owner, api.ProbesFromOwner, true
 }
@@ -156,6 +161,17 @@ func TestAPIShowsWhoseCountOnACluster(t *testing.T) {
 		t.Fatalf("without the owner's answer: %s", b)
 	}
 	validateAgainst(t, "Watch", b)
+
+	// A count that came back with ok false is not the owner's answer.
+	seen.mu.Lock()
+	seen.owner, seen.unheard = &scheduler.Seen{Attempts: 9, LastProbe: last}, true
+	seen.mu.Unlock()
+	_, b = f.do(t, "GET", "/api/v1/watches/"+w.ID, "")
+	got = api.Watch{}
+	_ = json.Unmarshal(b, &got)
+	if got.Attempts != 0 || got.LastProbeAt != nil || got.ProbesFrom != "store" {
+		t.Fatalf("with a count not answered: %s", b)
+	}
 
 	code, b = f.do(t, "DELETE", "/api/v1/watches/"+w.ID, "")
 	if code != 200 {

@@ -161,25 +161,15 @@ func (s *server) getPlugin(c *fiber.Ctx) error {
 }
 
 func toPluginDetail(i plugin.Info) api.PluginDetail {
-	caps := i.Capabilities
-	if caps == nil {
-		caps = []string{}
-	}
-	every := ""
-	if i.DefaultEvery > 0 {
-		every = i.DefaultEvery.String()
-	}
-	grants, err := json.Marshal(i.Grants)
-	if err != nil || string(grants) == "null" {
-		grants = []byte("{}")
-	}
+	p := toPlugin(i)
+	grants, _ := json.Marshal(i.Grants) // a struct of strings: an object, never an error
 	schema := i.Schema
 	if len(schema) == 0 {
 		schema = json.RawMessage("{}")
 	}
-	return api.PluginDetail{Kind: i.Kind, Version: i.Version, Summary: i.Summary, File: i.File, SHA256: i.SHA256,
-		Standing: i.Standing, Pushed: i.Pushed, DefaultEvery: every, Capabilities: caps, Grants: grants,
-		Observable: i.Observable, Setting: i.Setting, ParamsSchema: schema, Example: i.Example}
+	return api.PluginDetail{Kind: p.Kind, Version: p.Version, Summary: p.Summary, File: p.File, SHA256: p.SHA256,
+		Standing: p.Standing, Pushed: i.Pushed, DefaultEvery: p.DefaultEvery, Capabilities: p.Capabilities, Grants: grants,
+		Observable: p.Observable, Setting: p.Setting, ParamsSchema: schema, Example: i.Example}
 }
 
 // listScopes answers the observe scopes in force (their names are the

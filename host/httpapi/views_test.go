@@ -172,3 +172,29 @@ func TestScopesSayWhoMayReadThem(t *testing.T) {
 		}
 	}
 }
+
+// A kind's detail is its plugin's description: what it left out
+// (capabilities, a params schema) is [] or {}, never null, and its grants
+// are an object; a kind not loaded is not found.
+func TestPluginDetailNeverAnswersNull(t *testing.T) {
+	f := newFixture(t)
+	code, b := f.do(t, "GET", "/api/v1/plugins/ci", "")
+	if code != 200 {
+		t.Fatalf("%d %s", code, b)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	for field, want := range map[string]string{"capabilities": "[]", "params_schema": "{}", "default_every": `"30s"`, "kind": `"ci"`} {
+		if got := string(raw[field]); got != want {
+			t.Errorf("%s = %s, want %s: %s", field, got, want, b)
+		}
+	}
+	if g := string(raw["grants"]); !strings.HasPrefix(g, "{") {
+		t.Errorf("grants = %s, want an object", g)
+	}
+	if code, b := f.do(t, "GET", "/api/v1/plugins/nowhere", ""); code != 404 {
+		t.Errorf("an unknown kind: %d %s", code, b)
+	}
+}

@@ -56,24 +56,30 @@ func (f fakeSeqs) LastEventSeq(_ context.Context, s string) (uint64, error) { re
 
 var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
-// The counts by state are counted at most once per MaxAge, and again from
-// a clock that went back; the answer says when they were counted.
-func TestCountsByStateAreCountedOncePerMaxAge(t *testing.T) {
+// cachedOverview is an Overview over counting states with a MaxAge of
+// five seconds, and ask, which answers its overview or fails the test.
+func cachedOverview(t *testing.T) (*fakeclock.Clock, *countingStates, func() api.Overview) {
+	t.Helper()
 	clock := fakeclock.At(t0)
 	st := &countingStates{}
 	o, err := New(Config{States: st, Clock: clock, MaxAge: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	ask := func() api.Overview {
+	return clock, st, func() api.Overview {
 		t.Helper()
-		v, err := o.Overview(ctx)
+		v, err := o.Overview(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
 		return v
 	}
+}
+
+// The counts by state are counted at most once per MaxAge, and again from
+// a clock that went back; the answer says when they were counted.
+func TestCountsByStateAreCountedOncePerMaxAge(t *testing.T) {
+	clock, st, ask := cachedOverview(t)
 	v := ask()
 	if st.n != 1 || v.Watches["pending"] != 3 || !v.WatchesCountedAt.Equal(t0) {
 		t.Fatalf("first: %d counts, %+v", st.n, v)
@@ -102,21 +108,7 @@ func TestCountsByStateAreCountedOncePerMaxAge(t *testing.T) {
 // most once per MaxAge, and again from a clock that went back; a kind
 // with none pending is absent.
 func TestPendingByKindIsCountedOncePerMaxAge(t *testing.T) {
-	clock := fakeclock.At(t0)
-	st := &countingStates{}
-	o, err := New(Config{States: st, Clock: clock, MaxAge: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	ask := func() api.Overview {
-		t.Helper()
-		v, err := o.Overview(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
+	clock, st, ask := cachedOverview(t)
 	v := ask()
 	if st.kindN != 1 || v.PendingByKind["timer"] != 2 || v.PendingByKind["github_pr"] != 1 || len(v.PendingByKind) != 2 {
 		t.Fatalf("first: %d counts, %v", st.kindN, v.PendingByKind)
