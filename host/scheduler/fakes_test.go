@@ -180,6 +180,15 @@ type countingStore struct {
 	notOwner bool
 	// pendingReads counts the reads of the pending schedule.
 	pendingReads int
+	// prunes counts the calls of Prune.
+	prunes int
+}
+
+func (c *countingStore) Prune(ctx context.Context, cutoff time.Time) (int, error) {
+	c.mu.Lock()
+	c.prunes++
+	c.mu.Unlock()
+	return c.Store.Prune(ctx, cutoff)
 }
 
 func (c *countingStore) ForEachPending(ctx context.Context, fn func(store.Schedule) error) (int, error) {

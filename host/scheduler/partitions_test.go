@@ -111,6 +111,9 @@ func TestPrimeHoldingNoPartitionReadsNothing(t *testing.T) {
 	if h.counted.pendingReads != 0 {
 		t.Fatalf("Prime read the pending schedule %d times holding no partition", h.counted.pendingReads)
 	}
+	if h.counted.prunes != 0 {
+		t.Fatalf("Prime pruned %d times on a cluster, where the upkeep job keeps the retention", h.counted.prunes)
+	}
 	own.set(0, true)
 	if _, err := h.s.Prime(context.Background()); err != nil {
 		t.Fatal(err)

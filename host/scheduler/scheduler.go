@@ -295,8 +295,8 @@ func (s *Scheduler) signal() {
 	}
 }
 
-// Prime prunes settled rows past the retention and arms every pending
-// row: at its durable next check when it has one; a watch never probed at
+// Prime prunes settled rows past the retention (on one host; on a
+// cluster the retention upkeep does) and arms every pending row: at its durable next check when it has one; a watch never probed at
 // once (it was due when it was registered); any other at a random point
 // of its own interval; never past its deadline. The overdue (due before
 // now) are spread from now at Config.OverdueRate a second, oldest due
@@ -304,9 +304,18 @@ func (s *Scheduler) signal() {
 // many it armed.
 func (s *Scheduler) Prime(ctx context.Context) (int, error) {
 	now := s.cfg.Clock.Now()
-	pruned, err := s.cfg.Store.Prune(ctx, now.Add(-s.cfg.Retention))
-	if err != nil {
-		return 0, fmt.Errorf("scheduler: prune: %w", err)
+	// The start-time backstop for records written without their time
+	// index reads every row, message and push. On a cluster it is not
+	// run: every node would make that pass at each start, over the whole
+	// cluster's records, where the retention upkeep (one node, under its
+	// lease) keeps each class by its index, which the JetStream store
+	// always writes.
+	pruned := 0
+	var err error
+	if s.cfg.Ownership == nil {
+		if pruned, err = s.cfg.Store.Prune(ctx, now.Add(-s.cfg.Retention)); err != nil {
+			return 0, fmt.Errorf("scheduler: prune: %w", err)
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
