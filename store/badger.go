@@ -534,14 +534,14 @@ func (s *Badger) Settle(ctx context.Context, id ID, st Settlement) (Watch, error
 		if w.State != Pending {
 			return ErrNotPending
 		}
-		st.applyTo(w)
+		st.ApplyTo(w)
 		return nil
 	})
 }
 
-// applyTo writes the settlement onto w, a pending row, in one place for
-// Settle and SettleAndMail.
-func (st Settlement) applyTo(w *Watch) {
+// ApplyTo writes the settlement onto w, a pending row, in one place for
+// every backend's Settle and SettleAndMail.
+func (st Settlement) ApplyTo(w *Watch) {
 	at := st.SettledAt.UTC()
 	w.State, w.Receipt, w.Outcome, w.SettledAt = st.State, st.Receipt, st.Outcome, &at
 	w.Attempts, w.LastNote, w.LastFault = st.Attempts, st.LastNote, st.LastFault

@@ -318,17 +318,9 @@ func (s *Store) Settle(ctx context.Context, id store.ID, st store.Settlement) (s
 		if w.State != store.Pending {
 			return store.ErrNotPending
 		}
-		applySettlement(st, w)
+		st.ApplyTo(w)
 		return nil
 	})
-}
-
-// applySettlement writes st onto w, a pending row, as package store does.
-func applySettlement(st store.Settlement, w *store.Watch) {
-	at := st.SettledAt.UTC()
-	w.State, w.Receipt, w.Outcome, w.SettledAt = st.State, st.Receipt, st.Outcome, &at
-	w.Attempts, w.LastNote, w.LastFault = st.Attempts, st.LastNote, st.LastFault
-	w.NextCheck = time.Time{}
 }
 
 // SetReceipt records a settled row's delivery receipt; a rejected fired,
