@@ -47,7 +47,8 @@ func (s PushState) Final() bool {
 	return s == PushDelivered || s == PushFailed || s == PushUnknown
 }
 
-func (s PushState) valid() bool {
+// Valid reports whether the state is one this build knows.
+func (s PushState) Valid() bool {
 	return slices.Contains(PushStates(), s)
 }
 
@@ -104,7 +105,7 @@ func getPush(txn *badger.Txn, rid string, seq uint64) (Push, error) {
 	if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &sp) }); err != nil {
 		return Push{}, fmt.Errorf("%w (push %s/%d held aside: %v)", ErrNotFound, rid, seq, err)
 	}
-	if sp.V != rowVersion || !sp.State.valid() {
+	if sp.V != rowVersion || !sp.State.Valid() {
 		return Push{}, fmt.Errorf("%w (push %s/%d held aside: version %d state %q)", ErrNotFound, rid, seq, sp.V, sp.State)
 	}
 	return sp.Push, nil
@@ -273,7 +274,7 @@ func (s *Badger) BeginPush(ctx context.Context, rid string, seq uint64, at time.
 // p.State is anything but sending. ErrPushState if the push is not sending
 // any more.
 func (s *Badger) FinishPush(ctx context.Context, p Push) error {
-	if p.State == PushSending || !p.State.valid() {
+	if p.State == PushSending || !p.State.Valid() {
 		return fmt.Errorf("store: finish a push as %q", p.State)
 	}
 	err := s.update(ctx, func(txn *badger.Txn) error {

@@ -37,7 +37,7 @@ func decodePush(v []byte) (store.Push, error) {
 	if err := json.Unmarshal(v, &sp); err != nil {
 		return store.Push{}, err
 	}
-	if sp.V != rowVersion || !slices.Contains(store.PushStates(), sp.State) {
+	if sp.V != rowVersion || !sp.State.Valid() {
 		return store.Push{}, fmt.Errorf("version %d state %q", sp.V, sp.State)
 	}
 	return sp.Push, nil
@@ -225,7 +225,7 @@ func (s *Store) BeginPush(ctx context.Context, rid string, seq uint64, at time.T
 // FinishPush records what became of an attempt BeginPush started.
 // store.ErrPushState if the push is not sending any more.
 func (s *Store) FinishPush(ctx context.Context, p store.Push) error {
-	if p.State == store.PushSending || !slices.Contains(store.PushStates(), p.State) {
+	if p.State == store.PushSending || !p.State.Valid() {
 		return fmt.Errorf("store: finish a push as %q", p.State)
 	}
 	err := s.update(ctx, "finish-push", func(t *txn) error {
