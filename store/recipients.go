@@ -97,6 +97,14 @@ type Activity struct {
 	At        time.Time `json:"at,omitzero"`
 }
 
+// Add adds replies and toolCalls to the counts, saturating, and sets At
+// to at in UTC.
+func (a *Activity) Add(replies, toolCalls uint64, at time.Time) {
+	a.Replies = addSaturating(a.Replies, replies)
+	a.ToolCalls = addSaturating(a.ToolCalls, toolCalls)
+	a.At = at.UTC()
+}
+
 type storedRecipient struct {
 	V int `json:"v"`
 	RecipientRecord
@@ -187,9 +195,7 @@ func (s *Badger) ReportPhase(ctx context.Context, id string, p Phase) (Recipient
 // the recipient does not exist.
 func (s *Badger) ReportActivity(ctx context.Context, id string, replies, toolCalls uint64, at time.Time) (RecipientRecord, error) {
 	return s.editRecipient(ctx, id, func(r *RecipientRecord) {
-		r.Activity.Replies = addSaturating(r.Activity.Replies, replies)
-		r.Activity.ToolCalls = addSaturating(r.Activity.ToolCalls, toolCalls)
-		r.Activity.At = at.UTC()
+		r.Activity.Add(replies, toolCalls, at)
 	})
 }
 

@@ -120,9 +120,7 @@ func (s *Store) ReportPhase(ctx context.Context, id string, p store.Phase) (stor
 // sets its At. store.ErrNotFound if absent.
 func (s *Store) ReportActivity(ctx context.Context, id string, replies, toolCalls uint64, at time.Time) (store.RecipientRecord, error) {
 	return s.editRecipient(ctx, id, func(r *store.RecipientRecord) {
-		r.Activity.Replies = addSaturating(r.Activity.Replies, replies)
-		r.Activity.ToolCalls = addSaturating(r.Activity.ToolCalls, toolCalls)
-		r.Activity.At = at.UTC()
+		r.Activity.Add(replies, toolCalls, at)
 	})
 }
 
@@ -147,13 +145,6 @@ func (s *Store) editRecipient(ctx context.Context, id string, f func(*store.Reci
 		return putRecipient(t, r)
 	})
 	return out, err
-}
-
-func addSaturating(a, b uint64) uint64 {
-	if a+b < a {
-		return ^uint64(0)
-	}
-	return a + b
 }
 
 // EnsureRecipient returns the recipient, creating it running only if it
