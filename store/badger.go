@@ -284,7 +284,7 @@ func readRow(txn *badger.Txn, id ID) (Watch, error) {
 	var w Watch
 	err = item.Value(func(v []byte) error {
 		var derr error
-		w, derr = decodeRow(item.KeyCopy(nil), v)
+		w, derr = DecodeRow(item.KeyCopy(nil), v)
 		return derr
 	})
 	return w, err
@@ -333,7 +333,7 @@ func readSchedule(txn *badger.Txn, id ID) (sc Schedule, ok bool, err error) {
 }
 
 func putRow(txn *badger.Txn, w Watch) error {
-	b, err := encodeRow(w)
+	b, err := EncodeRow(w)
 	if err != nil {
 		return err
 	}
