@@ -122,16 +122,29 @@ func getRecipient(txn *badger.Txn, id string) (RecipientRecord, error) {
 	if err != nil {
 		return RecipientRecord{}, err
 	}
-	var sr storedRecipient
+	var r RecipientRecord
 	err = item.Value(func(v []byte) error {
-		if err := abi.StrictUnmarshal(v, &sr); err != nil {
-			return err
-		}
-		if sr.V != rowVersion || !sr.Status.Valid() {
-			return fmt.Errorf("version %d status %q", sr.V, sr.Status)
-		}
-		return nil
+		r, err = DecodeRecipient(id, v)
+		return err
 	})
+	return r, err
+}
+
+// EncodeRecipient is r as every backend stores it, and as an export
+// carries it.
+func EncodeRecipient(r RecipientRecord) ([]byte, error) {
+	return json.Marshal(storedRecipient{V: rowVersion, RecipientRecord: r})
+}
+
+// DecodeRecipient decodes a stored recipient strictly: one this build
+// cannot read (another version, an unknown field or status) is held aside,
+// ErrNotFound naming why.
+func DecodeRecipient(id string, v []byte) (RecipientRecord, error) {
+	var sr storedRecipient
+	err := abi.StrictUnmarshal(v, &sr)
+	if err == nil && (sr.V != rowVersion || !sr.Status.Valid()) {
+		err = fmt.Errorf("version %d status %q", sr.V, sr.Status)
+	}
 	if err != nil {
 		return RecipientRecord{}, fmt.Errorf("%w (recipient %q held aside: %v)", ErrNotFound, id, err)
 	}
@@ -139,7 +152,7 @@ func getRecipient(txn *badger.Txn, id string) (RecipientRecord, error) {
 }
 
 func putRecipient(txn *badger.Txn, r RecipientRecord) error {
-	b, err := json.Marshal(storedRecipient{V: rowVersion, RecipientRecord: r})
+	b, err := EncodeRecipient(r)
 	if err != nil {
 		return err
 	}
