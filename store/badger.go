@@ -284,7 +284,7 @@ func readRow(txn *badger.Txn, id ID) (Watch, error) {
 	var w Watch
 	err = item.Value(func(v []byte) error {
 		var derr error
-		w, derr = decodeRow(item.KeyCopy(nil), v)
+		w, derr = DecodeRow(item.KeyCopy(nil), v)
 		return derr
 	})
 	return w, err
@@ -333,7 +333,7 @@ func readSchedule(txn *badger.Txn, id ID) (sc Schedule, ok bool, err error) {
 }
 
 func putRow(txn *badger.Txn, w Watch) error {
-	b, err := encodeRow(w)
+	b, err := EncodeRow(w)
 	if err != nil {
 		return err
 	}
@@ -534,14 +534,14 @@ func (s *Badger) Settle(ctx context.Context, id ID, st Settlement) (Watch, error
 		if w.State != Pending {
 			return ErrNotPending
 		}
-		st.applyTo(w)
+		st.ApplyTo(w)
 		return nil
 	})
 }
 
-// applyTo writes the settlement onto w, a pending row, in one place for
-// Settle and SettleAndMail.
-func (st Settlement) applyTo(w *Watch) {
+// ApplyTo writes the settlement onto w, a pending row, in one place for
+// every backend's Settle and SettleAndMail.
+func (st Settlement) ApplyTo(w *Watch) {
 	at := st.SettledAt.UTC()
 	w.State, w.Receipt, w.Outcome, w.SettledAt = st.State, st.Receipt, st.Outcome, &at
 	w.Attempts, w.LastNote, w.LastFault = st.Attempts, st.LastNote, st.LastFault

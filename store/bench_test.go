@@ -174,11 +174,11 @@ func buildStore(b *testing.B, dir string, n int) []ID {
 //
 //	foreach      the product, as Prime reads: ForEach(Filter{State:
 //	             Pending}), which walks the s/pending/ index and reads each
-//	             row with a point lookup, decoding it strictly (decodeRow),
+//	             row with a point lookup, decoding it strictly (DecodeRow),
 //	             and keeps none of them
 //	list         the product's List: the same, holding every row
 //	scan-decode  a sketch: one iterator over the w/ rows, values prefetched,
-//	             decodeRow on each, no point lookups
+//	             DecodeRow on each, no point lookups
 //	scan-fields  a sketch: the same iterator, decoding only what the
 //	             scheduler keeps of a row (id, state, every, attempts,
 //	             expires_at), not strictly
@@ -234,7 +234,7 @@ func BenchmarkList(b *testing.B) {
 		run(b, func(s *Badger) (int, error) {
 			var rows []Watch
 			err := scanRows(s, func(key, v []byte) error {
-				w, err := decodeRow(key, v)
+				w, err := DecodeRow(key, v)
 				if err == nil && w.State == Pending {
 					rows = append(rows, w)
 				}

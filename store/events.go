@@ -70,7 +70,10 @@ type storedEvent struct {
 	Event
 }
 
-func checkEvent(e Event) error {
+// CheckEvent is what every backend's AppendEvent asks of an event: a
+// stream of 1 to MaxEventKey bytes without a NUL, a key of 1 to
+// MaxEventKey bytes and a type.
+func CheckEvent(e Event) error {
 	switch {
 	case e.Stream == "" || len(e.Stream) > MaxEventKey || bytes.IndexByte([]byte(e.Stream), 0) >= 0:
 		return fmt.Errorf("store: event stream %q: want 1-%d bytes, no NUL", e.Stream, MaxEventKey)
@@ -89,7 +92,7 @@ func checkEvent(e Event) error {
 // does not. Callers encode payloads deterministically (encoding/json of a
 // struct does), so a repeat compares equal.
 func (s *Badger) AppendEvent(ctx context.Context, e Event) (out Event, duplicate bool, err error) {
-	if err := checkEvent(e); err != nil {
+	if err := CheckEvent(e); err != nil {
 		return Event{}, false, err
 	}
 	// A repeat is answered from a read alone, without the append lock or a

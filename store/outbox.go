@@ -47,7 +47,8 @@ func (s PushState) Final() bool {
 	return s == PushDelivered || s == PushFailed || s == PushUnknown
 }
 
-func (s PushState) valid() bool {
+// Valid reports whether the state is one this build knows.
+func (s PushState) Valid() bool {
 	return slices.Contains(PushStates(), s)
 }
 
@@ -100,19 +101,38 @@ func getPush(txn *badger.Txn, rid string, seq uint64) (Push, error) {
 	if err != nil {
 		return Push{}, err
 	}
-	var sp storedPush
-	if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &sp) }); err != nil {
+	var p Push
+	err = item.Value(func(v []byte) error {
+		p, err = DecodePush(v)
+		return err
+	})
+	if err != nil {
 		return Push{}, fmt.Errorf("%w (push %s/%d held aside: %v)", ErrNotFound, rid, seq, err)
 	}
-	if sp.V != rowVersion || !sp.State.valid() {
-		return Push{}, fmt.Errorf("%w (push %s/%d held aside: version %d state %q)", ErrNotFound, rid, seq, sp.V, sp.State)
+	return p, nil
+}
+
+// EncodePush is p as every backend stores it, and as an export carries it.
+func EncodePush(p Push) ([]byte, error) {
+	return json.Marshal(storedPush{V: rowVersion, Push: p})
+}
+
+// DecodePush decodes a stored push; an error (another version, an
+// unknown state) means it is held aside.
+func DecodePush(v []byte) (Push, error) {
+	var sp storedPush
+	if err := json.Unmarshal(v, &sp); err != nil {
+		return Push{}, err
+	}
+	if sp.V != rowVersion || !sp.State.Valid() {
+		return Push{}, fmt.Errorf("version %d state %q", sp.V, sp.State)
 	}
 	return sp.Push, nil
 }
 
 // putPush writes p and keeps the live index in step with its state.
 func putPush(txn *badger.Txn, p Push) error {
-	b, err := json.Marshal(storedPush{V: rowVersion, Push: p})
+	b, err := EncodePush(p)
 	if err != nil {
 		return err
 	}
@@ -273,7 +293,7 @@ func (s *Badger) BeginPush(ctx context.Context, rid string, seq uint64, at time.
 // p.State is anything but sending. ErrPushState if the push is not sending
 // any more.
 func (s *Badger) FinishPush(ctx context.Context, p Push) error {
-	if p.State == PushSending || !p.State.valid() {
+	if p.State == PushSending || !p.State.Valid() {
 		return fmt.Errorf("store: finish a push as %q", p.State)
 	}
 	err := s.update(ctx, func(txn *badger.Txn) error {

@@ -97,6 +97,14 @@ type Activity struct {
 	At        time.Time `json:"at,omitzero"`
 }
 
+// Add adds replies and toolCalls to the counts, saturating, and sets At
+// to at in UTC.
+func (a *Activity) Add(replies, toolCalls uint64, at time.Time) {
+	a.Replies = addSaturating(a.Replies, replies)
+	a.ToolCalls = addSaturating(a.ToolCalls, toolCalls)
+	a.At = at.UTC()
+}
+
 type storedRecipient struct {
 	V int `json:"v"`
 	RecipientRecord
@@ -114,16 +122,29 @@ func getRecipient(txn *badger.Txn, id string) (RecipientRecord, error) {
 	if err != nil {
 		return RecipientRecord{}, err
 	}
-	var sr storedRecipient
+	var r RecipientRecord
 	err = item.Value(func(v []byte) error {
-		if err := abi.StrictUnmarshal(v, &sr); err != nil {
-			return err
-		}
-		if sr.V != rowVersion || !sr.Status.Valid() {
-			return fmt.Errorf("version %d status %q", sr.V, sr.Status)
-		}
-		return nil
+		r, err = DecodeRecipient(id, v)
+		return err
 	})
+	return r, err
+}
+
+// EncodeRecipient is r as every backend stores it, and as an export
+// carries it.
+func EncodeRecipient(r RecipientRecord) ([]byte, error) {
+	return json.Marshal(storedRecipient{V: rowVersion, RecipientRecord: r})
+}
+
+// DecodeRecipient decodes a stored recipient strictly: one this build
+// cannot read (another version, an unknown field or status) is held aside,
+// ErrNotFound naming why.
+func DecodeRecipient(id string, v []byte) (RecipientRecord, error) {
+	var sr storedRecipient
+	err := abi.StrictUnmarshal(v, &sr)
+	if err == nil && (sr.V != rowVersion || !sr.Status.Valid()) {
+		err = fmt.Errorf("version %d status %q", sr.V, sr.Status)
+	}
 	if err != nil {
 		return RecipientRecord{}, fmt.Errorf("%w (recipient %q held aside: %v)", ErrNotFound, id, err)
 	}
@@ -131,7 +152,7 @@ func getRecipient(txn *badger.Txn, id string) (RecipientRecord, error) {
 }
 
 func putRecipient(txn *badger.Txn, r RecipientRecord) error {
-	b, err := json.Marshal(storedRecipient{V: rowVersion, RecipientRecord: r})
+	b, err := EncodeRecipient(r)
 	if err != nil {
 		return err
 	}
@@ -187,9 +208,7 @@ func (s *Badger) ReportPhase(ctx context.Context, id string, p Phase) (Recipient
 // the recipient does not exist.
 func (s *Badger) ReportActivity(ctx context.Context, id string, replies, toolCalls uint64, at time.Time) (RecipientRecord, error) {
 	return s.editRecipient(ctx, id, func(r *RecipientRecord) {
-		r.Activity.Replies = addSaturating(r.Activity.Replies, replies)
-		r.Activity.ToolCalls = addSaturating(r.Activity.ToolCalls, toolCalls)
-		r.Activity.At = at.UTC()
+		r.Activity.Add(replies, toolCalls, at)
 	})
 }
 

@@ -74,7 +74,7 @@ func (s *Badger) SettleAndMailThen(ctx context.Context, id ID, st Settlement, m 
 		default:
 			st.Receipt = ReceiptDelivered
 		}
-		st.applyTo(&w)
+		st.ApplyTo(&w)
 		if err := rewriteRow(txn, Pending, w); err != nil {
 			return err
 		}

@@ -252,16 +252,16 @@ func TestForEachPendingReadsTheIndex(t *testing.T) {
 // has is one this build knows: the same field may mean something else.
 func TestNewerRowVersionIsHeldAside(t *testing.T) {
 	w := pendingWatch(t, newIDs(), "a", t0)
-	b, err := encodeRow(w)
+	b, err := EncodeRow(w)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b = bytes.Replace(b, []byte(`{"v":1,`), []byte(`{"v":2,`), 1)
-	if _, err := decodeRow(rowKey(w.ID), b); err == nil {
+	if _, err := DecodeRow(rowKey(w.ID), b); err == nil {
 		t.Fatalf("decoded a v2 row: %s", b)
 	}
 	var ue *UnreadableError
-	if _, err := decodeRow(rowKey(w.ID), b); !errors.As(err, &ue) || !strings.Contains(err.Error(), "version 2") {
+	if _, err := DecodeRow(rowKey(w.ID), b); !errors.As(err, &ue) || !strings.Contains(err.Error(), "version 2") {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -148,7 +148,8 @@ type row struct {
 	Watch
 }
 
-func encodeRow(w Watch) ([]byte, error) {
+// EncodeRow is w as every backend stores it, and as an export carries it.
+func EncodeRow(w Watch) ([]byte, error) {
 	return json.Marshal(row{V: rowVersion, Watch: w})
 }
 
@@ -164,10 +165,10 @@ func (e *UnreadableError) Error() string {
 
 func (e *UnreadableError) Unwrap() error { return e.Err }
 
-// decodeRow decodes a stored row strictly: another schema version, an
+// DecodeRow decodes a stored row strictly: another schema version, an
 // unknown field or an unknown state means a newer build wrote it, and
 // decoding it leniently (then writing it back) would lose what it knows.
-func decodeRow(key, b []byte) (Watch, error) {
+func DecodeRow(key, b []byte) (Watch, error) {
 	// One strict decode: a newer row fails it (an unknown field) or fails
 	// the version check after it (same fields, newer meaning).
 	var r row

@@ -199,6 +199,21 @@ type Routed struct {
 // transaction with Open's 16 MiB memtables.
 const maxRouteBatch = 32
 
+// CheckRouteSteps is what every backend's RouteBatch asks of its steps
+// before it writes any: each names a cursor, and each that is not a drop
+// a thread key of 1 to 1024 bytes.
+func CheckRouteSteps(steps []RouteStep) error {
+	for _, st := range steps {
+		if st.Cursor == "" {
+			return errors.New("store: route step without a cursor")
+		}
+		if !st.Drop && (st.ThreadKey == "" || len(st.ThreadKey) > maxThreadKey) {
+			return fmt.Errorf("store: thread key: want 1-%d bytes", maxThreadKey)
+		}
+	}
+	return nil
+}
+
 // RouteBatch applies steps in order (see RouteStep), committing up to
 // maxRouteBatch of them and the cursor per transaction: the router's
 // throughput is then bounded by commits per batch, not per item. It
@@ -207,13 +222,8 @@ const maxRouteBatch = 32
 // A step sees the Work earlier steps of its batch created or fed. On an
 // error the results of the batches already committed are returned with it.
 func (s *Badger) RouteBatch(ctx context.Context, steps []RouteStep) ([]Routed, error) {
-	for _, st := range steps {
-		if st.Cursor == "" {
-			return nil, errors.New("store: route step without a cursor")
-		}
-		if !st.Drop && (st.ThreadKey == "" || len(st.ThreadKey) > maxThreadKey) {
-			return nil, fmt.Errorf("store: thread key: want 1-%d bytes", maxThreadKey)
-		}
+	if err := CheckRouteSteps(steps); err != nil {
+		return nil, err
 	}
 	out := make([]Routed, 0, len(steps))
 	for len(steps) > 0 {

@@ -30,18 +30,6 @@ type storedEvent struct {
 	store.Event
 }
 
-func checkEvent(e store.Event) error {
-	switch {
-	case e.Stream == "" || len(e.Stream) > store.MaxEventKey || strings.IndexByte(e.Stream, 0) >= 0:
-		return fmt.Errorf("store: event stream %q: want 1-%d bytes, no NUL", e.Stream, store.MaxEventKey)
-	case e.Key == "" || len(e.Key) > store.MaxEventKey:
-		return fmt.Errorf("store: event key: want 1-%d bytes", store.MaxEventKey)
-	case e.Type == "":
-		return errors.New("store: event type is empty")
-	}
-	return nil
-}
-
 func getEvent(t *txn, stream string, seq uint64) (store.Event, error) {
 	e, err := t.get(eventKey(stream, seq))
 	if err != nil {
@@ -83,7 +71,7 @@ func sameEvent(t *txn, e store.Event) (prev store.Event, found, duplicate bool, 
 // the stream's sequence are written with the revisions read, so two
 // appends of one key (from any process) add one event.
 func (s *Store) AppendEvent(ctx context.Context, e store.Event) (out store.Event, duplicate bool, err error) {
-	if err := checkEvent(e); err != nil {
+	if err := store.CheckEvent(e); err != nil {
 		return store.Event{}, false, err
 	}
 	err = s.update(ctx, "event", func(t *txn) error {

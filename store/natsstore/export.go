@@ -335,7 +335,7 @@ func (s *Store) importBatch(ctx context.Context, recs []store.Record) error {
 		case store.FamRow:
 			// A pending row's recipient index of pending rows; a row this
 			// build cannot decode is held aside and has none, as here.
-			if w, err := decodeRow(k, r.Value); err == nil && w.State == store.Pending {
+			if w, err := store.DecodeRow([]byte(k), r.Value); err == nil && w.State == store.Pending {
 				t.put(recipientPendingKey(w.Recipient.ID, w.ID), nil)
 				// Its count is listed again at its next use (pendingcount.go).
 				t.del(pendingCountKey(w.Recipient.ID))

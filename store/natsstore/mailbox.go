@@ -136,7 +136,7 @@ func (s *Store) SettleAndMailThen(ctx context.Context, id store.ID, st store.Set
 		default:
 			st.Receipt = store.ReceiptDelivered
 		}
-		applySettlement(st, &w)
+		st.ApplyTo(&w)
 		if err := rewriteRow(t, store.Pending, w); err != nil {
 			return err
 		}

@@ -3,7 +3,6 @@ package natsstore
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -27,22 +26,6 @@ func messageAtKey(at time.Time, rid string, seq uint64) string {
 	return "ma." + timeTok(at) + "." + tok(rid) + "." + hex16(seq)
 }
 
-type storedPush struct {
-	V int `json:"v"`
-	store.Push
-}
-
-func decodePush(v []byte) (store.Push, error) {
-	var sp storedPush
-	if err := json.Unmarshal(v, &sp); err != nil {
-		return store.Push{}, err
-	}
-	if sp.V != rowVersion || !slices.Contains(store.PushStates(), sp.State) {
-		return store.Push{}, fmt.Errorf("version %d state %q", sp.V, sp.State)
-	}
-	return sp.Push, nil
-}
-
 func getPush(t *txn, rid string, seq uint64) (store.Push, error) {
 	e, err := t.get(pushKey(rid, seq))
 	if err != nil {
@@ -51,7 +34,7 @@ func getPush(t *txn, rid string, seq uint64) (store.Push, error) {
 	if !e.exists {
 		return store.Push{}, store.ErrNotFound
 	}
-	p, err := decodePush(e.val)
+	p, err := store.DecodePush(e.val)
 	if err != nil {
 		return store.Push{}, fmt.Errorf("%w (push %s/%d held aside: %v)", store.ErrNotFound, rid, seq, err)
 	}
@@ -60,7 +43,7 @@ func getPush(t *txn, rid string, seq uint64) (store.Push, error) {
 
 // putPush writes p and keeps the live and time indexes in step.
 func putPush(t *txn, p store.Push) error {
-	b, err := json.Marshal(storedPush{V: rowVersion, Push: p})
+	b, err := store.EncodePush(p)
 	if err != nil {
 		return err
 	}
@@ -225,7 +208,7 @@ func (s *Store) BeginPush(ctx context.Context, rid string, seq uint64, at time.T
 // FinishPush records what became of an attempt BeginPush started.
 // store.ErrPushState if the push is not sending any more.
 func (s *Store) FinishPush(ctx context.Context, p store.Push) error {
-	if p.State == store.PushSending || !slices.Contains(store.PushStates(), p.State) {
+	if p.State == store.PushSending || !p.State.Valid() {
 		return fmt.Errorf("store: finish a push as %q", p.State)
 	}
 	err := s.update(ctx, "finish-push", func(t *txn) error {
@@ -257,7 +240,7 @@ func (s *Store) PrunePushes(ctx context.Context, cutoff time.Time) (int, error) 
 	}
 	var victims []store.Push
 	for _, k := range keys {
-		p, err := decodePush(k.val)
+		p, err := store.DecodePush(k.val)
 		if err != nil || !p.State.Final() || !p.UpdatedAt.Before(cutoff) {
 			continue
 		}

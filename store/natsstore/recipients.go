@@ -2,36 +2,17 @@ package natsstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
 
 // rc.<tok id> is a recipient's record.
 func recipientRecKey(id string) string { return "rc." + tok(id) }
-
-type storedRecipient struct {
-	V int `json:"v"`
-	store.RecipientRecord
-}
-
-func decodeRecipient(id string, v []byte) (store.RecipientRecord, error) {
-	var sr storedRecipient
-	err := abi.StrictUnmarshal(v, &sr)
-	if err == nil && (sr.V != rowVersion || !sr.Status.Valid()) {
-		err = fmt.Errorf("version %d status %q", sr.V, sr.Status)
-	}
-	if err != nil {
-		return store.RecipientRecord{}, fmt.Errorf("%w (recipient %q held aside: %v)", store.ErrNotFound, id, err)
-	}
-	return sr.RecipientRecord, nil
-}
 
 // getRecipient reads a recipient: store.ErrNotFound if absent or held
 // aside; present tells the two apart.
@@ -43,12 +24,12 @@ func getRecipient(t *txn, id string) (r store.RecipientRecord, present bool, err
 	if !e.exists {
 		return r, false, store.ErrNotFound
 	}
-	r, err = decodeRecipient(id, e.val)
+	r, err = store.DecodeRecipient(id, e.val)
 	return r, true, err
 }
 
 func putRecipient(t *txn, r store.RecipientRecord) error {
-	b, err := json.Marshal(storedRecipient{V: rowVersion, RecipientRecord: r})
+	b, err := store.EncodeRecipient(r)
 	if err != nil {
 		return err
 	}
@@ -120,9 +101,7 @@ func (s *Store) ReportPhase(ctx context.Context, id string, p store.Phase) (stor
 // sets its At. store.ErrNotFound if absent.
 func (s *Store) ReportActivity(ctx context.Context, id string, replies, toolCalls uint64, at time.Time) (store.RecipientRecord, error) {
 	return s.editRecipient(ctx, id, func(r *store.RecipientRecord) {
-		r.Activity.Replies = addSaturating(r.Activity.Replies, replies)
-		r.Activity.ToolCalls = addSaturating(r.Activity.ToolCalls, toolCalls)
-		r.Activity.At = at.UTC()
+		r.Activity.Add(replies, toolCalls, at)
 	})
 }
 
@@ -147,13 +126,6 @@ func (s *Store) editRecipient(ctx context.Context, id string, f func(*store.Reci
 		return putRecipient(t, r)
 	})
 	return out, err
-}
-
-func addSaturating(a, b uint64) uint64 {
-	if a+b < a {
-		return ^uint64(0)
-	}
-	return a + b
 }
 
 // EnsureRecipient returns the recipient, creating it running only if it
@@ -183,7 +155,7 @@ func (s *Store) ListRecipients(ctx context.Context) ([]store.RecipientRecord, er
 	}
 	var out []store.RecipientRecord
 	for _, k := range keys {
-		r, err := decodeRecipient(k.key, k.val)
+		r, err := store.DecodeRecipient(k.key, k.val)
 		if err != nil {
 			continue
 		}

@@ -224,7 +224,7 @@ func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 	}
 	var victims []store.ID
 	for _, k := range rows {
-		w, err := decodeRow(k.key, k.val)
+		w, err := store.DecodeRow([]byte(k.key), k.val)
 		if err == nil && w.State != store.Pending && w.SettledAt != nil && w.SettledAt.Before(cutoff) {
 			victims = append(victims, w.ID)
 		}

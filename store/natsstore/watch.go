@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -37,29 +36,6 @@ func settledAtKey(t time.Time, id store.ID) string { return "sa." + timeTok(t) +
 // package store.
 const rowVersion = 1
 
-type row struct {
-	V int `json:"v"`
-	store.Watch
-}
-
-func encodeRow(w store.Watch) ([]byte, error) { return json.Marshal(row{V: rowVersion, Watch: w}) }
-
-// decodeRow decodes a row strictly, as package store does: a row a newer
-// build wrote is held aside, never rewritten.
-func decodeRow(key string, b []byte) (store.Watch, error) {
-	var r row
-	if err := abi.StrictUnmarshal(b, &r); err != nil {
-		return store.Watch{}, &store.UnreadableError{Key: []byte(key), Err: err}
-	}
-	if r.V != rowVersion {
-		return store.Watch{}, &store.UnreadableError{Key: []byte(key), Err: fmt.Errorf("row version %d, this build reads %d", r.V, rowVersion)}
-	}
-	if !r.State.Valid() || !r.Receipt.Valid() {
-		return store.Watch{}, &store.UnreadableError{Key: []byte(key), Err: fmt.Errorf("state %q receipt %q", r.State, r.Receipt)}
-	}
-	return r.Watch, nil
-}
-
 // idOf is the id ending a key.
 func idOf(key string) (store.ID, bool) {
 	i := strings.LastIndexByte(key, '.')
@@ -74,7 +50,7 @@ func readRow(t *txn, id store.ID) (w store.Watch, found bool, err error) {
 	if err != nil || !e.exists {
 		return store.Watch{}, false, err
 	}
-	w, err = decodeRow(rowKey(id), e.val)
+	w, err = store.DecodeRow([]byte(rowKey(id)), e.val)
 	return w, true, err
 }
 
@@ -119,7 +95,7 @@ func readSchedule(t *txn, id store.ID) (sc store.Schedule, ok bool, err error) {
 }
 
 func putRow(t *txn, w store.Watch) error {
-	b, err := encodeRow(w)
+	b, err := store.EncodeRow(w)
 	if err != nil {
 		return err
 	}
@@ -318,17 +294,9 @@ func (s *Store) Settle(ctx context.Context, id store.ID, st store.Settlement) (s
 		if w.State != store.Pending {
 			return store.ErrNotPending
 		}
-		applySettlement(st, w)
+		st.ApplyTo(w)
 		return nil
 	})
-}
-
-// applySettlement writes st onto w, a pending row, as package store does.
-func applySettlement(st store.Settlement, w *store.Watch) {
-	at := st.SettledAt.UTC()
-	w.State, w.Receipt, w.Outcome, w.SettledAt = st.State, st.Receipt, st.Outcome, &at
-	w.Attempts, w.LastNote, w.LastFault = st.Attempts, st.LastNote, st.LastFault
-	w.NextCheck = time.Time{}
 }
 
 // SetReceipt records a settled row's delivery receipt; a rejected fired,

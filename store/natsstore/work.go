@@ -31,11 +31,8 @@ func workScopeKey(scope string, st store.WorkState, id store.ID) string {
 }
 func routerKey(name string) string { return "rt." + tok(name) }
 
-// maxThreadKey and maxRouteBatch are package store's bounds.
-const (
-	maxThreadKey  = 1024
-	maxRouteBatch = 32
-)
+// maxRouteBatch is package store's bound on the steps of one commit.
+const maxRouteBatch = 32
 
 type storedWork struct {
 	V int `json:"v"`
@@ -100,13 +97,8 @@ func (s *Store) RouterCursor(ctx context.Context, name string) (uint64, error) {
 // the cursor's revision: two routers replaying one stream route nothing
 // twice.
 func (s *Store) RouteBatch(ctx context.Context, steps []store.RouteStep) ([]store.Routed, error) {
-	for _, st := range steps {
-		if st.Cursor == "" {
-			return nil, errors.New("store: route step without a cursor")
-		}
-		if !st.Drop && (st.ThreadKey == "" || len(st.ThreadKey) > maxThreadKey) {
-			return nil, fmt.Errorf("store: thread key: want 1-%d bytes", maxThreadKey)
-		}
+	if err := store.CheckRouteSteps(steps); err != nil {
+		return nil, err
 	}
 	out := make([]store.Routed, 0, len(steps))
 	for len(steps) > 0 {

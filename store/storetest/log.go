@@ -128,10 +128,12 @@ func testEventsConcurrent(e *env) {
 
 func testEventsRefused(e *env) {
 	for name, ev := range map[string]store.Event{
-		"no stream":  {Key: "k", Type: "t"},
-		"nul stream": {Stream: "a\x00b", Key: "k", Type: "t"},
-		"no key":     {Stream: "s", Type: "t"},
-		"no type":    {Stream: "s", Key: "k"},
+		"no stream":   {Key: "k", Type: "t"},
+		"nul stream":  {Stream: "a\x00b", Key: "k", Type: "t"},
+		"no key":      {Stream: "s", Type: "t"},
+		"no type":     {Stream: "s", Key: "k"},
+		"long stream": {Stream: strings.Repeat("s", store.MaxEventKey+1), Key: "k", Type: "t"},
+		"long key":    {Stream: "s", Key: strings.Repeat("k", store.MaxEventKey+1), Type: "t"},
 	} {
 		if _, _, err := e.b.AppendEvent(e.ctx, ev); err == nil {
 			e.Errorf("%s: appended", name)

@@ -26,6 +26,12 @@ func testSettleAndMail(e *env) {
 	e.running("a", "https://example.org/hook")
 	w := e.created("a", t0)
 	m := e.fired()
+	// Only a fired, expired or unwatchable row carries a message.
+	for _, bad := range []store.State{store.Pending, store.Cancelled} {
+		if _, _, err := e.b.SettleAndMail(e.ctx, w.ID, store.Settlement{State: bad, SettledAt: t0}, m); err == nil {
+			e.Fatalf("settled and mailed as %q", bad)
+		}
+	}
 	got, mailed, err := e.b.SettleAndMail(e.ctx, w.ID, store.Settlement{State: store.Fired, Outcome: &m.Outcome, SettledAt: t0, Attempts: 2}, m)
 	if err != nil || got.State != store.Fired || got.Receipt != store.ReceiptDelivered || got.Attempts != 2 {
 		e.Fatalf("settle: %+v %v", got, err)

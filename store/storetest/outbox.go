@@ -47,6 +47,13 @@ func testPushLifecycle(e *env) {
 	if _, _, _, err := e.b.BeginPush(e.ctx, "a", seqs[1], t0); err != nil {
 		e.Fatal(err)
 	}
+	for _, bad := range []store.PushState{store.PushSending, "bogus"} {
+		q := p
+		q.Seq, q.State = seqs[1], bad
+		if err := e.b.FinishPush(e.ctx, q); err == nil {
+			e.Fatalf("finished a push as %q", bad)
+		}
+	}
 	recovered, err := e.b.RecoverPushes(e.ctx, t0.Add(time.Minute))
 	if err != nil || len(recovered) != 1 || recovered[0].Seq != seqs[1] || recovered[0].State != store.PushUnknown {
 		e.Fatalf("recover: %+v %v", recovered, err)
