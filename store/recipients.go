@@ -180,18 +180,21 @@ func (s *Badger) PutRecipient(ctx context.Context, r RecipientRecord) (prev Reci
 		return prev, false, fmt.Errorf("store: recipient status %q", r.Status)
 	}
 	err = s.update(ctx, func(txn *badger.Txn) error {
+		// w afresh on each run: a run retried after a conflict must not
+		// keep what an earlier run took from a record deleted since.
+		w := r
 		old, gerr := getRecipient(txn, r.ID)
 		switch {
 		case gerr == nil:
 			prev, existed = old, true
-			r.CreatedAt = old.CreatedAt
-			r.Phase, r.Activity, r.ReminderEvery = old.Phase, old.Activity, old.ReminderEvery
+			w.CreatedAt = old.CreatedAt
+			w.Phase, w.Activity, w.ReminderEvery = old.Phase, old.Activity, old.ReminderEvery
 		case errors.Is(gerr, ErrNotFound):
 			prev, existed = RecipientRecord{}, false
 		default:
 			return gerr
 		}
-		return putRecipient(txn, r)
+		return putRecipient(txn, w)
 	})
 	return prev, existed, err
 }
