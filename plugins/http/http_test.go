@@ -19,7 +19,9 @@ var granted = sdk.Grants{Capabilities: []string{"fetch"}, FetchHosts: []string{"
 
 // fetcher reaches the fake server; a hang comes back as a timeout after
 // 50 ms, not the plugin's 4 s.
-var fetcher = fakeforge.Fetcher{MaxTimeout: 50 * time.Millisecond}
+// fetcher gives a request up to 2 s: a hung path (Hang) costs its test
+// that much, and a loaded machine never turns a slow answer into a timeout.
+var fetcher = fakeforge.Fetcher{MaxTimeout: 2 * time.Second}
 
 func observeJSON(t *testing.T, params string, baseline json.RawMessage) abi.ObserveResponse {
 	t.Helper()
