@@ -562,6 +562,12 @@ func TestOpenAPISchemasAcceptGoValues(t *testing.T) {
 		{"WatchRequest", `{"kind":"ci","recipient":{"id":"a"},"priority":1}`},
 		{"WatchRequest", `{"params":{},"recipient":{"id":"a"}}`},
 		{"RecipientRequest", `{"status":"asleep"}`},
+		{"WatchRequest", `{"kind":"` + strings.Repeat("k", 65) + `","recipient":{"id":"a"}}`},
+		{"WatchRequest", `{"kind":"CI","recipient":{"id":"a"}}`},
+		{"WebhookRequest", `{"url":"https://x.example/` + strings.Repeat("a", 2049) + `","secret":"whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYX"}`},
+		{"WebhookRequest", `{"url":"https://x.example/","secret":"whsec_` + strings.Repeat("AAAA", 23) + `"}`},
+		{"WebhookRequest", `{"url":"https://x.example/","secret":"whsec_AAAAAAAAAAAAAAAAAAAAAA=="}`},
+		{"RecipientRequest", `{"status":"running","workspace":"/` + strings.Repeat("w", 4096) + `"}`},
 		{"Watch", `{"id":"01jdx3kqv0d3f7m2a9c8e6b4t1","kind":"ci","params":{},"recipient":{"id":"a"},"state":"pending","receipt":"none","every":"30s","created_at":"2026-12-01T14:00:00Z","attempts":0}`},
 		{"Error", `{"code":"teapot","message":"m"}`},
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
@@ -60,6 +61,13 @@ func TestBundledRegistryParses(t *testing.T) {
 	for kind := range reg.Kinds {
 		if _, err := fs.Stat(Bundled(), kind+"/"+kind+".wasm"); err != nil {
 			t.Errorf("registry names %s, which is not bundled: %v", kind, err)
+		}
+	}
+	// Seed 002: one read attempt per ticket (and per commit's checks) per
+	// minute, however many consumers.
+	for _, kind := range []string{"ticket", "ci"} {
+		if got := time.Duration(reg.Kinds[kind].MinReadInterval); got != time.Minute {
+			t.Errorf("%s's min_read_interval is %s, want 1m", kind, got)
 		}
 	}
 }

@@ -50,7 +50,7 @@ func everyText(d Defaults) string {
 }
 
 func expiresText(d Defaults) string {
-	s := "the deadline, RFC 3339; leave it out for the kind's own deadline (a timer's comes shortly after its instant)"
+	s := "the deadline, RFC 3339; leave it out for the kind's own deadline (a timer's comes shortly after its instant; one before it is refused, since the watch could only expire)"
 	if d.Deadline > 0 {
 		s += ", else " + d.Deadline.String() + " from now"
 	} else {

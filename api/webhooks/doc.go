@@ -14,7 +14,9 @@
 //     bytes, written canonically. Anything else is refused, never
 //     repaired: a secret pasted with a trailing newline or without its
 //     prefix is an error at ParseSecret, not a key that silently differs
-//     from the one the sender holds.
+//     from the one the sender holds. A sender taking a secret for a new
+//     endpoint asks CheckSecret, which also holds the key to the
+//     specification's sizes, 24 to 64 bytes.
 //   - Verify refuses, with a typed error answering errors.Is, a request
 //     whose headers are missing, repeated or malformed
 //     (ErrMissingHeaders), whose timestamp is not within the tolerance of

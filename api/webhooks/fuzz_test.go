@@ -50,7 +50,8 @@ func mustUnix(t *testing.T, s string) int64 {
 
 // FuzzParseSecret: ParseSecret never panics, refuses with ErrSecret, and
 // accepts only a secret that NewSecret's encoding would write back
-// byte for byte.
+// byte for byte; CheckSecret accepts exactly those of them whose key is
+// of the specification's sizes.
 func FuzzParseSecret(f *testing.F) {
 	f.Add(vectorSecret)
 	f.Add("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
@@ -70,6 +71,9 @@ func FuzzParseSecret(f *testing.F) {
 		}
 		if back := SecretPrefix + b64(key); back != s {
 			t.Fatalf("accepted %q, which re-encodes as %q", s, back)
+		}
+		if err := CheckSecret(s); (err == nil) != (len(key) >= MinNewSecretBytes && len(key) <= MaxSecretBytes) {
+			t.Fatalf("CheckSecret of a %d-byte key: %v", len(key), err)
 		}
 	})
 }

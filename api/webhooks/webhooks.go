@@ -27,6 +27,15 @@ const (
 	SecretBytes = 24
 	// MinSecretBytes is the shortest key ParseSecret accepts.
 	MinSecretBytes = 16
+	// MinNewSecretBytes and MaxSecretBytes bound the key of a secret
+	// CheckSecret accepts for a new endpoint: the Standard Webhooks
+	// specification's sizes for a symmetric signing secret, "at least 24
+	// bytes (192 bits, 512 maximum)" (spec/standard-webhooks.md,
+	// Signature scheme). ParseSecret, which signs and verifies, still
+	// reads any key from MinSecretBytes up, so a secret stored before the
+	// bound keeps signing.
+	MinNewSecretBytes = 24
+	MaxSecretBytes    = 64
 	// DefaultTolerance is how far a timestamp may be from now, either way,
 	// when Verify is given a tolerance of zero.
 	DefaultTolerance = 5 * time.Minute
@@ -39,7 +48,8 @@ const (
 // Sentinel errors; *Error answers errors.Is with one of them.
 var (
 	// ErrSecret: the secret is not "whsec_" and canonical base64 of at
-	// least MinSecretBytes bytes.
+	// least MinSecretBytes bytes (for CheckSecret, of MinNewSecretBytes to
+	// MaxSecretBytes bytes).
 	ErrSecret = errors.New("invalid webhook secret")
 	// ErrMissingHeaders: webhook-id, webhook-timestamp or
 	// webhook-signature is absent, repeated or malformed.
@@ -95,6 +105,25 @@ func ParseSecret(s string) ([]byte, error) {
 		return nil, &Error{ErrSecret, "key shorter than " + strconv.Itoa(MinSecretBytes) + " bytes"}
 	}
 	return key, nil
+}
+
+// CheckSecret refuses a secret a sender should not take for a new
+// endpoint: one ParseSecret refuses, or whose key is shorter than
+// MinNewSecretBytes or longer than MaxSecretBytes. A secret too long to
+// hold such a key is refused by its length, before it is decoded.
+func CheckSecret(s string) error {
+	if len(s) > len(SecretPrefix)+base64.StdEncoding.EncodedLen(MaxSecretBytes) {
+		return &Error{ErrSecret, "longer than a " + strconv.Itoa(MaxSecretBytes) + "-byte key"}
+	}
+	key, err := ParseSecret(s)
+	if err != nil {
+		return err
+	}
+	if len(key) < MinNewSecretBytes || len(key) > MaxSecretBytes {
+		return &Error{ErrSecret, "a " + strconv.Itoa(len(key)) + "-byte key; want " +
+			strconv.Itoa(MinNewSecretBytes) + " to " + strconv.Itoa(MaxSecretBytes) + " bytes"}
+	}
+	return nil
 }
 
 // Sign returns the webhook-signature value for a message:

@@ -336,6 +336,38 @@ func TestSecrets(t *testing.T) {
 	}
 }
 
+// CheckSecret takes a key of the specification's sizes, 24 to 64 bytes,
+// and refuses what ParseSecret refuses and any key outside them, a long
+// secret by its length alone; ParseSecret still reads the shorter keys a
+// store may hold from before the bound.
+func TestCheckSecret(t *testing.T) {
+	key := func(n int) string { return SecretPrefix + b64(bytes.Repeat([]byte{7}, n)) }
+	for _, n := range []int{MinNewSecretBytes, 32, MaxSecretBytes} {
+		if err := CheckSecret(key(n)); err != nil {
+			t.Errorf("%d-byte key: %v", n, err)
+		}
+	}
+	for name, bad := range map[string]string{
+		"16 bytes":              key(16),
+		"23 bytes":              key(MinNewSecretBytes - 1),
+		"65 bytes":              key(MaxSecretBytes + 1),
+		"700 KB":                key(700 << 10),
+		"long and not base64":   SecretPrefix + strings.Repeat("!", 4<<10),
+		"no prefix":             b64(bytes.Repeat([]byte{7}, 32)),
+		"missing padding":       strings.TrimRight(key(32), "="),
+		"ParseSecret's refusal": vectorSecret + "\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := CheckSecret(bad); !errors.Is(err, ErrSecret) {
+				t.Fatalf("CheckSecret: %v", err)
+			}
+		})
+	}
+	if _, err := ParseSecret(key(16)); err != nil {
+		t.Fatalf("ParseSecret no longer reads a 16-byte key: %v", err)
+	}
+}
+
 func TestSignRefuses(t *testing.T) {
 	for _, id := range []string{"", "a.b", "a b", "é", strings.Repeat("x", MaxIDLen+1), "a\nb"} {
 		if _, err := Sign(vectorSecret, id, vectorTime, nil); !errors.Is(err, ErrMissingHeaders) {

@@ -36,10 +36,14 @@
 //     from_cache set, without a request, while that result is younger than
 //     the reader's own hold: the cadence of the watch being observed
 //     (plugin.FetchCall.Every, which the scheduler puts on the probe's
-//     context), and never less than Config.MinInterval. So N watches of
-//     one issue at a one-minute cadence cost one origin read a minute,
-//     whatever N, and a watch at 10 s is never served a result older than
-//     10 s. A watch's next probe comes a cadence after its last one ended,
+//     context), raised to its kind's floor on reading one resource (the
+//     registry entry's min_read_interval), and never less than
+//     Config.MinInterval. So N watches of one issue at a one-minute
+//     cadence cost one origin read a minute, whatever N; a watch at 10 s
+//     is never served a result older than 10 s, unless its kind's floor
+//     is longer: then one ticket watch at 5 s beside others at a minute
+//     still costs one read a minute (the bundled ticket and ci have a
+//     floor of 1m). A watch's next probe comes a cadence after its last one ended,
 //     so it is never served its own last result; one probed sooner (a
 //     next_check hint, its final observation at the deadline) may be
 //     served a result up to a cadence old, which is what its cadence
@@ -182,7 +186,11 @@
 // is all a fetch outside a probe gets; a watch's cadence is how stale an
 // answer it already accepts between probes, so serving it a result younger
 // than that changes nothing it could observe, and four watches probing one
-// issue 15 s apart share one read a minute instead of making four.
+// issue 15 s apart share one read a minute instead of making four. The
+// cadence alone lets any one watch at 5 s make the resource read every
+// 5 s for all of them; a kind's floor (min_read_interval) holds the
+// promise whatever one watch asks, at the price of that watch seeing a
+// change up to the floor late.
 //
 // Rejected alternative: retrying a failed fetch inside the issuer. A
 // plugin call has its own timeout and the scheduler its own cadence; a

@@ -114,7 +114,7 @@ func (i *Issuer) Fetch(ctx context.Context, call plugin.FetchCall) abi.FetchResp
 
 	key := resourceKey(cmd)
 	i.mu.Lock()
-	held, ok := i.cache.fresh(key, now, call.Every)
+	held, ok := i.cache.fresh(key, now, hold(call))
 	i.mu.Unlock()
 	if ok {
 		held.FromCache = true
@@ -144,6 +144,16 @@ func (i *Issuer) Fetch(ctx context.Context, call plugin.FetchCall) abi.FetchResp
 	case <-ctx.Done():
 		return failure(ctxFailure(ctx.Err()))
 	}
+}
+
+// hold is how old a held result call's reader may be served, and how
+// long a result fetched for it is held: its watch's cadence, raised to
+// its kind's floor on reading one resource (the registry's
+// min_read_interval), so a watch probed more often than the floor is
+// answered from the one read per floor. The cache raises it to
+// MinInterval in turn.
+func hold(call plugin.FetchCall) time.Duration {
+	return max(call.Every, time.Duration(call.Entry.MinReadInterval))
 }
 
 // screen is Screen under the issuer's MaxTimeout, its refusal as an
@@ -244,7 +254,7 @@ func (i *Issuer) grant(call plugin.FetchCall, cmd Command) *Error {
 func (i *Issuer) issue(ctx context.Context, o occasion, call plugin.FetchCall, cmd Command, key string, op time.Duration) outcome {
 	start := i.cfg.Clock.Now()
 	i.mu.Lock()
-	held, ok := i.cache.fresh(key, start, call.Every)
+	held, ok := i.cache.fresh(key, start, hold(call))
 	v := i.cache.validators(key)
 	i.mu.Unlock()
 	if ok {
@@ -271,7 +281,7 @@ func (i *Issuer) issue(ctx context.Context, o occasion, call plugin.FetchCall, c
 	now := i.cfg.Clock.Now()
 	if res.fail == nil || res.fail.Reason != abi.FetchRateLimited {
 		i.mu.Lock()
-		kept := i.cache.put(key, o.URL, now, res.update, call.Every)
+		kept := i.cache.put(key, o.URL, now, res.update, hold(call))
 		i.mu.Unlock()
 		if !kept {
 			i.cfg.Metrics.FetchNotHeld()

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -111,6 +112,58 @@ func TestFourTicketWatchesOneReadAMinute(t *testing.T) {
 	}
 	if n := forge.Requests("/repos/o/r/issues/7"); n != 2 {
 		t.Fatalf("%d reads of the issue for four watches over two minutes, want 2 (paths %v)", n, forge.Paths())
+	}
+}
+
+// A kind's min_read_interval is a floor on how often one resource is
+// read, whatever each watch's every: one ticket watch at 5 s beside three
+// at a minute, probed as the scheduler probes them for two minutes (the
+// 5 s one every 5 s, the others 10, 20 and 30 s into each minute), cost
+// the forge one read of the issue a minute under the bundled ticket
+// entry's floor of 1m. Without the floor the 5 s watch reads at each of
+// its 24 probes.
+func TestTicketReadFloorOneReadAMinute(t *testing.T) {
+	for _, tt := range []struct {
+		name, floor string
+		reads       int
+	}{
+		{"floor 1m", `,"min_read_interval":"1m"`, 2},
+		{"no floor", ``, 24},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			forge := fakeforge.New(t)
+			forge.SetIssue("o/r", 7, fakeforge.Issue{Title: "crash on start", State: "open", Body: "steps"})
+			clock := stepClock{fakeclock.At(time.Now())}
+			grant := strings.TrimSuffix(loopbackGrant, "}") + tt.floor + "}"
+			rt := runtime(t, "ticket", `{"kinds":{"ticket":`+grant+`}}`, clock)
+			params, _ := json.Marshal(map[string]any{"forge": "github", "api_base": forge.URL(), "repo": "o/r", "number": 7, "token_ref": "forge"})
+			baselines := map[string]json.RawMessage{}
+			probe := func(watch string, every time.Duration) {
+				t.Helper()
+				obs, err := rt.Observe(kind.WithCadence(context.Background(), every), abi.ObserveRequest{Kind: "ticket", WatchID: watch, Params: params,
+					Now: clock.Now(), Attempt: 1, Baseline: baselines[watch]})
+				if err != nil || obs.Status != abi.StatusPending || obs.Fault != nil {
+					t.Fatalf("%s at %s: %+v %v", watch, clock.Now(), obs, err)
+				}
+				if len(obs.Baseline) > 0 {
+					baselines[watch] = obs.Baseline
+				}
+			}
+			start := clock.Now()
+			for step := range 24 { // 0 s to 115 s, 5 s apart
+				at := time.Duration(step) * 5 * time.Second
+				clock.Set(start.Add(at))
+				probe("fast", 5*time.Second)
+				for i, w := range []string{"slow-a", "slow-b", "slow-c"} {
+					if at%time.Minute == time.Duration(i+1)*10*time.Second {
+						probe(w, time.Minute)
+					}
+				}
+			}
+			if n := forge.Requests("/repos/o/r/issues/7"); n != tt.reads {
+				t.Fatalf("%d reads of the issue in two minutes, want %d (paths %v)", n, tt.reads, forge.Paths())
+			}
+		})
 	}
 }
 

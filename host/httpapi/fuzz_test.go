@@ -15,7 +15,10 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/api/webhooks"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/observe"
+	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/internal/apitest"
 )
 
@@ -58,6 +61,9 @@ func newFuzzAPI(f *testing.F) *fuzzAPI {
 	}
 	a.work = wl.Work[0].ID
 	if status, b := a.do("PUT", "/api/v1/recipients/agent-1", nil, []byte(`{"status":"running"}`)); status != 200 {
+		f.Fatalf("recipient: %d %s", status, b)
+	}
+	if status, b := a.do("PUT", "/api/v1/recipients/paused-1", nil, []byte(`{"status":"paused"}`)); status != 200 {
 		f.Fatalf("recipient: %d %s", status, b)
 	}
 	return a
@@ -183,6 +189,14 @@ func FuzzCreateWatch(f *testing.F) {
 		`{"kind":"nope","params":{},"recipient":{"id":"agent-1"}}`,
 		`{"kind":"ci","params":[],"recipient":{"id":"a b"}}`,
 		`{"kind":"","params":null}`, `{}`, ``,
+		// Hostile but well-formed: each over a bound, each a 422.
+		`{"kind":"ci","params":{},"recipient":{"id":"agent-1"},"every":"2562047h"}`,
+		`{"kind":"ci","params":{},"recipient":{"id":"agent-1"},"every":"168h0m0.001s"}`,
+		`{"kind":"ci","params":{"expect":{"json_path":{"path":"a","equals":`+strings.Repeat("[", 500)+strings.Repeat("]", 500)+`}}},"recipient":{"id":"agent-1"}}`,
+		`{"kind":"ci","params":`+strings.Repeat(`{"a":`, kind.MaxParamsDepth)+`1`+strings.Repeat(`}`, kind.MaxParamsDepth)+`,"recipient":{"id":"agent-1"}}`,
+		`{"kind":"ci","params":"`+strings.Repeat("x", kind.MaxParamsBytes)+`","recipient":{"id":"agent-1"}}`,
+		`{"kind":"`+strings.Repeat("k", 100_000)+`","params":{},"recipient":{"id":"agent-1"}}`,
+		`{"kind":"CI","params":{},"recipient":{"id":"agent-1"}}`,
 	)
 	a := newFuzzAPI(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -207,6 +221,12 @@ func FuzzCreateWatch(f *testing.F) {
 			if w.Every != d.String() {
 				t.Fatalf("every %q registered as %s", req.Every, w.Every)
 			}
+			if d > 7*24*time.Hour { // the stack's longest deadline
+				t.Fatalf("every %q, past the longest deadline, registered", req.Every)
+			}
+		}
+		if err := kind.CheckParams(req.Params); err != nil {
+			t.Fatalf("params over the host's bounds registered: %v", err)
 		}
 		if req.ExpiresAt != nil && (w.ExpiresAt == nil || !w.ExpiresAt.Equal(*req.ExpiresAt)) {
 			t.Fatalf("expires_at %s registered as %v", req.ExpiresAt, w.ExpiresAt)
@@ -247,6 +267,13 @@ func FuzzPutRecipient(f *testing.F) {
 		{"", `{"status":"running"}`},
 		{"d", `{"status":"asleep"}`},
 		{"d", `{"status":"running","secret":"x"}`},
+		// Hostile but well-formed: each over a bound, each a 422.
+		{"e", `{"status":"running","webhook":{"url":"https://example.com/` + strings.Repeat("a", 200_000) + `","secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}`},
+		{"e", `{"status":"running","webhook":{"url":"https://example.com/h","secret":"whsec_` + strings.Repeat("AAAA", 700<<10/4) + `"}}`},
+		{"e", `{"status":"running","webhook":{"url":"https://example.com/h","secret":"whsec_AAAAAAAAAAAAAAAAAAAAAA=="}}`},
+		{"e", `{"status":"running","workspace":"/` + strings.Repeat("w", 5000) + `"}`},
+		{"e", `{"status":"running","refs":[{"kind":"ticket","params":` + strings.Repeat("[", 500) + strings.Repeat("]", 500) + `}]}`},
+		{"e", `{"status":"running","refs":[{"kind":"` + strings.Repeat("k", 100_000) + `","params":{}}]}`},
 	} {
 		f.Add(s.id, []byte(s.body))
 	}
@@ -264,6 +291,14 @@ func FuzzPutRecipient(f *testing.F) {
 		var rec api.Recipient
 		if err := strictUnmarshal(b, &rec); err != nil { // no secret, nor any other field
 			t.Fatalf("response %s: %v", b, err)
+		}
+		if w := req.Webhook; w != nil && (len(w.URL) > recipients.MaxWebhookURL || webhooks.CheckSecret(w.Secret) != nil) || len(req.Workspace) > recipients.MaxWorkspace {
+			t.Fatalf("a recipient over the bounds stored: %.200q", body)
+		}
+		for _, r := range req.Refs {
+			if kind.CheckParams(r.Params) != nil {
+				t.Fatalf("a ref's params over the host's bounds stored: %.200q", body)
+			}
 		}
 		if rec.ID != id || rec.Status != req.Status || rec.Workspace != req.Workspace || len(rec.Refs) != len(req.Refs) ||
 			(rec.Webhook == nil) != (req.Webhook == nil) || rec.Webhook != nil && rec.Webhook.URL != req.Webhook.URL {
@@ -333,6 +368,7 @@ func FuzzWorkRoutes(f *testing.F) {
 		{"", true, false, `{"recipient":{"id":"agent-1"},"force":true}`},
 		{"01JDQ0000000000000000000000", false, false, `{"recipient":{"id":"agent-1"}}`},
 		{"..", false, true, `{}`},
+		{"", true, false, `{"recipient":{"id":"paused-1"}}`}, // a recipient not running claims nothing: 409
 	} {
 		f.Add(s.id, s.known, s.complete, []byte(s.body))
 	}
@@ -366,6 +402,9 @@ func FuzzWorkRoutes(f *testing.F) {
 		}
 		if w.ClaimedBy != req.Recipient.ID {
 			t.Fatalf("%q claimed as %s", body, b)
+		}
+		if req.Recipient.ID == "paused-1" {
+			t.Fatalf("a paused recipient claimed: %s", b)
 		}
 	})
 }

@@ -18,6 +18,12 @@
 // a reload without polling; it is made only when asked for, so it costs
 // nothing while nobody waits.
 //
+// The host's bounds on a watch's params (CheckParams: 64 KiB, 32 levels
+// of objects and arrays) are here, beside the refusal they answer with:
+// the scheduler and the recipients hold every kind's params to them
+// before any kind sees them, so a hostile document is the caller's
+// invalid_params and never a plugin's fault.
+//
 // What it must never do: run a predicate or know how one runs (that is its
 // source's), or decide anything about a watch (that is the scheduler's).
 // A lookup is one atomic load of an immutable map, because every probe

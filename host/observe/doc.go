@@ -49,6 +49,11 @@
 //     input, and it settles with exactly the inputs after `after` (the Work's
 //     consumed input when left out). Once the wake is persisted the Work's
 //     consumed input moves to the last one carried.
+//   - A claim takes a recipient that runs, or one not yet known: a paused
+//     or stopped one claims nothing (recipient_not_running), as it takes
+//     no new watch. The record is read before the claim's transaction;
+//     a pause landing between them leaves what a pause after the claim
+//     does.
 //
 // What it must never do: write an item's text to a log, an error or a
 // diagnostic (it is untrusted content, stored on the event and the Work

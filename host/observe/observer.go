@@ -29,6 +29,9 @@ type Store interface {
 	WorkInputs(ctx context.Context, id store.ID, after int) ([]store.WorkInput, error)
 	ListWork(ctx context.Context, scope string, st store.WorkState) ([]store.Work, error)
 	ClaimWork(ctx context.Context, id store.ID, recipient string, now time.Time) (store.Work, error)
+	// GetRecipient reads a recipient's record (a claim's claimer);
+	// store.ErrNotFound if there is none.
+	GetRecipient(ctx context.Context, id string) (store.RecipientRecord, error)
 	CompleteWorkAs(ctx context.Context, id store.ID, now time.Time, claimedBy string) (store.Work, error)
 	ConsumeWork(ctx context.Context, id store.ID, n int) (store.Work, error)
 }

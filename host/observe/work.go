@@ -31,7 +31,22 @@ func (ob *Observer) GetWork(ctx context.Context, id store.ID) (store.Work, []sto
 }
 
 // ClaimWork gives the Work to recipient, who is given every input so far.
+// A recipient that is paused or stopped claims nothing: a 409
+// recipient_not_running, as it takes no new watch; one not yet known may
+// claim (its first watch creates it running). The record is read before
+// the claim's own transaction, so a pause landing between the two leaves
+// what a pause after the claim leaves: claimed Work whose claimer is
+// paused.
 func (ob *Observer) ClaimWork(ctx context.Context, id store.ID, recipient string) (store.Work, []store.WorkInput, error) {
+	rec, err := ob.o.Store.GetRecipient(ctx, recipient)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return store.Work{}, nil, err
+	case rec.Status != store.StatusRunning:
+		return store.Work{}, nil, &api.Error{Code: api.CodeRecipientNotRunning, Field: "recipient.id",
+			Message: fmt.Sprintf("recipient %s is %s; a recipient that is not running claims no Work", recipient, rec.Status)}
+	}
 	w, err := ob.o.Store.ClaimWork(ctx, id, recipient, ob.o.Clock.Now())
 	if err != nil {
 		return w, nil, workError(err)

@@ -31,6 +31,7 @@ const RegistryFile = "registry.json"
 //	      "private_ranges": [],
 //	      "timeout": "5s",
 //	      "memory_mib": 64,
+//	      "min_read_interval": "1m",
 //	      "config": {"forge": "github"}
 //	    }
 //	  }
@@ -63,6 +64,14 @@ type Entry struct {
 	Timeout Duration `json:"timeout,omitzero"`
 	// MemoryMiB caps each instance's memory; default Limits.MemoryMiB.
 	MemoryMiB uint32 `json:"memory_mib,omitempty"`
+	// MinReadInterval is the floor on how often the kind's watches read
+	// one resource, however many watches read it and whatever each one's
+	// every: the fetch issuer serves each of them a result held for
+	// MinReadInterval, so one resource costs one origin read per
+	// interval (seed 002: one read attempt per ticket per minute, however
+	// many consumers). Zero: each watch's own cadence, at least the
+	// issuer's MinInterval. At most MaxMinReadInterval.
+	MinReadInterval Duration `json:"min_read_interval,omitzero"`
 	// Config is handed to the plugin as its Extism config.
 	Config map[string]string `json:"config,omitempty"`
 }
@@ -115,6 +124,9 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Durat
 const (
 	maxTimeout   = 2 * time.Minute
 	maxMemoryMiB = 4096
+	// MaxMinReadInterval bounds an entry's min_read_interval: a day, the
+	// longest a kind's default cadence may be.
+	MaxMinReadInterval = 24 * time.Hour
 )
 
 // ParseRegistry decodes and validates a registry. name is for messages.
@@ -185,6 +197,9 @@ func (e Entry) validate(kind string) error {
 	}
 	if e.MemoryMiB > maxMemoryMiB {
 		return fmt.Errorf("memory_mib %d: at most %d", e.MemoryMiB, maxMemoryMiB)
+	}
+	if d := time.Duration(e.MinReadInterval); d < 0 || d > MaxMinReadInterval {
+		return fmt.Errorf("min_read_interval %s: want between 0 (none) and %s", d, MaxMinReadInterval)
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 
 // FuzzParseRegistry: a plugin directory's registry.json either reads as a
 // registry whose every entry is within the rules (a valid kind, bounded
-// timeouts and memory, exec only with its capability), which encoded
+// timeouts, memory and read floor, exec only with its capability), which encoded
 // again reads back the same, or is refused as a *RegistryError naming the
 // file (and the kind, when one entry is at fault).
 func FuzzParseRegistry(f *testing.F) {
@@ -26,6 +26,7 @@ func FuzzParseRegistry(f *testing.F) {
 		`{"kinds":{"Bad Kind":{}}}`, `{"kinds":{"ci":{"wasm":"../ci.wasm"}}}`, `{"kinds":{"ci":{"timeout":"-1s"}}}`,
 		`{"kinds":{"ci":{"timeout":5}}}`, `{"kinds":{"ci":{"memory_mib":5000}}}`, `{"kinds":{"ci":{"grants":[]}}}`,
 		`{"kinds":{"ci":{"fetch_hosts":["a*b"]}}}`, `{"kinds":{}} {}`, `{"kinds":null}`, `{}`, `[]`, ``,
+		`{"kinds":{"ticket":{"min_read_interval":"1m"}}}`, `{"kinds":{"ticket":{"min_read_interval":"-1s"}}}`, `{"kinds":{"ticket":{"min_read_interval":"24h0m1s"}}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -46,6 +47,7 @@ func FuzzParseRegistry(f *testing.F) {
 			}
 			if abi.CheckKind(kind) != nil || time.Duration(e.Timeout) < 0 || time.Duration(e.Timeout) > maxTimeout ||
 				e.MemoryMiB > maxMemoryMiB || hasExec != (e.Exec != nil) ||
+				time.Duration(e.MinReadInterval) < 0 || time.Duration(e.MinReadInterval) > MaxMinReadInterval ||
 				e.Exec != nil && (len(e.Exec.Programs) == 0 || e.Exec.Max() <= 0 || e.Exec.Max() > maxTimeout ||
 					e.Timeout > 0 && e.Exec.Max() >= time.Duration(e.Timeout)) {
 				t.Fatalf("%q: accepted %s: %+v", data, kind, e)

@@ -573,6 +573,8 @@ func TestRegistryErrorsRefuseToStart(t *testing.T) {
 		"wasm with a path":     `{"kinds":{"timer":{"wasm":"../timer.wasm"}}}`,
 		"timeout too long":     `{"kinds":{"timer":{"timeout":"1h"}}}`,
 		"memory too large":     `{"kinds":{"timer":{"memory_mib":8192}}}`,
+		"read floor negative":  `{"kinds":{"timer":{"min_read_interval":"-1m"}}}`,
+		"read floor too long":  `{"kinds":{"timer":{"min_read_interval":"25h"}}}`,
 		"fetch host with path": `{"kinds":{"timer":{"fetch_hosts":["example.org/x"]}}}`,
 		"bad private range":    `{"kinds":{"timer":{"private_ranges":["10.0.0.0"]}}}`,
 		"inner wildcard host":  `{"kinds":{"timer":{"fetch_hosts":["api.*.com"]}}}`,

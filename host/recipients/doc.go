@@ -35,6 +35,12 @@
 //     (CheckPending refuses a registration at the bound; it counts the
 //     recipient's index, never every row). Both refusals name the setting
 //     that raises them.
+//   - Every field of a PUT is bounded: a webhook URL at most
+//     MaxWebhookURL bytes and a secret whose key is of the Standard
+//     Webhooks sizes (webhooks.CheckSecret: 24 to 64 bytes), a workspace
+//     at most MaxWorkspace bytes, each ref's kind of the grammar and its
+//     params within kind.CheckParams's bounds; each refusal names its
+//     field, and nothing of a refused PUT is stored.
 //   - With WithDestinations, a webhook URL whose host the delivery guard
 //     refuses whatever DNS answers is refused at PUT, naming
 //     webhook_allow: a literal address in any spelling, or a name whose

@@ -18,6 +18,7 @@ import (
 	"github.com/vigilhq/vigil/host/netguard"
 	"github.com/vigilhq/vigil/host/reminder"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -173,10 +174,22 @@ func (s *Service) Put(ctx context.Context, u Update) (store.RecipientRecord, err
 		return store.RecipientRecord{}, &Error{Code: CodeTooManyRefs, Field: "refs", Setting: SettingMaxRefs,
 			Message: fmt.Sprintf("%d refs; a recipient holds at most %d", len(u.Refs), s.limits.MaxRefs)}
 	}
-	if w := u.Workspace; w != "" && (!filepath.IsAbs(w) || filepath.Clean(w) != w || strings.ContainsRune(w, 0)) {
-		return store.RecipientRecord{}, &Error{Code: CodeInvalidField, Field: "workspace", Message: "want an absolute, clean directory path"}
+	if w := u.Workspace; w != "" && (!filepath.IsAbs(w) || filepath.Clean(w) != w || strings.ContainsRune(w, 0) || len(w) > MaxWorkspace) {
+		return store.RecipientRecord{}, &Error{Code: CodeInvalidField, Field: "workspace",
+			Message: fmt.Sprintf("want an absolute, clean directory path of at most %d bytes", MaxWorkspace)}
 	}
 	for i, ref := range u.Refs {
+		if !abi.ValidKind(ref.Kind) {
+			return store.RecipientRecord{}, &Error{Code: CodeInvalidField, Field: fmt.Sprintf("refs[%d].kind", i),
+				Message: fmt.Sprintf("want 1-%d of a-z 0-9 . _ -", abi.MaxKindLen)}
+		}
+		if err := kind.CheckParams(ref.Params); err != nil {
+			var rf *kind.Refusal
+			if errors.As(err, &rf) {
+				return store.RecipientRecord{}, &Error{Code: rf.Code, Field: fmt.Sprintf("refs[%d].%s", i, rf.Field), Message: rf.Message}
+			}
+			return store.RecipientRecord{}, err
+		}
 		info, ok := s.kinds.Lookup(ref.Kind)
 		if !ok || !info.Standing {
 			return store.RecipientRecord{}, &Error{Code: CodeInvalidField, Field: fmt.Sprintf("refs[%d].kind", i),
@@ -208,13 +221,31 @@ func (s *Service) Put(ctx context.Context, u Update) (store.RecipientRecord, err
 	return s.store.GetRecipient(ctx, u.ID)
 }
 
+// MaxWorkspace bounds a workspace path, in bytes: Linux's PATH_MAX.
+const MaxWorkspace = 4096
+
+// MaxWebhookURL bounds a webhook URL, in bytes: the limit clients,
+// proxies and CDNs commonly kept for a URL (RFC 9110 asks only that
+// 8,000 octets be supported), far past any receiver's endpoint, and the
+// URL is kept on the recipient record and named in each push's log.
+const MaxWebhookURL = 2048
+
+// checkWebhook refuses a webhook the outbox could not use: a URL that is
+// not absolute http(s) without credentials, or over MaxWebhookURL; a
+// secret CheckSecret refuses (outside the Standard Webhooks key sizes,
+// 24 to 64 bytes); a destination the guard always refuses.
 func (s *Service) checkWebhook(ctx context.Context, w store.Webhook) error {
+	if len(w.URL) > MaxWebhookURL {
+		return &Error{Code: CodeInvalidField, Field: "webhook.url",
+			Message: fmt.Sprintf("%d bytes; a webhook URL is at most %d", len(w.URL), MaxWebhookURL)}
+	}
 	u, err := url.Parse(w.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 		return &Error{Code: CodeInvalidField, Field: "webhook.url", Message: "want an absolute http or https URL without credentials"}
 	}
-	if _, err := webhooks.ParseSecret(w.Secret); err != nil {
-		return &Error{Code: CodeInvalidField, Field: "webhook.secret", Message: "want whsec_ and base64 of at least 16 bytes"}
+	if err := webhooks.CheckSecret(w.Secret); err != nil {
+		return &Error{Code: CodeInvalidField, Field: "webhook.secret",
+			Message: fmt.Sprintf("want whsec_ and the standard base64 of a %d- to %d-byte key", webhooks.MinNewSecretBytes, webhooks.MaxSecretBytes)}
 	}
 	if s.dests != nil {
 		if err := s.checkDestination(ctx, u.Hostname()); err != nil {

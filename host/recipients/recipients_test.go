@@ -1,7 +1,9 @@
 package recipients
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -9,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/api/webhooks"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/sdk/abi"
@@ -225,6 +229,25 @@ func TestWorkspaceIsKept(t *testing.T) {
 	}
 }
 
+// secretOf is a secret of an n-byte key.
+func secretOf(n int) string {
+	return webhooks.SecretPrefix + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, n))
+}
+
+// A webhook at the bounds is taken: a 2,048-byte URL, a key of 24 or 64
+// bytes.
+func TestWebhookAtTheBounds(t *testing.T) {
+	f := newFixture(t)
+	for _, w := range []store.Webhook{
+		{URL: "https://x/" + strings.Repeat("a", MaxWebhookURL-10), Secret: secretOf(webhooks.MinNewSecretBytes)},
+		{URL: "https://x/", Secret: secretOf(webhooks.MaxSecretBytes)},
+	} {
+		if _, err := f.svc.Put(context.Background(), Update{ID: "a", Status: store.StatusRunning, Webhook: &w}); err != nil {
+			t.Fatalf("%d-byte URL, %d-byte secret: %v", len(w.URL), len(w.Secret), err)
+		}
+	}
+}
+
 func TestPutValidates(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -245,6 +268,16 @@ func TestPutValidates(t *testing.T) {
 		{"unclean workspace", Update{ID: "a", Status: store.StatusRunning, Workspace: "/work/../etc"}, "workspace"},
 		{"workspace with a NUL", Update{ID: "a", Status: store.StatusRunning, Workspace: "/work/a\x00b"}, "workspace"},
 		{"ref refused by admit", Update{ID: "a", Status: store.StatusRunning, Refs: []store.Ref{{Kind: "ticket", Params: json.RawMessage(`{"bad":1}`)}}}, "refs[0].params.bad"},
+		{"webhook URL over 2,048 bytes", Update{ID: "a", Status: store.StatusRunning, Webhook: &store.Webhook{URL: "https://x/" + strings.Repeat("a", MaxWebhookURL-9), Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, "webhook.url"},
+		{"webhook URL of 200,000 bytes", Update{ID: "a", Status: store.StatusRunning, Webhook: &store.Webhook{URL: "https://x/" + strings.Repeat("a", 200_000), Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, "webhook.url"},
+		{"webhook secret of a 16-byte key", Update{ID: "a", Status: store.StatusRunning, Webhook: &store.Webhook{URL: "https://x/", Secret: "whsec_AAAAAAAAAAAAAAAAAAAAAA=="}}, "webhook.secret"},
+		{"webhook secret of a 65-byte key", Update{ID: "a", Status: store.StatusRunning, Webhook: &store.Webhook{URL: "https://x/", Secret: secretOf(65)}}, "webhook.secret"},
+		{"webhook secret of 700 KB", Update{ID: "a", Status: store.StatusRunning, Webhook: &store.Webhook{URL: "https://x/", Secret: secretOf(700 << 10)}}, "webhook.secret"},
+		{"workspace over 4,096 bytes", Update{ID: "a", Status: store.StatusRunning, Workspace: "/" + strings.Repeat("w", MaxWorkspace)}, "workspace"},
+		{"ref kind outside the grammar", Update{ID: "a", Status: store.StatusRunning, Refs: []store.Ref{{Kind: strings.Repeat("K", 100_000), Params: json.RawMessage(`{}`)}}}, "refs[0].kind"},
+		{"ref params too deep", Update{ID: "a", Status: store.StatusRunning, Refs: []store.Ref{{Kind: "ticket", Params: json.RawMessage(`{}`)}, {Kind: "ticket", Params: json.RawMessage(`{"n":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`)}}},
+			"refs[1].params.n." + strings.TrimSuffix(strings.Repeat("0.", kind.MaxParamsDepth-1), ".")},
+		{"ref params too large", Update{ID: "a", Status: store.StatusRunning, Refs: []store.Ref{{Kind: "ticket", Params: json.RawMessage(`"` + strings.Repeat("x", kind.MaxParamsBytes) + `"`)}}}, "refs[0].params"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -72,7 +72,15 @@
 //     now: the plugin's natural deadline (a timer's instant plus a minute)
 //     or the open-ended default. A natural deadline already past at
 //     registration becomes the registration instant: the watch is probed
-//     at once, not refused (a timer whose instant has passed fires).
+//     at once, not refused (a timer whose instant has passed fires). An
+//     expires_at before the natural deadline is refused (invalid_field):
+//     it ends the wait before the subject can settle, so the watch could
+//     only expire.
+//   - A registration is bounded before anything is written or any kind
+//     is asked: a kind name of the grammar, params within the host's size
+//     and depth (kind.CheckParams), a cadence from MinEvery to
+//     MaxDeadline (a kind's longer default is held to it). A cadence
+//     longer than the longest deadline would never probe before expiry.
 //   - Expiry is an observation, then a verdict. A probe at or past the
 //     deadline is the final one: a settled answer fires; a pending one (a
 //     fault or a plugin error included) expires. A late probe never turns

@@ -12,6 +12,7 @@ import (
 
 	"github.com/vigilhq/vigil/internal/fakeclock"
 
+	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
@@ -86,9 +87,10 @@ func settled(result string) (plugin.Observation, error) {
 }
 
 // recordingDeliverer settles and carries on the store it is given (st,
-// set by the harness) and records the messages it would mail. receipt
-// rejected stands for a recipient that is not running: the watch settles
-// undeliverable and nothing is mailed. before, when set, runs first.
+// set by the harness) and records the messages it would mail, for the
+// tests of the scheduler's own rules; before, when set, runs first. What
+// the store does with a settlement's mail (one transaction, a recipient
+// not running) is asserted through the real delivery (newStoreHarness).
 type recordingDeliverer struct {
 	st store.Store
 	mu sync.Mutex
@@ -97,9 +99,6 @@ type recordingDeliverer struct {
 	// notOwner makes every settlement refused as another node's now.
 	notOwner bool
 	got      []store.Message
-	to       []store.Recipient
-	notified []bool
-	receipt  store.Receipt
 	before   func(m store.Message)
 }
 
@@ -122,14 +121,11 @@ func (d *recordingDeliverer) Settle(ctx context.Context, id store.ID, st store.S
 		d.before(m)
 	}
 	st.Receipt = store.ReceiptDelivered
-	if d.receipt == store.ReceiptRejected {
-		st.State, st.Receipt = store.Undeliverable, store.ReceiptRejected
-	}
 	w, err := d.st.Settle(ctx, id, st)
-	if err != nil || st.Receipt != store.ReceiptDelivered {
+	if err != nil {
 		return w, err
 	}
-	d.record(w.Recipient, m, false)
+	d.record(m)
 	return w, nil
 }
 
@@ -140,25 +136,19 @@ func (d *recordingDeliverer) Carry(ctx context.Context, id store.ID, baseline js
 	if change == nil {
 		return false, nil
 	}
-	w, err := d.st.Get(ctx, id)
-	if err != nil {
-		return false, err
-	}
 	m := *change
 	m.WatchID = id
 	if d.before != nil {
-		d.before(m) // the baseline and the mail are one transaction
+		d.before(m)
 	}
-	d.record(w.Recipient, m, true)
-	return d.receipt != store.ReceiptRejected, nil
+	d.record(m)
+	return true, nil
 }
 
-func (d *recordingDeliverer) record(to store.Recipient, m store.Message, notify bool) {
+func (d *recordingDeliverer) record(m store.Message) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.got = append(d.got, m)
-	d.to = append(d.to, to)
-	d.notified = append(d.notified, notify)
 }
 
 func (d *recordingDeliverer) messages() []store.Message {
@@ -260,7 +250,8 @@ func (c *countingStore) SetNextCheck(ctx context.Context, id store.ID, next time
 }
 
 // harness is a scheduler over a real store in a temp dir, with fakes for
-// the plugins, the delivery and the clock.
+// the plugins, the delivery and the clock; newStoreHarness's delivers
+// through the real delivery component instead.
 type harness struct {
 	t       *testing.T
 	dir     string
@@ -268,8 +259,14 @@ type harness struct {
 	counted *countingStore
 	plugins *fakePlugins
 	deliver *recordingDeliverer
-	clock   *fakeclock.Clock
-	s       *Scheduler
+	// realDelivery, set before open (newStoreHarness), makes open build
+	// delivery, the real delivery the scheduler settles through (deliver
+	// is then unused), and the store the scheduler's Recipients:
+	// registration creates the recipient running.
+	realDelivery bool
+	delivery     *delivery.Delivery
+	clock        *fakeclock.Clock
+	s            *Scheduler
 	// ownership, when set before open, is the scheduler's.
 	ownership Ownership
 	// onChange, when set before open, is the scheduler's OnChange.
@@ -278,7 +275,27 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	h := &harness{
+	h := newHarnessUnopened(t)
+	h.open()
+	return h
+}
+
+// newStoreHarness is a harness whose scheduler settles and carries
+// through the real delivery component over the real badger store, the
+// store's recipients with it: what a test asserts of the mail is what the
+// store holds (h.mailbox), so a store that broke an ordering rule fails
+// it.
+func newStoreHarness(t *testing.T) *harness {
+	t.Helper()
+	h := newHarnessUnopened(t)
+	h.realDelivery = true
+	h.open()
+	return h
+}
+
+func newHarnessUnopened(t *testing.T) *harness {
+	t.Helper()
+	return &harness{
 		t:   t,
 		dir: t.TempDir(),
 		plugins: &fakePlugins{
@@ -292,8 +309,6 @@ func newHarness(t *testing.T) *harness {
 		deliver: &recordingDeliverer{},
 		clock:   fakeclock.At(t0),
 	}
-	h.open()
-	return h
 }
 
 // open (re)opens the store and builds a fresh scheduler over it: a
@@ -311,11 +326,19 @@ func (h *harness) open() {
 	h.store = st
 	h.counted = &countingStore{Store: st}
 	h.deliver.st = h.counted
-	s, err := New(Config{
+	cfg := Config{
 		Store: h.counted, Plugins: h.plugins, Deliver: h.deliver, Clock: h.clock,
 		Jitter: rand.New(rand.NewPCG(1, 2)), IDs: idSource{rand.NewChaCha8([32]byte{7})},
 		Ownership: h.ownership, OnChange: h.onChange,
-	})
+	}
+	if h.realDelivery {
+		d, err := delivery.New(delivery.Config{Store: st, Clock: h.clock, IDs: idSource{rand.NewChaCha8([32]byte{9})}})
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		h.delivery, cfg.Deliver, cfg.Recipients = d, d, st
+	}
+	s, err := New(cfg)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -343,6 +366,32 @@ func (h *harness) registerFor(kind, recipient string) store.Watch {
 func (h *harness) tick(at time.Time) int {
 	h.clock.Set(at)
 	return h.s.Tick(context.Background(), at)
+}
+
+// mailbox is what the store's mailbox of rid holds.
+func (h *harness) mailbox(rid string) []store.Message {
+	h.t.Helper()
+	msgs, err := h.store.ReadMailbox(context.Background(), rid, 0, 1000)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return msgs
+}
+
+// setStatus writes rid's status straight to the store, as a pause or a
+// resume commits, without the recipients service cancelling its watches:
+// a settlement meets the recipient as the store has it.
+func (h *harness) setStatus(rid string, status store.RecipientStatus) {
+	h.t.Helper()
+	ctx := context.Background()
+	rec, err := h.store.GetRecipient(ctx, rid)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	rec.Status = status
+	if _, _, err := h.store.PutRecipient(ctx, rec); err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 func (h *harness) row(id store.ID) store.Watch {

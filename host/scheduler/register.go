@@ -83,6 +83,21 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 	if err := s.admits(); err != nil {
 		return store.Watch{}, err
 	}
+	// The request's own bounds, before anything is written or any kind
+	// sees it: a kind name of the grammar (never echoed at any length),
+	// params within the host's size and depth.
+	if !abi.ValidKind(r.Kind) {
+		return store.Watch{}, &Error{Code: CodeInvalidField, Field: "kind",
+			Message: fmt.Sprintf("want 1-%d of a-z 0-9 . _ -", abi.MaxKindLen)}
+	}
+	if err := kind.CheckParams(r.Params); err != nil {
+		return store.Watch{}, err
+	}
+	if r.Every != nil {
+		if err := s.checkEvery(*r.Every); err != nil {
+			return store.Watch{}, err
+		}
+	}
 	var rec store.RecipientRecord
 	if s.cfg.Recipients != nil {
 		var err error
@@ -123,9 +138,11 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 		}
 		every = s.cfg.MaxDeadline
 	}
-	if every < s.cfg.MinEvery {
-		return store.Watch{}, &Error{Code: CodeInvalidField, Field: "every",
-			Message: fmt.Sprintf("%s is below the minimum interval %s", every, s.cfg.MinEvery)}
+	// A kind's default is held to the longest deadline, as a cadence the
+	// caller names is (checkEvery).
+	every = min(every, s.cfg.MaxDeadline)
+	if err := s.checkEvery(every); err != nil {
+		return store.Watch{}, err
 	}
 
 	var expires *time.Time
@@ -137,7 +154,8 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 		}
 	default:
 		d := now.Add(s.cfg.DefaultDeadline)
-		if !adm.Deadline.IsZero() {
+		natural := !adm.Deadline.IsZero()
+		if natural {
 			d = adm.Deadline.UTC()
 			// A natural deadline already past (a timer whose instant has
 			// gone by) is not refused: the watch is probed at once, and
@@ -147,10 +165,19 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 			}
 		}
 		if r.ExpiresAt != nil {
-			d = r.ExpiresAt.UTC()
-			if !d.After(now) {
+			x := r.ExpiresAt.UTC()
+			if !x.After(now) {
 				return store.Watch{}, &Error{Code: CodeInvalidField, Field: "expires_at", Message: "the deadline has passed"}
 			}
+			// A deadline before the subject's own (a timer's instant plus
+			// a minute) ends the wait before the subject can settle: the
+			// watch could only expire.
+			if natural && x.Before(d) {
+				return store.Watch{}, &Error{Code: CodeInvalidField, Field: "expires_at",
+					Message: fmt.Sprintf("%s is before the kind's natural deadline %s (for a timer, its instant plus a minute), so the watch could only expire; leave expires_at out, or set it at or after that",
+						x.Format(time.RFC3339), d.Format(time.RFC3339))}
+			}
+			d = x
 		}
 		if limit := now.Add(s.cfg.MaxDeadline); d.After(limit) {
 			return store.Watch{}, &Error{Code: CodeDeadlineTooFar, Field: "expires_at",
@@ -192,6 +219,22 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 	s.signal()
 	s.changed(id)
 	return w, nil
+}
+
+// checkEvery refuses a cadence below the least interval (MinEvery) or
+// above the longest deadline (MaxDeadline): a watch probed less often
+// than that would never be probed before it expired, and a standing one
+// would wait longer than any watch may.
+func (s *Scheduler) checkEvery(every time.Duration) error {
+	switch {
+	case every < s.cfg.MinEvery:
+		return &Error{Code: CodeInvalidField, Field: "every",
+			Message: fmt.Sprintf("%s is below the minimum interval %s", every, s.cfg.MinEvery)}
+	case every > s.cfg.MaxDeadline:
+		return &Error{Code: CodeInvalidField, Field: "every",
+			Message: fmt.Sprintf("%s is above the longest interval %s, the longest deadline this host allows", every, s.cfg.MaxDeadline)}
+	}
+	return nil
 }
 
 // newID is a new watch's id: in the slot of its partition key when admit

@@ -125,24 +125,49 @@ func TestPendingRewritesNothing(t *testing.T) {
 	}
 }
 
-// The outcome is settled and mailed in one Deliver.Settle call: the row is
-// final with receipt delivered, and the message names the watch.
+// The outcome is settled and mailed in one transaction, through the real
+// delivery over the real store: once the probe has settled the watch, the
+// row is final with receipt delivered, the recipient's mailbox holds the
+// one message naming the watch, and its webhook's push record is beside
+// it; a restart finds all three. The store's guard: SettleAndMail appends
+// the message (and writes the push) in the transaction that settles the
+// row (store/settle.go).
 func TestOutcomeIsSettledAndMailedTogether(t *testing.T) {
-	h := newHarness(t)
+	h := newStoreHarness(t)
 	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("success") }
-	var atDelivery store.Watch
-	h.deliver.before = func(m store.Message) { atDelivery = h.row(m.WatchID) }
 	w := h.register("ci")
+	rec, err := h.store.GetRecipient(context.Background(), "agent-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Webhook = &store.Webhook{URL: "https://hooks.example.org/vigil", Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
+	if _, _, err := h.store.PutRecipient(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	if m := h.mailbox("agent-1"); len(m) != 0 {
+		t.Fatalf("mail before the probe: %+v", m)
+	}
 	h.tick(t0)
-	if atDelivery.State != store.Pending {
-		t.Fatalf("row before the settle: %+v", atDelivery)
+	check := func(when string) {
+		t.Helper()
+		if got := h.row(w.ID); got.State != store.Fired || got.Receipt != store.ReceiptDelivered || got.SettledAt == nil || got.Attempts != 1 {
+			t.Fatalf("%s: row %+v", when, got)
+		}
+		m := h.mailbox("agent-1")
+		if len(m) != 1 || m[0].Seq != 1 || m[0].WatchID != w.ID || m[0].Type != store.MessageFired || m[0].Outcome.Result != "success" {
+			t.Fatalf("%s: mailbox %+v", when, m)
+		}
+		var pushes []store.Push
+		if err := h.store.LivePushes(context.Background(), func(p store.Push) error { pushes = append(pushes, p); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if len(pushes) != 1 || pushes[0].Seq != 1 || pushes[0].MessageID != m[0].ID || pushes[0].State != store.PushPending {
+			t.Fatalf("%s: pushes %+v", when, pushes)
+		}
 	}
-	if got := h.row(w.ID); got.State != store.Fired || got.Receipt != store.ReceiptDelivered || got.SettledAt == nil || got.Attempts != 1 {
-		t.Fatalf("row after delivery: %+v", got)
-	}
-	if m := h.deliver.messages(); len(m) != 1 || m[0].WatchID != w.ID || m[0].Outcome.Result != "success" || h.deliver.to[0].ID != "agent-1" {
-		t.Fatalf("messages %+v", m)
-	}
+	check("after the probe")
+	h.open() // a restart
+	check("after a restart")
 }
 
 func TestRestartDoesNotResendASettledWatch(t *testing.T) {
@@ -254,14 +279,26 @@ func TestRemovedKindSettlesUnwatchable(t *testing.T) {
 	}
 }
 
+// A watch whose recipient is not running when it settles is
+// undeliverable, receipt rejected, and nothing reaches the mailbox,
+// through the real delivery over the real store. The store's guard:
+// SettleAndMail reads the recipient in the settling transaction and, for
+// one not running, settles undeliverable without mailing
+// (store/settle.go).
 func TestRejectedDeliverySettlesUndeliverable(t *testing.T) {
-	h := newHarness(t)
+	h := newStoreHarness(t)
 	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("success") }
-	h.deliver.receipt = store.ReceiptRejected
 	w := h.register("ci")
+	h.setStatus("agent-1", store.StatusPaused)
 	h.tick(t0)
-	if got := h.row(w.ID); got.State != store.Undeliverable || got.Receipt != store.ReceiptRejected {
+	if got := h.row(w.ID); got.State != store.Undeliverable || got.Receipt != store.ReceiptRejected || got.SettledAt == nil {
 		t.Fatalf("row: %+v", got)
+	}
+	if m := h.mailbox("agent-1"); len(m) != 0 {
+		t.Fatalf("a recipient not running was mailed: %+v", m)
+	}
+	if _, ok := h.s.NextWake(); ok {
+		t.Fatal("an undeliverable watch was re-armed")
 	}
 }
 
@@ -283,8 +320,16 @@ func TestPluginErrorKeepsTheWatchPending(t *testing.T) {
 	}
 }
 
+// A standing watch records its first baseline silently, mails each
+// change with its new baseline in one transaction, and never mails one
+// change twice: through the real delivery over the real store, a change
+// met while the recipient is paused moves the baseline and mails nothing,
+// so it is not mailed once the recipient runs again, and the watch stays
+// pending. The store's guard: CarryAndMail writes the baseline in the
+// transaction that mails the change, and writes it for a recipient not
+// running too (store/settle.go).
 func TestStandingWatch(t *testing.T) {
-	h := newHarness(t)
+	h := newStoreHarness(t)
 	type snap struct{ Title string }
 	title := "a"
 	h.plugins.observe = func(req abi.ObserveRequest) (plugin.Observation, error) {
@@ -300,8 +345,6 @@ func TestStandingWatch(t *testing.T) {
 			return plugin.Observation{Status: abi.StatusChanged, Outcome: &abi.Outcome{Result: "changed", Summary: title}, Baseline: cur}, nil
 		}
 	}
-	var baselineAtDelivery json.RawMessage
-	h.deliver.before = func(m store.Message) { baselineAtDelivery = h.row(m.WatchID).Baseline }
 	w := h.register("ticket")
 	if w.ExpiresAt != nil || !w.Standing {
 		t.Fatalf("standing row: %+v", w)
@@ -312,28 +355,32 @@ func TestStandingWatch(t *testing.T) {
 		now, _ = h.s.NextWake()
 	}
 	step() // first check: the baseline, silently
-	if len(h.deliver.messages()) != 0 || string(h.row(w.ID).Baseline) != `{"Title":"a"}` {
-		t.Fatalf("first check: %+v %s", h.deliver.messages(), h.row(w.ID).Baseline)
+	if m := h.mailbox("agent-1"); len(m) != 0 || string(h.row(w.ID).Baseline) != `{"Title":"a"}` {
+		t.Fatalf("first check: %+v %s", m, h.row(w.ID).Baseline)
 	}
 	step() // unchanged
-	if len(h.deliver.messages()) != 0 {
-		t.Fatal("an unchanged snapshot was mailed")
+	if m := h.mailbox("agent-1"); len(m) != 0 {
+		t.Fatalf("an unchanged snapshot was mailed: %+v", m)
 	}
 	title = "b"
-	h.deliver.receipt = store.ReceiptRejected
-	step() // changed: baseline first, then the mail; a failed send keeps it pending
-	if m := h.deliver.messages(); len(m) != 1 || m[0].Type != store.MessageChanged || m[0].Outcome.Summary != "b" || !h.deliver.notified[0] {
-		t.Fatalf("change (sent with Notify: %v): %+v", h.deliver.notified, m)
+	step() // changed: the new baseline and the change's mail, together
+	if m := h.mailbox("agent-1"); len(m) != 1 || m[0].Type != store.MessageChanged || m[0].WatchID != w.ID || m[0].Outcome.Summary != "b" {
+		t.Fatalf("change: %+v", m)
 	}
-	if string(baselineAtDelivery) != `{"Title":"b"}` {
-		t.Fatalf("baseline at delivery: %s", baselineAtDelivery)
+	if got := h.row(w.ID); string(got.Baseline) != `{"Title":"b"}` || got.State != store.Pending {
+		t.Fatalf("row with the change mailed: %+v", got)
 	}
-	if got := h.row(w.ID); got.State != store.Pending {
-		t.Fatalf("a failed send ended a standing watch: %+v", got)
+	h.setStatus("agent-1", store.StatusPaused)
+	title = "c"
+	step() // changed while paused: the baseline moves, nothing is mailed, the watch stays
+	if got := h.row(w.ID); string(got.Baseline) != `{"Title":"c"}` || got.State != store.Pending {
+		t.Fatalf("a change met while paused: %+v", got)
 	}
-	step() // and it does not mail the same change twice
-	if len(h.deliver.messages()) != 1 {
-		t.Fatalf("repeated: %+v", h.deliver.messages())
+	h.setStatus("agent-1", store.StatusRunning)
+	step() // and it is not mailed once the recipient runs again
+	step()
+	if m := h.mailbox("agent-1"); len(m) != 1 {
+		t.Fatalf("mailbox after the pause: %+v", m)
 	}
 }
 
