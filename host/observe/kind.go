@@ -150,10 +150,12 @@ func (k *Thread) Observe(ctx context.Context, req abi.ObserveRequest) (kind.Obse
 	}}, nil
 }
 
-// Settled implements kind.Settler: once a wake is persisted, the Work's
-// agent has been given its items. A crash before
-// this leaves them unconsumed, so the next wait carries them again: a
-// repeat is cheaper than a loss.
+// Settled implements kind.Settler: once a wake is persisted, the watch's
+// recipient has been given its items, and that recipient's consumed input
+// moves (the claimer's Consumed, or the recipient's own cursor), never
+// another's. A crash before this leaves them unconsumed, so the
+// recipient's next wait carries them again: a repeat is cheaper than a
+// loss.
 func (k *Thread) Settled(ctx context.Context, w store.Watch) {
 	if w.Kind != WorkKind || w.State != store.Fired || w.Outcome == nil || w.Outcome.Result != "new_items" {
 		return
@@ -166,7 +168,7 @@ func (k *Thread) Settled(ctx context.Context, w store.Watch) {
 	if err != nil {
 		return
 	}
-	if _, err := k.ob.o.Store.ConsumeWork(ctx, id, d.Last); err != nil {
+	if _, err := k.ob.o.Store.ConsumeWork(ctx, id, w.Recipient.ID, d.Last); err != nil {
 		k.ob.log.Error("recording a work's consumed input", "work", d.WorkID, "err", err)
 	}
 }
