@@ -41,13 +41,76 @@ type Work struct {
 	State     WorkState `json:"state"`
 	// Inputs counts the inputs, numbered from 1.
 	Inputs int `json:"inputs"`
-	// Consumed is the last input the Work's agent has been given: by a
-	// claim, or by a wake that carried it.
-	Consumed    int        `json:"consumed"`
-	ClaimedBy   string     `json:"claimed_by,omitempty"`
-	CreatedAt   time.Time  `json:"created_at"`
-	ClaimedAt   *time.Time `json:"claimed_at,omitempty"`
-	CompletedAt *time.Time `json:"completed_at,omitempty"`
+	// Consumed is the last input the Work's claimer has been given: every
+	// input so far by its claim, then each wake to the claimer that
+	// carried more. A wake to any other recipient leaves it alone.
+	Consumed int `json:"consumed"`
+	// Cursors are, for each other recipient a wake carried inputs to, the
+	// last input that recipient has been given (at most MaxWorkCursors of
+	// them). Each recipient waits from its own cursor, so no wait another
+	// recipient reads moves what a recipient's next wait carries.
+	Cursors     map[string]int `json:"cursors,omitempty"`
+	ClaimedBy   string         `json:"claimed_by,omitempty"`
+	CreatedAt   time.Time      `json:"created_at"`
+	ClaimedAt   *time.Time     `json:"claimed_at,omitempty"`
+	CompletedAt *time.Time     `json:"completed_at,omitempty"`
+}
+
+// MaxWorkCursors bounds a Work's Cursors. A wake to one more recipient
+// drops the cursor furthest behind: that recipient's next wait starts
+// from the first input again, a repeat, never a loss.
+const MaxWorkCursors = 64
+
+// ConsumedBy is the last input recipient has been given: the claimer's
+// Consumed, another recipient's cursor, or 0 for a recipient never given
+// any. A wait that names no after starts there.
+func (w Work) ConsumedBy(recipient string) int {
+	if recipient != "" && recipient == w.ClaimedBy {
+		return w.Consumed
+	}
+	return w.Cursors[recipient]
+}
+
+// Consume records that recipient has been given the inputs up to n (no
+// further than Inputs): the claimer's Consumed, or recipient's own
+// cursor. Neither moves back.
+func (w *Work) Consume(recipient string, n int) {
+	n = min(n, w.Inputs)
+	if recipient == "" || n <= w.ConsumedBy(recipient) {
+		return
+	}
+	if recipient == w.ClaimedBy {
+		w.Consumed = n
+		return
+	}
+	if _, ok := w.Cursors[recipient]; !ok && len(w.Cursors) >= MaxWorkCursors {
+		behind := ""
+		for r, c := range w.Cursors {
+			if behind == "" || c < w.Cursors[behind] || c == w.Cursors[behind] && r < behind {
+				behind = r
+			}
+		}
+		delete(w.Cursors, behind)
+	}
+	if w.Cursors == nil {
+		w.Cursors = map[string]int{}
+	}
+	w.Cursors[recipient] = n
+}
+
+// Claim gives the Work to recipient at now, who is given every input so
+// far: Consumed moves to Inputs, and recipient's cursor, now Consumed,
+// goes. The caller has checked that the Work is open and not another's.
+func (w *Work) Claim(recipient string, now time.Time) {
+	if w.ClaimedBy == "" {
+		t := now.UTC()
+		w.ClaimedAt = &t
+	}
+	w.ClaimedBy, w.Consumed = recipient, w.Inputs
+	delete(w.Cursors, recipient)
+	if len(w.Cursors) == 0 {
+		w.Cursors = nil
+	}
 }
 
 // WorkInput is one item routed to a Work, in order from 1.
@@ -393,7 +456,7 @@ func (s *Badger) transitionWork(ctx context.Context, id ID, f func(w *Work) erro
 }
 
 // ClaimWork gives an open Work to recipient, who is then given every input
-// so far (Consumed moves to Inputs). Claiming again by the same recipient
+// so far (Work.Claim: Consumed moves to Inputs). Claiming again by the same recipient
 // is allowed; by another, or of a completed Work, is ErrWorkConflict.
 func (s *Badger) ClaimWork(ctx context.Context, id ID, recipient string, now time.Time) (Work, error) {
 	return s.transitionWork(ctx, id, func(w *Work) error {
@@ -403,11 +466,7 @@ func (s *Badger) ClaimWork(ctx context.Context, id ID, recipient string, now tim
 		case w.ClaimedBy != "" && w.ClaimedBy != recipient:
 			return fmt.Errorf("%w: work %s is claimed by %s", ErrWorkConflict, id, w.ClaimedBy)
 		}
-		if w.ClaimedBy == "" {
-			t := now.UTC()
-			w.ClaimedAt = &t
-		}
-		w.ClaimedBy, w.Consumed = recipient, w.Inputs
+		w.Claim(recipient, now)
 		return nil
 	})
 }
@@ -440,11 +499,12 @@ func (s *Badger) completeWork(ctx context.Context, id ID, now time.Time, claimed
 	})
 }
 
-// ConsumeWork records that the Work's agent has been given the inputs up
-// to n. Consumed never moves back.
-func (s *Badger) ConsumeWork(ctx context.Context, id ID, n int) (Work, error) {
+// ConsumeWork records that recipient has been given the Work's inputs up
+// to n (Work.Consume): the claimer's Consumed, or recipient's own cursor.
+// Neither moves back.
+func (s *Badger) ConsumeWork(ctx context.Context, id ID, recipient string, n int) (Work, error) {
 	return s.transitionWork(ctx, id, func(w *Work) error {
-		w.Consumed = max(w.Consumed, min(n, w.Inputs))
+		w.Consume(recipient, n)
 		return nil
 	})
 }

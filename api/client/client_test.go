@@ -24,6 +24,7 @@ import (
 	"github.com/vigilhq/vigil/host/authz"
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/httpapi"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
@@ -51,11 +52,11 @@ func (fakePlugins) Lookup(kind string) (plugin.Info, bool) {
 	return plugin.Info{}, false
 }
 
-func (f fakePlugins) Admit(_ context.Context, kind string, params json.RawMessage) (plugin.Admission, error) {
+func (f fakePlugins) Admit(_ context.Context, kind string, req kind.AdmitRequest) (plugin.Admission, error) {
 	if _, ok := f.Lookup(kind); !ok {
 		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeWatchUnobservable, Setting: "kinds." + kind + ".wasm", Message: "no plugin serves " + kind}
 	}
-	if strings.Contains(string(params), `"bad"`) {
+	if strings.Contains(string(req.Params), `"bad"`) {
 		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeInvalidParams, Field: "params.bad", Message: "bad"}
 	}
 	return plugin.Admission{}, nil

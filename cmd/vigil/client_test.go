@@ -19,6 +19,7 @@ import (
 	"github.com/vigilhq/vigil/host/authz"
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/httpapi"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
@@ -86,6 +87,14 @@ func (p cliPlugins) Plugins() []plugin.Info {
 }
 
 func (cliPlugins) Problems() []*plugin.LoadError { return nil }
+
+// cliKinds serves the fake plugins' kinds to the scheduler, admitting by
+// the params alone, as the plugin runtime does.
+type cliKinds struct{ cliPlugins }
+
+func (k cliKinds) Admit(ctx context.Context, name string, req kind.AdmitRequest) (kind.Admission, error) {
+	return k.cliPlugins.Admit(ctx, name, req.Params)
+}
 
 func (p cliPlugins) Reload(context.Context) (plugin.Report, error) {
 	return plugin.Report{Loaded: p.Plugins()}, nil
@@ -168,7 +177,7 @@ type cliFixture struct {
 func newCLIFixture(t *testing.T, o httpapi.Options) *cliFixture {
 	t.Helper()
 	now := time.Now().UTC().Truncate(time.Second)
-	st := apitest.NewStack(t, apitest.Config{Plugins: cliPlugins{}, Clock: cliClock{now}, IDs: cliIDs{rand.NewChaCha8([32]byte{3})},
+	st := apitest.NewStack(t, apitest.Config{Plugins: cliKinds{}, Clock: cliClock{now}, IDs: cliIDs{rand.NewChaCha8([32]byte{3})},
 		Deliver: func(d *delivery.Delivery, st *store.Badger) scheduler.Deliverer { return lossyDelivery{d, st} }})
 	mail := &pollingMailboxes{Delivery: st.Delivery, polls: map[string]chan struct{}{}}
 	base, stop := context.WithCancel(context.Background())

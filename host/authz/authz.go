@@ -325,6 +325,33 @@ func (p *Principal) Check(a Action) error {
 	return &Denied{Principal: p.Name, Action: a}
 }
 
+// MayRead implements kind.Caller: whether the principal may read what a
+// watch's params name, by the rule of the route that shows the record (a
+// Work item: SeeWork, as GET /api/v1/work/{id}; a watch: SeeWatch; a
+// recipient: Read; a scope: ReadScope). Nil, or a *Denied naming what is
+// missing; an unknown class is denied.
+func (p *Principal) MayRead(o kind.Object) error {
+	if p == nil {
+		return kind.ErrNoCaller
+	}
+	var a Action
+	switch o.Class {
+	case kind.ObjectWork:
+		a = Action{Verb: SeeWork, Scope: o.Scope, Recipient: o.Recipient, ID: o.ID}
+	case kind.ObjectWatch:
+		a = Action{Verb: SeeWatch, Recipient: o.Recipient, RegisteredBy: o.RegisteredBy, ID: o.ID}
+	case kind.ObjectRecipient:
+		a = Action{Verb: Read, Recipient: o.Recipient}
+	case kind.ObjectScope:
+		a = Action{Verb: ReadScope, Scope: o.Scope}
+	default:
+		return &Denied{Principal: p.Name}
+	}
+	return p.Check(a)
+}
+
+var _ kind.Caller = (*Principal)(nil)
+
 // Denied is a refused action.
 type Denied struct {
 	Principal string

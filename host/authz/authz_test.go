@@ -7,6 +7,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/scheduler"
 )
 
@@ -315,4 +316,75 @@ func FuzzCompile(f *testing.F) {
 			t.Fatalf("compiled, but %v %+v", ok, pr)
 		}
 	})
+}
+
+// What a kind's admission asks (kind.Caller) is answered by the rule of
+// the route that shows the record: a Work item as GET /api/v1/work/{id}
+// (SeeWork), a watch as GET /api/v1/watches/{id} (SeeWatch), a recipient
+// as its record (Read), a scope as its Work list (ReadScope); a refusal
+// is a *Denied naming what is missing; a class this build does not know
+// is denied, and so is a missing principal.
+func TestMayReadIsTheRuleOfTheRouteThatShowsTheRecord(t *testing.T) {
+	p := policy(t)
+	route := map[kind.ObjectClass]func(kind.Object) Action{
+		kind.ObjectWork: func(o kind.Object) Action {
+			return Action{Verb: SeeWork, Scope: o.Scope, Recipient: o.Recipient, ID: o.ID}
+		},
+		kind.ObjectWatch: func(o kind.Object) Action {
+			return Action{Verb: SeeWatch, Recipient: o.Recipient, RegisteredBy: o.RegisteredBy, ID: o.ID}
+		},
+		kind.ObjectRecipient: func(o kind.Object) Action { return Action{Verb: Read, Recipient: o.Recipient} },
+		kind.ObjectScope:     func(o kind.Object) Action { return Action{Verb: ReadScope, Scope: o.Scope} },
+	}
+	objects := []kind.Object{
+		{Class: kind.ObjectWork, ID: "w", Scope: "support"},
+		{Class: kind.ObjectWork, ID: "w", Scope: "billing"},
+		{Class: kind.ObjectWork, ID: "w", Scope: "billing", Recipient: "agent-7"},
+		{Class: kind.ObjectWork, ID: "w", Scope: "s-1", Recipient: "worker-1"},
+		{Class: kind.ObjectWatch, ID: "x", Recipient: "agent-7"},
+		{Class: kind.ObjectWatch, ID: "x", Recipient: "worker-1", RegisteredBy: "orch"},
+		{Class: kind.ObjectWatch, ID: "x", Recipient: "lead"},
+		{Class: kind.ObjectRecipient, Recipient: "agent-7"},
+		{Class: kind.ObjectRecipient, Recipient: "team-a"},
+		{Class: kind.ObjectScope, Scope: "support"},
+		{Class: kind.ObjectScope, Scope: "s-2"},
+	}
+	for _, tok := range []string{tokAgent, tokOrch, tokOps, tokAdmin, tokTeam} {
+		pr := principalOf(t, p, tok)
+		for _, o := range objects {
+			a := route[o.Class](o)
+			err := pr.MayRead(o)
+			var d *Denied
+			switch {
+			case pr.Allows(a) && err != nil:
+				t.Errorf("%s may %+v, yet may not read %+v: %v", pr.Name, a, o, err)
+			case !pr.Allows(a) && (!errors.As(err, &d) || d.Action != a):
+				t.Errorf("%s may not %+v, yet reading %+v answers %v", pr.Name, a, o, err)
+			}
+		}
+		if err := pr.MayRead(kind.Object{Class: 99}); err == nil && !pr.admin {
+			t.Errorf("%s reads a record of a class this build does not know", pr.Name)
+		}
+	}
+	for tok, o := range map[string]kind.Object{
+		tokAgent: {Class: kind.ObjectWork, Scope: "support"},
+		tokOps:   {Class: kind.ObjectWork, Scope: "anything"},
+		tokTeam:  {Class: kind.ObjectWork, Scope: "elsewhere", Recipient: "team-b"},
+	} {
+		if err := principalOf(t, p, tok).MayRead(o); err != nil {
+			t.Errorf("%s: %v", tok, err)
+		}
+	}
+	for tok, o := range map[string]kind.Object{
+		tokAgent: {Class: kind.ObjectWork, Scope: "billing"},
+		tokOrch:  {Class: kind.ObjectWork, Scope: "support", Recipient: "worker-1"}, // registers for it, does not act for it
+	} {
+		if err := principalOf(t, p, tok).MayRead(o); err == nil {
+			t.Errorf("%s reads %+v", tok, o)
+		}
+	}
+	var nobody *Principal
+	if err := nobody.MayRead(kind.Object{Class: kind.ObjectScope, Scope: "support"}); !errors.Is(err, kind.ErrNoCaller) {
+		t.Errorf("no principal: %v", err)
+	}
 }

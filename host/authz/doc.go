@@ -22,6 +22,11 @@
 //   - scopes: the observe scopes whose Work the principal may list, read,
 //     claim (for a recipient it acts for) and complete.
 //
+// A Principal is also the kind.Caller a kind's admission asks ("may it
+// read this record?"), answered by the rule of the route that shows the
+// record, so a watch's params can name nothing its registrant could not
+// read through the API.
+//
 // Observe keeps its own half of the model: a scope's sources list the
 // principals that may report them (host/observe). Those names are the
 // same principals.

@@ -70,7 +70,7 @@ func benchBackends(b *testing.B, fn func(b *testing.B, be *benchBackend)) {
 type fakeBenchKind struct{ name string }
 
 func (k fakeBenchKind) Info() kind.Info { return kind.Info{Kind: k.name} }
-func (k fakeBenchKind) Admit(context.Context, json.RawMessage) (kind.Admission, error) {
+func (k fakeBenchKind) Admit(context.Context, kind.AdmitRequest) (kind.Admission, error) {
 	return kind.Admission{}, nil
 }
 func (k fakeBenchKind) Observe(context.Context, abi.ObserveRequest) (kind.Observation, error) {

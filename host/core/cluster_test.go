@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
@@ -72,7 +71,7 @@ type fakeGateKind struct {
 }
 
 func (k fakeGateKind) Info() kind.Info { return kind.Info{Kind: k.name} }
-func (k fakeGateKind) Admit(context.Context, json.RawMessage) (kind.Admission, error) {
+func (k fakeGateKind) Admit(context.Context, kind.AdmitRequest) (kind.Admission, error) {
 	return kind.Admission{}, nil
 }
 func (k fakeGateKind) Observe(_ context.Context, req abi.ObserveRequest) (kind.Observation, error) {

@@ -28,7 +28,7 @@ type barrier struct {
 }
 
 func (k barrierKind) Info() kind.Info { return kind.Info{Kind: "std", Standing: true} }
-func (k barrierKind) Admit(ctx context.Context, _ json.RawMessage) (kind.Admission, error) {
+func (k barrierKind) Admit(ctx context.Context, _ kind.AdmitRequest) (kind.Admission, error) {
 	k.b.mu.Lock()
 	k.b.arrived++
 	if k.b.arrived == 2 {

@@ -55,7 +55,7 @@ type Store interface {
 	ListWork(ctx context.Context, scope string, st store.WorkState) ([]store.Work, error)
 	ClaimWork(ctx context.Context, id store.ID, recipient string, now time.Time) (store.Work, error)
 	CompleteWorkAs(ctx context.Context, id store.ID, now time.Time, claimedBy string) (store.Work, error)
-	ConsumeWork(ctx context.Context, id store.ID, n int) (store.Work, error)
+	ConsumeWork(ctx context.Context, id store.ID, recipient string, n int) (store.Work, error)
 	// A listing page from a cursor, the API's.
 	ListPage(ctx context.Context, q store.Query) (store.Page, error)
 	// The watches by state, the metrics' collector's.

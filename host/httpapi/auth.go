@@ -9,6 +9,7 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/authz"
+	"github.com/vigilhq/vigil/host/kind"
 )
 
 // Refusals counts the requests authorization refused, by route and code.
@@ -39,6 +40,16 @@ func Principal(c *fiber.Ctx) string {
 func principal(c *fiber.Ctx) *authz.Principal {
 	p, _ := c.Locals(principalKey{}).(*authz.Principal)
 	return p
+}
+
+// caller is the request's principal as a kind's admission asks of it
+// (kind.Caller): what its grant may read. Nil, which reads nothing, for a
+// route outside authenticate.
+func caller(c *fiber.Ctx) kind.Caller {
+	if p := principal(c); p != nil {
+		return p
+	}
+	return nil
 }
 
 // refused is an authorization refusal on its way to the error handler,

@@ -20,6 +20,7 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/authz"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
@@ -85,6 +86,7 @@ func (p countingPlugins) Reload(ctx context.Context) (plugin.Report, error) {
 type grantsFixture struct {
 	app      *fiber.App
 	st       *store.Badger
+	sched    *scheduler.Scheduler
 	reloads  *atomic.Int32
 	refusals *recordedRefusals
 	logs     *bytes.Buffer
@@ -95,14 +97,26 @@ type grantsFixture struct {
 func newGrantsFixture(t *testing.T, base context.Context) *grantsFixture {
 	t.Helper()
 	ctx := context.Background()
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
+	// The fake plugins' kinds and the observer's observe.thread, in one
+	// registry, as serve serves them.
+	reg := kind.NewRegistry()
+	for _, name := range []string{"ci", "ticket"} {
+		k, _ := kind.Of(kindsAsMulti{fakePlugins{}}, name)
+		if err := reg.Register("plugins", k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: fixedClock{t0}})
 	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fixedClock{t0}, Waker: st.Scheduler, Rate: -1}, observe.Config{Scopes: map[string]observe.Scope{
 		"support": {Observe: []observe.Entry{{Sources: []observe.Source{{Name: "slack-help", Reporters: []string{"agent-1"}}}}}, Routes: []observe.Route{{Source: "slack-help"}}},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &grantsFixture{st: st.Store, reloads: &atomic.Int32{}, refusals: &recordedRefusals{}, logs: &bytes.Buffer{}, ids: map[string]string{}, ob: ob}
+	if err := ob.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	f := &grantsFixture{st: st.Store, sched: st.Scheduler, reloads: &atomic.Int32{}, refusals: &recordedRefusals{}, logs: &bytes.Buffer{}, ids: map[string]string{}, ob: ob}
 	hour := time.Hour
 	register := func(key, recipient, by string) {
 		w, err := st.Scheduler.Register(ctx, scheduler.Registration{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: recipient}, RegisteredBy: by, Every: &hour})
@@ -203,7 +217,7 @@ func (f *grantsFixture) path(p string) string {
 
 func (f *grantsFixture) send(t *testing.T, method, path, body, token string) (*http.Response, []byte) {
 	t.Helper()
-	return call(t, f.app, token, method, f.path(path), body)
+	return call(t, f.app, token, method, f.path(path), f.path(body))
 }
 
 // Every route in the OpenAPI document, for every kind of principal: the
@@ -226,6 +240,14 @@ func TestGrantsOnEveryRoute(t *testing.T) {
 		{"POST", "/api/v1/plugins/reload", "", [7]int{403, 403, 403, 403, 200, 401, 401}},
 		{"POST", "/api/v1/watches", `{"kind":"ci","params":{},"recipient":{"id":"agent-1"}}`, [7]int{201, 403, 201, 403, 201, 401, 401}},
 		{"POST", "/api/v1/watches", `{"kind":"ci","params":{},"recipient":{"id":"boss"}}`, [7]int{403, 403, 403, 403, 201, 401, 401}},
+		// observe.thread names a Work: admitted only for a principal that
+		// may read it (GET /api/v1/work/{id}'s rule), whatever recipient it
+		// may register for; one it may not read is 404, as an unknown id.
+		{"POST", "/api/v1/watches", `{"kind":"observe.thread","params":{"work_id":"{workA}","after":0},"recipient":{"id":"agent-1"}}`, [7]int{201, 403, 404, 403, 201, 401, 401}},
+		{"POST", "/api/v1/watches", `{"kind":"observe.thread","params":{"work_id":"{workA}","after":0},"recipient":{"id":"agent-2"}}`, [7]int{403, 404, 404, 403, 201, 401, 401}},
+		{"POST", "/api/v1/watches", `{"kind":"observe.thread","params":{"work_id":"{workA}"},"recipient":{"id":"ops"}}`, [7]int{403, 403, 403, 201, 201, 401, 401}},
+		{"POST", "/api/v1/watches", `{"kind":"observe.thread","params":{"work_id":"{workB}"},"recipient":{"id":"agent-1"}}`, [7]int{201, 403, 404, 403, 201, 401, 401}},
+		{"POST", "/api/v1/watches", `{"kind":"observe.thread","params":{"work_id":"{workB}"},"recipient":{"id":"orch"}}`, [7]int{403, 403, 404, 403, 201, 401, 401}},
 		{"GET", "/api/v1/watches", "", [7]int{200, 200, 200, 200, 200, 401, 401}},
 		{"GET", "/api/v1/watches?recipient=agent-1", "", [7]int{200, 403, 403, 200, 200, 401, 401}},
 		{"GET", "/api/v1/watches?registered_by=orch", "", [7]int{403, 403, 200, 200, 200, 401, 401}},

@@ -99,14 +99,14 @@ func (timerFake) Lookup(kind string) (plugin.Info, bool) {
 	return timerFakeInfo, kind == "timer"
 }
 
-func (timerFake) Admit(_ context.Context, kind string, params json.RawMessage) (plugin.Admission, error) {
+func (timerFake) Admit(_ context.Context, kind string, req kind.AdmitRequest) (plugin.Admission, error) {
 	if kind != "timer" {
 		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeWatchUnobservable, Message: "no plugin serves " + kind}
 	}
 	var p struct {
 		At time.Time `json:"at"`
 	}
-	if err := json.Unmarshal(params, &p); err != nil || p.At.IsZero() {
+	if err := json.Unmarshal(req.Params, &p); err != nil || p.At.IsZero() {
 		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeInvalidParams, Field: "params.at", Message: "required"}
 	}
 	return plugin.Admission{Deadline: p.At.Add(time.Minute)}, nil
@@ -472,7 +472,7 @@ func BenchmarkAdmit(b *testing.B) {
 				ctx := context.Background()
 				b.ReportAllocs()
 				ds := benchtest.Drive(b, g, func(int) error {
-					_, err := c.pl.Admit(ctx, "timer", params)
+					_, err := c.pl.Admit(ctx, "timer", kind.AdmitRequest{Params: params})
 					return err
 				})
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "admits/s")

@@ -33,6 +33,7 @@ import (
 	"github.com/vigilhq/vigil/internal/syncbuf"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 	"github.com/vigilhq/vigil/plugins"
+	"github.com/vigilhq/vigil/store"
 )
 
 // The MCP tools wait no longer than the mailbox's longest wait: the two
@@ -57,6 +58,8 @@ type mcpHost struct {
 	// tr is the tests' connections to the host.
 	tr    *http.Transport
 	guard *authz.Guard
+	ob    *observe.Observer
+	st    *store.Badger
 }
 
 const (
@@ -133,7 +136,7 @@ func newMCPHostLogged(t *testing.T, o Options, log *slog.Logger) *mcpHost {
 			t.Fatal(err)
 		}
 	}
-	return &mcpHost{url: url, dir: dir, clock: clock, sched: st.Scheduler, rt: rt, tr: tr, guard: guard}
+	return &mcpHost{url: url, dir: dir, clock: clock, sched: st.Scheduler, rt: rt, tr: tr, guard: guard, ob: ob, st: st.Store}
 }
 
 // bearerTransport sends a token on every request.

@@ -97,7 +97,7 @@ func (s *server) listWork(c *fiber.Ctx) error {
 // the same 404.
 func (s *server) workFor(c *fiber.Ctx) (store.Work, []store.WorkInput, error) {
 	v, _ := param(c, "id")
-	notFound := &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no work item %q", v)}
+	notFound := observe.NoWork(v) // as an observe.thread watch's admission answers it
 	id, err := store.ParseID(v)
 	if err != nil {
 		return store.Work{}, nil, notFound

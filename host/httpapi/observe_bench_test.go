@@ -47,6 +47,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -123,7 +124,7 @@ func startObserveServer(b *testing.B, o observeServerOpts) *observeServer {
 		b.Fatal(err)
 	}
 	kinds := kind.NewRegistry()
-	timer, _ := kind.Of(timerFake{}, "timer")
+	timer, _ := kind.Of(kindsAsMulti{timerFake{}}, "timer")
 	if err := errors.Join(kinds.Register("plugins", timer), ob.Register(kinds)); err != nil {
 		b.Fatal(err)
 	}
@@ -461,4 +462,12 @@ func benchGuard(b *testing.B, tokens map[string]string) *authz.Guard {
 		return nil
 	}
 	return authztest.Guard(b, tokens)
+}
+
+// kindsAsMulti serves the scheduler's kinds as the plugin runtime serves
+// its own (kind.Multi), for kind.Of: admission by the params alone.
+type kindsAsMulti struct{ scheduler.Kinds }
+
+func (m kindsAsMulti) Admit(ctx context.Context, name string, params json.RawMessage) (kind.Admission, error) {
+	return m.Kinds.Admit(ctx, name, kind.AdmitRequest{Params: params})
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/authz"
 	"github.com/vigilhq/vigil/host/delivery"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/recipients"
@@ -370,10 +371,17 @@ func transportAPIError(err error) *api.Error {
 
 func (s *server) errorHandler(c *fiber.Ctx, err error) error {
 	e := toAPIError(err)
-	var rf *refused
+	var (
+		rf     *refused
+		hidden *kind.HiddenError
+	)
 	switch {
 	case errors.As(err, &rf):
 		s.audit(c, e.Code, rf.reason)
+	case errors.As(err, &hidden):
+		// A kind's admission hid a record the principal may not read,
+		// answering as for an unknown id; the reason is the log's.
+		s.audit(c, e.Code, "hidden: "+hidden.Reason.Error())
 	case e.Code == api.CodeNotAReporter:
 		s.audit(c, e.Code, e.Message)
 	}
@@ -467,7 +475,8 @@ func (s *server) createWatch(c *fiber.Ctx) error {
 	if err := s.allow(c, authz.Action{Verb: authz.Register, Recipient: req.Recipient.ID}); err != nil {
 		return err
 	}
-	reg := scheduler.Registration{Kind: req.Kind, Params: req.Params, Recipient: store.Recipient{ID: req.Recipient.ID}, RegisteredBy: Principal(c), ExpiresAt: req.ExpiresAt}
+	reg := scheduler.Registration{Kind: req.Kind, Params: req.Params, Recipient: store.Recipient{ID: req.Recipient.ID},
+		RegisteredBy: Principal(c), Caller: caller(c), ExpiresAt: req.ExpiresAt}
 	if req.Every != "" {
 		d, err := time.ParseDuration(req.Every)
 		if err != nil {
@@ -695,7 +704,7 @@ func (s *server) putRecipient(c *fiber.Ctx) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
-	u := recipients.Update{ID: id, Status: store.RecipientStatus(req.Status), Workspace: req.Workspace}
+	u := recipients.Update{ID: id, Status: store.RecipientStatus(req.Status), Workspace: req.Workspace, Caller: caller(c)}
 	if req.Webhook != nil {
 		u.Webhook = &store.Webhook{URL: req.Webhook.URL, Secret: req.Webhook.Secret}
 	}

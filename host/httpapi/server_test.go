@@ -18,6 +18,7 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/authz"
 	"github.com/vigilhq/vigil/host/delivery"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/recipients"
@@ -50,11 +51,11 @@ func (fakePlugins) Lookup(kind string) (plugin.Info, bool) {
 	return plugin.Info{}, false
 }
 
-func (f fakePlugins) Admit(_ context.Context, kind string, params json.RawMessage) (plugin.Admission, error) {
+func (f fakePlugins) Admit(_ context.Context, kind string, req kind.AdmitRequest) (plugin.Admission, error) {
 	if _, ok := f.Lookup(kind); !ok {
 		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeWatchUnobservable, Setting: "kinds." + kind + ".wasm", Message: "no plugin serves " + kind}
 	}
-	if strings.Contains(string(params), `"bad"`) {
+	if strings.Contains(string(req.Params), `"bad"`) {
 		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeInvalidParams, Field: "params.bad", Message: "bad"}
 	}
 	return plugin.Admission{}, nil

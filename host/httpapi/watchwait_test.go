@@ -14,6 +14,7 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/authz"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/host/watchwait"
@@ -37,7 +38,7 @@ func (slowKinds) Lookup(kind string) (plugin.Info, bool) {
 	return plugin.Info{}, false
 }
 
-func (k slowKinds) Admit(_ context.Context, kind string, _ json.RawMessage) (plugin.Admission, error) {
+func (k slowKinds) Admit(_ context.Context, kind string, _ kind.AdmitRequest) (plugin.Admission, error) {
 	if _, ok := k.Lookup(kind); !ok {
 		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeWatchUnobservable, Message: "no plugin serves " + kind}
 	}

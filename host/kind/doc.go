@@ -13,6 +13,21 @@
 // a built-in kind and a plugin are served through the same calls, and a
 // new source of kinds is one more Replace.
 //
+// Admission is asked an AdmitRequest: the params, the watch's recipient,
+// and the registering principal as a Caller ("may it read this
+// record?"). A kind whose params name a record of the host (a Work item,
+// a watch, a recipient, a scope) admits only one the Caller may read,
+// and refuses another with a HiddenError, which answers exactly as an
+// unknown id; host/authz's Principal is the Caller of an API request,
+// HostCaller the host's own. A nil Caller reads nothing. A plugin is
+// asked with the params alone (Multi): it reads no record of the host.
+//
+// Rejected: the caller in a context value, as the recipient of a probe
+// is. Admission is where a leak happens; a parameter every kind's Admit
+// must take makes each kind's author see the question, and a value a
+// registration path forgot to put in a context would read as nobody only
+// by luck of the default.
+//
 // Changed is a channel each write of the kinds closes (then a new one is
 // made when asked), so a listener (the MCP server's kind enum) learns of
 // a reload without polling; it is made only when asked for, so it costs

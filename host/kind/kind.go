@@ -17,15 +17,101 @@ import (
 type Kind interface {
 	// Info describes the kind; its Kind field is the name it serves.
 	Info() Info
-	// Admit decides whether a watch with params may be written: an
-	// Admission, a *Refusal (the watch must not be written), or an error
-	// when the kind could not answer.
-	Admit(ctx context.Context, params json.RawMessage) (Admission, error)
+	// Admit decides whether a watch may be written: an Admission, a
+	// *Refusal (the watch must not be written), or an error when the kind
+	// could not answer. A kind whose params name a record of the host (a
+	// Work item, a watch, a recipient, a scope) admits only one req's
+	// Caller may read (MayRead), and refuses one it may not with a
+	// *HiddenError, which answers exactly as an unknown id.
+	Admit(ctx context.Context, req AdmitRequest) (Admission, error)
 	// Observe makes one bounded observation of a watch. A fault is a
 	// pending Observation with Fault set; the error is for what is not "I
 	// could not tell" (ErrUnknownKind, ErrRaised, ctx ending).
 	Observe(ctx context.Context, req abi.ObserveRequest) (Observation, error)
 }
+
+// AdmitRequest is what admission is asked: a watch's params, whose watch
+// it would be, and who registers it.
+type AdmitRequest struct {
+	Params json.RawMessage
+	// Recipient is the id of the recipient the watch would wake.
+	Recipient string
+	// Caller is the principal registering the watch, as admission may ask
+	// of it; nil reads nothing.
+	Caller Caller
+}
+
+// Caller is the principal registering a watch, as admission asks of it:
+// "may it read this record?". The API's principal (host/authz) answers
+// with its grant, by the same rule as the route that shows the record; the
+// host's own registrations are HostCaller's.
+type Caller interface {
+	// MayRead is nil when the caller may read o, else an error saying what
+	// its grant lacks, for the log (never for the answer, which must not
+	// tell a hidden record from a missing one).
+	MayRead(o Object) error
+}
+
+// ObjectClass is what kind of record an Object names.
+type ObjectClass int
+
+// The records a watch's params may name.
+const (
+	// ObjectWork is a Work item: ID, Scope, and Recipient, its claimer
+	// ("" while unclaimed).
+	ObjectWork ObjectClass = iota + 1
+	// ObjectWatch is a watch: ID, Recipient, RegisteredBy.
+	ObjectWatch
+	// ObjectRecipient is a recipient's record and mailbox: Recipient.
+	ObjectRecipient
+	// ObjectScope is an observe scope's Work list: Scope.
+	ObjectScope
+)
+
+// Object is a record of the host a watch's params name.
+type Object struct {
+	Class        ObjectClass
+	ID           string
+	Scope        string
+	Recipient    string
+	RegisteredBy string
+}
+
+// ErrNoCaller is MayRead's answer for an admission nobody asked for: a
+// nil Caller reads nothing.
+var ErrNoCaller = errors.New("no caller: the registration names no principal")
+
+// MayRead asks c whether it may read o; a nil c may not (ErrNoCaller).
+func MayRead(c Caller, o Object) error {
+	if c == nil {
+		return ErrNoCaller
+	}
+	return c.MayRead(o)
+}
+
+// HostCaller is the host registering a watch of its own (the recipients'
+// reconciler keeping a recipient's standing watches, each admitted with
+// its writer's grant when the record was put): it reads every record.
+type HostCaller struct{}
+
+// MayRead implements Caller: the host reads everything.
+func (HostCaller) MayRead(Object) error { return nil }
+
+var _ Caller = HostCaller{}
+
+// HiddenError is admission's refusal of a record the caller may not read.
+// It reads as NotFound, the kind's refusal of an id that does not exist,
+// byte for byte, so the answer tells neither whether the record exists
+// nor whose it is; Reason (what the caller's grant lacks) is for the log.
+type HiddenError struct {
+	NotFound *Refusal
+	Reason   error
+}
+
+func (e *HiddenError) Error() string { return e.NotFound.Error() }
+
+// Unwrap is NotFound alone: the API answers it, never the reason.
+func (e *HiddenError) Unwrap() error { return e.NotFound }
 
 // Settler is a Kind that hears of each of its watches' settlements once
 // the outcome is persisted and before it is delivered (a pushed kind
@@ -216,7 +302,9 @@ func CadenceFrom(ctx context.Context) time.Duration {
 	return d
 }
 
-// Multi serves several kinds by name, as the plugin runtime does.
+// Multi serves several kinds by name, as the plugin runtime does. Its
+// Admit takes the params alone: a plugin reads no record of the host, so
+// its params can name none a caller might not read.
 type Multi interface {
 	Lookup(name string) (Info, bool)
 	Admit(ctx context.Context, name string, params json.RawMessage) (Admission, error)
@@ -241,8 +329,8 @@ type multiKind struct {
 
 func (k multiKind) Info() Info { return k.info }
 
-func (k multiKind) Admit(ctx context.Context, params json.RawMessage) (Admission, error) {
-	return k.m.Admit(ctx, k.info.Kind, params)
+func (k multiKind) Admit(ctx context.Context, req AdmitRequest) (Admission, error) {
+	return k.m.Admit(ctx, k.info.Kind, req.Params)
 }
 
 func (k multiKind) Observe(ctx context.Context, req abi.ObserveRequest) (Observation, error) {

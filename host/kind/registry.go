@@ -2,7 +2,6 @@ package kind
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"sync"
@@ -165,7 +164,7 @@ func (r *Registry) Lookup(name string) (Info, bool) {
 // Admit asks the kind named name. An unknown name is a *Refusal: a
 // source's explanation (the plugin for it did not load), or that nothing
 // serves it.
-func (r *Registry) Admit(ctx context.Context, name string, params json.RawMessage) (Admission, error) {
+func (r *Registry) Admit(ctx context.Context, name string, req AdmitRequest) (Admission, error) {
 	k, ok := r.Get(name)
 	if !ok {
 		explain := *r.explain.Load()
@@ -182,7 +181,7 @@ func (r *Registry) Admit(ctx context.Context, name string, params json.RawMessag
 		return Admission{}, &Refusal{Code: CodeWatchUnobservable, Message: fmt.Sprintf("no plugin serves kind %q", name),
 			Setting: fmt.Sprintf("kinds.%s.wasm", name)}
 	}
-	return k.Admit(ctx, params)
+	return k.Admit(ctx, req)
 }
 
 // Observe asks the kind req names; an unknown one is ErrUnknownKind.

@@ -20,7 +20,7 @@ type fakeKind struct {
 }
 
 func (k fakeKind) Info() Info { return Info{Kind: k.name} }
-func (k fakeKind) Admit(context.Context, json.RawMessage) (Admission, error) {
+func (k fakeKind) Admit(context.Context, AdmitRequest) (Admission, error) {
 	return Admission{Subject: k.name}, nil
 }
 func (k fakeKind) Observe(context.Context, abi.ObserveRequest) (Observation, error) {
@@ -41,7 +41,7 @@ func TestRegistryServesEachSourcesKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"timer", "http", "observe.thread"} {
-		if adm, err := r.Admit(ctx, name, nil); err != nil || adm.Subject != name {
+		if adm, err := r.Admit(ctx, name, AdmitRequest{}); err != nil || adm.Subject != name {
 			t.Errorf("admit %s: %+v, %v", name, adm, err)
 		}
 		if obs, err := r.Observe(ctx, abi.ObserveRequest{Kind: name}); err != nil || obs.Note != name {
@@ -87,7 +87,7 @@ func TestRegistryRefusesAKindTwoSourcesClaim(t *testing.T) {
 func TestRegistryUnknownKinds(t *testing.T) {
 	ctx := context.Background()
 	r := NewRegistry()
-	_, err := r.Admit(ctx, "nope", nil)
+	_, err := r.Admit(ctx, "nope", AdmitRequest{})
 	var ref *Refusal
 	if !errors.As(err, &ref) || ref.Code != CodeWatchUnobservable || ref.Setting != "kinds.nope.wasm" {
 		t.Fatalf("admit of an unknown kind: %v", err)
@@ -98,14 +98,14 @@ func TestRegistryUnknownKinds(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := r.Admit(ctx, "broken", nil); !errors.As(err, &ref) || ref.Message != `the plugin for kind "broken" did not load` {
+	if _, err := r.Admit(ctx, "broken", AdmitRequest{}); !errors.As(err, &ref) || ref.Message != `the plugin for kind "broken" did not load` {
 		t.Fatalf("explained: %v", err)
 	}
-	if _, err := r.Admit(ctx, "nope", nil); !errors.As(err, &ref) || ref.Setting != "kinds.nope.wasm" {
+	if _, err := r.Admit(ctx, "nope", AdmitRequest{}); !errors.As(err, &ref) || ref.Setting != "kinds.nope.wasm" {
 		t.Fatalf("a name no source explains: %v", err)
 	}
 	r.Explain("plugins", nil)
-	if _, err := r.Admit(ctx, "broken", nil); !errors.As(err, &ref) || ref.Setting != "kinds.broken.wasm" {
+	if _, err := r.Admit(ctx, "broken", AdmitRequest{}); !errors.As(err, &ref) || ref.Setting != "kinds.broken.wasm" {
 		t.Fatalf("after the explanation was removed: %v", err)
 	}
 	if _, err := r.Observe(ctx, abi.ObserveRequest{Kind: "nope"}); !errors.Is(err, ErrUnknownKind) {
@@ -128,17 +128,27 @@ func TestRegistrySettledReachesOnlySettlers(t *testing.T) {
 	}
 }
 
-// Of serves one kind of a multi-kind value under its name.
+// fakeMulti serves one kind, x, as the plugin runtime serves many: its
+// admission answers with the params it was given.
+type fakeMulti struct{}
+
+func (fakeMulti) Lookup(name string) (Info, bool) { return Info{Kind: name}, name == "x" }
+func (fakeMulti) Admit(_ context.Context, name string, params json.RawMessage) (Admission, error) {
+	return Admission{Subject: name, Params: params}, nil
+}
+func (fakeMulti) Observe(context.Context, abi.ObserveRequest) (Observation, error) {
+	return Observation{Status: abi.StatusPending}, nil
+}
+
+// Of serves one kind of a multi-kind value under its name, handing it the
+// request's params.
 func TestOf(t *testing.T) {
-	r := NewRegistry()
-	if err := r.Replace("a", []Kind{fakeKind{name: "x"}}); err != nil {
-		t.Fatal(err)
-	}
+	r := fakeMulti{}
 	k, ok := Of(r, "x")
 	if !ok || k.Info().Kind != "x" {
 		t.Fatalf("Of: %v %v", k, ok)
 	}
-	if adm, err := k.Admit(context.Background(), nil); err != nil || adm.Subject != "x" {
+	if adm, err := k.Admit(context.Background(), AdmitRequest{Params: json.RawMessage(`{"a":1}`)}); err != nil || adm.Subject != "x" || string(adm.Params) != `{"a":1}` {
 		t.Fatalf("admit through Of: %+v %v", adm, err)
 	}
 	if _, ok := Of(r, "y"); ok {

@@ -46,9 +46,18 @@
 //   - The built-in watch kind observe.thread ({work_id, after?}): the
 //     Work's agent parks on it between turns. It is a pushed kind: the
 //     router wakes it (scheduler Poke on "work/<id>") when it appends an
-//     input, and it settles with exactly the inputs after `after` (the Work's
-//     consumed input when left out). Once the wake is persisted the Work's
-//     consumed input moves to the last one carried.
+//     input, and it settles with exactly the inputs after `after` (the
+//     recipient's consumed input when left out). Admission is reading the
+//     Work: only for a caller that may read it (GET /api/v1/work/{id}'s
+//     rule, asked through kind.Caller), and a Work it may not read is
+//     refused exactly as an unknown id (NoWork), before anything else
+//     about it is said. What a recipient has been given is its own
+//     (store.Work.ConsumedBy): the claimer's is the Work's Consumed, any
+//     other recipient's a cursor of its own; once a wake is persisted,
+//     its recipient's moves to the last input carried, never another's,
+//     so no wait changes what another recipient's next wait carries. At
+//     start every open Work is poked, since no one number says every wait
+//     on it has been given its last input.
 //   - A claim takes a recipient that runs, or one not yet known: a paused
 //     or stopped one claims nothing (recipient_not_running), as it takes
 //     no new watch. The record is read before the claim's transaction;

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
@@ -33,8 +34,9 @@ func (ob *Observer) Register(reg *kind.Registry) error {
 }
 
 // ThreadParams are an observe.thread watch's params. After is the last
-// input the agent has been given; left out, it is the Work's Consumed at
-// registration, and the stored row carries the number.
+// input the watch's recipient has been given; left out, it is that
+// recipient's consumed input at registration (store.Work.ConsumedBy), and
+// the stored row carries the number.
 type ThreadParams struct {
 	WorkID string `json:"work_id"`
 	After  *int   `json:"after,omitempty"`
@@ -61,7 +63,7 @@ type ThreadDetail struct {
 
 const threadSchema = `{"type":"object","additionalProperties":false,"required":["work_id"],"properties":{` +
 	`"work_id":{"type":"string","description":"the Work to wait on"},` +
-	`"after":{"type":"integer","minimum":0,"description":"the last input already seen (default: the Work's consumed input)"}}}`
+	`"after":{"type":"integer","minimum":0,"description":"the last input already seen (default: the last one given to the watch's recipient, by its claim or its previous wakes)"}}}`
 
 // Info implements kind.Kind.
 func (k *Thread) Info() kind.Info {
@@ -72,11 +74,23 @@ func (k *Thread) Info() kind.Info {
 	}
 }
 
-// Admit implements kind.Kind: the Work must exist and be open; the params
-// are completed with After.
-func (k *Thread) Admit(ctx context.Context, params json.RawMessage) (kind.Admission, error) {
+// NoWork is the refusal of a Work id nothing answers to, as GET
+// /api/v1/work/{id} and the thread kind's admission both give it: for an
+// id that is unknown and for one the caller may not read alike, so
+// neither tells whether the Work exists.
+func NoWork(id string) *api.Error {
+	return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no work item %q", id)}
+}
+
+// Admit implements kind.Kind: the Work must exist, be one req's caller
+// may read (the rule of GET /api/v1/work/{id}: its scope, acting for its
+// claimer, or the operator role), and be open; the params are completed
+// with After, the recipient's consumed input when left out. A Work the
+// caller may not read is refused exactly as an unknown id, before
+// anything else about it is told.
+func (k *Thread) Admit(ctx context.Context, req kind.AdmitRequest) (kind.Admission, error) {
 	var p ThreadParams
-	if err := abi.StrictUnmarshal(params, &p); err != nil {
+	if err := abi.StrictUnmarshal(req.Params, &p); err != nil {
 		return kind.Admission{}, &kind.Refusal{Code: kind.CodeInvalidParams, Field: "params", Message: err.Error()}
 	}
 	id, err := store.ParseID(p.WorkID)
@@ -86,15 +100,20 @@ func (k *Thread) Admit(ctx context.Context, params json.RawMessage) (kind.Admiss
 	w, err := k.ob.o.Store.GetWork(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return kind.Admission{}, &kind.Refusal{Code: kind.CodeInvalidParams, Field: "params.work_id", Message: "no work item " + p.WorkID}
+		return kind.Admission{}, NoWork(p.WorkID)
 	case err != nil:
 		return kind.Admission{}, err
+	}
+	if err := kind.MayRead(req.Caller, kind.Object{Class: kind.ObjectWork, ID: w.ID.String(), Scope: w.Scope, Recipient: w.ClaimedBy}); err != nil {
+		return kind.Admission{}, &kind.HiddenError{NotFound: NoWork(p.WorkID), Reason: err}
+	}
+	switch {
 	case w.Kind != WorkKind:
 		return kind.Admission{}, &kind.Refusal{Code: kind.CodeInvalidParams, Field: "params.work_id", Message: fmt.Sprintf("work %s is a %s, not an %s", p.WorkID, w.Kind, WorkKind)}
 	case w.State != store.WorkOpen:
 		return kind.Admission{}, &kind.Refusal{Code: kind.CodeInvalidParams, Field: "params.work_id", Message: fmt.Sprintf("work %s is %s: its thread starts nothing more", p.WorkID, w.State)}
 	}
-	after := w.Consumed
+	after := w.ConsumedBy(req.Recipient)
 	if p.After != nil {
 		if *p.After < 0 || *p.After > w.Inputs {
 			return kind.Admission{}, &kind.Refusal{Code: kind.CodeInvalidParams, Field: "params.after", Message: fmt.Sprintf("want 0 to %d, the work's inputs", w.Inputs)}
@@ -150,10 +169,12 @@ func (k *Thread) Observe(ctx context.Context, req abi.ObserveRequest) (kind.Obse
 	}}, nil
 }
 
-// Settled implements kind.Settler: once a wake is persisted, the Work's
-// agent has been given its items. A crash before
-// this leaves them unconsumed, so the next wait carries them again: a
-// repeat is cheaper than a loss.
+// Settled implements kind.Settler: once a wake is persisted, the watch's
+// recipient has been given its items, and that recipient's consumed input
+// moves (the claimer's Consumed, or the recipient's own cursor), never
+// another's. A crash before this leaves them unconsumed, so the
+// recipient's next wait carries them again: a repeat is cheaper than a
+// loss.
 func (k *Thread) Settled(ctx context.Context, w store.Watch) {
 	if w.Kind != WorkKind || w.State != store.Fired || w.Outcome == nil || w.Outcome.Result != "new_items" {
 		return
@@ -166,7 +187,7 @@ func (k *Thread) Settled(ctx context.Context, w store.Watch) {
 	if err != nil {
 		return
 	}
-	if _, err := k.ob.o.Store.ConsumeWork(ctx, id, d.Last); err != nil {
+	if _, err := k.ob.o.Store.ConsumeWork(ctx, id, w.Recipient.ID, d.Last); err != nil {
 		k.ob.log.Error("recording a work's consumed input", "work", d.WorkID, "err", err)
 	}
 }

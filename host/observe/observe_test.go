@@ -28,7 +28,7 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 type noPlugins struct{}
 
 func (noPlugins) Lookup(string) (plugin.Info, bool) { return plugin.Info{}, false }
-func (noPlugins) Admit(_ context.Context, kind string, _ json.RawMessage) (plugin.Admission, error) {
+func (noPlugins) Admit(_ context.Context, kind string, _ kind.AdmitRequest) (plugin.Admission, error) {
 	return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeWatchUnobservable, Message: "no plugin serves " + kind}
 }
 func (noPlugins) Observe(_ context.Context, req abi.ObserveRequest) (plugin.Observation, error) {
@@ -239,6 +239,7 @@ func TestObservedThreadParksAndWakes(t *testing.T) {
 	}
 	watch, err := r.stack.Scheduler.Register(ctx, scheduler.Registration{
 		Kind: WorkKind, Params: json.RawMessage(`{"work_id":"` + w.ID.String() + `"}`), Recipient: store.Recipient{ID: "responder"},
+		Caller: kind.HostCaller{},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -280,6 +281,7 @@ func TestObservedThreadParksAndWakes(t *testing.T) {
 	// The next wait starts after the follow-up.
 	next, err := r.stack.Scheduler.Register(ctx, scheduler.Registration{
 		Kind: WorkKind, Params: json.RawMessage(`{"work_id":"` + w.ID.String() + `"}`), Recipient: store.Recipient{ID: "responder"},
+		Caller: kind.HostCaller{},
 	})
 	if err != nil || !strings.Contains(string(next.Params), `"after":2`) {
 		t.Fatalf("next wait %+v %v", next, err)
@@ -308,16 +310,16 @@ func TestThreadWatchAdmission(t *testing.T) {
 	r.mustRecord("watcher", Record{Item: "m1", Thread: "T", Text: "x"})
 	r.route()
 	w := r.open()[0]
-	for name, params := range map[string]string{
-		"no work":      `{"work_id":"01m8nhtng4ra8tgz0tmrscbt6g"}`,
-		"bad id":       `{"work_id":"nope"}`,
-		"after beyond": `{"work_id":"` + w.ID.String() + `","after":5}`,
-		"unknown":      `{"work_id":"` + w.ID.String() + `","x":1}`,
+	for name, c := range map[string]struct{ params, code string }{
+		"no work":      {`{"work_id":"01m8nhtng4ra8tgz0tmrscbt6g"}`, api.CodeNotFound},
+		"bad id":       {`{"work_id":"nope"}`, api.CodeInvalidParams},
+		"after beyond": {`{"work_id":"` + w.ID.String() + `","after":5}`, api.CodeInvalidParams},
+		"unknown":      {`{"work_id":"` + w.ID.String() + `","x":1}`, api.CodeInvalidParams},
 	} {
-		_, err := r.stack.Scheduler.Register(ctx, scheduler.Registration{Kind: WorkKind, Params: json.RawMessage(params), Recipient: store.Recipient{ID: "a"}})
+		_, err := r.stack.Scheduler.Register(ctx, scheduler.Registration{Kind: WorkKind, Params: json.RawMessage(c.params), Recipient: store.Recipient{ID: "a"}, Caller: kind.HostCaller{}})
 		var ref *plugin.Refusal
-		if !errors.As(err, &ref) || ref.Code != plugin.CodeInvalidParams {
-			t.Errorf("%s: %v", name, err)
+		if !errors.As(err, &ref) || ref.Code != c.code {
+			t.Errorf("%s: %v, want %s", name, err, c.code)
 		}
 	}
 	// A completed Work takes no new wait.
@@ -330,13 +332,13 @@ func TestThreadWatchAdmission(t *testing.T) {
 		}
 	}
 	r.complete(other.ID)
-	_, err := r.stack.Scheduler.Register(ctx, scheduler.Registration{Kind: WorkKind, Params: json.RawMessage(`{"work_id":"` + other.ID.String() + `"}`), Recipient: store.Recipient{ID: "a"}})
+	_, err := r.stack.Scheduler.Register(ctx, scheduler.Registration{Kind: WorkKind, Params: json.RawMessage(`{"work_id":"` + other.ID.String() + `"}`), Recipient: store.Recipient{ID: "a"}, Caller: kind.HostCaller{}})
 	var ref *plugin.Refusal
 	if !errors.As(err, &ref) || ref.Field != "params.work_id" || !strings.Contains(ref.Message, "completed") {
 		t.Fatalf("a wait on a completed work: %v", err)
 	}
 	// An explicit after of 0 carries the opener at once.
-	watch, err := r.stack.Scheduler.Register(ctx, scheduler.Registration{Kind: WorkKind, Params: json.RawMessage(`{"work_id":"` + w.ID.String() + `","after":0}`), Recipient: store.Recipient{ID: "a"}})
+	watch, err := r.stack.Scheduler.Register(ctx, scheduler.Registration{Kind: WorkKind, Params: json.RawMessage(`{"work_id":"` + w.ID.String() + `","after":0}`), Recipient: store.Recipient{ID: "a"}, Caller: kind.HostCaller{}})
 	if err != nil {
 		t.Fatal(err)
 	}

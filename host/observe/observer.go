@@ -33,7 +33,7 @@ type Store interface {
 	// store.ErrNotFound if there is none.
 	GetRecipient(ctx context.Context, id string) (store.RecipientRecord, error)
 	CompleteWorkAs(ctx context.Context, id store.ID, now time.Time, claimedBy string) (store.Work, error)
-	ConsumeWork(ctx context.Context, id store.ID, n int) (store.Work, error)
+	ConsumeWork(ctx context.Context, id store.ID, recipient string, n int) (store.Work, error)
 }
 
 // Waker wakes the watches parked on a subject: the scheduler's Poke.
@@ -315,10 +315,12 @@ func (ob *Observer) recoverWakes(ctx context.Context) {
 			ob.log.Error("listing open work", "scope", scope, "err", err)
 			continue
 		}
+		// Every open Work: each recipient waits from its own consumed
+		// input, so no one number says that every wait on it has been
+		// given its last input. A poke of a Work nobody waits on costs
+		// one read of the pending-by-subject index.
 		for _, w := range works {
-			if w.Inputs > w.Consumed {
-				ob.poke(ctx, w.ID)
-			}
+			ob.poke(ctx, w.ID)
 		}
 	}
 }

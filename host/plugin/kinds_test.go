@@ -14,7 +14,7 @@ import (
 type hostKind struct{ name string }
 
 func (k hostKind) Info() kind.Info { return kind.Info{Kind: k.name, Pushed: true} }
-func (hostKind) Admit(context.Context, json.RawMessage) (kind.Admission, error) {
+func (hostKind) Admit(context.Context, kind.AdmitRequest) (kind.Admission, error) {
 	return kind.Admission{}, nil
 }
 func (hostKind) Observe(context.Context, abi.ObserveRequest) (kind.Observation, error) {
@@ -55,7 +55,7 @@ func TestRuntimeRegistersItsKinds(t *testing.T) {
 	}
 	// A plugin that did not load is explained, as the runtime explains it.
 	var ref *kind.Refusal
-	if _, err := reg.Admit(ctx, "test.badschema", json.RawMessage(`{}`)); !errors.As(err, &ref) || ref.Code != CodeWatchUnobservable {
+	if _, err := reg.Admit(ctx, "test.badschema", kind.AdmitRequest{Params: json.RawMessage(`{}`)}); !errors.As(err, &ref) || ref.Code != CodeWatchUnobservable {
 		t.Fatalf("admit of a kind that did not load: %v", err)
 	}
 	want := r.unknownKind(r.set.Load(), "test.badschema").Error()

@@ -319,8 +319,10 @@ var _ kind.Kind = runtimeKind{}
 
 func (k runtimeKind) Info() Info { return k.info }
 
-func (k runtimeKind) Admit(ctx context.Context, params json.RawMessage) (Admission, error) {
-	return k.r.Admit(ctx, k.info.Kind, params)
+// Admit asks the plugin with the params alone: a plugin reads no record
+// of the host, so its params name none the caller might not read.
+func (k runtimeKind) Admit(ctx context.Context, req kind.AdmitRequest) (Admission, error) {
+	return k.r.Admit(ctx, k.info.Kind, req.Params)
 }
 
 func (k runtimeKind) Observe(ctx context.Context, req abi.ObserveRequest) (Observation, error) {

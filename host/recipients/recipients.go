@@ -43,7 +43,7 @@ type Scheduler interface {
 // the recipient is stored, so a refused ref changes nothing.
 type Kinds interface {
 	Lookup(kind string) (kind.Info, bool)
-	Admit(ctx context.Context, kind string, params json.RawMessage) (kind.Admission, error)
+	Admit(ctx context.Context, name string, req kind.AdmitRequest) (kind.Admission, error)
 }
 
 // Clock tells the time.
@@ -140,6 +140,9 @@ type Update struct {
 	Refs    []store.Ref
 	// Workspace is an absolute, clean directory path, or "".
 	Workspace string
+	// Caller is the principal putting the record, as the admission of
+	// its refs asks of it (kind.AdmitRequest); nil reads nothing.
+	Caller kind.Caller
 }
 
 // Error is an update the service refuses: the API's one error type. Field
@@ -198,8 +201,14 @@ func (s *Service) Put(ctx context.Context, u Update) (store.RecipientRecord, err
 		if _, err := canonical(ref.Params); err != nil {
 			return store.RecipientRecord{}, &Error{Code: CodeInvalidField, Field: fmt.Sprintf("refs[%d].params", i), Message: err.Error()}
 		}
-		if _, err := s.kinds.Admit(ctx, ref.Kind, ref.Params); err != nil {
-			var ref *kind.Refusal
+		if _, err := s.kinds.Admit(ctx, ref.Kind, kind.AdmitRequest{Params: ref.Params, Recipient: u.ID, Caller: u.Caller}); err != nil {
+			var (
+				hidden *kind.HiddenError
+				ref    *kind.Refusal
+			)
+			if errors.As(err, &hidden) {
+				return store.RecipientRecord{}, err // as an unknown id: no field of the record named
+			}
 			if errors.As(err, &ref) {
 				field := fmt.Sprintf("refs[%d]", i)
 				if ref.Field != "" {
@@ -348,13 +357,14 @@ func (s *Service) Reconcile(ctx context.Context, id string) error {
 	}
 	var errs []error
 	// The reconciler's registrations carry its mark: a kind it keeps (the
-	// reminder) admits no other.
+	// reminder) admits no other. They are the host's (kind.HostCaller):
+	// each ref was admitted with the grant of the principal that put it.
 	ctx = reminder.WithReconciler(ctx)
 	for key, sw := range wanted {
 		if have[key] {
 			continue
 		}
-		_, err := s.sched.Register(ctx, scheduler.Registration{Kind: sw.Kind, Params: sw.Params, Every: sw.Every, Recipient: store.Recipient{ID: id}})
+		_, err := s.sched.Register(ctx, scheduler.Registration{Kind: sw.Kind, Params: sw.Params, Every: sw.Every, Recipient: store.Recipient{ID: id}, Caller: kind.HostCaller{}})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("standing watch %s for %s: %w", sw.Kind, id, err))
 		}

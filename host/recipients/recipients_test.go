@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api/webhooks"
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
@@ -30,6 +31,8 @@ func (c fixedClock) Now() time.Time { return c.t }
 type fakePlugins struct {
 	mu     sync.Mutex
 	probes int
+	// admitted are the admission requests the kinds were asked.
+	admitted []kind.AdmitRequest
 }
 
 func (f *fakePlugins) Lookup(kind string) (plugin.Info, bool) {
@@ -42,8 +45,18 @@ func (f *fakePlugins) Lookup(kind string) (plugin.Info, bool) {
 	return plugin.Info{}, false
 }
 
-func (f *fakePlugins) Admit(_ context.Context, _ string, params json.RawMessage) (plugin.Admission, error) {
-	if strings.Contains(string(params), `"bad"`) {
+func (f *fakePlugins) Admit(_ context.Context, _ string, req kind.AdmitRequest) (plugin.Admission, error) {
+	f.mu.Lock()
+	f.admitted = append(f.admitted, req)
+	f.mu.Unlock()
+	if strings.Contains(string(req.Params), `"work"`) {
+		// Params naming a record: admitted only for a caller that may
+		// read it, hidden as an unknown id otherwise.
+		if err := kind.MayRead(req.Caller, kind.Object{Class: kind.ObjectWork, ID: "w1", Scope: "support"}); err != nil {
+			return plugin.Admission{}, &kind.HiddenError{NotFound: &api.Error{Code: api.CodeNotFound, Message: `no work item "w1"`}, Reason: err}
+		}
+	}
+	if strings.Contains(string(req.Params), `"bad"`) {
 		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeInvalidParams, Field: "params.bad", Message: "bad"}
 	}
 	return plugin.Admission{}, nil
@@ -191,6 +204,46 @@ func TestRefsKeepOneStandingWatchEach(t *testing.T) {
 		t.Fatalf("running again: %d", n)
 	}
 }
+
+// A ref is admitted as the principal putting the record asks it (its
+// Caller, for the recipient put): a ref naming a record that caller may
+// not read is refused as the kind refused it, an unknown id's answer that
+// names no field of the record, and nothing is stored. The reconciler
+// registers the standing watch as the host, which the kind admits.
+func TestRefsAreAdmittedWithTheCallersGrant(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	ref := store.Ref{Kind: "ticket", Params: json.RawMessage(`{"work":"w1"}`)}
+	_, err := f.svc.Put(ctx, Update{ID: "w", Status: store.StatusRunning, Refs: []store.Ref{ref}})
+	var (
+		hidden *kind.HiddenError
+		ae     *api.Error
+	)
+	if !errors.As(err, &hidden) || !errors.As(err, &ae) || ae.Code != api.CodeNotFound || ae.Field != "" {
+		t.Fatalf("a ref its caller may not read: %v, want the kind's hidden not_found", err)
+	}
+	if _, err := f.st.GetRecipient(ctx, "w"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a refused record was stored: %v", err)
+	}
+	f.plugins.admitted = nil
+	if _, err := f.svc.Put(ctx, Update{ID: "w", Status: store.StatusRunning, Refs: []store.Ref{ref}, Caller: readsAll{}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.pending(t, "w")); n != 1 {
+		t.Fatalf("%d standing watches, want the ref's", n)
+	}
+	f.plugins.mu.Lock()
+	defer f.plugins.mu.Unlock()
+	got := f.plugins.admitted
+	if len(got) != 2 || got[0].Recipient != "w" || got[0].Caller != kind.Caller(readsAll{}) || got[1].Recipient != "w" || got[1].Caller != kind.Caller(kind.HostCaller{}) {
+		t.Fatalf("admitted %+v: want the put's as its caller, then the reconciler's as the host", got)
+	}
+}
+
+// readsAll is a caller whose grant reads every record.
+type readsAll struct{}
+
+func (readsAll) MayRead(kind.Object) error { return nil }
 
 // A lost event (the record changed, reconciliation never ran) is repaired
 // by the pass at start.

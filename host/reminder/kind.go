@@ -95,13 +95,14 @@ func ParseParams(raw json.RawMessage) (Params, error) {
 }
 
 // Admit implements kind.Kind: only the reconciler registers a reminder
-// watch, with an interval in bounds.
-func (k *Kind) Admit(ctx context.Context, params json.RawMessage) (kind.Admission, error) {
+// watch, with an interval in bounds. Its params name no record (the
+// recipient it reminds is the watch's own), so the caller is not asked.
+func (k *Kind) Admit(ctx context.Context, req kind.AdmitRequest) (kind.Admission, error) {
 	if !fromReconciler(ctx) {
 		return kind.Admission{}, &kind.Refusal{Code: kind.CodeInvalidParams, Field: "kind",
 			Message: "the host keeps a recipient's reminder watch itself: opt in with PUT /api/v1/recipients/{id}/reminder (vigil recipient reminder)"}
 	}
-	if _, err := ParseParams(params); err != nil {
+	if _, err := ParseParams(req.Params); err != nil {
 		return kind.Admission{}, &kind.Refusal{Code: kind.CodeInvalidParams, Field: "params", Message: err.Error()}
 	}
 	return kind.Admission{}, nil

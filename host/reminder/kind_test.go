@@ -37,13 +37,13 @@ func TestKindRefusesWhatIsNotItsOwn(t *testing.T) {
 		t.Fatal("no recipient: no error")
 	}
 	for _, p := range []string{`{"every":"30s"}`, `{"every":"25h"}`, `{}`, `{"every":"10m","x":1}`} {
-		_, err := k.Admit(WithReconciler(context.Background()), json.RawMessage(p))
+		_, err := k.Admit(WithReconciler(context.Background()), kind.AdmitRequest{Params: json.RawMessage(p)})
 		var ae *api.Error
 		if !errors.As(err, &ae) || ae.Code != api.CodeInvalidParams {
 			t.Errorf("%s: %v", p, err)
 		}
 	}
-	if _, err := k.Admit(WithReconciler(context.Background()), params); err != nil {
+	if _, err := k.Admit(WithReconciler(context.Background()), kind.AdmitRequest{Params: params}); err != nil {
 		t.Fatal(err)
 	}
 	// A recipient whose record is gone is not running: pending, and the

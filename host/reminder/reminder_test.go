@@ -332,7 +332,7 @@ type standingKind struct{}
 func (standingKind) Info() kind.Info {
 	return kind.Info{Kind: "ticket", Standing: true, Observable: true, DefaultEvery: time.Minute}
 }
-func (standingKind) Admit(context.Context, json.RawMessage) (kind.Admission, error) {
+func (standingKind) Admit(context.Context, kind.AdmitRequest) (kind.Admission, error) {
 	return kind.Admission{}, nil
 }
 func (standingKind) Observe(context.Context, abi.ObserveRequest) (kind.Observation, error) {

@@ -13,6 +13,7 @@ import (
 	"github.com/vigilhq/vigil/internal/fakeclock"
 
 	"github.com/vigilhq/vigil/host/delivery"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
@@ -39,12 +40,12 @@ func (f *fakePlugins) Lookup(kind string) (plugin.Info, bool) {
 	return i, ok
 }
 
-func (f *fakePlugins) Admit(_ context.Context, kind string, params json.RawMessage) (plugin.Admission, error) {
+func (f *fakePlugins) Admit(_ context.Context, kind string, req kind.AdmitRequest) (plugin.Admission, error) {
 	if _, ok := f.Lookup(kind); !ok {
 		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeWatchUnobservable, Setting: "kinds." + kind + ".wasm", Message: "no plugin"}
 	}
 	if f.admit != nil {
-		return f.admit(kind, params)
+		return f.admit(kind, req.Params)
 	}
 	return plugin.Admission{}, nil
 }

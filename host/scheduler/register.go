@@ -25,8 +25,13 @@ type Registration struct {
 	// RegisteredBy is the principal registering the watch ("" for the
 	// host's own, such as the standing watches it reconciles).
 	RegisteredBy string
-	Every        *time.Duration
-	ExpiresAt    *time.Time
+	// Caller is RegisteredBy's grant, as admission asks of it: a kind
+	// whose params name a record of the host admits only one Caller may
+	// read. The host's own registrations pass kind.HostCaller; nil reads
+	// nothing.
+	Caller    kind.Caller
+	Every     *time.Duration
+	ExpiresAt *time.Time
 }
 
 // Refusal codes of registration, beside the kinds' (api's table of codes).
@@ -98,6 +103,12 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 			return store.Watch{}, err
 		}
 	}
+	// Admission comes before the recipient is made: a refused watch (a
+	// Work its caller may not read among them) writes nothing at all.
+	adm, err := s.cfg.Plugins.Admit(ctx, r.Kind, kind.AdmitRequest{Params: r.Params, Recipient: r.Recipient.ID, Caller: r.Caller})
+	if err != nil {
+		return store.Watch{}, err
+	}
 	var rec store.RecipientRecord
 	if s.cfg.Recipients != nil {
 		var err error
@@ -109,10 +120,6 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 			return store.Watch{}, &Error{Code: CodeRecipientNotRunning, Field: "recipient.id",
 				Message: fmt.Sprintf("recipient %s is %s; a watch belongs to a running recipient", rec.ID, rec.Status)}
 		}
-	}
-	adm, err := s.cfg.Plugins.Admit(ctx, r.Kind, r.Params)
-	if err != nil {
-		return store.Watch{}, err
 	}
 	info, ok := s.cfg.Plugins.Lookup(r.Kind)
 	if !ok { // removed between admit and now

@@ -37,7 +37,7 @@ func (wallClock) Now() time.Time { return time.Now() }
 // persisted and before it is delivered; it must not block for long.
 type Kinds interface {
 	Lookup(name string) (kind.Info, bool)
-	Admit(ctx context.Context, name string, params json.RawMessage) (kind.Admission, error)
+	Admit(ctx context.Context, name string, req kind.AdmitRequest) (kind.Admission, error)
 	Observe(ctx context.Context, req abi.ObserveRequest) (kind.Observation, error)
 	Settled(ctx context.Context, w store.Watch)
 }

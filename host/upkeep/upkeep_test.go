@@ -381,7 +381,7 @@ type nowKind struct{}
 
 func (nowKind) Info() kind.Info { return kind.Info{Kind: "now", Observable: true} }
 
-func (nowKind) Admit(context.Context, json.RawMessage) (kind.Admission, error) {
+func (nowKind) Admit(context.Context, kind.AdmitRequest) (kind.Admission, error) {
 	return kind.Admission{}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/store"
 )
@@ -14,14 +15,15 @@ import (
 // named here, since host/observe's own tests import this package).
 const threadKind = "observe.thread"
 
-// ParkThreadWatch registers the next observe.thread wait on Work w for
-// recipient and returns once its registration probe has found nothing new
+// ParkThreadWatch registers, as the host (kind.HostCaller), the next
+// observe.thread wait on Work w for recipient and returns once its registration probe has found nothing new
 // and put it back in the schedule, due at its deadline. It waits on the
 // wall clock, for benchmarks whose scheduler runs its real loop.
 func ParkThreadWatch(sched *scheduler.Scheduler, w store.Work, recipient string) error {
 	ctx := context.Background()
 	if _, err := sched.Register(ctx, scheduler.Registration{
 		Kind: threadKind, Params: json.RawMessage(`{"work_id":"` + w.ID.String() + `"}`), Recipient: store.Recipient{ID: recipient},
+		Caller: kind.HostCaller{},
 	}); err != nil {
 		return err
 	}

@@ -166,7 +166,7 @@ func TestWork(t *testing.T) {
 	if _, err := s.CompleteWorkAs(ctx, w1, t0, "bob"); !errors.Is(err, store.ErrWorkConflict) {
 		t.Fatalf("complete as another: %v", err)
 	}
-	if w, err = s.ConsumeWork(ctx, w1, 1); err != nil || w.Consumed != 2 {
+	if w, err = s.ConsumeWork(ctx, w1, "alice", 1); err != nil || w.Consumed != 2 {
 		t.Fatalf("consume backwards: %+v %v", w, err)
 	}
 	if w, err = s.CompleteWorkAs(ctx, w1, t0, "alice"); err != nil || w.State != store.WorkCompleted {

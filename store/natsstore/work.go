@@ -270,11 +270,7 @@ func (s *Store) ClaimWork(ctx context.Context, id store.ID, recipient string, no
 		case w.ClaimedBy != "" && w.ClaimedBy != recipient:
 			return fmt.Errorf("%w: work %s is claimed by %s", store.ErrWorkConflict, id, w.ClaimedBy)
 		}
-		if w.ClaimedBy == "" {
-			ts := now.UTC()
-			w.ClaimedAt = &ts
-		}
-		w.ClaimedBy, w.Consumed = recipient, w.Inputs
+		w.Claim(recipient, now)
 		return nil
 	})
 }
@@ -305,11 +301,11 @@ func (s *Store) completeWork(ctx context.Context, id store.ID, now time.Time, cl
 	})
 }
 
-// ConsumeWork records that the Work's agent has been given the inputs up
-// to n; Consumed never moves back.
-func (s *Store) ConsumeWork(ctx context.Context, id store.ID, n int) (store.Work, error) {
+// ConsumeWork records that recipient has been given the Work's inputs up
+// to n (store.Work.Consume); neither Consumed nor a cursor moves back.
+func (s *Store) ConsumeWork(ctx context.Context, id store.ID, recipient string, n int) (store.Work, error) {
 	return s.transitionWork(ctx, id, func(w *store.Work) error {
-		w.Consumed = max(w.Consumed, min(n, w.Inputs))
+		w.Consume(recipient, n)
 		return nil
 	})
 }

@@ -174,6 +174,7 @@ func workCases() []testCase {
 	return []testCase{
 		{"RouteCreatesAppendsAndSkips", testRoute},
 		{"ClaimAndComplete", testClaimAndComplete},
+		{"ConsumedPerRecipient", testConsumedPerRecipient},
 		{"RouteBatchRefusesBadSteps", testRouteRefused},
 		{"RouteBatchInOrder", testRouteBatch},
 	}
@@ -284,10 +285,10 @@ func testClaimAndComplete(e *env) {
 	if _, err := e.b.ClaimWork(e.ctx, w.ID, "agent-2", t0); !errors.Is(err, store.ErrWorkConflict) {
 		e.Fatalf("a claim by another: %v, want ErrWorkConflict", err)
 	}
-	if c, _ := e.b.ConsumeWork(e.ctx, w.ID, 1); c.Consumed != 2 {
+	if c, _ := e.b.ConsumeWork(e.ctx, w.ID, "agent-1", 1); c.Consumed != 2 {
 		e.Fatalf("consumed moved back to %d", c.Consumed)
 	}
-	if c, _ := e.b.ConsumeWork(e.ctx, w.ID, 99); c.Consumed != 2 {
+	if c, _ := e.b.ConsumeWork(e.ctx, w.ID, "agent-1", 99); c.Consumed != 2 {
 		e.Fatalf("consumed past the inputs: %d", c.Consumed)
 	}
 	for _, holder := range []string{"", "agent-2"} {
@@ -309,6 +310,41 @@ func testClaimAndComplete(e *env) {
 	}
 	if _, err := e.b.ClaimWork(e.ctx, store.ID{}, "agent-1", t0); !errors.Is(err, store.ErrNotFound) {
 		e.Fatalf("claim an absent Work: %v, want ErrNotFound", err)
+	}
+}
+
+// What a Work's inputs a recipient has been given is that recipient's
+// own: a wake to another recipient moves its cursor, never the claimer's
+// Consumed, nor a third's; the claim gives the claimer everything and
+// ends its cursor; nothing moves back or past the inputs; each survives
+// the write as written.
+func testConsumedPerRecipient(e *env) {
+	_, w, _ := e.routeOne(e.workStep(1, "T", "a"))
+	_, _, _ = e.routeOne(e.workStep(2, "T", "b"))
+	c, err := e.b.ConsumeWork(e.ctx, w.ID, "reader", 1)
+	if err != nil || c.Consumed != 0 || c.ConsumedBy("reader") != 1 || c.ConsumedBy("agent-1") != 0 {
+		e.Fatalf("a reader's wake on unclaimed Work: %+v %v", c, err)
+	}
+	if c, _ = e.b.ConsumeWork(e.ctx, w.ID, "reader", 0); c.ConsumedBy("reader") != 1 {
+		e.Fatalf("a cursor moved back: %+v", c)
+	}
+	if c, _ = e.b.ConsumeWork(e.ctx, w.ID, "agent-1", 1); c.ConsumedBy("agent-1") != 1 || c.Consumed != 0 {
+		e.Fatalf("a second recipient's wake: %+v", c)
+	}
+	c, err = e.b.ClaimWork(e.ctx, w.ID, "agent-1", t0)
+	if err != nil || c.Consumed != 2 || c.ConsumedBy("agent-1") != 2 || c.ConsumedBy("reader") != 1 || len(c.Cursors) != 1 {
+		e.Fatalf("the claim: %+v %v", c, err)
+	}
+	if c, _ = e.b.ConsumeWork(e.ctx, w.ID, "reader", 99); c.ConsumedBy("reader") != 2 || c.Consumed != 2 {
+		e.Fatalf("a reader's wake past the inputs: %+v", c)
+	}
+	_, _, _ = e.routeOne(e.workStep(3, "T", "c"))
+	if c, _ = e.b.ConsumeWork(e.ctx, w.ID, "agent-1", 3); c.Consumed != 3 || c.ConsumedBy("reader") != 2 {
+		e.Fatalf("the claimer's wake: %+v", c)
+	}
+	got, err := e.b.GetWork(e.ctx, w.ID)
+	if err != nil || got.Consumed != 3 || got.ConsumedBy("reader") != 2 || got.ConsumedBy("nobody") != 0 {
+		e.Fatalf("read back: %+v %v", got, err)
 	}
 }
 
