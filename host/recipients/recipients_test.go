@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/api/webhooks"
 	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/api/webhooks"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
