@@ -36,9 +36,14 @@ var ErrStorageFull = errors.New("store: storage full")
 type StorageFullError struct {
 	Dir        string
 	Free, Need int64
+	// Opening is set when Open refused: opening the store needs Need.
+	Opening bool
 }
 
 func (e *StorageFullError) Error() string {
+	if e.Opening {
+		return fmt.Sprintf("store: storage full: %s has %s free, opening the store needs %s (badger writes memory-mapped files as it opens); free space there and start again", e.Dir, Bytes(e.Free), Bytes(e.Need))
+	}
 	return fmt.Sprintf("store: storage full: %s has %s free, a write needs %s (free space there, and writes resume without a restart)", e.Dir, Bytes(e.Free), Bytes(e.Need))
 }
 
@@ -219,7 +224,11 @@ func (g *diskGuard) bytesWritten() int64 {
 }
 
 // admit refuses a commit the disk has no room for. A client's write needs
-// ClientMargin above the reserve, any other CommitMargin.
+// ClientMargin above the reserve, any other CommitMargin. It trusts the
+// last measurement, less what the store wrote since, while it is not
+// stale; a refusal is always a measurement's: when that estimate says no
+// the disk is measured again, unless the last measurement, under nearAge
+// old, itself said no.
 func (g *diskGuard) admit(ctx context.Context) error {
 	if g == nil {
 		return nil
@@ -230,10 +239,12 @@ func (g *diskGuard) admit(ctx context.Context) error {
 	}
 	s := g.snap.Load()
 	if s != nil && !g.stale(s) {
-		if s.err != nil || g.headroom(s) >= margin {
+		switch {
+		case s.err != nil || g.headroom(s) >= margin:
 			return nil
+		case s.Free-s.Reserve < margin && g.now().Sub(s.At) < nearAge:
+			return g.refusal(s, margin)
 		}
-		return g.refusal(s, margin)
 	}
 	s = g.measure(s)
 	if s.err != nil || g.headroom(s) >= margin {
@@ -502,7 +513,7 @@ func checkOpenRoom(dir string, fs fsProbe) error {
 		return nil
 	}
 	if free < need+CommitMargin {
-		return &StorageFullError{Dir: dir, Free: free, Need: need + CommitMargin}
+		return &StorageFullError{Dir: dir, Free: free, Need: need + CommitMargin, Opening: true}
 	}
 	return nil
 }

@@ -199,7 +199,7 @@ func TestOpenRefusesADiskWithoutRoomToOpen(t *testing.T) {
 	disk.free.Store(100 << 10)
 	_, err := Open(dir, Options{fs: disk})
 	var full *StorageFullError
-	if !errors.Is(err, ErrStorageFull) || !errors.As(err, &full) || full.Dir != dir || full.Free != 100<<10 || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "100.0 KiB free") {
+	if !errors.Is(err, ErrStorageFull) || !errors.As(err, &full) || full.Dir != dir || full.Free != 100<<10 || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "100.0 KiB free, opening the store needs") {
 		t.Fatalf("Open with 100 KiB free: %v, want a *StorageFullError naming %s and its free space", err, dir)
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
