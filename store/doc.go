@@ -214,8 +214,9 @@
 // (two atomic loads) and the disk is measured again when it is a
 // second old, a tenth of one once the headroom is under 64 MiB, or when
 // what the store wrote since (badger's own counters of written bytes,
-// five bytes of headroom for each) may have spent half the headroom.
-// Nothing runs between writes: while writes are refused each write tried
+// five bytes of headroom for each) may have spent half the headroom. A
+// refusal is always a measurement's: when that estimate says no, the
+// disk is measured again first. Nothing runs between writes: while writes are refused each write tried
 // and each DiskSpace read measures again, at most ten times a second,
 // and the first that finds room lets writes through again, without a
 // restart. Open refuses a filesystem without the room opening writes
