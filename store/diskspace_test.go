@@ -313,3 +313,35 @@ func TestCompactionBound(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkDiskGuardAdmit is a commit's admission on a roomy disk: the
+// last measurement and badger's counters read, no statfs (measured again
+// once a second of the benchmark's wall clock).
+func BenchmarkDiskGuardAdmit(b *testing.B) {
+	s, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := ClientWrite(context.Background())
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.disk.admit(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDiskGuardMeasure is one measurement: a statfs, the store's
+// directory listed and its logs stat'ed, its tables read.
+func BenchmarkDiskGuardMeasure(b *testing.B) {
+	s, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		s.disk.measure(s.disk.snap.Load())
+	}
+}

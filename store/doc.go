@@ -208,26 +208,27 @@
 // reserve plus a margin: ClientMargin (1 MiB) for a write a client
 // asked for (ClientWrite, set by the API), CommitMargin (256 KiB) for
 // the host's own, so a full disk stops registrations first and still
-// lets the watches already acknowledged settle and mail. A statfs costs
-// about 7 µs (and the reserve a directory listing), too much for
-// thousands of commits a second, so a commit reads the last measurement
-// (two atomic loads) and the disk is measured again when it is a
-// second old, a tenth of one once the headroom is under 64 MiB, or when
-// what the store wrote since (badger's own counters of written bytes,
-// five bytes of headroom for each) may have spent half the headroom. A
-// refusal is always a measurement's: when that estimate says no, the
-// disk is measured again first. Nothing runs between writes: while writes are refused each write tried
-// and each DiskSpace read measures again, at most ten times a second,
-// and the first that finds room lets writes through again, without a
-// restart. Open refuses a filesystem without the room opening writes
-// (the logs found replayed and flushed, a new log, the new files' first
-// pages, and CommitMargin), naming the directory and its free space;
-// with that room it opens, and a disk still too full for clients'
-// writes refuses them, with one line in the log saying where and how
-// much is needed. Not covered: another process filling the filesystem
-// faster than a measurement's age (give the data directory its own
-// filesystem for that), and a commit's bytes before badger counts them:
-// the margins absorb concurrent commits of ordinary size.
+// lets the watches already acknowledged settle and mail. A measurement
+// (a statfs, the directory listed, the logs stat'ed, the tables read)
+// costs 36 to 65 µs, more than a commit, so a commit reads the last one
+// and badger's counters (about 0.1 µs; docs/BENCHMARKS.md) and the disk
+// is measured again when it is a second old, a tenth of one once the
+// headroom is under 64 MiB, or when what the store wrote since
+// (badger's own counters of written bytes, five bytes of headroom for
+// each) may have spent half the headroom. A refusal is always a
+// measurement's: when that estimate says no, the disk is measured again
+// first. Nothing runs between writes: while writes are refused each
+// write tried and each DiskSpace read measures again, at most ten times
+// a second, and the first that finds room lets writes through again,
+// without a restart. Open refuses a filesystem without the room opening
+// writes (the logs found replayed and flushed, a new log, the new
+// files' first pages, and CommitMargin), naming the directory and its
+// free space; with that room it opens, and a disk still too full for
+// clients' writes refuses them, with one line in the log saying where
+// and how much is needed. Not covered: another process filling the
+// filesystem faster than a measurement's age (give the data directory
+// its own filesystem for that), and a commit's bytes before badger
+// counts them: the margins absorb concurrent commits of ordinary size.
 //
 // What it must never do: decide anything about scheduling or delivery.
 // Which transition to make, and when, is the scheduler's; whether and when
