@@ -42,9 +42,9 @@ type StorageFullError struct {
 
 func (e *StorageFullError) Error() string {
 	if e.Opening {
-		return fmt.Sprintf("store: storage full: %s has %s free, opening the store needs %s (badger writes memory-mapped files as it opens); free space there and start again", e.Dir, Bytes(e.Free), Bytes(e.Need))
+		return fmt.Sprintf("store: storage full: %s has %s free, opening the store needs %s (badger writes memory-mapped files as it opens); free space there and start again", e.Dir, humanBytes(e.Free), humanBytes(e.Need))
 	}
-	return fmt.Sprintf("store: storage full: %s has %s free, a write needs %s (free space there, and writes resume without a restart)", e.Dir, Bytes(e.Free), Bytes(e.Need))
+	return fmt.Sprintf("store: storage full: %s has %s free, a write needs %s (free space there, and writes resume without a restart)", e.Dir, humanBytes(e.Free), humanBytes(e.Need))
 }
 
 // Is makes errors.Is(err, ErrStorageFull) true.
@@ -83,9 +83,10 @@ type DiskSpace struct {
 	At time.Time
 }
 
-// Bytes formats a byte count for an operator: KiB with one decimal, MiB or GiB with two
-// (a refusal near a bound reads as two numbers that differ).
-func Bytes(n int64) string {
+// humanBytes formats a byte count for an operator: KiB with one
+// decimal, MiB or GiB with two (so a refusal near its bound reads as two
+// numbers that differ).
+func humanBytes(n int64) string {
 	switch {
 	case n >= 1<<30 || n <= -1<<30:
 		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
@@ -323,9 +324,9 @@ func (g *diskGuard) measure(seen *diskSnap) *diskSnap {
 	switch {
 	case s.Full && !g.full:
 		g.log.Warn("the data directory is nearly full: writes from clients are refused (507 insufficient_storage) until it has the space needed free; reads go on",
-			"dir", g.dir, "free", Bytes(s.Free), "needed", Bytes(s.Need), "reserve", Bytes(s.Reserve))
+			"dir", g.dir, "free", humanBytes(s.Free), "needed", humanBytes(s.Need), "reserve", humanBytes(s.Reserve))
 	case !s.Full && g.full:
-		g.log.Info("the data directory has room again: writes resume", "dir", g.dir, "free", Bytes(s.Free), "needed", Bytes(s.Need))
+		g.log.Info("the data directory has room again: writes resume", "dir", g.dir, "free", humanBytes(s.Free), "needed", humanBytes(s.Need))
 	}
 	g.full = s.Full
 	g.snap.Store(s)
