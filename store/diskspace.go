@@ -116,9 +116,9 @@ func IsClientWrite(ctx context.Context) bool {
 // The guard's numbers (the package doc, "A full disk", says where each
 // comes from in badger's source).
 const (
-	// flushSlack is what a table written from a write-ahead log may take
-	// beyond the log's own bytes (index, bloom filter, block checksums):
-	// a tenth of the log plus tableSlack per table.
+	// tableSlack is, with a tenth of the log, what a table written from
+	// a write-ahead log may take beyond the log's own bytes (its index,
+	// bloom filter and block checksums).
 	tableSlack int64 = 64 << 10
 	// fixedReserve is the first pages of the files badger creates on its
 	// own (the next write-ahead log, a value log, DISCARD) and what the
@@ -165,7 +165,8 @@ type fsProbe interface {
 // diskGuard admits or refuses each commit by the data directory's free
 // space. It keeps the last measurement and takes another only when it
 // may be stale (by time, or by what the store itself has written since),
-// so a commit on a healthy disk costs two atomic loads; nothing runs
+// so a commit on a healthy disk costs a few atomic loads and a clock
+// read; nothing runs
 // between writes, and nothing periodic at all: while writes are refused
 // each write tried (and each read of DiskSpace) measures again, at most
 // every nearAge.
@@ -194,16 +195,19 @@ type diskSnap struct {
 	err     error // the measurement failed: admit, and say so once
 }
 
-// badgerWrittenVars are the expvars badger adds every entry's estimated
-// size to (y.NumBytesWrittenUserAdd) and every value-log byte
-// (y.NumBytesWrittenVlogAdd). A badger that renames them fails
+// The expvars badger adds every entry's estimated size to
+// (y.NumBytesWrittenUserAdd) and every value-log byte
+// (y.NumBytesWrittenVlogAdd). A badger that renamed them would fail
 // TestBadgerCountsWrittenBytes; without them the guard measures at every
 // commit.
-var badgerWrittenVars = []string{"badger_write_bytes_user", "badger_write_bytes_vlog"}
+const (
+	badgerBytesUser = "badger_write_bytes_user"
+	badgerBytesVlog = "badger_write_bytes_vlog"
+)
 
 func newDiskGuard(dir string, fs fsProbe, now func() time.Time, log *slog.Logger) *diskGuard {
 	g := &diskGuard{dir: dir, fs: fs, now: now, log: log}
-	for _, name := range badgerWrittenVars {
+	for _, name := range []string{badgerBytesUser, badgerBytesVlog} {
 		if v, ok := expvar.Get(name).(*expvar.Int); ok {
 			g.written = append(g.written, v)
 		}
@@ -214,7 +218,7 @@ func newDiskGuard(dir string, fs fsProbe, now func() time.Time, log *slog.Logger
 // bytesWritten is badger's count, or -1 when it has none (measure at
 // every commit).
 func (g *diskGuard) bytesWritten() int64 {
-	if len(g.written) != len(badgerWrittenVars) {
+	if len(g.written) != 2 {
 		return -1
 	}
 	var n int64

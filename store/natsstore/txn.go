@@ -57,6 +57,12 @@ const (
 	codeStorageResourcesExceed jetstream.ErrorCode = 10047
 )
 
+// DiskSpace is the badger store's report of its data directory, which a
+// JetStream store has none of: false, always. The servers keep their own
+// disks, and a batch one refuses for want of room is
+// store.ErrStorageFull.
+func (s *Store) DiskSpace() (store.DiskSpace, bool) { return store.DiskSpace{}, false }
+
 // storageFull wraps err with store.ErrStorageFull when the server
 // refused a message for want of room, and returns it as it is otherwise.
 func storageFull(err error) error {
