@@ -23,6 +23,29 @@ type Overview struct {
 	// DeadLetters is how many fetch dead letters were ever written (the
 	// stream's last sequence number; pruned ones included).
 	DeadLetters uint64 `json:"dead_letters"`
+	// Storage is the store's disk, where the backend measures one (the
+	// embedded store; absent on a JetStream cluster, whose servers keep
+	// their own disks).
+	Storage *StorageView `json:"storage,omitempty"`
+}
+
+// StorageView is the data directory's free space in an Overview.
+type StorageView struct {
+	// Dir is the store's data directory.
+	Dir string `json:"dir"`
+	// FreeBytes is what its filesystem has free.
+	FreeBytes int64 `json:"free_bytes"`
+	// ReserveBytes is what the store may still write on its own (its
+	// logs' flushes, its compactions); NeededBytes the free space under
+	// which writes from clients are refused (the reserve and a margin).
+	ReserveBytes int64 `json:"reserve_bytes"`
+	NeededBytes  int64 `json:"needed_bytes"`
+	// ReadOnly is set while writes from clients are refused (507
+	// insufficient_storage) for want of space; reads go on, and writes
+	// resume without a restart once FreeBytes is over NeededBytes.
+	ReadOnly bool `json:"read_only"`
+	// MeasuredAt is when the free space was measured.
+	MeasuredAt time.Time `json:"measured_at"`
 }
 
 // SchedulerView is the scheduler's state in an Overview.

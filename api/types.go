@@ -74,6 +74,8 @@ func Status(code string) int {
 		return 422
 	case CodeHeadersTooLarge:
 		return 431
+	case CodeInsufficientStorage:
+		return 507
 	}
 	return 500
 }
@@ -111,6 +113,13 @@ const (
 	// Retry after the Retry-After header's seconds.
 	CodeStoreBusy = "store_busy"
 )
+
+// CodeInsufficientStorage: the host's disk has no room for the write
+// (its data directory is nearly full, or a JetStream server refused the
+// message for its storage limits); nothing was written. Reads go on, and
+// the same write succeeds once the operator frees space, without a
+// restart: retry after the Retry-After header's seconds (Error.RetryAfter).
+const CodeInsufficientStorage = "insufficient_storage"
 
 // Error is the one error envelope's content.
 //

@@ -111,10 +111,14 @@ func cmpLease(a, b string) int {
 // views builds the overview and the console the API serves beside its
 // routes.
 func (h *Host) views() (httpapi.Overviewer, *console.Console, error) {
-	ov, err := overview.New(overview.Config{
+	cfg := overview.Config{
 		States: h.Core.Store, Counters: h.Metrics, Armed: h.Core.Scheduler, Outbox: h.Core.Outbox,
 		Seqs: h.Core.Store, DeadLetters: fetch.StreamDeadLetters, Clock: wallClock{},
-	})
+	}
+	if d, ok := h.Core.Store.(overview.Disk); ok {
+		cfg.Disk = d // the embedded store measures its data directory
+	}
+	ov, err := overview.New(cfg)
 	if err != nil {
 		return nil, nil, err
 	}

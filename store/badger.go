@@ -36,6 +36,10 @@ type Options struct {
 	// syncer, set only by this package's tests, replaces (or wraps) the
 	// group sync's real syncer, which it is given.
 	syncer func(real syncer) syncer
+	// fs and now, set only by this package's tests, replace the disk
+	// guard's measurements of the filesystem and its clock.
+	fs  fsProbe
+	now func() time.Time
 }
 
 // Badger is the Store on badger v4.
@@ -65,6 +69,9 @@ type Badger struct {
 	floors floors
 	// pending caches each recipient's pending count (pendingcount.go).
 	pending *pendingCounts
+	// disk admits each commit by the data directory's free space
+	// (diskspace.go).
+	disk *diskGuard
 }
 
 var _ Store = (*Badger)(nil)
@@ -94,8 +101,25 @@ func recipientKey(r string, id ID) []byte {
 	return append(k, id[:]...)
 }
 
-// Open opens (or creates) the store in dir.
+// Open opens (or creates) the store in dir. It refuses, with a
+// *StorageFullError naming dir and its free space, a filesystem without
+// the room opening the store writes (see "A full disk" in the package
+// doc); a store that opens on a disk too full for clients' writes
+// refuses them until space is freed, and says so in the log.
 func Open(dir string, opt Options) (*Badger, error) {
+	fs, now, log := opt.fs, opt.now, opt.Logger
+	if fs == nil {
+		fs = realProbe()
+	}
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := checkOpenRoom(dir, fs); err != nil {
+		return nil, err
+	}
 	bo := badger.DefaultOptions(dir).
 		WithSyncWrites(opt.SyncWrites && opt.SyncEachCommit).
 		WithLogger(badgerLogger{opt.Logger}).
@@ -109,7 +133,9 @@ func Open(dir string, opt Options) (*Badger, error) {
 	if err != nil {
 		return nil, classifyOpenError(dir, err)
 	}
-	s := &Badger{db: db, floors: newFloors(), pending: newPendingCounts()}
+	s := &Badger{db: db, floors: newFloors(), pending: newPendingCounts(), disk: newDiskGuard(dir, fs, now, log.With("component", "store"))}
+	s.disk.tables = db.Tables
+	s.disk.measure(nil) // says now, once, if clients' writes are refused
 	if opt.SyncWrites && !opt.SyncEachCommit {
 		var sy syncer = newBadgerSyncer(db, dir)
 		if opt.syncer != nil {
@@ -176,6 +202,12 @@ func nonEmpty(txn *badger.Txn) bool {
 	return it.Valid()
 }
 
+// DiskSpace is the data directory's free space and what the store needs
+// there, as last measured (measured again when a second old, or a tenth
+// of one while clients' writes are refused); false on a platform where
+// the store cannot measure it.
+func (s *Badger) DiskSpace() (DiskSpace, bool) { return s.disk.space() }
+
 // Close implements Store. Writers waiting for a sync get it first; a
 // commit that waits after Close has begun gets ErrClosed.
 func (s *Badger) Close() error {
@@ -216,6 +248,9 @@ func (s *Badger) updateLocked(ctx context.Context, mu *sync.Mutex, f func(txn *b
 // the commits' syncs are shared and their writers wake in any order. mu
 // is appendMu whenever then is set.
 func (s *Badger) updateInOrder(ctx context.Context, mu *sync.Mutex, f func(txn *badger.Txn) error, then func()) error {
+	if err := s.disk.admit(ctx); err != nil {
+		return err
+	}
 	var prev, mine chan struct{}
 	if s.group != nil {
 		s.group.begin()

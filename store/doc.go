@@ -169,6 +169,67 @@
 // hand. Group sync keeps every transaction as it is and only moves the
 // wait.
 //
+// A full disk. badger writes its files through memory maps, and a
+// write into a mapped page the filesystem has no block for is a SIGBUS,
+// which kills the process: no Go code can recover from it, and the same
+// happens again in badger.Open on the still-full disk. So the store
+// keeps room for every page badger may still touch without a further
+// commit, and refuses a commit (ErrStorageFull, a *StorageFullError
+// naming the directory and the space) before that room is gone. From
+// badger v4.9.6's source, with vigil's options (MemTableSize 16 MiB,
+// NumMemtables 3, badger's 5 L0 tables to a compaction, 2 compactors, 7
+// levels):
+//   - Write-ahead logs (NNNNN.mem): one per memtable, created sparse at
+//     twice MemTableSize (z.OpenMmapFile truncates, no block behind),
+//     written by every commit (logFile.writeEntry) until the memtable
+//     holds MemTableSize; at most 3 at once. Each is flushed to an L0
+//     table (table.CreateTable maps the table's size and copies into
+//     it) before it is deleted, and Close flushes the active one.
+//     Reserved: each log's allocated blocks, a tenth more, and 64 KiB
+//     for the table's index and filter (measured: 4.3 MiB of rows with
+//     random params flushed to 3.3 MiB; TestTheReserveCoversTheFlushOfTheLogs).
+//     At most 3 × (16 MiB × 1.1 + 64 KiB), about 53 MiB.
+//   - Compactions: a compaction writes its output tables, no larger
+//     than its inputs, before it deletes them. Reserved: the largest
+//     compaction each level's tables allow (L0 once it holds 5 tables
+//     counting the flushes to come: all of L0, the flushes and the first
+//     level below that holds any; Li: a table and the tables of Li+1 it
+//     overlaps; the last level, into itself: three of its largest), the
+//     two largest together. It grows with the store: a few hundred MiB
+//     for a store of some GiB, nothing for one that never compacted.
+//   - New files' first pages and small writes: the next log's header,
+//     a value log's (values under badger's 1 MiB threshold, all of
+//     vigil's, never go there), DISCARD (a 1 MiB sparse map of 16 bytes
+//     per value log), the key registry, and a manifest rewrite (twice
+//     the manifest). Reserved: 128 KiB and twice the manifest.
+//     vigil runs no value-log GC.
+//
+// Each commit is admitted while the free space (statfs) is above that
+// reserve plus a margin: ClientMargin (1 MiB) for a write a client
+// asked for (ClientWrite, set by the API), CommitMargin (256 KiB) for
+// the host's own, so a full disk stops registrations first and still
+// lets the watches already acknowledged settle and mail. A measurement
+// (a statfs, the directory listed, the logs stat'ed, the tables read)
+// costs 36 to 65 µs, more than a commit, so a commit reads the last one
+// and badger's counters (about 0.1 µs; docs/BENCHMARKS.md) and the disk
+// is measured again when it is a second old, a tenth of one once the
+// headroom is under 64 MiB, or when what the store wrote since
+// (badger's own counters of written bytes, five bytes of headroom for
+// each) may have spent half the headroom. A refusal is always a
+// measurement's: when that estimate says no, the disk is measured again
+// first. Nothing runs between writes: while writes are refused each
+// write tried and each DiskSpace read measures again, at most ten times
+// a second, and the first that finds room lets writes through again,
+// without a restart. Open refuses a filesystem without the room opening
+// writes (the logs found replayed and flushed, a new log, the new
+// files' first pages, and CommitMargin), naming the directory and its
+// free space; with that room it opens, and a disk still too full for
+// clients' writes refuses them, with one line in the log saying where
+// and how much is needed. Not covered: another process filling the
+// filesystem faster than a measurement's age (give the data directory
+// its own filesystem for that), and a commit's bytes before badger
+// counts them: the margins absorb concurrent commits of ordinary size.
+//
 // What it must never do: decide anything about scheduling or delivery.
 // Which transition to make, and when, is the scheduler's; whether and when
 // to POST is the outbox's; the store only makes the transitions atomic and

@@ -255,6 +255,13 @@ func TestExitCodesOfErrors(t *testing.T) {
 		_, _ = rw.Write([]byte(`{"error":{"code":"internal","message":"internal error"}}`))
 	}))
 	defer broken.Close()
+	full := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+		rw.Header().Set("Content-Type", "application/json")
+		rw.Header().Set("Retry-After", "10")
+		rw.WriteHeader(507)
+		_, _ = rw.Write([]byte(`{"error":{"code":"insufficient_storage","message":"the host's disk is too full to take this write; nothing was written, retry once space is freed"}}`))
+	}))
+	defer full.Close()
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closed.Close()
 	ctx := context.Background()
@@ -267,6 +274,7 @@ func TestExitCodesOfErrors(t *testing.T) {
 		{"unreachable", []string{"watch", "wait", w.ID, "--server", closed.URL}, ExitHost, "is vigil serve running"},
 		{"token refused", []string{"watch", "wait", w.ID, "--server", f.url, "--token", "wrong"}, ExitHost, "unauthorized: "},
 		{"5xx", []string{"watch", "wait", w.ID, "--server", broken.URL}, ExitHost, "internal: "},
+		{"disk full", []string{"watch", "add", "slow", "--for", "agent-1", "--server", full.URL}, ExitHost, "insufficient_storage: "},
 		{"unknown watch", []string{"watch", "wait", "01m8nhtng4ra8tgz0tmrscbt6g", "--server", f.url}, ExitUsage, "not_found: "},
 		{"missing ID", []string{"watch", "wait", "--server", f.url}, ExitUsage, "missing ID: vigil watch wait ID"},
 		{"extra argument", []string{"watch", "wait", w.ID, "more", "--server", f.url}, ExitUsage, `unexpected argument "more": vigil watch wait ID`},

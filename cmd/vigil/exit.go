@@ -31,7 +31,10 @@ const (
 	// pending; it stays registered.
 	ExitStillPending = 4
 	// ExitHost: the host could not be asked: it did not answer, refused
-	// the token (401), or answered 5xx. Nothing is known of the watch.
+	// the token (401), or answered 5xx (among them 507
+	// insufficient_storage: its disk is full, nothing was written, and
+	// the same command succeeds once space is freed). Nothing is known of
+	// the watch.
 	ExitHost = 5
 	// ExitNotConfirmed: a command that asks before it does something it
 	// cannot undo (a pause that cancels watches) was not confirmed: the
@@ -57,6 +60,7 @@ const exitCodesHelp = `Exit codes:
   3   ended without an outcome: cancelled (a pause cancels), undeliverable, unwatchable
   4   watch wait --timeout ran out with the watch still pending (it stays registered)
   5   the host could not be asked: no answer, token refused (401), or a 5xx
+      (507 insufficient_storage: its disk is full; retry once space is freed)
   6   not confirmed: the question was answered no, or there was no terminal to
       ask on and no --yes; nothing was changed
   64  usage: a bad flag or argument, an unknown subcommand, or a request the

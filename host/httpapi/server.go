@@ -250,7 +250,7 @@ func New(d Deps, o Options) *fiber.App {
 			return metrics(c)
 		})
 	}
-	v1 := app.Group("/api/v1", s.authenticate)
+	v1 := app.Group("/api/v1", s.authenticate, clientWrites)
 	v1.Get("/openapi.yaml", func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, "application/yaml")
 		return c.Send(api.OpenAPI())
@@ -401,6 +401,22 @@ func (s *server) errorHandler(c *fiber.Ctx, err error) error {
 // that an agent retrying is not kept waiting.
 const StoreBusyRetryAfter = time.Second
 
+// StorageFullRetryAfter is the Retry-After of a 507 insufficient_storage:
+// space comes back when an operator frees it, so a client need not ask
+// more often than this.
+const StorageFullRetryAfter = 10 * time.Second
+
+// clientWrites marks the context of every request that may write (any
+// method but GET and HEAD) as a client's write (store.ClientWrite): a
+// store short of space refuses it before the host's own writes, which
+// settle and mail the watches clients registered.
+func clientWrites(c *fiber.Ctx) error {
+	if m := c.Method(); m != fiber.MethodGet && m != fiber.MethodHead {
+		c.SetUserContext(store.ClientWrite(c.UserContext()))
+	}
+	return c.Next()
+}
+
 // toAPIError is the one translation from the host's errors to the API's.
 func toAPIError(err error) *api.Error {
 	var (
@@ -416,6 +432,12 @@ func toAPIError(err error) *api.Error {
 		return &api.Error{Code: api.CodePluginFault, Message: ce.Error()}
 	case errors.Is(err, observe.ErrUnknownScope):
 		return &api.Error{Code: api.CodeNotFound, Message: err.Error()}
+	case errors.Is(err, store.ErrStorageFull):
+		// The data directory (or a JetStream server) has no room: nothing
+		// was written, and the operator's freeing space lets the same
+		// request land, without a restart. Where and how much is the
+		// log's (the store says it once), not the client's.
+		return &api.Error{Code: api.CodeInsufficientStorage, Message: "the host's disk is too full to take this write; nothing was written, retry once space is freed", RetryAfter: StorageFullRetryAfter}
 	case errors.As(err, &rge):
 		// The operator's registry file: say what is wrong with it.
 		return &api.Error{Code: api.CodeInternal, Message: rge.Error()}

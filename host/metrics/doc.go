@@ -2,7 +2,8 @@
 // process, fed by small interfaces the host's packages already call
 // (plugin calls, probes and their lag, the ready queue's depth,
 // deliveries, fetches), a collector that counts watches by state at
-// scrape time, and, on a node of a cluster only (Metrics.Cluster), its
+// scrape time, one that reads the store's disk (free, reserve, needed,
+// read-only) for a store that measures it, and, on a node of a cluster only (Metrics.Cluster), its
 // leases held, moved and renewed. Its in-memory instruments are
 // registered a second time in a registry of their own that the API's
 // overview reads (views.go): gathering it never calls the collector that

@@ -52,7 +52,15 @@ type Metrics struct {
 	refusals    *prometheus.CounterVec
 }
 
-// New builds the registry. states, when set, backs vigil_watches.
+// Disk is a store that measures its data directory's free space
+// (store.Badger); the metrics then carry it.
+type Disk interface {
+	DiskSpace() (store.DiskSpace, bool)
+}
+
+// New builds the registry. states, when set, backs vigil_watches; when it
+// is also a Disk, it backs the vigil_store_*_bytes gauges and
+// vigil_store_read_only.
 func New(states StateCounter) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
@@ -114,6 +122,9 @@ func New(states StateCounter) *Metrics {
 	if states != nil {
 		m.reg.MustRegister(&watchCollector{states: states, desc: prometheus.NewDesc(
 			"vigil_watches", "Watches in the store, by state.", []string{"state"}, nil)})
+	}
+	if d, ok := states.(Disk); ok {
+		m.reg.MustRegister(newDiskCollector(d))
 	}
 	return m
 }
@@ -188,4 +199,43 @@ func (c *watchCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range store.States() {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[s]), string(s))
 	}
+}
+
+// diskCollector reads the store's disk when scraped: the store measures
+// it at most once a second (a tenth of one while writes are refused),
+// so a scrape costs no statfs of its own most of the time.
+type diskCollector struct {
+	disk                          Disk
+	free, reserve, needed, refuse *prometheus.Desc
+}
+
+func newDiskCollector(d Disk) *diskCollector {
+	return &diskCollector{disk: d,
+		free:    prometheus.NewDesc("vigil_store_free_bytes", "Free space of the store's data directory's filesystem.", nil, nil),
+		reserve: prometheus.NewDesc("vigil_store_reserve_bytes", "What the store may still write on its own with no further write taken (its logs flushed to tables, its compactions, new files' first pages).", nil, nil),
+		needed:  prometheus.NewDesc("vigil_store_needed_bytes", "The free space under which writes from clients are refused (507 insufficient_storage): the reserve and a 1 MiB margin.", nil, nil),
+		refuse:  prometheus.NewDesc("vigil_store_read_only", "1 while writes from clients are refused for want of space (reads go on; writes resume without a restart once space is freed), else 0.", nil, nil),
+	}
+}
+
+func (c *diskCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.free
+	ch <- c.reserve
+	ch <- c.needed
+	ch <- c.refuse
+}
+
+func (c *diskCollector) Collect(ch chan<- prometheus.Metric) {
+	sp, ok := c.disk.DiskSpace()
+	if !ok {
+		return // not measured here (the store logged why)
+	}
+	ro := 0.0
+	if sp.Full {
+		ro = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.free, prometheus.GaugeValue, float64(sp.Free))
+	ch <- prometheus.MustNewConstMetric(c.reserve, prometheus.GaugeValue, float64(sp.Reserve))
+	ch <- prometheus.MustNewConstMetric(c.needed, prometheus.GaugeValue, float64(sp.Need))
+	ch <- prometheus.MustNewConstMetric(c.refuse, prometheus.GaugeValue, ro)
 }

@@ -68,6 +68,34 @@ func TestMetricsAreExposed(t *testing.T) {
 	}
 }
 
+type diskStates struct {
+	fakeStates
+	sp store.DiskSpace
+}
+
+func (d diskStates) DiskSpace() (store.DiskSpace, bool) { return d.sp, true }
+
+// A store that measures its data directory backs the disk gauges: free,
+// reserve, needed, and read-only while clients' writes are refused.
+func TestTheStoresDiskIsExposed(t *testing.T) {
+	m := New(diskStates{fakeStates{}, store.DiskSpace{Free: 900 << 10, Reserve: 300 << 10, Need: 1324 << 10, Full: true}})
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	for _, want := range []string{
+		"vigil_store_free_bytes 921600", "vigil_store_reserve_bytes 307200", "vigil_store_needed_bytes 1.355776e+06", "vigil_store_read_only 1",
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+	rec = httptest.NewRecorder()
+	New(fakeStates{}).Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if body, _ := io.ReadAll(rec.Body); strings.Contains(string(body), "vigil_store_free_bytes") {
+		t.Error("a store that measures no disk has the disk gauges")
+	}
+}
+
 // Two registries in one process do not collide: no global state.
 func TestIndependentRegistries(t *testing.T) {
 	a, b := New(nil), New(nil)

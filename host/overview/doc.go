@@ -3,8 +3,10 @@
 // call latency per kind, probe lag, the ready queue, pushes entering each
 // state), the scheduler's heap (how many watches are armed, when it next
 // wakes), the outbox's memory (pushes held and retrying), the fetch dead
-// letters' last sequence number (one key) and the store's counts by
-// state and of the pending watches by kind.
+// letters' last sequence number (one key), the store's counts by state
+// and of the pending watches by kind, and, for a store that measures one,
+// its data directory's free space and whether clients' writes are refused
+// for want of it (the store's last measurement, at most a second old).
 //
 // It must never walk the watch rows per request: an overview is what an
 // operator's console polls, and a poll whose cost grows with the pending

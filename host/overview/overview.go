@@ -45,6 +45,12 @@ type Seqs interface {
 	LastEventSeq(ctx context.Context, stream string) (uint64, error)
 }
 
+// Disk is the store's data directory and its free space
+// (store.Badger.DiskSpace); false when it cannot be measured.
+type Disk interface {
+	DiskSpace() (store.DiskSpace, bool)
+}
+
 // Clock tells the time.
 type Clock interface{ Now() time.Time }
 
@@ -58,7 +64,10 @@ type Config struct {
 	Seqs     Seqs
 	// DeadLetters is the fetch dead letters' stream name.
 	DeadLetters string
-	Clock       Clock
+	// Disk, when set, is the store's disk (the embedded store's; a
+	// JetStream store has none of its own).
+	Disk  Disk
+	Clock Clock
 	// MaxAge bounds how old the counts by state and by kind may be
 	// (DefaultMaxAge when zero).
 	MaxAge time.Duration
@@ -122,6 +131,11 @@ func (o *Overview) Overview(ctx context.Context) (api.Overview, error) {
 	if s := o.cfg.Seqs; s != nil && o.cfg.DeadLetters != "" {
 		if out.DeadLetters, err = s.LastEventSeq(ctx, o.cfg.DeadLetters); err != nil {
 			return api.Overview{}, fmt.Errorf("reading the dead letters' sequence: %w", err)
+		}
+	}
+	if d := o.cfg.Disk; d != nil {
+		if sp, ok := d.DiskSpace(); ok {
+			out.Storage = &api.StorageView{Dir: sp.Dir, FreeBytes: sp.Free, ReserveBytes: sp.Reserve, NeededBytes: sp.Need, ReadOnly: sp.Full, MeasuredAt: sp.At}
 		}
 	}
 	return out, nil

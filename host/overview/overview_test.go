@@ -162,3 +162,39 @@ func TestOverviewWrapsTheStoresError(t *testing.T) {
 		t.Fatal("no States, no error")
 	}
 }
+
+type fakeDisk struct {
+	sp store.DiskSpace
+	ok bool
+}
+
+func (f fakeDisk) DiskSpace() (store.DiskSpace, bool) { return f.sp, f.ok }
+
+// The store's disk is in the overview while the store measures one, with
+// whether clients' writes are refused; absent where it does not.
+func TestOverviewShowsTheStoresDisk(t *testing.T) {
+	sp := store.DiskSpace{Dir: "/var/lib/vigil/store", Free: 900 << 10, Reserve: 300 << 10, Need: 1324 << 10, Full: true, At: t0}
+	for _, tt := range []struct {
+		name string
+		disk Disk
+		want *api.StorageView
+	}{
+		{"measured", fakeDisk{sp, true}, &api.StorageView{Dir: sp.Dir, FreeBytes: sp.Free, ReserveBytes: sp.Reserve, NeededBytes: sp.Need, ReadOnly: true, MeasuredAt: t0}},
+		{"not measured here", fakeDisk{sp, false}, nil},
+		{"no disk (a JetStream store)", nil, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := New(Config{States: &countingStates{}, Clock: fakeclock.At(t0), Disk: tt.disk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := o.Overview(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (v.Storage == nil) != (tt.want == nil) || (v.Storage != nil && *v.Storage != *tt.want) {
+				t.Fatalf("storage %+v, want %+v", v.Storage, tt.want)
+			}
+		})
+	}
+}

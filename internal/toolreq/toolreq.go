@@ -81,6 +81,14 @@ func ASC(tb TB) string {
 	return ""
 }
 
+// Missing skips tb, saying why, or fails it under VIGIL_REQUIRE_TOOLS=1:
+// for a need that is not a program on PATH (a tmpfs the test mounts, which
+// needs root, as CI runs).
+func Missing(tb TB, why string) {
+	tb.Helper()
+	missing(tb, why)
+}
+
 func missing(tb TB, why string) {
 	tb.Helper()
 	if os.Getenv(RequireEnv) == "1" {

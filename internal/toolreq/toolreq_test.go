@@ -105,3 +105,18 @@ func TestASC(t *testing.T) {
 		}
 	})
 }
+
+// Missing skips saying why, or fails under VIGIL_REQUIRE_TOOLS=1.
+func TestMissingSkipsOrFailsUnderRequire(t *testing.T) {
+	for _, require := range []string{"", "1"} {
+		t.Setenv(RequireEnv, require)
+		var tb fakeTB
+		Missing(&tb, "cannot mount a tmpfs")
+		switch {
+		case require == "" && (tb.failed != "" || !strings.Contains(tb.skipped, "cannot mount a tmpfs")):
+			t.Fatalf("without %s: %+v, want a skip naming why", RequireEnv, tb)
+		case require == "1" && (tb.skipped != "" || !strings.Contains(tb.failed, "cannot mount a tmpfs")):
+			t.Fatalf("with %s=1: %+v, want a failure naming why", RequireEnv, tb)
+		}
+	}
+}

@@ -115,6 +115,14 @@
 //     (too many in flight, or its first messages dropped so its commit
 //     finds it incomplete) is sent again after a short wait, 8 times,
 //     then is store.ErrBusy too.
+//   - A full store is an answer. A batch the server refuses for want
+//     of room (the bucket stream's max_bytes or max_msgs, an operator's
+//     limits: error code 10077; the server's or account's JetStream
+//     storage: 10023, 10047) stores nothing, and the commit is
+//     store.ErrStorageFull, which the API answers 507
+//     insufficient_storage; told by code, never by text. A server whose
+//     own disk fails a write does not answer the batch at all: that is a
+//     commit with no answer (above), not a storage-full one.
 //   - A batch on one replica costs a sync. nats-server stages an atomic
 //     batch of an R1 file stream in a file store of its own, synced on
 //     flush, so an R1 commit waits for a disk sync (tens of

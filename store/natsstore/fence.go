@@ -58,7 +58,7 @@ func (s *Store) FencePartition(ctx context.Context, p int, node string, at time.
 	defer cancel()
 	rev, err := s.kv.Put(ctx, epochKey(p), val)
 	if err != nil {
-		return 0, fmt.Errorf("natsstore: fencing partition %d: %w", p, err)
+		return 0, fmt.Errorf("natsstore: fencing partition %d: %w", p, storageFull(err))
 	}
 	s.Fence(p, rev)
 	return rev, nil

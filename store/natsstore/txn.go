@@ -45,6 +45,37 @@ const (
 	codeClusterNoPeers       jetstream.ErrorCode = 10005 // no suitable peers for placement (yet)
 )
 
+// The server's error codes of a message it has no room for: the stream's
+// own limits (JSStreamStoreFailedF with ErrMaxBytes or ErrMaxMsgs, which
+// an operator sets on the bucket's stream: vigil sets neither, and the
+// bucket's one message per key is kept by replacing, never refused), and
+// the server's or account's JetStream storage (JSInsufficientResourcesErr;
+// JSStorageResourcesExceededErr). Told apart by code, never by text.
+const (
+	codeStreamStoreFailed      jetstream.ErrorCode = 10077
+	codeInsufficientResources  jetstream.ErrorCode = 10023
+	codeStorageResourcesExceed jetstream.ErrorCode = 10047
+)
+
+// DiskSpace is the badger store's report of its data directory, which a
+// JetStream store has none of: false, always. The servers keep their own
+// disks, and a batch one refuses for want of room is
+// store.ErrStorageFull.
+func (s *Store) DiskSpace() (store.DiskSpace, bool) { return store.DiskSpace{}, false }
+
+// storageFull wraps err with store.ErrStorageFull when the server
+// refused a message for want of room, and returns it as it is otherwise.
+func storageFull(err error) error {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case codeStreamStoreFailed, codeInsufficientResources, codeStorageResourcesExceed:
+			return fmt.Errorf("%w: %w", store.ErrStorageFull, err)
+		}
+	}
+	return err
+}
+
 // maxBatch bounds the messages of one commit, below the server's default
 // of 1000 per atomic batch.
 const maxBatch = 900
@@ -384,7 +415,9 @@ func (t *txn) commit(kind string) error {
 				}
 				return fmt.Errorf("natsstore: commit: %w (%w)", store.ErrBusy, err)
 			}
-			return fmt.Errorf("natsstore: commit: %w", err)
+			// Nothing was stored: the server refused the batch (for want
+			// of room, a storage-full error).
+			return fmt.Errorf("natsstore: commit: %w", storageFull(err))
 		case t.ctx.Err() != nil:
 			return t.ctx.Err()
 		case attempt < 2:

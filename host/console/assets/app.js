@@ -2,7 +2,7 @@
 import { render } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, NetworkError, getToken, setToken, stream, mailboxEnd, q } from './api.js';
-import { html, Time, useNow, Problem, Empty, Confirm, Json, State, seconds } from './ui.js';
+import { html, Time, useNow, Problem, Empty, Confirm, Json, State, seconds, bytes } from './ui.js';
 import { RegisterForm } from './form.js';
 
 // ---- routing ----
@@ -62,6 +62,16 @@ function SignIn({ onDone, onCancel, refused }) {
 }
 
 // ---- overview ----
+// StorageFull is the banner of a host whose data directory is too full
+// for clients' writes: what is refused, what goes on, and what to do.
+function StorageFull({ s }) {
+  if (!s || !s.read_only) return null;
+  return html`<div class="problem" role="alert" data-testid="storage-full"><strong>Writes are refused: the disk is nearly full.</strong>
+    The data directory <code class="hash">${s.dir}</code> has ${bytes(s.free_bytes)} free; writes need ${bytes(s.needed_bytes)}.
+    New watches and other writes are answered <code>507 insufficient_storage</code>. Reads, mailboxes and streams go on, and the watches
+    already registered still settle. Free space there: writes resume by themselves, without a restart.</div>`;
+}
+
 // kindRows is the overview's kinds table: each kind with probes since
 // start, and each with watches pending (after a restart a kind can have
 // pending watches and no probe yet), with its pending count beside its
@@ -85,6 +95,7 @@ function Overview({ auth }) {
   return html`<section>
     <h1>Overview</h1>
     <${Problem} err=${err} onSignIn=${auth}/>
+    <${StorageFull} s=${o.storage}/>
     <div class="cards">
       <div class="card"><h2>Watches</h2><dl>
         ${Object.entries(o.watches).map(([s, n]) => html`<div class=${'kv state-row-' + s}><dt><${State} s=${s}/></dt><dd data-testid=${'watches-' + s}>${n}</dd></div>`)}
@@ -103,6 +114,11 @@ function Overview({ auth }) {
         <div class="kv"><dt>delivered since start</dt><dd>${o.pushes.entered.delivered || 0}</dd></div>
       </dl></div>
       <div class="card"><h2>Fetch dead letters</h2><p class="big"><a href="#/dead-letters">${o.dead_letters}</a></p><p class="muted small">ever written</p></div>
+      ${o.storage ? html`<div class="card"><h2>Storage</h2><dl>
+        <div class="kv"><dt>free</dt><dd data-testid="storage-free" class=${o.storage.read_only ? 'bad' : ''}>${bytes(o.storage.free_bytes)}</dd></div>
+        <div class="kv"><dt>needed for writes</dt><dd>${bytes(o.storage.needed_bytes)}</dd></div>
+        <div class="kv"><dt>writes</dt><dd data-testid="storage-writes" class=${o.storage.read_only ? 'bad' : ''}>${o.storage.read_only ? 'refused' : 'taken'}</dd></div>
+      </dl><p class="muted small"><code class="hash">${o.storage.dir}</code></p></div>` : ''}
     </div>
     <h2>Kinds</h2>
     ${kinds.length === 0 ? html`<${Empty}>No watches pending and no probes yet. <a href="#/register">Register a watch</a> to see its kind here.</${Empty}>` : html`

@@ -43,6 +43,13 @@ export function seconds(s) {
   return s.toFixed(s < 10 ? 2 : 0) + ' s';
 }
 
+// bytes formats a byte count: KiB, MiB or GiB with one decimal.
+export function bytes(n) {
+  if (n >= 1 << 30) return (n / (1 << 30)).toFixed(1) + ' GiB';
+  if (n >= 1 << 20) return (n / (1 << 20)).toFixed(1) + ' MiB';
+  return (n / 1024).toFixed(1) + ' KiB';
+}
+
 // Problem says what went wrong and what to do about it.
 export function Problem({ err, onSignIn }) {
   if (!err) return null;

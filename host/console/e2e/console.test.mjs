@@ -87,6 +87,9 @@ try {
     // Pending by kind, counted with the states: every pending watch is a
     // timer here.
     assert.equal(await page.getByTestId('pending-kind-timer').textContent(), await page.getByTestId('watches-pending').textContent());
+    // The store's disk: room, so writes are taken and no banner.
+    assert.equal((await page.getByTestId('storage-writes').textContent()).trim(), 'taken');
+    assert.equal(await page.getByTestId('storage-full').count(), 0);
     await shot(page, 'overview');
     // Keyboard: the first Tab reaches the skip link, and it is visible.
     await page.keyboard.press('Tab');
@@ -107,6 +110,31 @@ try {
     await page.getByText('The host does not answer.').waitFor({ state: 'detached' });
     await page.getByTestId('plugin-sha256').waitFor();
     await page.context().close();
+  }
+
+  // ---- a full disk: the overview says writes are refused ----
+  // The host's own answer with its storage read-only (as a data
+  // directory short of space makes it; cmd/vigil's
+  // TestAFullDiskIsAnAnswerNotACrash fills a real one).
+  step('a full disk: the banner');
+  {
+    const p = await newPage(1280);
+    await p.route('**/api/v1/overview', async (route) => {
+      const r = await route.fetch();
+      const o = await r.json();
+      assert.ok(o.storage, 'the overview has no storage');
+      o.storage = { ...o.storage, free_bytes: 900 * 1024, needed_bytes: 1324 * 1024, read_only: true };
+      await route.fulfill({ response: r, json: o });
+    });
+    await p.goto(open + '/#/');
+    const banner = p.getByTestId('storage-full');
+    await banner.waitFor();
+    const text = await banner.textContent();
+    assert.match(text, /Writes are refused/);
+    assert.match(text, /900\.0 KiB free; writes need 1\.3 MiB/);
+    assert.match(text, /507 insufficient_storage/);
+    assert.equal((await p.getByTestId('storage-writes').textContent()).trim(), 'refused');
+    await p.context().close();
   }
 
   const page = await newPage(1280);
