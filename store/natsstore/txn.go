@@ -45,6 +45,18 @@ const (
 	codeClusterNoPeers       jetstream.ErrorCode = 10005 // no suitable peers for placement (yet)
 )
 
+// The server's error codes that say it cannot serve now, which a write
+// meets while a stream or the cluster has no leader or no quorum (a
+// server lost, an election): store.ErrUnavailable, not a refusal.
+const (
+	codeClusterIncomplete       jetstream.ErrorCode = 10004 // incomplete results
+	codeClusterNotLeader        jetstream.ErrorCode = 10009 // JetStream cluster can not handle request
+	codeNotEnabledForAccount    jetstream.ErrorCode = 10039 // JetStream not enabled for account (no meta leader yet)
+	codeStreamOffline           jetstream.ErrorCode = 10118 // stream is offline
+	codeStreamOfflineReason     jetstream.ErrorCode = 10194 // stream is offline: reason
+	codeExpectedLastSeqNotReady jetstream.ErrorCode = 10163 // expected last sequence per subject temporarily unavailable
+)
+
 // maxBatch bounds the messages of one commit, below the server's default
 // of 1000 per atomic batch.
 const maxBatch = 900
@@ -78,14 +90,14 @@ type entry struct {
 
 // last reads a key from the stream leader.
 func (s *Store) last(ctx context.Context, key string) (entry, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	rctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	m, err := s.stream.GetLastMsgForSubject(ctx, s.subj+key)
+	m, err := s.stream.GetLastMsgForSubject(rctx, s.subj+key)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return entry{}, nil
 	}
 	if err != nil {
-		return entry{}, fmt.Errorf("natsstore: reading %s: %w", key, err)
+		return entry{}, unavailable(ctx, "reading "+key, fmt.Errorf("natsstore: reading %s: %w", key, err), false)
 	}
 	switch m.Header.Get(hdrKVOp) {
 	case "DEL", "PURGE":
@@ -113,7 +125,7 @@ func (s *Store) scan(ctx context.Context, pattern string, metaOnly bool) ([]kvEn
 	}
 	w, err := s.kv.Watch(ctx, pattern, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("natsstore: scanning %s: %w", pattern, err)
+		return nil, unavailable(ctx, "scanning "+pattern, fmt.Errorf("natsstore: scanning %s: %w", pattern, err), false)
 	}
 	defer func() { _ = w.Stop() }()
 	var out []kvEntry
@@ -352,6 +364,9 @@ func (t *txn) commit(kind string) error {
 	// it before any expected sequence, so a batch sent again after an
 	// unanswered commit is recognised as committed, never applied twice.
 	msgs[0].Header.Set(hdrMsgID, "vigil-"+id)
+	// unanswered is set once an attempt was sent and got no answer: the
+	// batch may be stored, whatever the later attempts are told.
+	unanswered := false
 	for attempt := 0; ; attempt++ {
 		err := t.s.publish(t.ctx, id, msgs)
 		if err == nil && t.s.loseAnswer != nil && t.s.loseAnswer() {
@@ -382,20 +397,76 @@ func (t *txn) commit(kind string) error {
 					}
 					continue
 				}
-				return fmt.Errorf("natsstore: commit: %w (%w)", store.ErrBusy, err)
+				busy := fmt.Errorf("natsstore: commit: %w (%w)", store.ErrBusy, err)
+				if unanswered {
+					return &store.UnavailableError{Op: "commit " + kind, MayHaveWritten: true, Err: busy}
+				}
+				return busy
 			}
-			return fmt.Errorf("natsstore: commit: %w", err)
+			// A refusal: this attempt stored nothing; an earlier one
+			// that got no answer may have.
+			return unavailable(t.ctx, "commit "+kind, fmt.Errorf("natsstore: commit: %w", err), unanswered)
 		case t.ctx.Err() != nil:
 			return t.ctx.Err()
-		case attempt < 2:
+		}
+		if !noResponders(err) {
+			unanswered = true
+		}
+		if attempt < 2 {
 			// No answer (a timeout, a leader change): the batch may have
 			// committed. Sent again under a new batch id, its first
 			// message's id tells.
 			id = nuid.Next()
 			continue
 		}
-		return fmt.Errorf("natsstore: commit: %w", err)
+		return unavailable(t.ctx, "commit "+kind, fmt.Errorf("natsstore: commit: %w", err), unanswered)
 	}
+}
+
+// unreachable says whether err means JetStream could not be reached or
+// gave no answer (no server, no responders, a request that timed out, a
+// connection closed or reconnecting), or answered that it cannot serve
+// now (the cluster or the stream without a leader or a quorum): the
+// store is unavailable, as opposed to refusing the request. Told by type
+// and by the server's error code, never by text.
+func unreachable(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case codeClusterNotAvailable, codeClusterIncomplete, codeClusterNotLeader, codeNotEnabledForAccount,
+			codeStreamOffline, codeStreamOfflineReason, codeExpectedLastSeqNotReady:
+			return true
+		}
+		return false
+	}
+	for _, e := range []error{
+		nats.ErrNoServers, nats.ErrTimeout, nats.ErrNoResponders, jetstream.ErrNoStreamResponse,
+		context.DeadlineExceeded, nats.ErrConnectionClosed, nats.ErrConnectionDraining,
+		nats.ErrConnectionReconnecting, nats.ErrDisconnected, nats.ErrStaleConnection,
+	} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// noResponders says whether err is a request that reached no server:
+// nothing of it can have been stored.
+func noResponders(err error) bool {
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrConnectionClosed)
+}
+
+// unavailable wraps err in a *store.UnavailableError (errors.Is
+// store.ErrUnavailable) when it is unreachable, saying whether a commit
+// may have been stored; err as it is otherwise, and when ctx itself has
+// ended (the caller gave up; nothing to tell it).
+func unavailable(ctx context.Context, op string, err error, mayHaveWritten bool) error {
+	if err == nil || ctx.Err() != nil || !unreachable(err) {
+		return err
+	}
+	return &store.UnavailableError{Op: op, MayHaveWritten: mayHaveWritten, Err: err}
 }
 
 // publish sends msgs as one atomic batch and returns the server's answer
