@@ -8,10 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/vigilhq/vigil/api"
 )
 
 // Idempotency keys. A creating request may carry a key its client chose
-// (the API's Idempotency-Key header). The write it names keeps, in the
+// (the API's Idempotency-Key header: api.ValidIdempotencyKey says what a
+// key is). The write it names keeps, in the
 // same transaction, a record under (principal, key): a fingerprint of the
 // request and the answer it was given. A request that comes again with
 // the key finds the record, and is answered the first answer (the same
@@ -25,24 +28,6 @@ import (
 // Create (a watch), AppendEvent (an observed record), ClaimWork and
 // CompleteWorkAs (a Work), ReportPhase and ReportActivity (a recipient's
 // reports). Every other write ignores it.
-
-// MaxIdemKey bounds an idempotency key: 1 to 255 bytes.
-const MaxIdemKey = 255
-
-// ValidIdemKey reports whether k is an idempotency key: 1 to MaxIdemKey
-// bytes of visible ASCII (0x21 to 0x7e), so it is a header value as it
-// stands and holds no separator of any backend's key layout.
-func ValidIdemKey(k string) bool {
-	if len(k) == 0 || len(k) > MaxIdemKey {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x21 || k[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
 
 // Fingerprint is a request's digest: what a second request under the
 // same key must repeat to be answered again.
@@ -181,7 +166,7 @@ func DecodeIdem(b []byte) (IdemRecord, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return IdemRecord{}, fmt.Errorf("%w: idempotency record: %v", ErrCorrupt, err)
 	}
-	if s.V != rowVersion || len(s.Fingerprint) != len(Fingerprint{}) || s.Principal == "" || !ValidIdemKey(s.Key) {
+	if s.V != rowVersion || len(s.Fingerprint) != len(Fingerprint{}) || s.Principal == "" || !api.ValidIdempotencyKey(s.Key) {
 		return IdemRecord{}, fmt.Errorf("%w: idempotency record of version %d", ErrCorrupt, s.V)
 	}
 	r := IdemRecord{Principal: s.Principal, Key: s.Key, At: s.At, Answer: s.Answer}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/natsstore"
@@ -99,7 +100,7 @@ func fill(t *testing.T, s *store.Badger) *fixture {
 	}
 	// Registrations under idempotency keys: a short one, and a long
 	// principal's long key (their natsstore tokens are hashes).
-	for _, k := range [][2]string{{"p", "key-1"}, {longName, strings.Repeat("k", store.MaxIdemKey)}} {
+	for _, k := range [][2]string{{"p", "key-1"}, {longName, strings.Repeat("k", api.MaxIdempotencyKey)}} {
 		idem := &store.Idem{Principal: k[0], Key: k[1], Fingerprint: store.FingerprintOf("POST", "/w", []byte(k[1])), At: t0,
 			Answer: func(v any) (store.Answer, error) {
 				return store.Answer{Status: 201, Location: "/w/1", Body: []byte(`{"id":1}`)}, nil
@@ -253,7 +254,7 @@ func observe(t *testing.T, f *fixture, b backend) map[string]any {
 		n, err := b.CountPending(ctx, rid, 100)
 		o["pending of "+rid] = js(n, err)
 	}
-	for _, k := range [][2]string{{"p", "key-1"}, {longName, strings.Repeat("k", store.MaxIdemKey)}} {
+	for _, k := range [][2]string{{"p", "key-1"}, {longName, strings.Repeat("k", api.MaxIdempotencyKey)}} {
 		r, err := b.GetIdem(ctx, k[0], k[1])
 		o["idempotency key "+k[1]] = js(r, err)
 	}
