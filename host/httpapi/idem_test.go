@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/authz"
@@ -23,6 +24,7 @@ import (
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/authztest"
+	"github.com/vigilhq/vigil/internal/mcptest"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -338,15 +340,20 @@ func TestConcurrentKeyedRequestsWriteOnce(t *testing.T) {
 // (written, here: the row is there). For tests only.
 type fakeUnavailableStore struct {
 	*store.Badger
-	// mode is "" (answering), "down" or "unanswered".
+	// mode is "" (answering), "down", "unanswered" or "unanswered once"
+	// (then answering).
 	mode atomic.Value
+	lost atomic.Int32 // commits "unanswered once" left unanswered
 }
 
 func (f *fakeUnavailableStore) CreateIfRunning(ctx context.Context, w store.Watch) error {
 	switch f.mode.Load() {
 	case "down":
 		return &store.UnavailableError{Op: "reading", Err: errors.New("nats: no responders available for request")}
-	case "unanswered":
+	case "unanswered", "unanswered once":
+		if f.mode.CompareAndSwap("unanswered once", "") {
+			f.lost.Add(1)
+		}
 		if err := f.Badger.CreateIfRunning(ctx, w); err != nil {
 			return err
 		}
@@ -438,5 +445,31 @@ func TestAnUnavailableStoreIs503(t *testing.T) {
 	// The unkeyed one whose commit went unanswered, and the keyed one.
 	if n != 2 || !answered {
 		t.Errorf("%d watches of the body (the retry's %s among them: %v), want 2", n, w.ID, answered)
+	}
+
+	// The MCP server's register tool, through a commit left unanswered
+	// once: its client sends the registration again under its key, and
+	// the tool answers the one watch.
+	url := apitest.Serve(t, app)
+	mc := mcp.NewClient(&mcp.Implementation{Name: "vigil-test", Version: "1"}, nil)
+	sess, err := mc.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url + MCPPath, HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sess.Close() })
+	fake.mode.Store("unanswered once")
+	var got api.Watch
+	if res := mcptest.CallTool(t, sess, "register_watch", map[string]any{"kind": "ci", "params": map[string]any{"sha": "mcp"}, "recipient": "agent-1"}, &got); res.IsError {
+		t.Fatalf("register_watch through an unanswered commit: %+v", res)
+	}
+	ws, _, _ = fake.List(context.Background(), store.Filter{Recipient: "agent-1"})
+	n = 0
+	for _, x := range ws {
+		if string(x.Params) == `{"sha":"mcp"}` {
+			n++
+		}
+	}
+	if fake.lost.Load() != 1 || n != 1 {
+		t.Errorf("%d commits left unanswered, %d watches registered through MCP, want 1 and 1", fake.lost.Load(), n)
 	}
 }
