@@ -49,9 +49,15 @@ const (
 // meets while a stream or the cluster has no leader or no quorum (a
 // server lost, an election): store.ErrUnavailable, not a refusal.
 const (
-	codeClusterIncomplete       jetstream.ErrorCode = 10004 // incomplete results
-	codeClusterNotLeader        jetstream.ErrorCode = 10009 // JetStream cluster can not handle request
-	codeNotEnabledForAccount    jetstream.ErrorCode = 10039 // JetStream not enabled for account (no meta leader yet)
+	codeClusterIncomplete    jetstream.ErrorCode = 10004 // incomplete results
+	codeClusterNotLeader     jetstream.ErrorCode = 10009 // JetStream cluster can not handle request
+	codeNotEnabledForAccount jetstream.ErrorCode = 10039 // JetStream not enabled for account (no meta leader yet)
+	codeNotEnabled           jetstream.ErrorCode = 10076 // JetStream not enabled (a server restarting)
+	// The bucket's stream not found: Open created or found it, so a
+	// running store meets this only from a server that has not yet
+	// learnt the cluster's streams again (restarted, its meta group not
+	// caught up).
+	codeStreamNotFound          jetstream.ErrorCode = 10059
 	codeStreamOffline           jetstream.ErrorCode = 10118 // stream is offline
 	codeStreamOfflineReason     jetstream.ErrorCode = 10194 // stream is offline: reason
 	codeExpectedLastSeqNotReady jetstream.ErrorCode = 10163 // expected last sequence per subject temporarily unavailable
@@ -433,16 +439,18 @@ func unreachable(err error) bool {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		switch apiErr.ErrorCode {
-		case codeClusterNotAvailable, codeClusterIncomplete, codeClusterNotLeader, codeNotEnabledForAccount,
-			codeStreamOffline, codeStreamOfflineReason, codeExpectedLastSeqNotReady:
+		case codeClusterNotAvailable, codeClusterIncomplete, codeClusterNotLeader, codeNotEnabledForAccount, codeNotEnabled,
+			codeStreamOffline, codeStreamOfflineReason, codeExpectedLastSeqNotReady, codeStreamNotFound:
 			return true
 		}
-		return false
+		// The server's own "service unavailable" (its HTTP-like status).
+		return apiErr.Code == 503
 	}
 	for _, e := range []error{
 		nats.ErrNoServers, nats.ErrTimeout, nats.ErrNoResponders, jetstream.ErrNoStreamResponse,
 		context.DeadlineExceeded, nats.ErrConnectionClosed, nats.ErrConnectionDraining,
 		nats.ErrConnectionReconnecting, nats.ErrDisconnected, nats.ErrStaleConnection,
+		nats.ErrReconnectBufExceeded, jetstream.ErrNoHeartbeat,
 	} {
 		if errors.Is(err, e) {
 			return true
@@ -455,7 +463,8 @@ func unreachable(err error) bool {
 // nothing of it can have been stored.
 func noResponders(err error) bool {
 	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
-		errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrConnectionClosed)
+		errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrConnectionClosed) ||
+		errors.Is(err, nats.ErrReconnectBufExceeded)
 }
 
 // unavailable wraps err in a *store.UnavailableError (errors.Is
