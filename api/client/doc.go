@@ -25,7 +25,7 @@
 // under the same key after an answer it may have missed (a reset
 // connection, a timeout) and after 503 store_unavailable or store_busy
 // (honouring Retry-After), at most Retry.Attempts times within
-// Retry.Within (5 within 30 s by default): the host writes it at most
+// Retry.Within (8 within 30 s by default): the host writes it at most
 // once and answers each repeat with the first answer, so an agent's
 // registration through a cluster's leader election makes exactly one
 // watch. Any other call is sent once: a cancel, a PUT of a recipient and

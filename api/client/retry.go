@@ -18,19 +18,23 @@ import (
 // and answers a repeat of a written one with its first answer. It is
 // sent again after an answer it may have missed (the connection failed
 // or timed out before the answer came) and after a 503 store_unavailable
-// or store_busy, waiting the answer's Retry-After, else a backoff that
-// doubles from Backoff with jitter; at most Attempts times in all, and
-// never once Within has passed since the first (a wait that would end
-// past it is not waited). The caller's context ends the retries at once.
+// or store_busy, waiting a backoff that doubles from Backoff (with
+// jitter, up to 8 s), or the answer's Retry-After when that is longer;
+// at most Attempts times in all, and never once Within has passed since
+// the first (a wait that would end past it is not waited). The caller's
+// context ends the retries at once.
 type Retry struct {
 	Attempts int
 	Within   time.Duration
 	Backoff  time.Duration
 }
 
-// DefaultRetry is the retry of a new Client: 5 attempts within 30 s, from
-// a 250 ms backoff.
-var DefaultRetry = Retry{Attempts: 5, Within: 30 * time.Second, Backoff: 250 * time.Millisecond}
+// DefaultRetry is the retry of a new Client: within 30 s, at most 8
+// attempts, from a 500 ms backoff. A store that answers at once that it
+// is unavailable (Retry-After 2 s) is asked at about 0, 2, 4, 6, 10, 18
+// and 26 s: through an election (a few seconds) and a quorum loss of
+// about 20 s.
+var DefaultRetry = Retry{Attempts: 8, Within: 30 * time.Second, Backoff: 500 * time.Millisecond}
 
 // WithRetry sets how creating calls are sent again; Attempts 1 sends each
 // once (with its key still).
@@ -62,10 +66,7 @@ func (c *Client) create(ctx context.Context, method, path string, in, out any) e
 		if !again || attempt >= c.retry.Attempts {
 			return err
 		}
-		wait := after
-		if wait <= 0 {
-			wait = backoff(c.retry.Backoff, attempt)
-		}
+		wait := max(after, backoff(c.retry.Backoff, attempt))
 		if time.Since(began)+wait > c.retry.Within {
 			return err
 		}
@@ -98,13 +99,16 @@ func retryable(ctx context.Context, err error) (after time.Duration, again bool)
 	return 0, true
 }
 
-// backoff is the wait before attempt+1: base doubled attempt-1 times,
-// taken at random from its upper half, so clients that failed together
-// do not come back together.
+// maxBackoff caps backoff.
+const maxBackoff = 8 * time.Second
+
+// backoff is the wait before attempt+1: base doubled attempt-1 times (at
+// most maxBackoff), taken at random from its upper half, so clients that
+// failed together do not come back together.
 func backoff(base time.Duration, attempt int) time.Duration {
 	if base <= 0 {
 		return 0
 	}
-	d := base << min(attempt-1, 8)
+	d := min(base<<min(attempt-1, 16), maxBackoff)
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 }
