@@ -86,7 +86,10 @@
 // A batch's first message carries a message id (Nats-Msg-Id), which the
 // server checks before any expected sequence: a commit that got no answer
 // (a timeout, a leader change) is sent again under a new batch id and is
-// either stored once or recognised as stored, never applied twice. A
+// either stored once or recognised as stored, never applied twice (a
+// resend that finds the first attempt still being stored, "duplicate
+// message id is in process", waits and asks again; past that its outcome
+// is unknown: store.ErrUnavailable, the commit perhaps stored). A
 // commit of one key is a batch too: a plain publish checks its expected
 // sequence before its message id, so its resend would be refused as
 // stale and the transition run again on its own write. Every request (a

@@ -40,6 +40,7 @@ const (
 	codeWrongLastSeqConstant jetstream.ErrorCode = 10164 // a subject was in flight in another batch
 	codeBatchIncomplete      jetstream.ErrorCode = 10176
 	codeBatchDuplicate       jetstream.ErrorCode = 10201 // the batch's message id was committed already
+	codeMsgIDInProcess       jetstream.ErrorCode = 10158 // the message id's first publish is still being stored
 	codeBatchInflight        jetstream.ErrorCode = 10210
 	codeClusterNotAvailable  jetstream.ErrorCode = 10008 // JetStream system temporarily unavailable
 	codeClusterNoPeers       jetstream.ErrorCode = 10005 // no suitable peers for placement (yet)
@@ -391,6 +392,19 @@ func (t *txn) commit(kind string) error {
 					return nil // the unanswered attempt had committed
 				}
 				return err
+			case codeMsgIDInProcess:
+				// The unanswered attempt is still being stored: whether
+				// it commits is not known yet. Ask again a moment later
+				// (the server then answers that it committed, or takes
+				// this one), and past that the outcome is unknown.
+				unanswered = true
+				if attempt < 8 {
+					if err := t.s.clock.Sleep(t.ctx, time.Duration(attempt+1)*20*time.Millisecond); err != nil {
+						return err
+					}
+					continue
+				}
+				return &store.UnavailableError{Op: "commit " + kind, MayHaveWritten: true, Err: fmt.Errorf("natsstore: commit: %w", err)}
 			case codeBatchIncomplete, codeBatchInflight:
 				// The stream holds as many open batches as it allows
 				// (other nodes' among them), and drops a batch's first
