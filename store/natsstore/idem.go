@@ -17,8 +17,8 @@ func idemAtKey(i *store.Idem) string {
 	return "ia." + timeTok(i.At) + "." + tok(i.Principal) + "." + tok(i.Key)
 }
 
-// idemKeyOf is the key i's record is under ("" when i is nil), for a
-// transition's prefetch.
+// idemKeyOf is the key i's record is under, as a list for a transition's
+// prefetch (none when i is nil).
 func idemKeyOf(i *store.Idem) []string {
 	if i == nil {
 		return nil
