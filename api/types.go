@@ -45,7 +45,7 @@ const (
 // Status is the HTTP status of an error code.
 func Status(code string) int {
 	switch code {
-	case CodeMalformedJSON, CodeMalformedRequest:
+	case CodeMalformedJSON, CodeMalformedRequest, CodeInvalidIdempotencyKey:
 		return 400
 	case CodeUnauthorized:
 		return 401
@@ -66,9 +66,10 @@ func Status(code string) int {
 	case CodeRateLimited:
 		return 429
 	case CodeInvalidParams, CodeInvalidField, CodeInvalidRecipient, CodeWatchUnobservable, CodeDeadlineTooFar,
-		CodeDestinationRefused:
+		CodeDestinationRefused, CodeIdempotencyKeyReused:
 		return 422
-	case CodePluginFault, CodeTooManyWaiters, CodeTooManySessions, CodePluginSetMismatch, CodeStoreBusy:
+	case CodePluginFault, CodeTooManyWaiters, CodeTooManySessions, CodePluginSetMismatch, CodeStoreBusy,
+		CodeStoreUnavailable:
 		return 503
 	case CodeTooManyRefs, CodeTooManyPending:
 		return 422
@@ -121,6 +122,24 @@ const (
 // restart: retry after the Retry-After header's seconds (Error.RetryAfter).
 const CodeInsufficientStorage = "insufficient_storage"
 
+// Error codes of idempotency keys and of a store that cannot answer.
+const (
+	// CodeInvalidIdempotencyKey: the Idempotency-Key header is not a key
+	// (1 to 255 bytes of visible ASCII, bare or a quoted string), or is
+	// sent twice.
+	CodeInvalidIdempotencyKey = "invalid_idempotency_key"
+	// CodeIdempotencyKeyReused: the principal used the idempotency key
+	// within the last 24 hours for another request (another method,
+	// path or body); nothing was written. Use a fresh key per request.
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	// CodeStoreUnavailable: the store could not be reached, or did not
+	// answer a write's commit (a cluster without a leader or a quorum).
+	// The message says whether the write may have happened. Retry after
+	// Retry-After; a write sent again with its Idempotency-Key is made at
+	// most once either way.
+	CodeStoreUnavailable = "store_unavailable"
+)
+
 // Error is the one error envelope's content.
 //
 // It is also the one error type the host's services refuse with (the
@@ -131,9 +150,9 @@ type Error struct {
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
 	Setting string `json:"setting,omitempty"`
-	// RetryAfter, with CodeRateLimited, CodePluginSetMismatch or
-	// CodeStoreBusy, is how long to wait: it goes out as the Retry-After
-	// header, not in the body.
+	// RetryAfter, with CodeRateLimited, CodePluginSetMismatch,
+	// CodeStoreBusy or CodeStoreUnavailable, is how long to wait: it goes
+	// out as the Retry-After header, not in the body.
 	RetryAfter time.Duration `json:"-"`
 }
 

@@ -189,7 +189,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	h.App = httpapi.New(httpapi.Deps{
 		Scheduler: h.Core.Scheduler, Watches: st, Mailboxes: h.Core.Delivery, Recipients: h.Core.Recipients,
 		Plugins: h.Runtime, Logger: log, Base: h.base, DeadLetters: h.Issuer, Observe: h.Observer, Refusals: h.Metrics,
-		Overview: ov, Node: h.node, Kinds: h.Core.Registry, Seen: h.Core,
+		Overview: ov, Node: h.node, Kinds: h.Core.Registry, Seen: h.Core, Idem: st,
 	}, httpapi.Options{Auth: h.Auth, Metrics: h.Metrics.Handler(), Console: cons})
 	return h, nil
 }

@@ -19,4 +19,5 @@ var (
 	_ upkeep.Store         = core.Store(nil)
 	_ metrics.StateCounter = core.Store(nil)
 	_ httpapi.Watches      = core.Store(nil)
+	_ httpapi.IdemReader   = core.Store(nil)
 )

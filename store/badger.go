@@ -380,7 +380,19 @@ func (s *Badger) Create(ctx context.Context, w Watch) error {
 	if !w.State.Valid() || !w.Receipt.Valid() {
 		return fmt.Errorf("store: create: state %q receipt %q", w.State, w.Receipt)
 	}
-	err := s.update(ctx, func(txn *badger.Txn) error { return createRow(txn, w) })
+	idem := IdemOf(ctx)
+	err := s.update(ctx, func(txn *badger.Txn) error {
+		if err := checkIdem(txn, idem); err != nil {
+			return err
+		}
+		if err := createRow(txn, w); err != nil {
+			return err
+		}
+		return keepIdem(txn, idem, w)
+	})
+	if err == nil {
+		s.noteIdem(idem)
+	}
 	if err == nil && w.State != Pending && w.SettledAt != nil {
 		s.noteRetained(RetainedSettled, *w.SettledAt)
 	}

@@ -90,6 +90,17 @@
 //     whose files badger cannot open, is refused at Open with
 //     ErrStoreTooNew or ErrCorrupt; a store another process holds is
 //     ErrInUse, at once, not a hang.
+//   - A creating request's idempotency key (idem.go: an *Idem the
+//     request's context carries, store.WithIdem) is read first inside the
+//     transaction of the request's one write (CreateIfRunning, Create,
+//     AppendEvent, ClaimWork, CompleteWorkAs, ReportPhase,
+//     ReportActivity), and its record (ik/<principal>\x00<key>: the
+//     request's fingerprint and answer) written in it, with its time
+//     index entry (ia/): the same request again is a *Replay with the
+//     first answer and writes nothing, another request ErrIdemReused, and
+//     of two at once the transaction's conflict lets one commit. A write
+//     that is refused keeps no key; no other write reads one. The records
+//     are the retained class RetainedIdem.
 //   - A listing page (ListPage) walks one index from its cursor and
 //     examines a bounded number of entries, so no request walks the whole
 //     store: the recipient index when a recipient is named, else the

@@ -98,7 +98,14 @@ func (s *Badger) AppendEvent(ctx context.Context, e Event) (out Event, duplicate
 	// A repeat is answered from a read alone, without the append lock or a
 	// write transaction; an event not yet there is looked for again under
 	// the lock, where the append decides.
+	idem := IdemOf(ctx)
 	err = s.db.View(func(txn *badger.Txn) error {
+		// The key first: a repeat of a keyed record is answered its first
+		// answer, never "duplicate" (the record and its key commit
+		// together, so one read sees both or neither).
+		if err := checkIdem(txn, idem); err != nil {
+			return err
+		}
 		var found bool
 		out, found, duplicate, err = sameEvent(txn, e)
 		if err == nil && !found {
@@ -115,6 +122,9 @@ func (s *Badger) AppendEvent(ctx context.Context, e Event) (out Event, duplicate
 		return Event{}, false, err
 	}
 	err = s.updateLocked(ctx, &s.eventMu, func(txn *badger.Txn) error {
+		if err := checkIdem(txn, idem); err != nil {
+			return err
+		}
 		prev, found, dup, err := sameEvent(txn, e)
 		if found || err != nil {
 			out, duplicate = prev, dup
@@ -140,13 +150,14 @@ func (s *Badger) AppendEvent(ctx context.Context, e Event) (out Event, duplicate
 			}
 		}
 		out = e
-		return nil
+		return keepIdem(txn, idem, e)
 	})
 	if err != nil && !errors.Is(err, ErrEventConflict) {
 		return Event{}, false, err
 	}
 	if err == nil && !duplicate {
 		s.noteRetained(RetainedEvents(e.Stream), out.OccurredAt)
+		s.noteIdem(idem)
 	}
 	return out, duplicate, err
 }

@@ -22,27 +22,29 @@ type Family string
 
 // The families, each one key layout of package store and store/natsstore.
 const (
-	FamRow            Family = "rows"              // w/<id>
-	FamState          Family = "state_index"       // s/<state>/<id>, a pending row's with its schedule
-	FamRecipientIndex Family = "recipient_index"   // r/<recipient>\x00<id>
-	FamPendingKind    Family = "pending_by_kind"   // pk/<kind>/<id>
-	FamSubject        Family = "subjects"          // sj/<subject>
-	FamMessage        Family = "mailbox_messages"  // mb/<recipient>\x00<seq>
-	FamMailSeq        Family = "mailbox_seqs"      // ms/<recipient>
-	FamPush           Family = "outbox"            // ob/<recipient>\x00<seq>
-	FamLivePush       Family = "outbox_live_index" // ol/<recipient>\x00<seq>
-	FamSettledAt      Family = "settled_at_index"  // sa/<time><id>
-	FamMessageAt      Family = "message_at_index"  // ma/<time><recipient>\x00<seq>
-	FamPushAt         Family = "push_final_index"  // pa/<time><recipient>\x00<seq>
-	FamEvent          Family = "events"            // ev/<stream>\x00<seq>
-	FamEventKey       Family = "event_keys"        // ek/<stream>\x00<key>
-	FamEventSeq       Family = "event_seqs"        // es/<stream>
-	FamWork           Family = "work"              // wk/<id>
-	FamWorkInput      Family = "work_inputs"       // wi/<id><n>
-	FamWorkOwner      Family = "work_threads"      // wo/<thread>
-	FamWorkScope      Family = "work_scope_index"  // wsc/<scope>\x00<state>\x00<id>
-	FamRouter         Family = "router_cursors"    // rt/<router>
-	FamRecipient      Family = "recipients"        // rc/<recipient>
+	FamRow            Family = "rows"                 // w/<id>
+	FamState          Family = "state_index"          // s/<state>/<id>, a pending row's with its schedule
+	FamRecipientIndex Family = "recipient_index"      // r/<recipient>\x00<id>
+	FamPendingKind    Family = "pending_by_kind"      // pk/<kind>/<id>
+	FamSubject        Family = "subjects"             // sj/<subject>
+	FamMessage        Family = "mailbox_messages"     // mb/<recipient>\x00<seq>
+	FamMailSeq        Family = "mailbox_seqs"         // ms/<recipient>
+	FamPush           Family = "outbox"               // ob/<recipient>\x00<seq>
+	FamLivePush       Family = "outbox_live_index"    // ol/<recipient>\x00<seq>
+	FamSettledAt      Family = "settled_at_index"     // sa/<time><id>
+	FamMessageAt      Family = "message_at_index"     // ma/<time><recipient>\x00<seq>
+	FamPushAt         Family = "push_final_index"     // pa/<time><recipient>\x00<seq>
+	FamEvent          Family = "events"               // ev/<stream>\x00<seq>
+	FamEventKey       Family = "event_keys"           // ek/<stream>\x00<key>
+	FamEventSeq       Family = "event_seqs"           // es/<stream>
+	FamWork           Family = "work"                 // wk/<id>
+	FamWorkInput      Family = "work_inputs"          // wi/<id><n>
+	FamWorkOwner      Family = "work_threads"         // wo/<thread>
+	FamWorkScope      Family = "work_scope_index"     // wsc/<scope>\x00<state>\x00<id>
+	FamRouter         Family = "router_cursors"       // rt/<router>
+	FamRecipient      Family = "recipients"           // rc/<recipient>
+	FamIdem           Family = "idempotency_keys"     // ik/<principal>\x00<key>
+	FamIdemAt         Family = "idempotency_at_index" // ia/<time><principal>\x00<key>
 )
 
 // Families lists every family, in the order a copy reports them.
@@ -50,6 +52,7 @@ var Families = []Family{
 	FamRecipient, FamRow, FamState, FamRecipientIndex, FamPendingKind, FamSubject, FamSettledAt,
 	FamMessage, FamMailSeq, FamMessageAt, FamPush, FamLivePush, FamPushAt,
 	FamEvent, FamEventKey, FamEventSeq, FamWork, FamWorkInput, FamWorkOwner, FamWorkScope, FamRouter,
+	FamIdem, FamIdemAt,
 }
 
 // Record is one stored record by its key's parts. Which parts a family
@@ -78,7 +81,7 @@ var badgerPrefixes = map[string]Family{
 	"sa/": FamSettledAt, "ma/": FamMessageAt, "pa/": FamPushAt,
 	"ev/": FamEvent, "ek/": FamEventKey, "es/": FamEventSeq,
 	"wk/": FamWork, "wi/": FamWorkInput, "wo/": FamWorkOwner, "wsc/": FamWorkScope, "rt/": FamRouter,
-	"rc/": FamRecipient,
+	"rc/": FamRecipient, "ik/": FamIdem, "ia/": FamIdemAt,
 }
 
 // ExportRecords calls fn with every record of the store, in key order,
@@ -192,6 +195,19 @@ func parseBadgerKey(k []byte) (Record, error) {
 			return bad()
 		}
 		r.Name, r.Sub = string(rest[:j]), string(rest[j+1:])
+	case FamIdem, FamIdemAt:
+		if fam == FamIdemAt {
+			if len(rest) < 8 {
+				return bad()
+			}
+			r.At = int64(binary.BigEndian.Uint64(rest[:8]) ^ (1 << 63))
+			rest = rest[8:]
+		}
+		j := bytes.IndexByte(rest, 0)
+		if j < 0 {
+			return bad()
+		}
+		r.Name, r.Sub = string(rest[:j]), string(rest[j+1:])
 	case FamWorkInput:
 		if len(rest) != 16+4 {
 			return bad()
@@ -257,6 +273,10 @@ func badgerKey(r Record) ([]byte, error) {
 		return routerKey(r.Name), nil
 	case FamRecipient:
 		return recipientRecKey(r.Name), nil
+	case FamIdem:
+		return idemKey(r.Name, r.Sub), nil
+	case FamIdemAt:
+		return timeKeyNanos(idemAtPfx, r.At, idemName(r.Name, r.Sub)), nil
 	}
 	return nil, fmt.Errorf("%w: family %q", ErrUnknownRecord, r.Family)
 }

@@ -40,6 +40,11 @@ func genRecord(t *rapid.T) Record {
 		r.At, r.Name, r.Seq = rapid.Int64().Draw(t, "at"), name.Draw(t, "name"), rapid.Uint64().Draw(t, "seq")
 	case FamEventKey:
 		r.Name, r.Sub = name.Draw(t, "stream"), rapid.String().Draw(t, "key")
+	case FamIdem, FamIdemAt:
+		r.Name, r.Sub = name.Draw(t, "principal"), rapid.StringMatching(`[!-~]{1,40}`).Draw(t, "key")
+		if fam == FamIdemAt {
+			r.At = rapid.Int64().Draw(t, "at")
+		}
 	case FamWorkInput:
 		r.ID, r.Seq = id, uint64(rapid.Uint32().Draw(t, "n"))
 	case FamWorkScope:

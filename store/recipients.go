@@ -203,14 +203,14 @@ func (s *Badger) PutRecipient(ctx context.Context, r RecipientRecord) (prev Reci
 // ErrNotFound if the recipient does not exist: a report never creates one.
 func (s *Badger) ReportPhase(ctx context.Context, id string, p Phase) (RecipientRecord, error) {
 	p.ReportedAt = p.ReportedAt.UTC()
-	return s.editRecipient(ctx, id, func(r *RecipientRecord) { r.Phase = &p })
+	return s.editRecipientKeyed(ctx, IdemOf(ctx), id, func(r *RecipientRecord) { r.Phase = &p })
 }
 
 // ReportActivity adds replies and toolCalls to a recipient's activity
 // counts (saturating), sets its At, and returns the record. ErrNotFound if
 // the recipient does not exist.
 func (s *Badger) ReportActivity(ctx context.Context, id string, replies, toolCalls uint64, at time.Time) (RecipientRecord, error) {
-	return s.editRecipient(ctx, id, func(r *RecipientRecord) {
+	return s.editRecipientKeyed(ctx, IdemOf(ctx), id, func(r *RecipientRecord) {
 		r.Activity.Add(replies, toolCalls, at)
 	})
 }
@@ -226,16 +226,31 @@ func (s *Badger) SetReminder(ctx context.Context, id string, every time.Duration
 
 // editRecipient applies f to a stored recipient in one transaction.
 func (s *Badger) editRecipient(ctx context.Context, id string, f func(*RecipientRecord)) (RecipientRecord, error) {
+	return s.editRecipientKeyed(ctx, nil, id, f)
+}
+
+// editRecipientKeyed is editRecipient honouring idem, the idempotency key
+// of the request it answers (nil: none).
+func (s *Badger) editRecipientKeyed(ctx context.Context, idem *Idem, id string, f func(*RecipientRecord)) (RecipientRecord, error) {
 	var out RecipientRecord
 	err := s.update(ctx, func(txn *badger.Txn) error {
+		if err := checkIdem(txn, idem); err != nil {
+			return err
+		}
 		r, err := getRecipient(txn, id)
 		if err != nil {
 			return err
 		}
 		f(&r)
 		out = r
-		return putRecipient(txn, r)
+		if err := putRecipient(txn, r); err != nil {
+			return err
+		}
+		return keepIdem(txn, idem, r)
 	})
+	if err == nil {
+		s.noteIdem(idem)
+	}
 	return out, err
 }
 

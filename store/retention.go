@@ -23,7 +23,8 @@ type Retained string
 
 // The retained classes. Each is ordered by one time: settled rows by
 // settled_at, mailbox messages by at, final outbox records by updated_at
-// (when they became final), an event stream by occurred_at.
+// (when they became final), an event stream by occurred_at, idempotency
+// records (RetainedIdem, idem.go) by when their request came.
 const (
 	RetainedSettled  Retained = "settled"
 	RetainedMessages Retained = "messages"
@@ -276,6 +277,8 @@ func classIndex(c Retained) ([]byte, error) {
 		return messageAtPfx, nil
 	case RetainedPushes:
 		return pushAtPfx, nil
+	case RetainedIdem:
+		return idemAtPfx, nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnknownClass, c)
 }
@@ -315,6 +318,8 @@ func (s *Badger) PruneOldest(ctx context.Context, c Retained, cutoff time.Time, 
 			drop = dropMessage
 		case RetainedPushes:
 			drop = dropPush
+		case RetainedIdem:
+			drop = dropIdem
 		}
 		start := int64(math.MinInt64)
 		if floored {

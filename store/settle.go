@@ -192,15 +192,25 @@ func (s *Badger) CreateIfRunning(ctx context.Context, w Watch) error {
 	if !w.State.Valid() || !w.Receipt.Valid() {
 		return fmt.Errorf("store: create: state %q receipt %q", w.State, w.Receipt)
 	}
+	idem := IdemOf(ctx)
 	err := s.update(ctx, func(txn *badger.Txn) error {
+		if err := checkIdem(txn, idem); err != nil {
+			return err
+		}
 		if _, err := runningRecipient(txn, w.Recipient.ID); err != nil {
 			return err
 		}
 		if err := s.fail("checked"); err != nil {
 			return err
 		}
-		return createRow(txn, w)
+		if err := createRow(txn, w); err != nil {
+			return err
+		}
+		return keepIdem(txn, idem, w)
 	})
+	if err == nil {
+		s.noteIdem(idem)
+	}
 	if err == nil && w.State == Pending {
 		s.pending.add(w.Recipient.ID, 1)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -35,7 +36,37 @@ var (
 	// nothing of it was written. The caller has lost the partition: it
 	// drops the watch and does not retry. A single host never returns it.
 	ErrNotOwner = errors.New("store: the partition has another owner now")
+	// ErrUnavailable: the store could not be reached (no server answered,
+	// the cluster has no leader or no quorum), or a commit was sent and
+	// no answer came back. The error is an *UnavailableError, which says
+	// whether the write may have happened; the API answers it 503
+	// store_unavailable with Retry-After. A write sent again with its
+	// idempotency key is safe either way.
+	ErrUnavailable = errors.New("store: unavailable")
 )
+
+// UnavailableError is ErrUnavailable with what is known of the write:
+// MayHaveWritten when a commit was sent and its answer never came (a
+// timeout, a leader lost mid-commit), so it may have been stored; false
+// when nothing was sent or the servers refused it (a read failed, no
+// responders, a cluster that said it is unavailable).
+type UnavailableError struct {
+	Op             string
+	MayHaveWritten bool
+	Err            error
+}
+
+func (e *UnavailableError) Error() string {
+	if e.MayHaveWritten {
+		return fmt.Sprintf("store: unavailable: %s: no answer to a commit, which may have been written: %v", e.Op, e.Err)
+	}
+	return fmt.Sprintf("store: unavailable: %s: nothing was written: %v", e.Op, e.Err)
+}
+
+// Is makes errors.Is(err, ErrUnavailable) true.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
 
 // Settlement is a pending row's final transition.
 type Settlement struct {

@@ -439,8 +439,17 @@ func (s *Badger) ListWork(ctx context.Context, scope string, st WorkState) ([]Wo
 
 // transitionWork applies f to the Work under one transaction.
 func (s *Badger) transitionWork(ctx context.Context, id ID, f func(w *Work) error) (Work, error) {
+	return s.transitionWorkKeyed(ctx, nil, id, f)
+}
+
+// transitionWorkKeyed is transitionWork honouring idem, the idempotency
+// key of the request it answers (nil: none).
+func (s *Badger) transitionWorkKeyed(ctx context.Context, idem *Idem, id ID, f func(w *Work) error) (Work, error) {
 	var out Work
 	err := s.update(ctx, func(txn *badger.Txn) error {
+		if err := checkIdem(txn, idem); err != nil {
+			return err
+		}
 		w, err := getWork(txn, id)
 		if err != nil {
 			return err
@@ -450,8 +459,14 @@ func (s *Badger) transitionWork(ctx context.Context, id ID, f func(w *Work) erro
 			return err
 		}
 		out = w
-		return putWork(txn, w, &prev)
+		if err := putWork(txn, w, &prev); err != nil {
+			return err
+		}
+		return keepIdem(txn, idem, w)
 	})
+	if err == nil {
+		s.noteIdem(idem)
+	}
 	return out, err
 }
 
@@ -459,7 +474,7 @@ func (s *Badger) transitionWork(ctx context.Context, id ID, f func(w *Work) erro
 // so far (Work.Claim: Consumed moves to Inputs). Claiming again by the same recipient
 // is allowed; by another, or of a completed Work, is ErrWorkConflict.
 func (s *Badger) ClaimWork(ctx context.Context, id ID, recipient string, now time.Time) (Work, error) {
-	return s.transitionWork(ctx, id, func(w *Work) error {
+	return s.transitionWorkKeyed(ctx, IdemOf(ctx), id, func(w *Work) error {
 		switch {
 		case w.State != WorkOpen:
 			return fmt.Errorf("%w: work %s is %s", ErrWorkConflict, id, w.State)
@@ -485,8 +500,14 @@ func (s *Badger) CompleteWorkAs(ctx context.Context, id ID, now time.Time, claim
 	return s.completeWork(ctx, id, now, &claimedBy)
 }
 
+// completeWork honours the request's idempotency key when it is
+// CompleteWorkAs (claimedBy set), the route's write.
 func (s *Badger) completeWork(ctx context.Context, id ID, now time.Time, claimedBy *string) (Work, error) {
-	return s.transitionWork(ctx, id, func(w *Work) error {
+	var idem *Idem
+	if claimedBy != nil {
+		idem = IdemOf(ctx)
+	}
+	return s.transitionWorkKeyed(ctx, idem, id, func(w *Work) error {
 		if w.State != WorkOpen {
 			return fmt.Errorf("%w: work %s is already %s", ErrWorkConflict, id, w.State)
 		}

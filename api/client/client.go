@@ -22,6 +22,7 @@ type Client struct {
 	base  string
 	token string
 	hc    *http.Client
+	retry Retry
 }
 
 // Option configures a Client.
@@ -46,9 +47,10 @@ func WithHTTPClient(hc *http.Client) Option {
 
 // New returns a client of the server at baseURL ("http://127.0.0.1:7878").
 // Its default http.Client has no overall timeout: every call is bounded by
-// its context, and a long poll by its wait.
+// its context, and a long poll by its wait. Its creating calls retry as
+// DefaultRetry says.
 func New(baseURL string, opts ...Option) *Client {
-	c := &Client{base: strings.TrimRight(baseURL, "/"), hc: &http.Client{}}
+	c := &Client{base: strings.TrimRight(baseURL, "/"), hc: &http.Client{}, retry: DefaultRetry}
 	for _, o := range opts {
 		o(c)
 	}
@@ -58,6 +60,10 @@ func New(baseURL string, opts ...Option) *Client {
 // ErrStreamEnded: the server closed the mailbox stream (it shut down, or
 // the connection broke). Reconnect from the last seq handled.
 var ErrStreamEnded = errors.New("client: the mailbox stream ended")
+
+// errRequest: a request that could not be built (its body does not
+// encode, its URL does not parse), so was never sent.
+var errRequest = errors.New("client: building the request")
 
 // maxErrorBody bounds how much of an error response is read.
 const maxErrorBody = 64 << 10
@@ -111,7 +117,7 @@ func (c *Client) WaitKinds(ctx context.Context, since string, wait time.Duration
 // CreateWatch registers a watch. The watch is durable when it returns.
 func (c *Client) CreateWatch(ctx context.Context, req api.WatchRequest) (api.Watch, error) {
 	var out api.Watch
-	err := c.do(ctx, http.MethodPost, "/api/v1/watches", nil, req, &out)
+	err := c.create(ctx, http.MethodPost, "/api/v1/watches", req, &out)
 	return out, err
 }
 
@@ -246,14 +252,14 @@ func (c *Client) DeleteRecipient(ctx context.Context, id string) error {
 // never acts on.
 func (c *Client) ReportPhase(ctx context.Context, id string, req api.PhaseRequest) (api.Phase, error) {
 	var out api.Phase
-	err := c.do(ctx, http.MethodPut, "/api/v1/recipients/"+url.PathEscape(id)+"/phase", nil, req, &out)
+	err := c.create(ctx, http.MethodPut, "/api/v1/recipients/"+url.PathEscape(id)+"/phase", req, &out)
 	return out, err
 }
 
 // ReportActivity adds to the recipient's activity counts and returns them.
 func (c *Client) ReportActivity(ctx context.Context, id string, req api.ActivityRequest) (api.Activity, error) {
 	var out api.Activity
-	err := c.do(ctx, http.MethodPost, "/api/v1/recipients/"+url.PathEscape(id)+"/activity", nil, req, &out)
+	err := c.create(ctx, http.MethodPost, "/api/v1/recipients/"+url.PathEscape(id)+"/activity", req, &out)
 	return out, err
 }
 
@@ -312,7 +318,7 @@ func (c *Client) DeadLetters(ctx context.Context, after uint64, limit int) (api.
 // observe_unavailable.
 func (c *Client) Record(ctx context.Context, scope string, req api.ObserveRequest) (api.ObserveResult, error) {
 	var out api.ObserveResult
-	err := c.do(ctx, http.MethodPost, "/api/v1/scopes/"+url.PathEscape(scope)+"/observe", nil, req, &out)
+	err := c.create(ctx, http.MethodPost, "/api/v1/scopes/"+url.PathEscape(scope)+"/observe", req, &out)
 	return out, err
 }
 
@@ -337,14 +343,14 @@ func (c *Client) GetWork(ctx context.Context, id string) (api.Work, error) {
 // ClaimWork claims a Work for recipient and returns it with its inputs.
 func (c *Client) ClaimWork(ctx context.Context, id, recipient string) (api.Work, error) {
 	var out api.Work
-	err := c.do(ctx, http.MethodPost, "/api/v1/work/"+url.PathEscape(id)+"/claim", nil, api.ClaimRequest{Recipient: api.RecipientRef{ID: recipient}}, &out)
+	err := c.create(ctx, http.MethodPost, "/api/v1/work/"+url.PathEscape(id)+"/claim", api.ClaimRequest{Recipient: api.RecipientRef{ID: recipient}}, &out)
 	return out, err
 }
 
 // CompleteWork completes a Work.
 func (c *Client) CompleteWork(ctx context.Context, id string) (api.Work, error) {
 	var out api.Work
-	err := c.do(ctx, http.MethodPost, "/api/v1/work/"+url.PathEscape(id)+"/complete", nil, nil, &out)
+	err := c.create(ctx, http.MethodPost, "/api/v1/work/"+url.PathEscape(id)+"/complete", nil, &out)
 	return out, err
 }
 
@@ -445,13 +451,13 @@ func (c *Client) newRequest(ctx context.Context, method, path string, q url.Valu
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return nil, fmt.Errorf("client: encoding the request: %w", err)
+			return nil, fmt.Errorf("%w: encoding its body: %w", errRequest, err)
 		}
 		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
-		return nil, fmt.Errorf("client: %w", err)
+		return nil, fmt.Errorf("%w: %w", errRequest, err)
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -466,9 +472,17 @@ func (c *Client) newRequest(ctx context.Context, method, path string, q url.Valu
 // do makes one request and decodes a 2xx body into out (when out is not
 // nil), or returns the error response as an *api.Error.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
+	return c.doKeyed(ctx, method, path, q, in, out, "")
+}
+
+// doKeyed is do with the Idempotency-Key key, when it is not "".
+func (c *Client) doKeyed(ctx context.Context, method, path string, q url.Values, in, out any, key string) error {
 	req, err := c.newRequest(ctx, method, path, q, in)
 	if err != nil {
 		return err
+	}
+	if key != "" {
+		req.Header.Set(api.HeaderIdempotencyKey, api.FormatIdempotencyKey(key))
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -102,6 +102,7 @@ type fixture struct {
 	c       *client.Client
 	sched   *scheduler.Scheduler
 	waiting chan struct{}
+	url     string // the API's, without a trailing slash
 }
 
 // newFixture serves the real API over a loopback listener: a badger store
@@ -122,7 +123,7 @@ func newFixtureWith(t *testing.T, o httpapi.Options, opts ...client.Option) *fix
 		Recipients: st.Recipients, Plugins: fakePlugins{}, Base: base}, o)
 	url := apitest.Serve(t, app)
 	t.Cleanup(stop) // runs first: ends long polls and streams before the shutdown
-	return &fixture{c: client.New(url+"/", opts...), sched: st.Scheduler, waiting: waiting}
+	return &fixture{c: client.New(url+"/", opts...), sched: st.Scheduler, waiting: waiting, url: url}
 }
 
 func (f *fixture) watch(t *testing.T, recipient, params string) api.Watch {

@@ -8,6 +8,10 @@
 // one call (or, for the wait tool, at most two) of the REST API through
 // the API interface, which *client.Client implements: the same routes,
 // the same validation, the same authorization, the same error envelope.
+// A creating tool's call (register, record, claim, complete) is the
+// client's creating call: under a fresh idempotency key, sent again under
+// it after a lost answer or a 503 store_unavailable or store_busy, so a
+// tool call through a cluster's election makes one watch.
 // A refusal comes back as a tool result with IsError set, its text the
 // API's "code: message", its structured content {"error":{code, message,
 // field, setting}}: an agent reads it and corrects itself. Protocol

@@ -12,7 +12,8 @@
 // the union of what the components use of it, each through the small
 // interface it declares where it uses it (scheduler.Store, delivery.Store
 // and OutboxStore, recipients.Store and PhaseStore, observe.Store,
-// fetch.EventLog, upkeep.Store, metrics.StateCounter, httpapi.Watches):
+// fetch.EventLog, upkeep.Store, metrics.StateCounter, httpapi.Watches and
+// IdemReader):
 // no component names a backend. Config.OpenStore chooses the backend;
 // without it the core opens badger in StoreDir (OpenBadger). A backend is
 // fit to be returned there when it passes store/storetest, the suite that

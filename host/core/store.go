@@ -70,6 +70,10 @@ type Store interface {
 	Oldest(ctx context.Context, c store.Retained) (time.Time, bool, error)
 	PruneOldest(ctx context.Context, c store.Retained, cutoff time.Time, limit int) (int, error)
 	OnRetained(fn func(c store.Retained, at time.Time))
+	// The idempotency records, the API's: a creating request's key read
+	// before its write (the write itself keeps and checks its record in
+	// its own transaction, through the key its context carries).
+	GetIdem(ctx context.Context, principal, key string) (store.IdemRecord, error)
 
 	// Close flushes and releases the backend; the core calls it last.
 	Close() error

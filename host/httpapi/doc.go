@@ -43,6 +43,22 @@
 // whatever it claims: the API's answers, including its 404s, stay the
 // API's.
 //
+// Idempotency keys (idem.go). Each creating route (POST /watches, POST
+// /scopes/{scope}/observe, POST /work/{id}/claim and /complete, PUT
+// /recipients/{id}/phase, POST /recipients/{id}/activity) runs behind
+// idempotent: an Idempotency-Key header is parsed (api.ParseIdempotencyKey;
+// 400 invalid_idempotency_key otherwise), the principal's record under it
+// read first (the same method, path and body answered its first answer
+// again, byte for byte, with Idempotent-Replayed; another request 422
+// idempotency_key_reused), and else the key handed to the route's one
+// write through the request's context, where the store checks it again
+// and keeps its record in the write's own transaction. The answer kept
+// and the answer sent are one rendering of what the write wrote (the
+// route's answerer), so they are the same bytes. A refused request keeps
+// no key. store.ErrUnavailable is 503 store_unavailable with
+// Retry-After, its message saying whether the write may have happened;
+// a 500 is a bug.
+//
 // /mcp serves the MCP server of package api/mcpserver over streamable
 // HTTP (mcp.go), behind the same authenticate as /api/v1. Its tools call
 // this API in process with the request's own bearer token (inProcess), so

@@ -490,3 +490,36 @@ func TestFuzzAPIHarness(t *testing.T) {
 		t.Fatalf("malformed: %d %s", status, b)
 	}
 }
+
+// FuzzIdempotencyKeyHeader: a registration with any Idempotency-Key
+// header value either is refused 400 invalid_idempotency_key, exactly
+// when api.ParseIdempotencyKey refuses the value, or is written once: the
+// same request again under the value answers the same status and body,
+// marked replayed.
+func FuzzIdempotencyKeyHeader(f *testing.F) {
+	for _, k := range []string{"k", `"k"`, `"a\"b"`, "", `""`, " k ", `"k`, "a b", strings.Repeat("k", 255), strings.Repeat("k", 256), "\x00", "ключ"} {
+		f.Add(k)
+	}
+	a := newFuzzAPI(f)
+	f.Fuzz(func(t *testing.T, v string) {
+		for i := 0; i < len(v); i++ {
+			if (v[i] < 0x20 && v[i] != '\t') || v[i] == 0x7f {
+				t.Skip("not a field value HTTP can carry (a control byte)")
+			}
+		}
+		body := []byte(`{"kind":"ci","params":{},"recipient":{"id":"agent-1"}}`)
+		first, b1 := a.do("POST", "/api/v1/watches", []string{api.HeaderIdempotencyKey, v}, body)
+		_, perr := api.ParseIdempotencyKey(v)
+		if perr != nil {
+			var env api.ErrorEnvelope
+			if first != 400 || strictUnmarshal(b1, &env) != nil || env.Error.Code != api.CodeInvalidIdempotencyKey {
+				t.Fatalf("key %q refused by the parser (%v): %d %s", v, perr, first, b1)
+			}
+			return
+		}
+		again, b2 := a.do("POST", "/api/v1/watches", []string{api.HeaderIdempotencyKey, v}, body)
+		if first != 201 || again != 201 || string(b1) != string(b2) {
+			t.Fatalf("key %q: %d %s, then %d %s: want one 201, answered again", v, first, b1, again, b2)
+		}
+	})
+}

@@ -57,16 +57,24 @@ func (s *server) recordObserved(c *fiber.Ctx) error {
 	if err != nil { // rate_limited's Retry-After is set by the error handler
 		return err
 	}
-	var item observe.ItemV1
-	_ = json.Unmarshal(got.Event.Payload, &item)
-	out := api.ObserveResult{Duplicate: got.Duplicate, ThreadKey: got.ThreadKey, Event: api.ObservedEvent{
-		Seq: got.Event.Seq, Key: got.Event.Key, Type: got.Event.Type, Source: item.Source, Reporter: got.Event.Actor, Run: got.Event.Run, OccurredAt: got.Event.OccurredAt,
-	}}
-	status := fiber.StatusCreated
-	if got.Duplicate {
-		status = fiber.StatusOK
+	if !got.Duplicate {
+		a, err := recordAnswer(c.UserContext(), got.Event)
+		if err != nil {
+			return err
+		}
+		return send(c, a)
 	}
-	return c.Status(status).JSON(out)
+	return c.Status(fiber.StatusOK).JSON(toObserveResult(got.Event, got.Duplicate, got.ThreadKey))
+}
+
+// toObserveResult is a record's answer: its event (the first one again
+// for a duplicate), and its thread's key.
+func toObserveResult(e store.Event, duplicate bool, threadKey string) api.ObserveResult {
+	var item observe.ItemV1
+	_ = json.Unmarshal(e.Payload, &item)
+	return api.ObserveResult{Duplicate: duplicate, ThreadKey: threadKey, Event: api.ObservedEvent{
+		Seq: e.Seq, Key: e.Key, Type: e.Type, Source: item.Source, Reporter: e.Actor, Run: e.Run, OccurredAt: e.OccurredAt,
+	}}
 }
 
 func (s *server) listWork(c *fiber.Ctx) error {
@@ -142,7 +150,11 @@ func (s *server) claimWork(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(toWork(w, in))
+	a, err := claimed(w, in)
+	if err != nil {
+		return err
+	}
+	return send(c, a)
 }
 
 // completeWork completes a Work item: one claimed, by a principal that
@@ -163,7 +175,11 @@ func (s *server) completeWork(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(toWork(w, nil))
+	a, err := completeAnswer(c.UserContext(), w)
+	if err != nil {
+		return err
+	}
+	return send(c, a)
 }
 
 func toWork(w store.Work, inputs []store.WorkInput) api.Work {

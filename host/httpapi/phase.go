@@ -57,7 +57,7 @@ func (s *server) reportPhase(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(toPhase(p))
+	return sendJSON(c, fiber.StatusOK, toPhase(p)) // as phaseAnswer renders it
 }
 
 func (s *server) reportActivity(c *fiber.Ctx) error {
@@ -80,7 +80,7 @@ func (s *server) reportActivity(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(toActivity(a))
+	return sendJSON(c, fiber.StatusOK, toActivity(a)) // as activityAnswer renders it
 }
 
 func (s *server) setReminder(c *fiber.Ctx) error {

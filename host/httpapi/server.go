@@ -139,6 +139,11 @@ type Deps struct {
 	// GET /kinds and the MCP server at /mcp (kinds.go, mcp.go). With it,
 	// New starts one goroutine that follows its changes until Base ends.
 	Kinds KindSource
+	// Idem reads the idempotency keys' records (nil: Watches, when it is
+	// an IdemReader; else a keyed request is decided by its write alone).
+	Idem IdemReader
+	// Clock dates a keyed request (default the wall clock).
+	Clock Clock
 }
 
 // Options tune the server.
@@ -185,6 +190,8 @@ type server struct {
 	refusals Refusals
 	routes   []fiber.Route
 	cursors  cursorCodec
+	idem     IdemReader
+	clock    Clock
 }
 
 // New builds the fiber app with every route.
@@ -210,9 +217,15 @@ func New(d Deps, o Options) *fiber.App {
 	if o.Auth == nil {
 		o.Auth = authz.NewGuard(authz.Local())
 	}
-	s := &server{d: d, o: o, log: d.Logger.With("component", "api"), refusals: d.Refusals, cursors: newCursorCodec()}
+	s := &server{d: d, o: o, log: d.Logger.With("component", "api"), refusals: d.Refusals, cursors: newCursorCodec(), idem: d.Idem, clock: d.Clock}
 	if s.refusals == nil {
 		s.refusals = nopRefusals{}
+	}
+	if s.idem == nil {
+		s.idem, _ = d.Watches.(IdemReader)
+	}
+	if s.clock == nil {
+		s.clock = wallClock{}
 	}
 	app := fiber.New(fiber.Config{
 		AppName:               "vigil",
@@ -258,25 +271,25 @@ func New(d Deps, o Options) *fiber.App {
 	v1.Get("/plugins", s.listPlugins)
 	v1.Post("/plugins/reload", s.reloadPlugins)
 	v1.Get("/kinds", s.listKinds)
-	v1.Post("/watches", s.createWatch)
+	v1.Post("/watches", s.idempotent(watchAnswer), s.createWatch)
 	v1.Get("/watches", s.listWatches)
 	v1.Get("/watches/:id", s.getWatch)
 	v1.Delete("/watches/:id", s.cancelWatch)
 	v1.Put("/recipients/:id", s.putRecipient)
 	v1.Get("/recipients/:id", s.getRecipient)
 	v1.Delete("/recipients/:id", s.deleteRecipient)
-	v1.Put("/recipients/:id/phase", s.reportPhase)
-	v1.Post("/recipients/:id/activity", s.reportActivity)
+	v1.Put("/recipients/:id/phase", s.idempotent(phaseAnswer), s.reportPhase)
+	v1.Post("/recipients/:id/activity", s.idempotent(activityAnswer), s.reportActivity)
 	v1.Put("/recipients/:id/reminder", s.setReminder)
 	v1.Delete("/recipients/:id/reminder", s.clearReminder)
 	v1.Get("/recipients/:id/mailbox", s.readMailbox)
 	v1.Get("/recipients/:id/mailbox/stream", s.streamMailbox)
 	v1.Get("/fetch/dead-letters", s.readDeadLetters)
-	v1.Post("/scopes/:scope/observe", s.observing, s.recordObserved)
+	v1.Post("/scopes/:scope/observe", s.observing, s.idempotent(recordAnswer), s.recordObserved)
 	v1.Get("/scopes/:scope/work", s.observing, s.listWork)
 	v1.Get("/work/:id", s.observing, s.getWork)
-	v1.Post("/work/:id/claim", s.observing, s.claimWork)
-	v1.Post("/work/:id/complete", s.observing, s.completeWork)
+	v1.Post("/work/:id/claim", s.observing, s.idempotent(s.claimAnswer), s.claimWork)
+	v1.Post("/work/:id/complete", s.observing, s.idempotent(completeAnswer), s.completeWork)
 	s.mountMCP(app)
 	s.viewRoutes(app, v1)
 	s.routes = app.GetRoutes(true)
@@ -388,9 +401,13 @@ func (s *server) errorHandler(c *fiber.Ctx, err error) error {
 	if e.Code == api.CodeInternal {
 		s.log.Error("request failed", "method", c.Method(), "path", c.Path(), "err", err)
 	}
+	if e.Code == api.CodeStoreUnavailable {
+		s.log.Warn("the store is unavailable", "method", c.Method(), "path", c.Path(), "err", err)
+	}
 	if e.RetryAfter > 0 {
 		// A refusal that says when to come back (plugin_set_mismatch,
-		// rate_limited, store_busy): whole seconds, rounded up.
+		// rate_limited, store_busy, store_unavailable): whole seconds,
+		// rounded up.
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 	}
 	return c.Status(api.Status(e.Code)).JSON(api.ErrorEnvelope{Error: *e})
@@ -443,6 +460,13 @@ func toAPIError(err error) *api.Error {
 		return &api.Error{Code: api.CodeInternal, Message: rge.Error()}
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, delivery.ErrUnknownRecipient):
 		return &api.Error{Code: api.CodeNotFound, Message: err.Error()}
+	case errors.Is(err, store.ErrIdemReused):
+		return &api.Error{Code: api.CodeIdempotencyKeyReused, Field: api.HeaderIdempotencyKey,
+			Message: "the idempotency key was used for another request (another method, path or body); nothing was written: use a fresh key for each request"}
+	case errors.Is(err, store.ErrUnavailable):
+		// Before ErrBusy: a commit retried after an unanswered attempt
+		// may wrap both, and then it may have been written.
+		return unavailableError(err)
 	case errors.Is(err, store.ErrBusy):
 		// Other writers kept winning the records this write needs (a
 		// burst for one recipient, other nodes): nothing was written, and
@@ -513,8 +537,11 @@ func (s *server) createWatch(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	c.Location("/api/v1/watches/" + w.ID.String())
-	return c.Status(fiber.StatusCreated).JSON(toWatch(w))
+	a, err := watchAnswer(c.UserContext(), w)
+	if err != nil {
+		return err
+	}
+	return send(c, a)
 }
 
 // listWatches answers one page of watches, oldest first, and the cursor

@@ -1,7 +1,8 @@
 // Package upkeep enforces retention while the host runs: settled rows,
 // mailbox messages, final outbox records, fetch facts and dead letters are
 // pruned once they are older than their class's retention (7 days each by
-// default), without a restart.
+// default), and idempotency keys' records after 24 hours, without a
+// restart.
 //
 // What it owns: one goroutine (Start), and a small heap of the retained
 // classes keyed by when each one's oldest record comes due (the oldest

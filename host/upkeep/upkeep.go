@@ -30,6 +30,10 @@ const (
 	// EventRetention keeps fetch facts and dead letters this long after
 	// they occurred.
 	EventRetention = 7 * 24 * time.Hour
+	// IdemRetention keeps an idempotency key's record this long after
+	// its request came: a client retrying a write with its key is
+	// answered the first answer within it (the API's contract).
+	IdemRetention = 24 * time.Hour
 )
 
 // DefaultBatch is how many records one batch prunes.
@@ -82,6 +86,7 @@ func DefaultClasses() []Class {
 		{store.RetainedPushes, PushRetention},
 		{store.RetainedEvents(fetch.StreamFacts), EventRetention},
 		{store.RetainedEvents(fetch.StreamDeadLetters), EventRetention},
+		{store.RetainedIdem, IdemRetention},
 	}
 }
 

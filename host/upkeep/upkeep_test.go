@@ -466,25 +466,31 @@ func TestLargePruneDoesNotBlockProbing(t *testing.T) {
 // test rather than moving it along.
 const sevenDays = 168 * time.Hour
 
+// oneDay is the idempotency keys' retention, pinned the same way.
+const oneDay = 24 * time.Hour
+
 // Retention is pinned: every class vigil serve keeps is kept seven days,
-// and an upkeep built with the defaults prunes a settled row, its message
-// and a fetch fact exactly seven days after they were written, not a
-// nanosecond before.
+// but idempotency keys, kept one day (the API's contract with a client
+// retrying a write); and an upkeep built with the defaults prunes a
+// settled row, its message and a fetch fact exactly seven days after they
+// were written, not a nanosecond before.
 func TestRetentionIsSevenDays(t *testing.T) {
-	want := map[store.Retained]bool{
-		store.RetainedSettled: true, store.RetainedMessages: true, store.RetainedPushes: true,
-		store.RetainedEvents(fetch.StreamFacts): true, store.RetainedEvents(fetch.StreamDeadLetters): true,
+	want := map[store.Retained]time.Duration{
+		store.RetainedSettled: sevenDays, store.RetainedMessages: sevenDays, store.RetainedPushes: sevenDays,
+		store.RetainedEvents(fetch.StreamFacts): sevenDays, store.RetainedEvents(fetch.StreamDeadLetters): sevenDays,
+		store.RetainedIdem: oneDay,
 	}
 	classes := upkeep.DefaultClasses()
 	if len(classes) != len(want) {
 		t.Fatalf("default classes %v, want %d of them", classes, len(want))
 	}
 	for _, c := range classes {
-		if !want[c.Class] {
+		w, ok := want[c.Class]
+		if !ok {
 			t.Errorf("default class %s is not one of the retained classes", c.Class)
 		}
-		if c.Retention != sevenDays {
-			t.Errorf("%s is kept %v, want seven days", c.Class, c.Retention)
+		if c.Retention != w {
+			t.Errorf("%s is kept %v, want %v", c.Class, c.Retention, w)
 		}
 	}
 
@@ -511,6 +517,44 @@ func TestRetentionIsSevenDays(t *testing.T) {
 	}
 	if total != 3 || f.exists(id) {
 		t.Fatalf("the ticks at seven days pruned %d, want 3; row kept %v", total, f.exists(id))
+	}
+	wantNoWake(t, u)
+}
+
+// An upkeep built with the defaults prunes an idempotency key's record
+// exactly one day after its request came, not a nanosecond before; the
+// store tells it of the record as it commits.
+func TestIdempotencyKeysKeptOneDay(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	u := newUpkeep(t, upkeep.Config{Store: f.st, Clock: fakeclock.At(t0)}) // the defaults
+	if err := u.Prime(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantNoWake(t, u)
+	f.st.OnRetained(u.Notify)
+	idem := &store.Idem{Principal: "p", Key: "k", At: t0, Answer: func(any) (store.Answer, error) { return store.Answer{Status: 201, Body: []byte("{}")}, nil }}
+	exp := t0.Add(time.Hour)
+	w := store.Watch{ID: f.id(t0), Kind: "timer", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "a"},
+		State: store.Pending, Receipt: store.ReceiptNone, Every: store.Duration(time.Minute), CreatedAt: t0, ExpiresAt: &exp}
+	if err := f.st.CreateIfRunning(store.WithIdem(ctx, idem), w); err != nil {
+		t.Fatal(err)
+	}
+	wantWake(t, u, t0.Add(oneDay))
+	if n, err := u.Tick(ctx, t0.Add(oneDay-time.Nanosecond)); err != nil || n != 0 {
+		t.Fatalf("a tick a nanosecond before a day pruned %d (%v)", n, err)
+	}
+	if _, err := f.st.GetIdem(ctx, "p", "k"); err != nil {
+		t.Fatalf("the key before a day: %v", err)
+	}
+	if n, err := u.Tick(ctx, t0.Add(oneDay)); err != nil || n != 1 {
+		t.Fatalf("the tick at a day pruned %d (%v), want the key", n, err)
+	}
+	if _, err := f.st.GetIdem(ctx, "p", "k"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the key after a day: %v, want ErrNotFound", err)
+	}
+	if !f.exists(w.ID) {
+		t.Fatal("pruning the key took its watch")
 	}
 	wantNoWake(t, u)
 }

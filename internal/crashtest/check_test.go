@@ -433,7 +433,11 @@ func (h *harness) finish(t *testing.T) {
 	for id, w := range listed {
 		counts[w.State]++
 		if _, ok := h.watches[id]; !ok {
+			// Every registration went out under a key, and every one
+			// whose answer was lost was sent again under it: a watch no
+			// answer names was written twice for one key.
 			unacked++
+			h.problemLocked("DUPLICATED", "watch %s (%s, params %s) is listed, and no registration was answered it", id, w.State, w.Params)
 		}
 	}
 	h.stateCounts = counts
@@ -478,8 +482,11 @@ func (h *harness) finish(t *testing.T) {
 	// A message for a watch whose registration was never answered: that
 	// registration committed; it must be a real, settled watch.
 	h.mu.Lock()
-	orphans := len(h.orphans)
+	orphans := 0
 	for id := range h.orphans {
+		if _, ok := h.watches[id]; !ok {
+			orphans++
+		}
 		if w, ok := listed[id]; !ok || !mailed(w.State) {
 			h.problemLocked("STATE", "watch %s was mailed, but is %q at the end", id, w.State)
 		}

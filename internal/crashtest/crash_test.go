@@ -138,6 +138,7 @@ func TestCrash(t *testing.T) {
 		} else {
 			h.timeDowntimeFirings(t, n, killAt, readyAt)
 			h.check(t, n, readyAt, n%10 == 0)
+			h.retryUnanswered(t, n)
 			if t.Failed() || h.failed() {
 				break
 			}
@@ -204,6 +205,8 @@ func (h *harness) report(t *testing.T, run, wall time.Duration) {
 	fmt.Fprintf(&b, "  acknowledged:              %d registrations, %d cancels, %d recipient PUTs, %d observe records, %d repeats answered duplicate\n",
 		h.acks.regs, h.acks.cancels, h.acks.puts, h.acks.records, h.acks.repeats)
 	fmt.Fprintf(&b, "  unanswered (killed):       %d requests\n", h.acks.unanswered)
+	fmt.Fprintf(&b, "  sent again under their key: %d registrations, %d observe records; %d answered their first answer (it had been written)\n",
+		h.retried.regs, h.retried.records, h.retried.replayed)
 	fmt.Fprintf(&b, "  watch states at the end:   %v\n", h.stateCounts)
 	per := make([]string, 0, len(h.recips))
 	for _, r := range h.recips {

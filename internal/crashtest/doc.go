@@ -9,7 +9,10 @@
 // receiver on loopback that verifies every Standard Webhooks signature
 // (and answers some requests 503, some late, so kills catch pushes in
 // flight), observe records and repeats of them, and a long-polling mailbox
-// reader per recipient that keeps its cursor across restarts.
+// reader per recipient that keeps its cursor across restarts. Every
+// registration and every record carries an Idempotency-Key of its own;
+// one whose answer the kill took is sent again under its key after the
+// restart, as a client retrying a lost answer does.
 //
 // What it checks, and names in a failure (LOST, DUPLICATED, STATE, ORDER,
 // WEBHOOK, LATE):
@@ -26,12 +29,17 @@
 //   - every acknowledged observe record is an input of its thread's Work
 //     exactly once, and a repeat is answered as a duplicate of the first
 //     record's event across any number of crashes;
+//   - a keyed write sent again after a kill is written once: a
+//     registration is answered 201 (its first answer, when the killed
+//     attempt had committed) or 409 (its recipient paused since), a
+//     record as a first record, never a duplicate; and at the end every
+//     listed watch is one a registration was answered (DUPLICATED
+//     otherwise);
 //   - a timer due while the host was down fires within a bound of the
-//     restart's readiness (the first answer of /healthz): 1.5 s by
-//     default, because the host re-arms a recovered watch at a random
-//     point of its interval, and 1 s, the least interval, leaves no room
-//     for the probe on a crowded machine; the distribution, and how many
-//     took over 1 s, is reported.
+//     restart's readiness (the first answer of /healthz): 1 s by default
+//     (VIGIL_CRASH_FIRE_BOUND), the host re-arming a recovered watch at
+//     its durable next check; the distribution, and how many took over
+//     1 s, is reported.
 //
 // It runs only when VIGIL_CRASH_KILLS is set (and never under -short), so
 // the plain go test ./... stays fast: .ci/crash runs the CI budget, just

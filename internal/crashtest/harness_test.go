@@ -33,6 +33,10 @@ type harness struct {
 	byRecip map[string]*recipRec
 	items   []*itemRec
 	acks    struct{ regs, cancels, puts, records, repeats, unanswered int }
+	// The keyed writes whose answer never came, to send again under
+	// their keys after the next start, and what those retries found.
+	unansweredRegs []*unansweredReg
+	retried        struct{ regs, records, replayed int }
 	// The checker's copies and the figures.
 	mail         map[string]*mailCopy
 	unknownSince map[string]time.Time // message id -> when first seen unknown
@@ -112,6 +116,13 @@ func (h *harness) problemList() []string {
 
 // do sends one request; status is 0 when no answer came.
 func (h *harness) do(ctx context.Context, c *http.Client, method, path string, body any, out any) (int, []byte) {
+	status, b, _ := h.doKeyed(ctx, c, method, path, "", body, out)
+	return status, b
+}
+
+// doKeyed is do with the Idempotency-Key key (none when it is ""), and
+// says whether the answer was a replay of the key's first answer.
+func (h *harness) doKeyed(ctx context.Context, c *http.Client, method, path, key string, body any, out any) (int, []byte, bool) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -127,22 +138,29 @@ func (h *harness) do(ctx context.Context, c *http.Client, method, path string, b
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if key != "" {
+		req.Header.Set(api.HeaderIdempotencyKey, api.FormatIdempotencyKey(key))
+	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return 0, nil
+		return 0, nil, false
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, nil
+		return 0, nil, false
 	}
 	if out != nil && resp.StatusCode/100 == 2 {
 		if err := json.Unmarshal(b, out); err != nil {
-			return 0, nil
+			return 0, nil, false
 		}
 	}
-	return resp.StatusCode, b
+	return resp.StatusCode, b, resp.Header.Get(api.HeaderIdempotentReplayed) == "true"
 }
+
+// idemKey is a fresh Idempotency-Key from the load's random source (so a
+// seed replays the keys too): 128 bits as hex.
+func idemKey(rng *rand.Rand) string { return fmt.Sprintf("%016x%016x", rng.Uint64(), rng.Uint64()) }
 
 // must is do for the checker, which runs only while the host is up: no
 // answer, or an unexpected status, fails the run.
@@ -222,11 +240,17 @@ func (h *harness) register(ctx context.Context, rng *rand.Rand, epoch int) {
 	at := sent.Add(time.Duration(200+rng.IntN(4800)) * time.Millisecond).UTC()
 	params, _ := json.Marshal(map[string]string{"at": at.Format(time.RFC3339Nano)})
 	var w api.Watch
-	status, body := h.do(ctx, h.client, http.MethodPost, "/api/v1/watches",
-		api.WatchRequest{Kind: "timer", Params: params, Recipient: api.RecipientRef{ID: r.id}, Every: h.b.every}, &w)
+	key := idemKey(rng)
+	req := api.WatchRequest{Kind: "timer", Params: params, Recipient: api.RecipientRef{ID: r.id}, Every: h.b.every}
+	status, body, _ := h.doKeyed(ctx, h.client, http.MethodPost, "/api/v1/watches", key, req, &w)
 	switch {
 	case status == 0:
-		h.unanswered()
+		// Killed before its answer: it may have been written. Sent
+		// again under its key after the next start.
+		h.mu.Lock()
+		h.acks.unanswered++
+		h.unansweredRegs = append(h.unansweredRegs, &unansweredReg{idem: key, req: req, recipient: r.id, at: at, sent: sent})
+		h.mu.Unlock()
 	case status == http.StatusCreated:
 		h.mu.Lock()
 		rec := &watchRec{id: w.ID, recipient: r.id, at: at, sent: sent, epoch: epoch, state: w.State}
@@ -324,12 +348,12 @@ const threads = 12
 // record reports a new item of one of a few threads.
 func (h *harness) record(ctx context.Context, rng *rand.Rand) {
 	h.mu.Lock()
-	it := &itemRec{item: fmt.Sprintf("i%07d", len(h.items)), thread: fmt.Sprintf("t%02d", rng.IntN(threads))}
+	it := &itemRec{item: fmt.Sprintf("i%07d", len(h.items)), thread: fmt.Sprintf("t%02d", rng.IntN(threads)), idem: idemKey(rng)}
 	it.text = "item " + it.item + " of " + it.thread
 	h.items = append(h.items, it)
 	h.mu.Unlock()
 	var res api.ObserveResult
-	status, body := h.do(ctx, h.client, http.MethodPost, "/api/v1/scopes/crash/observe",
+	status, body, _ := h.doKeyed(ctx, h.client, http.MethodPost, "/api/v1/scopes/crash/observe", it.idem,
 		api.ObserveRequest{Item: it.item, Thread: it.thread, Text: it.text}, &res)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -400,5 +424,71 @@ func (h *harness) read(ctx context.Context, id string) {
 			ids[m.Seq] = m.ID
 			cursor = m.Seq
 		}
+	}
+}
+
+// retryUnanswered sends every keyed write whose answer never came again,
+// under its key, now that the host is up (start n): a registration is
+// answered 201, its first answer replayed when the killed attempt had
+// committed, and then goes in the ledger; or 409 when its recipient was
+// paused since and the killed attempt had not committed (nothing to
+// acknowledge). An observe record is answered 201 as a first record,
+// never a duplicate: its key was kept with its event, or the event was
+// never written. Anything else is a problem.
+func (h *harness) retryUnanswered(t *testing.T, n int) {
+	t.Helper()
+	h.mu.Lock()
+	regs := h.unansweredRegs
+	h.unansweredRegs = nil
+	var items []*itemRec
+	for _, it := range h.items {
+		if !it.acked {
+			items = append(items, it)
+		}
+	}
+	h.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, u := range regs {
+		var w api.Watch
+		status, body, replayed := h.doKeyed(ctx, h.client, http.MethodPost, "/api/v1/watches", u.idem, u.req, &w)
+		h.mu.Lock()
+		switch status {
+		case http.StatusCreated:
+			rec := &watchRec{id: w.ID, recipient: u.recipient, at: u.at, sent: u.sent, epoch: n, state: w.State}
+			if _, dup := h.watches[w.ID]; dup {
+				h.problemLocked("DUPLICATED", "registration under key %s answered %s, which another registration was answered", u.idem, w.ID)
+			}
+			h.watches[w.ID] = rec
+			h.order = append(h.order, rec)
+			h.acks.regs++
+			h.retried.regs++
+			if replayed {
+				h.retried.replayed++
+			}
+		case http.StatusConflict:
+			h.retried.regs++
+		default:
+			h.problemLocked("API", "registration under key %s sent again after start %d: %d %s", u.idem, n, status, body)
+		}
+		h.mu.Unlock()
+	}
+	for _, it := range items {
+		var res api.ObserveResult
+		status, body, replayed := h.doKeyed(ctx, h.client, http.MethodPost, "/api/v1/scopes/crash/observe", it.idem,
+			api.ObserveRequest{Item: it.item, Thread: it.thread, Text: it.text}, &res)
+		h.mu.Lock()
+		switch {
+		case status == http.StatusCreated && !res.Duplicate:
+			it.acked, it.seq, it.key, it.threadKey = true, res.Event.Seq, res.Event.Key, res.ThreadKey
+			h.acks.records++
+			h.retried.records++
+			if replayed {
+				h.retried.replayed++
+			}
+		default:
+			h.problemLocked("DUPLICATED", "observe item %s sent again under key %s after start %d: %d %s, want its first answer", it.item, it.idem, n, status, body)
+		}
+		h.mu.Unlock()
 	}
 }

@@ -53,13 +53,24 @@ func (r *recipRec) pausedSince(t time.Time) bool {
 }
 
 // itemRec is one observe record the host acknowledged (or, with acked
-// false, one whose answer never came).
+// false, one whose answer never came yet).
 type itemRec struct {
 	item, thread, text string
 	acked              bool
 	seq                uint64 // the event's seq and key, as first answered
 	key                string
 	threadKey          string
+	idem               string // its Idempotency-Key
+}
+
+// unansweredReg is a registration whose answer never came (the host was
+// killed): sent again under its Idempotency-Key after the next start.
+type unansweredReg struct {
+	idem      string
+	req       any // the request body, as first sent
+	recipient string
+	at        time.Time
+	sent      time.Time
 }
 
 // mailCopy is the checker's verified copy of one recipient's mailbox:

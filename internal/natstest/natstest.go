@@ -41,7 +41,9 @@ func run(t testing.TB, o *server.Options) *server.Server {
 		o.Port = -1
 	}
 	o.JetStream = true
-	o.StoreDir = t.TempDir()
+	if o.StoreDir == "" {
+		o.StoreDir = t.TempDir()
+	}
 	o.NoLog = os.Getenv("NATSTEST_LOG") == ""
 	o.NoSigs = true
 	s, err := server.NewServer(o)
@@ -66,15 +68,21 @@ func run(t testing.TB, o *server.Options) *server.Server {
 // until their meta group has a leader.
 func Cluster(t testing.TB, n int) []*server.Server {
 	t.Helper()
-	f := Form(t, n)
-	out := make([]*server.Server, n)
-	for i := range n {
+	return Form(t, n).StartAll()
+}
+
+// StartAll runs every planned server and waits until their meta group has
+// a leader with every server a peer.
+func (f *Forming) StartAll() []*server.Server {
+	f.t.Helper()
+	out := make([]*server.Server, len(f.opts))
+	for i := range f.opts {
 		out[i] = f.Start(i)
 	}
-	WaitFor(t, ready, "a JetStream meta leader", func() bool {
+	WaitFor(f.t, ready, "a JetStream meta leader", func() bool {
 		for _, s := range out {
 			if s.JetStreamIsLeader() {
-				return len(s.JetStreamClusterPeers()) == n
+				return len(s.JetStreamClusterPeers()) == len(out)
 			}
 		}
 		return false
@@ -92,8 +100,8 @@ type Forming struct {
 	opts []*server.Options
 }
 
-// Form plans n servers routed to one another, with JetStream; none runs
-// until Start.
+// Form plans n servers routed to one another, with JetStream, each with
+// its ports and its store directory fixed; none runs until Start.
 func Form(t testing.TB, n int) *Forming {
 	t.Helper()
 	clients, cluster := make([]int, n), make([]int, n)
@@ -104,7 +112,7 @@ func Form(t testing.TB, n int) *Forming {
 	}
 	f := &Forming{t: t}
 	for i := range n {
-		o := &server.Options{ServerName: fmt.Sprintf("n%d", i+1), Routes: routes, Port: clients[i]}
+		o := &server.Options{ServerName: fmt.Sprintf("n%d", i+1), Routes: routes, Port: clients[i], StoreDir: t.TempDir()}
 		o.Cluster.Name = "vigil-test"
 		o.Cluster.Host = "127.0.0.1"
 		o.Cluster.Port = cluster[i]
@@ -114,7 +122,8 @@ func Form(t testing.TB, n int) *Forming {
 }
 
 // Start runs server i (from 0) and waits until it accepts connections;
-// it stops when the test ends.
+// it stops when the test ends. Server i started again after a shutdown
+// is the same server restarted: its ports, its routes and its store.
 func (f *Forming) Start(i int) *server.Server {
 	f.t.Helper()
 	o := *f.opts[i]

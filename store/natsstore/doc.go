@@ -67,10 +67,29 @@
 //     partition never fenced (a Store used without a cluster) is not
 //     checked.
 //
+// A store that cannot answer. A read or a commit that JetStream does not
+// answer (no server, no responders, a timeout, a connection closed or
+// reconnecting) or answers that it cannot serve now (no meta or stream
+// leader, the stream offline, JetStream not yet enabled on a restarted
+// server, or any answer the server itself classes 503) is
+// store.ErrUnavailable, an *UnavailableError that says whether a commit
+// may have been stored (one attempt went unanswered), told by the error's
+// type and JetStream's error code (txn.go, unreachable), never its text.
+// A refusal (a revision that did not hold, a batch refused whole) is not.
+//
+// An idempotency key (store's idem.go) is a key of the bucket too,
+// ik.<principal>.<key> with its time index ia.<time>.<principal>.<key>:
+// read (and so fenced) by the transition that writes it, so of two
+// commits under one key the second is refused and runs again to find the
+// first's record.
+//
 // A batch's first message carries a message id (Nats-Msg-Id), which the
 // server checks before any expected sequence: a commit that got no answer
 // (a timeout, a leader change) is sent again under a new batch id and is
-// either stored once or recognised as stored, never applied twice. A
+// either stored once or recognised as stored, never applied twice (a
+// resend that finds the first attempt still being stored, "duplicate
+// message id is in process", waits and asks again; past that its outcome
+// is unknown: store.ErrUnavailable, the commit perhaps stored). A
 // commit of one key is a batch too: a plain publish checks its expected
 // sequence before its message id, so its resend would be refused as
 // stale and the transition run again on its own write. Every request (a

@@ -74,7 +74,18 @@ func (s *Store) AppendEvent(ctx context.Context, e store.Event) (out store.Event
 	if err := store.CheckEvent(e); err != nil {
 		return store.Event{}, false, err
 	}
+	idem := store.IdemOf(ctx)
 	err = s.update(ctx, "event", func(t *txn) error {
+		// The key first: a repeat of a keyed record is answered its first
+		// answer, never "duplicate".
+		if idem != nil {
+			if err := t.prefetch(append(idemKeyOf(idem), eventIndexKey(e.Stream, e.Key))...); err != nil {
+				return err
+			}
+		}
+		if err := checkIdem(t, idem); err != nil {
+			return err
+		}
 		prev, found, dup, err := sameEvent(t, e)
 		if found || err != nil {
 			out, duplicate = prev, dup
@@ -95,13 +106,14 @@ func (s *Store) AppendEvent(ctx context.Context, e store.Event) (out store.Event
 		t.put(eventIndexKey(ev.Stream, ev.Key), seq)
 		t.put(eventSeqKey(ev.Stream), seq)
 		out, duplicate = ev, false
-		return nil
+		return keepIdem(t, idem, ev)
 	})
 	if err != nil && !errors.Is(err, store.ErrEventConflict) {
 		return store.Event{}, false, err
 	}
 	if err == nil && !duplicate {
 		s.noteRetained(store.RetainedEvents(e.Stream), out.OccurredAt)
+		s.noteIdem(idem)
 	}
 	return out, duplicate, err
 }

@@ -46,7 +46,7 @@ var natsFamilies = map[string]store.Family{
 	"ol": store.FamLivePush, "sa": store.FamSettledAt, "ma": store.FamMessageAt, "pa": store.FamPushAt,
 	"ev": store.FamEvent, "ek": store.FamEventKey, "es": store.FamEventSeq, "wk": store.FamWork,
 	"wi": store.FamWorkInput, "wo": store.FamWorkOwner, "wsc": store.FamWorkScope, "rt": store.FamRouter,
-	"rc": store.FamRecipient,
+	"rc": store.FamRecipient, "ik": store.FamIdem, "ia": store.FamIdemAt,
 }
 
 // ExportRecords calls fn with every record of the bucket, in the order
@@ -131,6 +131,7 @@ func learnNames(e kvEntry, learn func(string)) {
 		Key       string          `json:"key"`
 		Scope     string          `json:"scope"`
 		ThreadKey string          `json:"thread_key"`
+		Principal string          `json:"principal"`
 	}
 	str := func(raw json.RawMessage) {
 		var s string
@@ -142,7 +143,7 @@ func learnNames(e kvEntry, learn func(string)) {
 	case "ma", "pa", "ol":
 		learn(string(e.val))
 		return
-	case "rc", "w", "ob", "ev", "wk":
+	case "rc", "w", "ob", "ev", "wk", "ik":
 	default:
 		return
 	}
@@ -157,7 +158,7 @@ func learnNames(e kvEntry, learn func(string)) {
 	if json.Unmarshal(v.Recipient, &rr) == nil {
 		learn(rr.ID)
 	}
-	for _, n := range []string{v.Kind, v.Subject, v.Stream, v.Key, v.Scope, v.Key, v.ThreadKey} {
+	for _, n := range []string{v.Kind, v.Subject, v.Stream, v.Key, v.Scope, v.Key, v.ThreadKey, v.Principal} {
 		learn(n)
 	}
 }
@@ -196,7 +197,7 @@ func parseNatsKey(key string, names map[string]string) (store.Record, error) {
 		store.FamSubject: 1, store.FamMailSeq: 1, store.FamEventSeq: 1, store.FamWorkOwner: 1, store.FamRouter: 1,
 		store.FamRecipient: 1, store.FamMessage: 2, store.FamPush: 2, store.FamLivePush: 2, store.FamEvent: 2,
 		store.FamSettledAt: 2, store.FamMessageAt: 3, store.FamPushAt: 3, store.FamEventKey: 2,
-		store.FamWorkInput: 2, store.FamWorkScope: 3,
+		store.FamWorkInput: 2, store.FamWorkScope: 3, store.FamIdem: 2, store.FamIdemAt: 3,
 	}[fam]
 	if len(p) != n {
 		return bad()
@@ -222,8 +223,11 @@ func parseNatsKey(key string, names map[string]string) (store.Record, error) {
 		var okSeq bool
 		r.Seq, okSeq = parseHex16(p[2])
 		ok = ok && okSeq
-	case store.FamEventKey:
+	case store.FamEventKey, store.FamIdem:
 		r.Name, r.Sub = name(p[0]), name(p[1])
+	case store.FamIdemAt:
+		r.At, ok = parseTimeTok(p[0])
+		r.Name, r.Sub = name(p[1]), name(p[2])
 	case store.FamWorkInput:
 		ok = id(p[0])
 		n, e := strconv.ParseUint(p[1], 16, 32)
@@ -301,6 +305,10 @@ func natsKey(r store.Record) (string, error) {
 		return routerKey(r.Name), nil
 	case store.FamRecipient:
 		return recipientRecKey(r.Name), nil
+	case store.FamIdem:
+		return idemKey(r.Name, r.Sub), nil
+	case store.FamIdemAt:
+		return "ia." + hex16(uint64(r.At)^(1<<63)) + "." + tok(r.Name) + "." + tok(r.Sub), nil
 	}
 	return "", fmt.Errorf("%w: family %q", store.ErrUnknownRecord, r.Family)
 }

@@ -39,6 +39,11 @@ func TestRecordKeysRoundTrip(t *testing.T) {
 			r.At, r.Name, r.Seq = rapid.Int64().Draw(t, "at"), name, rapid.Uint64().Draw(t, "seq")
 		case store.FamEventKey:
 			r.Name, r.Sub = name, rapid.String().Draw(t, "key")
+		case store.FamIdem, store.FamIdemAt:
+			r.Name, r.Sub = name, rapid.StringMatching(`[!-~]{1,255}`).Draw(t, "key")
+			if fam == store.FamIdemAt {
+				r.At = rapid.Int64().Draw(t, "at")
+			}
 		case store.FamWorkInput:
 			r.ID, r.Seq = id, uint64(rapid.Uint32().Draw(t, "n"))
 		case store.FamWorkScope:
@@ -71,7 +76,7 @@ func TestRecordKeysRoundTrip(t *testing.T) {
 func TestRecordKeysParseAnything(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		parts := rapid.SliceOfN(rapid.StringMatching(`[A-Za-z0-9=_-]{0,20}`), 0, 4).Draw(t, "parts")
-		fam := rapid.SampledFrom([]string{"w", "s", "r", "pk", "mb", "ma", "ek", "wi", "wsc", "zz"}).Draw(t, "family")
+		fam := rapid.SampledFrom([]string{"w", "s", "r", "pk", "mb", "ma", "ek", "wi", "wsc", "ik", "ia", "zz"}).Draw(t, "family")
 		k := strings.Join(append([]string{fam}, parts...), ".")
 		if _, err := parseNatsKey(k, nil); err != nil && !errors.Is(err, store.ErrUnknownRecord) && !errors.Is(err, ErrUntranslatable) {
 			t.Fatalf("key %q: %v", k, err)

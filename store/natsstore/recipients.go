@@ -94,13 +94,13 @@ func (s *Store) PutRecipient(ctx context.Context, r store.RecipientRecord) (prev
 // ReportPhase sets a recipient's phase. store.ErrNotFound if absent.
 func (s *Store) ReportPhase(ctx context.Context, id string, p store.Phase) (store.RecipientRecord, error) {
 	p.ReportedAt = p.ReportedAt.UTC()
-	return s.editRecipient(ctx, id, func(r *store.RecipientRecord) { r.Phase = &p })
+	return s.editRecipientKeyed(ctx, store.IdemOf(ctx), id, func(r *store.RecipientRecord) { r.Phase = &p })
 }
 
 // ReportActivity adds to a recipient's activity counts (saturating) and
 // sets its At. store.ErrNotFound if absent.
 func (s *Store) ReportActivity(ctx context.Context, id string, replies, toolCalls uint64, at time.Time) (store.RecipientRecord, error) {
-	return s.editRecipient(ctx, id, func(r *store.RecipientRecord) {
+	return s.editRecipientKeyed(ctx, store.IdemOf(ctx), id, func(r *store.RecipientRecord) {
 		r.Activity.Add(replies, toolCalls, at)
 	})
 }
@@ -115,16 +115,36 @@ func (s *Store) SetReminder(ctx context.Context, id string, every time.Duration)
 }
 
 func (s *Store) editRecipient(ctx context.Context, id string, f func(*store.RecipientRecord)) (store.RecipientRecord, error) {
+	return s.editRecipientKeyed(ctx, nil, id, f)
+}
+
+// editRecipientKeyed is editRecipient honouring idem, the idempotency key
+// of the request it answers (nil: none).
+func (s *Store) editRecipientKeyed(ctx context.Context, idem *store.Idem, id string, f func(*store.RecipientRecord)) (store.RecipientRecord, error) {
 	var out store.RecipientRecord
 	err := s.update(ctx, "recipient", func(t *txn) error {
+		if idem != nil {
+			if err := t.prefetch(append(idemKeyOf(idem), recipientRecKey(id))...); err != nil {
+				return err
+			}
+		}
+		if err := checkIdem(t, idem); err != nil {
+			return err
+		}
 		r, _, err := getRecipient(t, id)
 		if err != nil {
 			return err
 		}
 		f(&r)
 		out = r
-		return putRecipient(t, r)
+		if err := putRecipient(t, r); err != nil {
+			return err
+		}
+		return keepIdem(t, idem, r)
 	})
+	if err == nil {
+		s.noteIdem(idem)
+	}
 	return out, err
 }
 
@@ -225,13 +245,24 @@ func (s *Store) CreateIfRunning(ctx context.Context, w store.Watch) error {
 	if !w.State.Valid() || !w.Receipt.Valid() {
 		return fmt.Errorf("store: create: state %q receipt %q", w.State, w.Receipt)
 	}
-	return s.update(ctx, "create-if-running", func(t *txn) error {
-		if err := startCreate(t, w, recipientRecKey(w.Recipient.ID)); err != nil {
+	idem := store.IdemOf(ctx)
+	err := s.update(ctx, "create-if-running", func(t *txn) error {
+		if err := startCreate(t, w, append(idemKeyOf(idem), recipientRecKey(w.Recipient.ID))...); err != nil {
+			return err
+		}
+		if err := checkIdem(t, idem); err != nil {
 			return err
 		}
 		if _, err := runningRecipient(t, w.Recipient.ID); err != nil {
 			return err
 		}
-		return createRow(t, w)
+		if err := createRow(t, w); err != nil {
+			return err
+		}
+		return keepIdem(t, idem, w)
 	})
+	if err == nil {
+		s.noteIdem(idem)
+	}
+	return err
 }

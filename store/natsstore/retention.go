@@ -37,6 +37,8 @@ func classIndex(c store.Retained) (string, error) {
 		return "ma.", nil
 	case store.RetainedPushes:
 		return "pa.", nil
+	case store.RetainedIdem:
+		return "ia.", nil
 	}
 	return "", fmt.Errorf("%w: %q", store.ErrUnknownClass, c)
 }
@@ -131,6 +133,8 @@ func (s *Store) drop(t *txn, c store.Retained, v kvEntry) error {
 	parts := strings.Split(v.key, ".")
 	at, _ := parseTimeTok(parts[1])
 	switch c {
+	case store.RetainedIdem:
+		return dropIdem(t, v.key, at)
 	case store.RetainedSettled:
 		id, ok := idOf(v.key)
 		if !ok {

@@ -40,6 +40,7 @@ const (
 	codeWrongLastSeqConstant jetstream.ErrorCode = 10164 // a subject was in flight in another batch
 	codeBatchIncomplete      jetstream.ErrorCode = 10176
 	codeBatchDuplicate       jetstream.ErrorCode = 10201 // the batch's message id was committed already
+	codeMsgIDInProcess       jetstream.ErrorCode = 10158 // the message id's first publish is still being stored
 	codeBatchInflight        jetstream.ErrorCode = 10210
 	codeClusterNotAvailable  jetstream.ErrorCode = 10008 // JetStream system temporarily unavailable
 	codeClusterNoPeers       jetstream.ErrorCode = 10005 // no suitable peers for placement (yet)
@@ -76,6 +77,24 @@ func storageFull(err error) error {
 	return err
 }
 
+// The server's error codes that say it cannot serve now, which a write
+// meets while a stream or the cluster has no leader or no quorum (a
+// server lost, an election): store.ErrUnavailable, not a refusal.
+const (
+	codeClusterIncomplete    jetstream.ErrorCode = 10004 // incomplete results
+	codeClusterNotLeader     jetstream.ErrorCode = 10009 // JetStream cluster can not handle request
+	codeNotEnabledForAccount jetstream.ErrorCode = 10039 // JetStream not enabled for account (no meta leader yet)
+	codeNotEnabled           jetstream.ErrorCode = 10076 // JetStream not enabled (a server restarting)
+	// The bucket's stream not found: Open created or found it, so a
+	// running store meets this only from a server that has not yet
+	// learnt the cluster's streams again (restarted, its meta group not
+	// caught up).
+	codeStreamNotFound          jetstream.ErrorCode = 10059
+	codeStreamOffline           jetstream.ErrorCode = 10118 // stream is offline
+	codeStreamOfflineReason     jetstream.ErrorCode = 10194 // stream is offline: reason
+	codeExpectedLastSeqNotReady jetstream.ErrorCode = 10163 // expected last sequence per subject temporarily unavailable
+)
+
 // maxBatch bounds the messages of one commit, below the server's default
 // of 1000 per atomic batch.
 const maxBatch = 900
@@ -109,14 +128,14 @@ type entry struct {
 
 // last reads a key from the stream leader.
 func (s *Store) last(ctx context.Context, key string) (entry, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	rctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	m, err := s.stream.GetLastMsgForSubject(ctx, s.subj+key)
+	m, err := s.stream.GetLastMsgForSubject(rctx, s.subj+key)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return entry{}, nil
 	}
 	if err != nil {
-		return entry{}, fmt.Errorf("natsstore: reading %s: %w", key, err)
+		return entry{}, unavailable(ctx, "reading "+key, fmt.Errorf("natsstore: reading %s: %w", key, err), false)
 	}
 	switch m.Header.Get(hdrKVOp) {
 	case "DEL", "PURGE":
@@ -144,7 +163,7 @@ func (s *Store) scan(ctx context.Context, pattern string, metaOnly bool) ([]kvEn
 	}
 	w, err := s.kv.Watch(ctx, pattern, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("natsstore: scanning %s: %w", pattern, err)
+		return nil, unavailable(ctx, "scanning "+pattern, fmt.Errorf("natsstore: scanning %s: %w", pattern, err), false)
 	}
 	defer func() { _ = w.Stop() }()
 	var out []kvEntry
@@ -383,6 +402,9 @@ func (t *txn) commit(kind string) error {
 	// it before any expected sequence, so a batch sent again after an
 	// unanswered commit is recognised as committed, never applied twice.
 	msgs[0].Header.Set(hdrMsgID, "vigil-"+id)
+	// unanswered is set once an attempt was sent and got no answer: the
+	// batch may be stored, whatever the later attempts are told.
+	unanswered := false
 	for attempt := 0; ; attempt++ {
 		err := t.s.publish(t.ctx, id, msgs)
 		if err == nil && t.s.loseAnswer != nil && t.s.loseAnswer() {
@@ -401,6 +423,19 @@ func (t *txn) commit(kind string) error {
 					return nil // the unanswered attempt had committed
 				}
 				return err
+			case codeMsgIDInProcess:
+				// The unanswered attempt is still being stored: whether
+				// it commits is not known yet. Ask again a moment later
+				// (the server then answers that it committed, or takes
+				// this one), and past that the outcome is unknown.
+				unanswered = true
+				if attempt < 8 {
+					if err := t.s.clock.Sleep(t.ctx, time.Duration(attempt+1)*20*time.Millisecond); err != nil {
+						return err
+					}
+					continue
+				}
+				return &store.UnavailableError{Op: "commit " + kind, MayHaveWritten: true, Err: fmt.Errorf("natsstore: commit: %w", err)}
 			case codeBatchIncomplete, codeBatchInflight:
 				// The stream holds as many open batches as it allows
 				// (other nodes' among them), and drops a batch's first
@@ -413,22 +448,80 @@ func (t *txn) commit(kind string) error {
 					}
 					continue
 				}
-				return fmt.Errorf("natsstore: commit: %w (%w)", store.ErrBusy, err)
+				busy := fmt.Errorf("natsstore: commit: %w (%w)", store.ErrBusy, err)
+				if unanswered {
+					return &store.UnavailableError{Op: "commit " + kind, MayHaveWritten: true, Err: busy}
+				}
+				return busy
 			}
-			// Nothing was stored: the server refused the batch (for want
-			// of room, a storage-full error).
-			return fmt.Errorf("natsstore: commit: %w", storageFull(err))
+			// A refusal: this attempt stored nothing (for want of room, a
+			// storage-full error); an earlier one that got no answer may
+			// have.
+			return unavailable(t.ctx, "commit "+kind, fmt.Errorf("natsstore: commit: %w", storageFull(err)), unanswered)
 		case t.ctx.Err() != nil:
 			return t.ctx.Err()
-		case attempt < 2:
+		}
+		if !noResponders(err) {
+			unanswered = true
+		}
+		if attempt < 2 {
 			// No answer (a timeout, a leader change): the batch may have
 			// committed. Sent again under a new batch id, its first
 			// message's id tells.
 			id = nuid.Next()
 			continue
 		}
-		return fmt.Errorf("natsstore: commit: %w", err)
+		return unavailable(t.ctx, "commit "+kind, fmt.Errorf("natsstore: commit: %w", err), unanswered)
 	}
+}
+
+// unreachable says whether err means JetStream could not be reached or
+// gave no answer (no server, no responders, a request that timed out, a
+// connection closed or reconnecting), or answered that it cannot serve
+// now (the cluster or the stream without a leader or a quorum): the
+// store is unavailable, as opposed to refusing the request. Told by type
+// and by the server's error code, never by text.
+func unreachable(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case codeClusterNotAvailable, codeClusterIncomplete, codeClusterNotLeader, codeNotEnabledForAccount, codeNotEnabled,
+			codeStreamOffline, codeStreamOfflineReason, codeExpectedLastSeqNotReady, codeStreamNotFound:
+			return true
+		}
+		// The server's own "service unavailable" (its HTTP-like status).
+		return apiErr.Code == 503
+	}
+	for _, e := range []error{
+		nats.ErrNoServers, nats.ErrTimeout, nats.ErrNoResponders, jetstream.ErrNoStreamResponse,
+		context.DeadlineExceeded, nats.ErrConnectionClosed, nats.ErrConnectionDraining,
+		nats.ErrConnectionReconnecting, nats.ErrDisconnected, nats.ErrStaleConnection,
+		nats.ErrReconnectBufExceeded, jetstream.ErrNoHeartbeat,
+	} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// noResponders says whether err is a request that reached no server:
+// nothing of it can have been stored.
+func noResponders(err error) bool {
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrConnectionClosed) ||
+		errors.Is(err, nats.ErrReconnectBufExceeded)
+}
+
+// unavailable wraps err in a *store.UnavailableError (errors.Is
+// store.ErrUnavailable) when it is unreachable, saying whether a commit
+// may have been stored; err as it is otherwise, and when ctx itself has
+// ended (the caller gave up; nothing to tell it).
+func unavailable(ctx context.Context, op string, err error, mayHaveWritten bool) error {
+	if err == nil || ctx.Err() != nil || !unreachable(err) {
+		return err
+	}
+	return &store.UnavailableError{Op: op, MayHaveWritten: mayHaveWritten, Err: err}
 }
 
 // publish sends msgs as one atomic batch and returns the server's answer

@@ -108,12 +108,22 @@ func (s *Store) Create(ctx context.Context, w store.Watch) error {
 	if !w.State.Valid() || !w.Receipt.Valid() {
 		return fmt.Errorf("store: create: state %q receipt %q", w.State, w.Receipt)
 	}
+	idem := store.IdemOf(ctx)
 	err := s.update(ctx, "create", func(t *txn) error {
-		if err := startCreate(t, w); err != nil {
+		if err := startCreate(t, w, idemKeyOf(idem)...); err != nil {
 			return err
 		}
-		return createRow(t, w)
+		if err := checkIdem(t, idem); err != nil {
+			return err
+		}
+		if err := createRow(t, w); err != nil {
+			return err
+		}
+		return keepIdem(t, idem, w)
 	})
+	if err == nil {
+		s.noteIdem(idem)
+	}
 	if err == nil && w.State != store.Pending && w.SettledAt != nil {
 		s.noteRetained(store.RetainedSettled, *w.SettledAt)
 	}

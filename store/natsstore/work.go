@@ -244,8 +244,22 @@ func (s *Store) ListWork(ctx context.Context, scope string, st store.WorkState) 
 }
 
 func (s *Store) transitionWork(ctx context.Context, id store.ID, f func(w *store.Work) error) (store.Work, error) {
+	return s.transitionWorkKeyed(ctx, nil, id, f)
+}
+
+// transitionWorkKeyed is transitionWork honouring idem, the idempotency
+// key of the request it answers (nil: none).
+func (s *Store) transitionWorkKeyed(ctx context.Context, idem *store.Idem, id store.ID, f func(w *store.Work) error) (store.Work, error) {
 	var out store.Work
 	err := s.update(ctx, "work", func(t *txn) error {
+		if idem != nil {
+			if err := t.prefetch(append(idemKeyOf(idem), workKey(id))...); err != nil {
+				return err
+			}
+		}
+		if err := checkIdem(t, idem); err != nil {
+			return err
+		}
 		w, err := getWork(t, id)
 		if err != nil {
 			return err
@@ -255,15 +269,21 @@ func (s *Store) transitionWork(ctx context.Context, id store.ID, f func(w *store
 			return err
 		}
 		out = w
-		return putWork(t, w, &prev)
+		if err := putWork(t, w, &prev); err != nil {
+			return err
+		}
+		return keepIdem(t, idem, w)
 	})
+	if err == nil {
+		s.noteIdem(idem)
+	}
 	return out, err
 }
 
 // ClaimWork gives an open Work to recipient; by another, or of a
 // completed Work, store.ErrWorkConflict.
 func (s *Store) ClaimWork(ctx context.Context, id store.ID, recipient string, now time.Time) (store.Work, error) {
-	return s.transitionWork(ctx, id, func(w *store.Work) error {
+	return s.transitionWorkKeyed(ctx, store.IdemOf(ctx), id, func(w *store.Work) error {
 		switch {
 		case w.State != store.WorkOpen:
 			return fmt.Errorf("%w: work %s is %s", store.ErrWorkConflict, id, w.State)
@@ -287,8 +307,14 @@ func (s *Store) CompleteWorkAs(ctx context.Context, id store.ID, now time.Time, 
 	return s.completeWork(ctx, id, now, &claimedBy)
 }
 
+// completeWork honours the request's idempotency key when it is
+// CompleteWorkAs (claimedBy set), the route's write.
 func (s *Store) completeWork(ctx context.Context, id store.ID, now time.Time, claimedBy *string) (store.Work, error) {
-	return s.transitionWork(ctx, id, func(w *store.Work) error {
+	var idem *store.Idem
+	if claimedBy != nil {
+		idem = store.IdemOf(ctx)
+	}
+	return s.transitionWorkKeyed(ctx, idem, id, func(w *store.Work) error {
 		if w.State != store.WorkOpen {
 			return fmt.Errorf("%w: work %s is already %s", store.ErrWorkConflict, id, w.State)
 		}

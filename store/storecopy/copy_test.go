@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/natsstore"
@@ -96,6 +97,15 @@ func fill(t *testing.T, s *store.Badger) *fixture {
 				return s.RecordProbe(ctx, w.ID, store.Probe{Attempts: 3, Note: "still red", NextCheck: t0.Add(5 * time.Minute)})
 			}())
 		}
+	}
+	// Registrations under idempotency keys: a short one, and a long
+	// principal's long key (their natsstore tokens are hashes).
+	for _, k := range [][2]string{{"p", "key-1"}, {longName, strings.Repeat("k", api.MaxIdempotencyKey)}} {
+		idem := &store.Idem{Principal: k[0], Key: k[1], Fingerprint: store.FingerprintOf("POST", "/w", []byte(k[1])), At: t0,
+			Answer: func(v any) (store.Answer, error) {
+				return store.Answer{Status: 201, Location: "/w/1", Body: []byte(`{"id":1}`)}, nil
+			}}
+		must(t, 0, func() error { return s.CreateIfRunning(store.WithIdem(ctx, idem), watch("a", t0)) }())
 	}
 	// Settled rows: fired and mailed (with pushes), expired, cancelled.
 	mail := func(rid string, at time.Time) store.Mailed {
@@ -209,6 +219,7 @@ type backend interface {
 	PruneOldest(ctx context.Context, c store.Retained, cutoff time.Time, limit int) (int, error)
 	AppendIfRunning(ctx context.Context, rid string, m store.Message) (store.Message, store.RecipientRecord, error)
 	AppendEvent(ctx context.Context, e store.Event) (store.Event, bool, error)
+	GetIdem(ctx context.Context, principal, key string) (store.IdemRecord, error)
 	Close() error
 }
 
@@ -243,7 +254,11 @@ func observe(t *testing.T, f *fixture, b backend) map[string]any {
 		n, err := b.CountPending(ctx, rid, 100)
 		o["pending of "+rid] = js(n, err)
 	}
-	for _, c := range []store.Retained{store.RetainedSettled, store.RetainedMessages, store.RetainedPushes} {
+	for _, k := range [][2]string{{"p", "key-1"}, {longName, strings.Repeat("k", api.MaxIdempotencyKey)}} {
+		r, err := b.GetIdem(ctx, k[0], k[1])
+		o["idempotency key "+k[1]] = js(r, err)
+	}
+	for _, c := range []store.Retained{store.RetainedSettled, store.RetainedMessages, store.RetainedPushes, store.RetainedIdem} {
 		at, ok, err := b.Oldest(ctx, c)
 		o["oldest "+string(c)] = js(at, ok, err)
 	}
@@ -338,6 +353,11 @@ func TestCopyRoundTrip(t *testing.T) {
 	src := openBadger(t, srcDir)
 	f := fill(t, src)
 	want := observe(t, f, src)
+	for k, v := range want {
+		if strings.HasPrefix(k, "idempotency key") && strings.Contains(v.(string), "not found") {
+			t.Fatalf("the source: %s: %s", k, v)
+		}
+	}
 	if err := src.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,12 @@
 //   - Retention by class (Oldest, PruneOldest, OnRetained, Prune): oldest
 //     first, bounded, never a pending row, a live push or a held-aside
 //     record.
+//   - Idempotency keys: each creating write keeps its request's key in
+//     its own transaction and answers a repeat with the first answer,
+//     another request under the key with ErrIdemReused, writes under one
+//     key at once with one commit; a refused write and every other write
+//     keep none; the records are retained, pruned and kept across a
+//     reopen.
 //   - What survives a reopen (rows, sequences, pushes left sending), and
 //     Close.
 //

@@ -81,6 +81,7 @@ func groups() []group {
 		{"Events", eventCases()},
 		{"Work", workCases()},
 		{"Retention", retentionCases()},
+		{"Idempotency", idemCases()},
 		{"HeldAside", heldAsideCases()},
 		{"Lifetime", lifetimeCases()},
 	}

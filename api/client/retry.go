@@ -1,0 +1,114 @@
+package client
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/vigilhq/vigil/api"
+)
+
+// Retry bounds how a creating call (CreateWatch, Record, ClaimWork,
+// CompleteWork, ReportPhase, ReportActivity) is sent again. Each such
+// call carries an Idempotency-Key of 128 random bits, the same on every
+// attempt, so the host writes it at most once however often it is sent,
+// and answers a repeat of a written one with its first answer. It is
+// sent again after an answer it may have missed (the connection failed
+// or timed out before the answer came) and after a 503 store_unavailable
+// or store_busy, waiting a backoff that doubles from Backoff (with
+// jitter, up to 8 s), or the answer's Retry-After when that is longer;
+// at most Attempts times in all, and never once Within has passed since
+// the first (a wait that would end past it is not waited). The caller's
+// context ends the retries at once.
+type Retry struct {
+	Attempts int
+	Within   time.Duration
+	Backoff  time.Duration
+}
+
+// DefaultRetry is the retry of a new Client: within 30 s, at most 8
+// attempts, from a 500 ms backoff. A store that answers at once that it
+// is unavailable (Retry-After 2 s) is asked at about 0, 2, 4, 6, 10, 18
+// and 26 s: through an election (a few seconds) and a quorum loss of
+// about 20 s.
+var DefaultRetry = Retry{Attempts: 8, Within: 30 * time.Second, Backoff: 500 * time.Millisecond}
+
+// WithRetry sets how creating calls are sent again; Attempts 1 sends each
+// once (with its key still).
+func WithRetry(r Retry) Option {
+	return func(c *Client) {
+		if r.Attempts < 1 {
+			r.Attempts = 1
+		}
+		c.retry = r
+	}
+}
+
+// NewIdempotencyKey is a fresh idempotency key: 128 random bits as 32
+// hex digits.
+func NewIdempotencyKey() string {
+	var b [16]byte
+	_, _ = crand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
+	return hex.EncodeToString(b[:])
+}
+
+// create makes a creating call under a fresh idempotency key, sent again
+// as c.retry says.
+func (c *Client) create(ctx context.Context, method, path string, in, out any) error {
+	key := NewIdempotencyKey()
+	began := time.Now()
+	for attempt := 1; ; attempt++ {
+		err := c.doKeyed(ctx, method, path, nil, in, out, key)
+		after, again := retryable(ctx, err)
+		if !again || attempt >= c.retry.Attempts {
+			return err
+		}
+		wait := max(after, backoff(c.retry.Backoff, attempt))
+		if time.Since(began)+wait > c.retry.Within {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// retryable says whether a creating call that answered err may be sent
+// again under its key, and how long the host asked to wait first.
+func retryable(ctx context.Context, err error) (after time.Duration, again bool) {
+	var ae *api.Error
+	switch {
+	case err == nil || ctx.Err() != nil:
+		return 0, false
+	case errors.As(err, &ae):
+		// Only the store's own "not now": anything else the host
+		// answered is its answer.
+		return ae.RetryAfter, ae.Code == api.CodeStoreUnavailable || ae.Code == api.CodeStoreBusy
+	case errors.Is(err, errRequest):
+		return 0, false // never sent, and never sendable
+	}
+	// No answer, or an answer cut short: the request may or may not have
+	// been written, and its key makes sending it again safe.
+	return 0, true
+}
+
+// maxBackoff caps backoff.
+const maxBackoff = 8 * time.Second
+
+// backoff is the wait before attempt+1: base doubled attempt-1 times (at
+// most maxBackoff), taken at random from its upper half, so clients that
+// failed together do not come back together.
+func backoff(base time.Duration, attempt int) time.Duration {
+	if base <= 0 {
+		return 0
+	}
+	d := min(base<<min(attempt-1, 16), maxBackoff)
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}

@@ -1,0 +1,179 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vigilhq/vigil/api"
+)
+
+// Idempotency keys. A creating request may carry a key its client chose
+// (the API's Idempotency-Key header: api.ValidIdempotencyKey says what a
+// key is). The write it names keeps, in the
+// same transaction, a record under (principal, key): a fingerprint of the
+// request and the answer it was given. A request that comes again with
+// the key finds the record, and is answered the first answer (the same
+// request) or refused (another request under the key); it writes
+// nothing. What is shared by every backend is here: the record, its
+// codec, and the decision (Idem.Check, Idem.Record); a backend only reads
+// and writes the record's key inside the transaction of the write.
+//
+// Which writes honour a key: the one write of each creating request,
+// given its Idem through the context (WithIdem): CreateIfRunning and
+// Create (a watch), AppendEvent (an observed record), ClaimWork and
+// CompleteWorkAs (a Work), ReportPhase and ReportActivity (a recipient's
+// reports). Every other write ignores it.
+
+// Fingerprint is a request's digest: what a second request under the
+// same key must repeat to be answered again.
+type Fingerprint [sha256.Size]byte
+
+// FingerprintOf digests a request's method, target and body, each
+// length-prefixed so no two requests share a digest by moving bytes
+// from one part to another.
+func FingerprintOf(method, target string, body []byte) Fingerprint {
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(method), []byte(target), body} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		h.Write(n[:])
+		h.Write(part)
+	}
+	var f Fingerprint
+	h.Sum(f[:0])
+	return f
+}
+
+// Answer is a request's answer as its key keeps it: what a repeat of the
+// request is answered, byte for byte.
+type Answer struct {
+	Status int `json:"status"`
+	// Location is the answer's Location header, if it had one.
+	Location string `json:"location,omitempty"`
+	Body     []byte `json:"body"`
+}
+
+// IdemRecord is what the store keeps under an idempotency key: whose key,
+// the request it named, when, and the answer it was given.
+type IdemRecord struct {
+	Principal   string
+	Key         string
+	Fingerprint Fingerprint
+	At          time.Time
+	Answer      Answer
+}
+
+// Idem is a creating write's key, given to the store through the
+// context. Answer renders the request's answer from what the write
+// wrote (the backend calls it inside the transaction, on every run, with
+// the value the method returns: a Watch, an Event, a Work, a
+// RecipientRecord), so the answer is kept by the commit that makes it
+// true.
+type Idem struct {
+	Principal   string
+	Key         string
+	Fingerprint Fingerprint
+	// At is when the request came: the record's time, from which its
+	// retention runs (RetainedIdem).
+	At     time.Time
+	Answer func(written any) (Answer, error)
+}
+
+// ErrIdemReused: the request's idempotency key already names another
+// request of its principal (another method, target or body); nothing was
+// written.
+var ErrIdemReused = errors.New("store: the idempotency key names another request")
+
+// Replay is a write refused because its key already names a committed
+// write of the same request: nothing was written, and Record holds the
+// answer the first was given.
+type Replay struct{ Record IdemRecord }
+
+func (r *Replay) Error() string {
+	return fmt.Sprintf("store: idempotency key %q was used at %s: its answer is %d", r.Record.Key, r.Record.At.Format(time.RFC3339Nano), r.Record.Answer.Status)
+}
+
+type idemContextKey struct{}
+
+// WithIdem returns ctx carrying i, for the one write of a creating
+// request.
+func WithIdem(ctx context.Context, i *Idem) context.Context {
+	return context.WithValue(ctx, idemContextKey{}, i)
+}
+
+// IdemOf is the Idem ctx carries, or nil.
+func IdemOf(ctx context.Context) *Idem {
+	i, _ := ctx.Value(idemContextKey{}).(*Idem)
+	return i
+}
+
+// Check decides, inside a write's transaction, what the record found
+// under the key means: v is its stored value, nil when there is none.
+// Nil: the write goes on (and writes the record, Record). A *Replay: the
+// same request was written before; the write is refused and answered
+// with the first answer. ErrIdemReused: the key names another request.
+func (i *Idem) Check(v []byte) error {
+	if v == nil {
+		return nil
+	}
+	r, err := DecodeIdem(v)
+	if err != nil {
+		return err
+	}
+	if r.Principal != i.Principal || r.Key != i.Key || r.Fingerprint != i.Fingerprint {
+		return fmt.Errorf("%w: key %q was used at %s", ErrIdemReused, i.Key, r.At.Format(time.RFC3339Nano))
+	}
+	return &Replay{Record: r}
+}
+
+// Record renders the answer of what the write wrote and returns the
+// record to keep under the key, encoded.
+func (i *Idem) Record(written any) ([]byte, error) {
+	if i.Answer == nil {
+		return nil, fmt.Errorf("store: idempotency key %q without an answer", i.Key)
+	}
+	a, err := i.Answer(written)
+	if err != nil {
+		return nil, fmt.Errorf("store: rendering the answer of key %q: %w", i.Key, err)
+	}
+	return EncodeIdem(IdemRecord{Principal: i.Principal, Key: i.Key, Fingerprint: i.Fingerprint, At: i.At.UTC(), Answer: a})
+}
+
+// storedIdem is an idempotency record's encoding.
+type storedIdem struct {
+	V           int       `json:"v"`
+	Principal   string    `json:"principal"`
+	Key         string    `json:"key"`
+	Fingerprint []byte    `json:"fingerprint"`
+	At          time.Time `json:"at"`
+	Answer      Answer    `json:"answer"`
+}
+
+// EncodeIdem is the one encoding of an idempotency record, for every
+// backend (an export carries it between them).
+func EncodeIdem(r IdemRecord) ([]byte, error) {
+	return json.Marshal(storedIdem{V: rowVersion, Principal: r.Principal, Key: r.Key, Fingerprint: r.Fingerprint[:], At: r.At.UTC(), Answer: r.Answer})
+}
+
+// DecodeIdem undoes EncodeIdem; a record it cannot read is ErrCorrupt.
+func DecodeIdem(b []byte) (IdemRecord, error) {
+	var s storedIdem
+	if err := json.Unmarshal(b, &s); err != nil {
+		return IdemRecord{}, fmt.Errorf("%w: idempotency record: %v", ErrCorrupt, err)
+	}
+	if s.V != rowVersion || len(s.Fingerprint) != len(Fingerprint{}) || s.Principal == "" || !api.ValidIdempotencyKey(s.Key) {
+		return IdemRecord{}, fmt.Errorf("%w: idempotency record of version %d", ErrCorrupt, s.V)
+	}
+	r := IdemRecord{Principal: s.Principal, Key: s.Key, At: s.At, Answer: s.Answer}
+	copy(r.Fingerprint[:], s.Fingerprint)
+	return r, nil
+}
+
+// RetainedIdem is the class of idempotency records, ordered by when
+// their request came (IdemRecord.At); host/upkeep keeps them 24 hours.
+const RetainedIdem Retained = "idempotency_keys"
