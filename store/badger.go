@@ -74,8 +74,6 @@ type Badger struct {
 	disk *diskGuard
 }
 
-var _ Store = (*Badger)(nil)
-
 // Key layout. Row keys and index keys carry the raw 16-byte id.
 var (
 	versionKey   = []byte("v")

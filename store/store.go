@@ -1,8 +1,6 @@
 package store
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -98,50 +96,4 @@ type Filter struct {
 	// RegisteredBy keeps the rows that principal registered. Like Kind,
 	// it has no index; it is checked on the decoded row.
 	RegisteredBy string
-}
-
-// Store is the rows' contract: each transition conditional on the row's
-// current state, as documented per method, every method committed before
-// it returns. The host's components each declare the part they use
-// (scheduler.Store, recipients.Store, …) and the core holds their union,
-// core.Store; store/storetest pins this contract for every backend.
-type Store interface {
-	// Create writes a new row. ErrExists if the id is taken.
-	Create(ctx context.Context, w Watch) error
-	// Get reads a row. ErrNotFound if absent or held aside.
-	Get(ctx context.Context, id ID) (Watch, error)
-	// Settle makes a pending row final and returns it. ErrNotPending if
-	// it is no longer pending.
-	Settle(ctx context.Context, id ID, s Settlement) (Watch, error)
-	// SetReceipt records a settled row's delivery receipt; a rejected
-	// fired or expired row becomes undeliverable. ErrNotFound if absent.
-	SetReceipt(ctx context.Context, id ID, r Receipt) (Watch, error)
-	// CarryBaseline records a standing row's new baseline. ErrNotPending if
-	// it is no longer pending.
-	CarryBaseline(ctx context.Context, id ID, baseline json.RawMessage, attempts int, note string) error
-	// SetNextCheck records a pending row's durable next check (zero: none)
-	// with its schedule, and nothing else. ErrNotPending if it is no longer
-	// pending.
-	SetNextCheck(ctx context.Context, id ID, next time.Time) error
-	// RecordProbe records what a pending row's probes have seen: the
-	// attempts so far, the last note and fault, and the durable next
-	// check, in one write. ErrNotPending if it is no longer pending.
-	RecordProbe(ctx context.Context, id ID, p Probe) error
-	// List returns the readable rows matching f, oldest first, and how many
-	// rows it skipped because they are held aside.
-	List(ctx context.Context, f Filter) ([]Watch, int, error)
-	// ForEach is List without holding the rows: fn sees each in turn.
-	ForEach(ctx context.Context, f Filter, fn func(Watch) error) (int, error)
-	// ForEachPending calls fn with the schedule of each pending watch,
-	// without decoding rows where the store can avoid it.
-	ForEachPending(ctx context.Context, fn func(Schedule) error) (int, error)
-	// PendingBySubject returns the pending watches whose Subject is
-	// subject.
-	PendingBySubject(ctx context.Context, subject string) ([]ID, error)
-	// Prune deletes rows settled before cutoff, and mailbox messages and
-	// final outbox records older than it, and returns how many. Pending
-	// rows and held-aside rows are never pruned.
-	Prune(ctx context.Context, cutoff time.Time) (int, error)
-	// Close flushes and releases the store.
-	Close() error
 }

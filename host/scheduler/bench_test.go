@@ -148,9 +148,9 @@ func timerFakes(at time.Time) *fakePlugins {
 // nothing. The scheduler calls nothing else here; a method it starts to
 // call panics on the nil Store, which the benchmarks run in CI would show.
 type genStore struct {
-	store.Store // nil
-	n           int
-	pop         *timers
+	rowStore // nil
+	n        int
+	pop      *timers
 }
 
 func (g *genStore) Prune(context.Context, time.Time) (int, error) { return 0, nil }
@@ -202,7 +202,7 @@ func (c *countingClock) Now() time.Time {
 	return time.Now()
 }
 
-func benchScheduler(tb testing.TB, st store.Store, pl Kinds, clock Clock, workers int) *Scheduler {
+func benchScheduler(tb testing.TB, st rowStore, pl Kinds, clock Clock, workers int) *Scheduler {
 	tb.Helper()
 	s, err := New(Config{Store: st, Plugins: pl, Deliver: &recordingDeliverer{st: st}, Clock: clock, Workers: workers})
 	if err != nil {
@@ -691,7 +691,7 @@ func childRestart(t *testing.T, dir, design string) map[string]float64 {
 	defer st.Close()
 	open := time.Since(start)
 	m1 := readMem(true)
-	ts := &timedStore{Store: st, noNext: design == "jitter"}
+	ts := &timedStore{rowStore: st, noNext: design == "jitter"}
 	fp := timerFakes(time.Now())
 	s := benchScheduler(t, ts, fp, nil, 1)
 	start = time.Now()
@@ -747,7 +747,7 @@ func childRestart(t *testing.T, dir, design string) map[string]float64 {
 // within it, in Prime's own callback, which arms each row. With noNext it
 // hands Prime each schedule without its next check.
 type timedStore struct {
-	store.Store
+	rowStore
 	noNext         bool
 	read, callback time.Duration
 }
@@ -755,7 +755,7 @@ type timedStore struct {
 func (t *timedStore) ForEachPending(ctx context.Context, fn func(store.Schedule) error) (int, error) {
 	start := time.Now()
 	defer func() { t.read += time.Since(start) }()
-	return t.Store.ForEachPending(ctx, func(sc store.Schedule) error {
+	return t.rowStore.ForEachPending(ctx, func(sc store.Schedule) error {
 		s := time.Now()
 		defer func() { t.callback += time.Since(s) }()
 		if t.noNext {
@@ -781,7 +781,7 @@ func childIdle(t *testing.T, c, dir string) map[string]float64 {
 	n := benchWatches(t)
 	window := benchIdle(t)
 	pop := newTimers(time.Now())
-	var st store.Store
+	var st rowStore
 	if c == "alone" {
 		st = &genStore{n: n, pop: pop}
 	} else {

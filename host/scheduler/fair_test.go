@@ -370,7 +370,7 @@ func TestHammerCapsAndCancels(t *testing.T) {
 
 // countingGets counts the rows read, for the read-ahead's bound.
 type countingGets struct {
-	store.Store
+	rowStore
 	mu   sync.Mutex
 	gets int
 }
@@ -379,7 +379,7 @@ func (c *countingGets) Get(ctx context.Context, id store.ID) (store.Watch, error
 	c.mu.Lock()
 	c.gets++
 	c.mu.Unlock()
-	return c.Store.Get(ctx, id)
+	return c.rowStore.Get(ctx, id)
 }
 
 func (c *countingGets) count() int {
@@ -392,7 +392,7 @@ func (c *countingGets) count() int {
 // probe starts once a bounded look-ahead is filed, however many are due.
 func TestABacklogIsProbedWhileItIsRead(t *testing.T) {
 	h := newHarness(t)
-	cg := &countingGets{Store: h.store}
+	cg := &countingGets{rowStore: h.store}
 	s, err := New(Config{Store: cg, Plugins: h.plugins, Deliver: h.deliver, Clock: h.clock, Workers: 2})
 	if err != nil {
 		t.Fatal(err)

@@ -87,13 +87,21 @@ func settled(result string) (plugin.Observation, error) {
 	return plugin.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: result}}, nil
 }
 
+// rowStore is the rows' part of the store the fakes here stand in for or
+// wrap: the scheduler's Store, and the baseline the fake deliverer
+// carries.
+type rowStore interface {
+	Store
+	CarryBaseline(ctx context.Context, id store.ID, baseline json.RawMessage, attempts int, note string) error
+}
+
 // recordingDeliverer settles and carries on the store it is given (st,
 // set by the harness) and records the messages it would mail, for the
 // tests of the scheduler's own rules; before, when set, runs first. What
 // the store does with a settlement's mail (one transaction, a recipient
 // not running) is asserted through the real delivery (newStoreHarness).
 type recordingDeliverer struct {
-	st store.Store
+	st rowStore
 	mu sync.Mutex
 	// failSettles makes that many settlements fail first, unwritten.
 	failSettles int
@@ -161,7 +169,7 @@ func (d *recordingDeliverer) messages() []store.Message {
 // countingStore counts the writes that reach the store; failGets makes
 // that many reads of a row fail first, as a store that does not answer.
 type countingStore struct {
-	store.Store
+	rowStore
 	mu       sync.Mutex
 	writes   int
 	failGets int
@@ -179,14 +187,14 @@ func (c *countingStore) Prune(ctx context.Context, cutoff time.Time) (int, error
 	c.mu.Lock()
 	c.prunes++
 	c.mu.Unlock()
-	return c.Store.Prune(ctx, cutoff)
+	return c.rowStore.Prune(ctx, cutoff)
 }
 
 func (c *countingStore) ForEachPending(ctx context.Context, fn func(store.Schedule) error) (int, error) {
 	c.mu.Lock()
 	c.pendingReads++
 	c.mu.Unlock()
-	return c.Store.ForEachPending(ctx, fn)
+	return c.rowStore.ForEachPending(ctx, fn)
 }
 
 func (c *countingStore) Get(ctx context.Context, id store.ID) (store.Watch, error) {
@@ -204,7 +212,7 @@ func (c *countingStore) Get(ctx context.Context, id store.ID) (store.Watch, erro
 	case missing:
 		return store.Watch{}, store.ErrNotFound
 	}
-	return c.Store.Get(ctx, id)
+	return c.rowStore.Get(ctx, id)
 }
 
 func (c *countingStore) count() int {
@@ -221,17 +229,17 @@ func (c *countingStore) add() {
 
 func (c *countingStore) Create(ctx context.Context, w store.Watch) error {
 	c.add()
-	return c.Store.Create(ctx, w)
+	return c.rowStore.Create(ctx, w)
 }
 
 func (c *countingStore) Settle(ctx context.Context, id store.ID, s store.Settlement) (store.Watch, error) {
 	c.add()
-	return c.Store.Settle(ctx, id, s)
+	return c.rowStore.Settle(ctx, id, s)
 }
 
 func (c *countingStore) CarryBaseline(ctx context.Context, id store.ID, b json.RawMessage, a int, n string) error {
 	c.add()
-	return c.Store.CarryBaseline(ctx, id, b, a, n)
+	return c.rowStore.CarryBaseline(ctx, id, b, a, n)
 }
 
 func (c *countingStore) RecordProbe(ctx context.Context, id store.ID, p store.Probe) error {
@@ -242,12 +250,12 @@ func (c *countingStore) RecordProbe(ctx context.Context, id store.ID, p store.Pr
 		return fmt.Errorf("fake: %w", store.ErrNotOwner)
 	}
 	c.add()
-	return c.Store.RecordProbe(ctx, id, p)
+	return c.rowStore.RecordProbe(ctx, id, p)
 }
 
 func (c *countingStore) SetNextCheck(ctx context.Context, id store.ID, next time.Time) error {
 	c.add()
-	return c.Store.SetNextCheck(ctx, id, next)
+	return c.rowStore.SetNextCheck(ctx, id, next)
 }
 
 // harness is a scheduler over a real store in a temp dir, with fakes for
@@ -325,7 +333,7 @@ func (h *harness) open() {
 	}
 	h.t.Cleanup(func() { _ = st.Close() })
 	h.store = st
-	h.counted = &countingStore{Store: st}
+	h.counted = &countingStore{rowStore: st}
 	h.deliver.st = h.counted
 	cfg := Config{
 		Store: h.counted, Plugins: h.plugins, Deliver: h.deliver, Clock: h.clock,

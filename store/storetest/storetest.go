@@ -12,12 +12,15 @@ import (
 )
 
 // Backend is what the suite runs against: the core's Store, and the rest
-// of package store's row contract (store.Store) and the calls the host's
-// tools and retention use beside it. A backend that passes is a
-// core.Store fit for Config.OpenStore.
+// of the rows' calls and the calls the host's tools and retention use
+// beside it. A backend that passes is a core.Store fit for
+// Config.OpenStore.
 type Backend interface {
 	core.Store
-	store.Store
+	SetReceipt(ctx context.Context, id store.ID, r store.Receipt) (store.Watch, error)
+	CarryBaseline(ctx context.Context, id store.ID, baseline json.RawMessage, attempts int, note string) error
+	List(ctx context.Context, f store.Filter) ([]store.Watch, int, error)
+	ForEach(ctx context.Context, f store.Filter, fn func(store.Watch) error) (int, error)
 	AppendIfRunning(ctx context.Context, rid string, m store.Message) (store.Message, store.RecipientRecord, error)
 	PruneEvents(ctx context.Context, stream string, cutoff time.Time) (int, error)
 	PrunePushes(ctx context.Context, cutoff time.Time) (int, error)
