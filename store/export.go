@@ -17,44 +17,6 @@ import (
 // index entries, mailbox and event seqs and values, byte for byte. Held
 // aside rows are records like any other.
 
-// Family is a kind of record, the same in every backend.
-type Family string
-
-// The families, each one key layout of package store and store/natsstore.
-const (
-	FamRow            Family = "rows"                 // w/<id>
-	FamState          Family = "state_index"          // s/<state>/<id>, a pending row's with its schedule
-	FamRecipientIndex Family = "recipient_index"      // r/<recipient>\x00<id>
-	FamPendingKind    Family = "pending_by_kind"      // pk/<kind>/<id>
-	FamSubject        Family = "subjects"             // sj/<subject>
-	FamMessage        Family = "mailbox_messages"     // mb/<recipient>\x00<seq>
-	FamMailSeq        Family = "mailbox_seqs"         // ms/<recipient>
-	FamPush           Family = "outbox"               // ob/<recipient>\x00<seq>
-	FamLivePush       Family = "outbox_live_index"    // ol/<recipient>\x00<seq>
-	FamSettledAt      Family = "settled_at_index"     // sa/<time><id>
-	FamMessageAt      Family = "message_at_index"     // ma/<time><recipient>\x00<seq>
-	FamPushAt         Family = "push_final_index"     // pa/<time><recipient>\x00<seq>
-	FamEvent          Family = "events"               // ev/<stream>\x00<seq>
-	FamEventKey       Family = "event_keys"           // ek/<stream>\x00<key>
-	FamEventSeq       Family = "event_seqs"           // es/<stream>
-	FamWork           Family = "work"                 // wk/<id>
-	FamWorkInput      Family = "work_inputs"          // wi/<id><n>
-	FamWorkOwner      Family = "work_threads"         // wo/<thread>
-	FamWorkScope      Family = "work_scope_index"     // wsc/<scope>\x00<state>\x00<id>
-	FamRouter         Family = "router_cursors"       // rt/<router>
-	FamRecipient      Family = "recipients"           // rc/<recipient>
-	FamIdem           Family = "idempotency_keys"     // ik/<principal>\x00<key>
-	FamIdemAt         Family = "idempotency_at_index" // ia/<time><principal>\x00<key>
-)
-
-// Families lists every family, in the order a copy reports them.
-var Families = []Family{
-	FamRecipient, FamRow, FamState, FamRecipientIndex, FamPendingKind, FamSubject, FamSettledAt,
-	FamMessage, FamMailSeq, FamMessageAt, FamPush, FamLivePush, FamPushAt,
-	FamEvent, FamEventKey, FamEventSeq, FamWork, FamWorkInput, FamWorkOwner, FamWorkScope, FamRouter,
-	FamIdem, FamIdemAt,
-}
-
 // Record is one stored record by its key's parts. Which parts a family
 // uses is in the comments of the Fam constants: ID for an id, Name for
 // the free-form part (a recipient, kind, subject, stream, thread, scope

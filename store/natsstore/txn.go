@@ -215,6 +215,9 @@ type txn struct {
 	// update releases it when it returns, so the runs after the first
 	// are under it from their start.
 	held *held
+	// err is a write this transition could not make (a key of no
+	// family): its commit fails with it.
+	err error
 }
 
 // held is the one countMu stripe an update holds across its runs.
@@ -385,6 +388,9 @@ func (t *txn) msgs() []*nats.Msg {
 // the batch is stored (by a quorum of replicas), errConflict when a
 // revision did not hold and nothing was stored.
 func (t *txn) commit(kind string) error {
+	if t.err != nil {
+		return t.err
+	}
 	if len(t.writes) == 0 && len(t.fences) == 0 {
 		return nil
 	}
@@ -559,12 +565,18 @@ func (s *Store) publish(ctx context.Context, id string, msgs []*nats.Msg) error 
 func (s *Store) update(ctx context.Context, kind string, f func(t *txn) error) error {
 	var h held
 	defer h.release()
+	return s.updateHeld(ctx, kind, &h, f)
+}
+
+// updateHeld is update with the stripe h holds (or will), released by
+// the caller.
+func (s *Store) updateHeld(ctx context.Context, kind string, h *held, f func(t *txn) error) error {
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		t := s.newTxn(ctx)
-		t.held = &h
+		t.held = h
 		if err := f(t); err != nil {
 			return err
 		}
