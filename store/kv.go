@@ -324,11 +324,13 @@ type KV interface {
 // Plan is where an adapter needs the domain to take another way to the
 // same rule; the rule is the domain's, whichever way it takes.
 type Plan struct {
-	// Listing: a Scan lists its range's keys in one request, whatever
-	// part of it fn reads (JetStream orders a bucket by write, not by
-	// key, and has no seek). Where the domain can name the few keys it
-	// wants (a dense sequence's next ones), it reads them by key.
-	Listing bool
+	// Remote: every read is a request to a server (a round trip), and a
+	// Scan lists its range's keys in one request, whatever part of it fn
+	// reads (JetStream orders a bucket by write, not by key, and has no
+	// seek). Where the domain can name the few keys it wants (a dense
+	// sequence's next ones) it reads them by key; it reads nothing twice
+	// to spare a lock.
+	Remote bool
 	// RecipientPending: keep each recipient's pending rows in an index of
 	// their own (FamRecipientPending), so listing or counting them reads
 	// only them, where reading every row's state by key would be a
@@ -366,10 +368,11 @@ type Follower interface {
 	Follow(ctx context.Context, ranges []Range, current bool) (run func(ctx context.Context, fn func(Change)) error, err error)
 }
 
-// KeyValue is one key and its value.
+// KeyValue is one key and its value, or, written, its deletion.
 type KeyValue struct {
-	Key   Key
-	Value []byte
+	Key     Key
+	Value   []byte
+	Deleted bool
 }
 
 // Copier is the optional side of a KV whose keys can be read out and
@@ -380,8 +383,9 @@ type Copier interface {
 	// the adapter can; keys of the adapter's own (a version, a fence)
 	// are not given.
 	ExportKeys(ctx context.Context, fn func(k Key, v []byte) error) error
-	// ImportKeys writes kvs as they are, overwriting by key, checking
-	// nothing, in as many commits as the adapter needs.
+	// ImportKeys writes kvs as they are (a Deleted one deleted),
+	// overwriting by key, checking nothing, in as many commits as the
+	// adapter needs.
 	ImportKeys(ctx context.Context, kvs []KeyValue) error
 	// OneWay is the form the adapter gives name in a key when it keeps
 	// it one way (Key.OneWay), and false when it keeps it as it is.

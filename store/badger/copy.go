@@ -58,7 +58,12 @@ func (s *KV) ImportKeys(ctx context.Context, kvs []store.KeyValue) error {
 			if err != nil {
 				return err
 			}
-			if err := txn.Set(k, kv.Value); err != nil {
+			if kv.Deleted {
+				err = txn.Delete(k)
+			} else {
+				err = txn.Set(k, kv.Value)
+			}
+			if err != nil {
 				return err
 			}
 		}

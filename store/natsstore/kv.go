@@ -59,7 +59,7 @@ func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {
 // a subject (JetStream orders a bucket by write, not by key), every read
 // a round trip, and a batch at most maxBatch messages.
 func (s *Store) Plan() store.Plan {
-	return store.Plan{Listing: true, RecipientPending: true, MaxWrites: 800}
+	return store.Plan{Remote: true, RecipientPending: true, MaxWrites: 800}
 }
 
 // stripe is the mutex of hint's stripe.
@@ -261,7 +261,11 @@ func (s *Store) ImportKeys(ctx context.Context, kvs []store.KeyValue) error {
 		n := min(len(kvs), maxBatch)
 		t := s.newTxn(ctx)
 		for _, kv := range kvs[:n] {
-			t.Put(kv.Key, kv.Value)
+			if kv.Deleted {
+				t.Delete(kv.Key)
+			} else {
+				t.Put(kv.Key, kv.Value)
+			}
 		}
 		if t.err != nil {
 			return t.err

@@ -113,7 +113,7 @@ func testSettleAndMailAtomic(e *env) {
 	w := e.created("a", t0)
 	injected := errors.New("injected")
 	e.failpoint(func(at string) error {
-		if at == "settled" {
+		if at == "settled" || at == "settle-and-mail" {
 			return injected
 		}
 		return nil
@@ -186,7 +186,7 @@ func testCarryAndMailAtomic(e *env) {
 	w := e.created("a", t0)
 	injected := errors.New("injected")
 	e.failpoint(func(at string) error {
-		if at == "carried" {
+		if at == "carried" || at == "carry-and-mail" {
 			return injected
 		}
 		return nil
