@@ -11,7 +11,7 @@
 // their fetches and commands go is what serve's would be.
 // The store is whatever backend
 // Config.OpenStore opens (badger in Data by default), held as a
-// core.Store; seam.go checks at compile time that it covers what each
+// *store.Store; seam.go checks at compile time that it covers what each
 // component built here uses of it.
 //
 // What it must never do: read flags, files or the environment (the command

@@ -408,7 +408,7 @@ func TestThreeNodeFailover(t *testing.T) {
 			for _, e := range unsettled[:min(10, len(unsettled))] {
 				w := got[e.id]
 				id, _ := store.ParseID(e.id)
-				row, rerr := live[0].st.Get(context.Background(), id)
+				row, rerr := live[0].h.Core.Store.Get(context.Background(), id)
 				t.Logf("row of %s: next check %v, attempts %d, expires %v, every %v (%v)", e.id, row.NextCheck, row.Attempts, row.ExpiresAt, row.Every, rerr)
 				_, armed1 := live[0].h.Core.Scheduler.Seen(id)
 				_, armed2 := live[1].h.Core.Scheduler.Seen(id)

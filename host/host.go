@@ -30,6 +30,7 @@ import (
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/host/upkeep"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
 // Config is what serve decided. Zero fields take the components' defaults.
@@ -39,7 +40,7 @@ type Config struct {
 	// OpenStore, when set, opens the storage backend instead of the
 	// badger store in Data (core.Config.OpenStore); Data and Fsync are
 	// then unused.
-	OpenStore func(ctx context.Context) (core.Store, error)
+	OpenStore func(ctx context.Context) (*store.Store, error)
 	// PluginCache is the plugin compilation cache's directory; PluginDir
 	// the operator's plugin directory ("" for the bundled plugins only);
 	// Bundled the bundled plugins.
@@ -47,7 +48,7 @@ type Config struct {
 	PluginDir   string
 	Bundled     fs.FS
 	// Fsync acknowledges a store write only once it is fsynced (group
-	// commit): store.Options.SyncWrites. serve turns it on by default.
+	// commit): badger.Options.SyncWrites. serve turns it on by default.
 	Fsync   bool
 	Workers int
 	// WebhookAllow are the ranges webhooks may reach although the guard
@@ -134,9 +135,9 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	}()
 	guard := netguard.New(cfg.WebhookAllow)
 	if h.Core, err = core.New(ctx, core.Config{
-		OpenStore: cfg.OpenStore, StoreDir: filepath.Join(cfg.Data, "store"), Store: store.Options{SyncWrites: cfg.Fsync, Logger: log},
+		OpenStore: cfg.OpenStore, StoreDir: filepath.Join(cfg.Data, "store"), Store: badger.Options{SyncWrites: cfg.Fsync, Logger: log},
 		Logger: log, Workers: cfg.Workers, Guard: guard, Limits: cfg.Limits,
-		Metrics: func(st core.Store) core.Metrics { h.Metrics = metrics.New(st); return h.Metrics },
+		Metrics: func(st *store.Store) core.Metrics { h.Metrics = metrics.New(st); return h.Metrics },
 		Cluster: cfg.Cluster,
 	}); err != nil {
 		return nil, err
@@ -148,7 +149,13 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	st := h.Core.Store
 	// Retention while running: the upkeep hears of each retained record
 	// the store commits; Run starts its loop beside the scheduler's.
-	if h.Upkeep, err = upkeep.New(upkeep.Config{Store: st, Logger: log}); err != nil {
+	// On a cluster it takes the store with its feeds, and hears of every
+	// node's (upkeep.Follower).
+	var ust upkeep.Store = st
+	if f, ok := st.Feeds(); ok {
+		ust = f
+	}
+	if h.Upkeep, err = upkeep.New(upkeep.Config{Store: ust, Logger: log}); err != nil {
 		return nil, err
 	}
 	st.OnRetained(h.Upkeep.Notify)

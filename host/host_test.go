@@ -4,18 +4,18 @@ import (
 	"context"
 	"testing"
 
-	"github.com/vigilhq/vigil/host/core"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
-// closeCounter is a backend that is badger underneath and counts its
-// Close, standing for a second backend.
+// closeCounter is an adapter that is badger underneath and counts its
+// Close, standing for a second one.
 type closeCounter struct {
-	core.Store
+	store.KV
 	closes int
 }
 
-func (c *closeCounter) Close() error { c.closes++; return c.Store.Close() }
+func (c *closeCounter) Close() error { c.closes++; return c.KV.Close() }
 
 // Config.OpenStore reaches the core: the host is built over the backend
 // it opens, with no data directory, and closes it once; without either,
@@ -23,18 +23,20 @@ func (c *closeCounter) Close() error { c.closes++; return c.Store.Close() }
 func TestOpenStoreChoosesTheHostsBackend(t *testing.T) {
 	ctx := context.Background()
 	backend := &closeCounter{}
-	h, err := New(ctx, Config{PluginCache: t.TempDir(), OpenStore: func(ctx context.Context) (core.Store, error) {
-		st, err := store.Open(t.TempDir(), store.Options{})
+	var opened *store.Store
+	h, err := New(ctx, Config{PluginCache: t.TempDir(), OpenStore: func(ctx context.Context) (*store.Store, error) {
+		kv, err := badger.Open(t.TempDir(), badger.Options{})
 		if err != nil {
 			return nil, err
 		}
-		backend.Store = st
-		return backend, nil
+		backend.KV = kv
+		opened, err = store.New(ctx, backend)
+		return opened, err
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Core.Store != core.Store(backend) {
+	if h.Core.Store != opened || opened.KV() != store.KV(backend) {
 		t.Fatalf("the host's store is %T, not the one opened", h.Core.Store)
 	}
 	if err := h.Close(); err != nil {

@@ -1,23 +1,24 @@
 package host
 
 import (
-	"github.com/vigilhq/vigil/host/core"
 	"github.com/vigilhq/vigil/host/fetch"
 	"github.com/vigilhq/vigil/host/httpapi"
 	"github.com/vigilhq/vigil/host/metrics"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/upkeep"
+	"github.com/vigilhq/vigil/store"
 )
 
-// The core's Store covers what every component host builds over it uses
-// of the store, each through the interface that component declares: a
-// backend that is a core.Store serves them all, with no change to them.
+// The store covers what every component host builds over it uses of
+// it, each through the interface that component declares; on a cluster
+// the upkeep takes it with its feeds.
 var (
-	_ observe.Store        = core.Store(nil)
-	_ fetch.EventLog       = core.Store(nil)
-	_ fetch.EventReader    = core.Store(nil)
-	_ upkeep.Store         = core.Store(nil)
-	_ metrics.StateCounter = core.Store(nil)
-	_ httpapi.Watches      = core.Store(nil)
-	_ httpapi.IdemReader   = core.Store(nil)
+	_ observe.Store        = (*store.Store)(nil)
+	_ fetch.EventLog       = (*store.Store)(nil)
+	_ fetch.EventReader    = (*store.Store)(nil)
+	_ upkeep.Store         = (*store.Store)(nil)
+	_ upkeep.Follower      = store.Feeds{}
+	_ metrics.StateCounter = (*store.Store)(nil)
+	_ httpapi.Watches      = (*store.Store)(nil)
+	_ httpapi.IdemReader   = (*store.Store)(nil)
 )

@@ -114,9 +114,9 @@ func (h *Host) views() (httpapi.Overviewer, *console.Console, error) {
 	cfg := overview.Config{
 		States: h.Core.Store, Counters: h.Metrics, Armed: h.Core.Scheduler, Outbox: h.Core.Outbox,
 		Seqs: h.Core.Store, DeadLetters: fetch.StreamDeadLetters, Clock: wallClock{},
-	}
-	if d, ok := h.Core.Store.(overview.Disk); ok {
-		cfg.Disk = d // the embedded store measures its data directory
+		// The store's disk, where its adapter measures one (badger's data
+		// directory); none on JetStream, whose servers keep their own.
+		Disk: h.Core.Store,
 	}
 	ov, err := overview.New(cfg)
 	if err != nil {

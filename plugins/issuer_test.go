@@ -16,6 +16,7 @@ import (
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -27,13 +28,13 @@ const sha = "0123456789abcdef0123456789abcdef01234567"
 // fake forge listens on 127.0.0.1, so a test grants that range
 // explicitly). The issuer holds results for a nanosecond, so each observe
 // reads the forge afresh.
-func forgeRuntime(t *testing.T, registry string) (*plugin.Runtime, *store.Badger) {
+func forgeRuntime(t *testing.T, registry string) (*plugin.Runtime, *store.Store) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, plugin.RegistryFile), []byte(registry), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(t.TempDir(), store.Options{})
+	st, err := badger.OpenStore(t.TempDir(), badger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // Event is one fact on the host's event log. Events live in named streams
@@ -43,28 +41,6 @@ var ErrEventConflict = errors.New("store: the event key already names a differen
 // MaxEventKey bounds an event key and a stream name.
 const MaxEventKey = 1024
 
-var (
-	eventPfx    = []byte("ev/") // ev/<stream>\x00<seq>  -> storedEvent
-	eventKeyPfx = []byte("ek/") // ek/<stream>\x00<key>  -> seq
-	eventSeqPfx = []byte("es/") // es/<stream>           -> last seq
-)
-
-func eventStreamPrefix(stream string) []byte {
-	return append(append(append([]byte{}, eventPfx...), stream...), 0)
-}
-
-func eventKey(stream string, seq uint64) []byte {
-	return binary.BigEndian.AppendUint64(eventStreamPrefix(stream), seq)
-}
-
-func eventIndexKey(stream, key string) []byte {
-	return append(append(append(append([]byte{}, eventKeyPfx...), stream...), 0), key...)
-}
-
-func eventSeqKey(stream string) []byte {
-	return append(append([]byte{}, eventSeqPfx...), stream...)
-}
-
 type storedEvent struct {
 	V int `json:"v"`
 	Event
@@ -85,72 +61,111 @@ func CheckEvent(e Event) error {
 	return nil
 }
 
+// errNotThere is sameEvent's "no event has this key yet".
+var errNotThere = errors.New("store: no event under this key")
+
+func (t tx) getEvent(stream string, seq uint64) (Event, error) {
+	v, ok, err := t.Get(kEvent(stream, seq))
+	if err != nil {
+		return Event{}, err
+	}
+	if !ok {
+		return Event{}, fmt.Errorf("%w: event %s/%d", ErrNotFound, stream, seq)
+	}
+	return decodeEvent(stream, seq, v)
+}
+
+func decodeEvent(stream string, seq uint64, v []byte) (Event, error) {
+	var se storedEvent
+	if err := json.Unmarshal(v, &se); err != nil || se.V != rowVersion {
+		return Event{}, fmt.Errorf("%w: event %s/%d is held aside (unreadable by this build)", ErrCorrupt, stream, seq)
+	}
+	return se.Event, nil
+}
+
+// sameEvent looks up the event under e's key: found is false when there
+// is none; otherwise duplicate says it has e's type and payload, and a
+// different one is an error wrapping ErrEventConflict.
+func (t tx) sameEvent(e Event) (prev Event, found, duplicate bool, err error) {
+	seq, found, err := t.seqOf(kEventKey(e.Stream, e.Key))
+	if err != nil || !found {
+		return Event{}, found, false, err
+	}
+	prev, err = t.getEvent(e.Stream, seq)
+	if err != nil {
+		return Event{}, true, false, err
+	}
+	if prev.Type == e.Type && bytes.Equal(prev.Payload, e.Payload) {
+		return prev, true, true, nil
+	}
+	return prev, true, false, fmt.Errorf("%w: stream %s, key %s", ErrEventConflict, e.Stream, e.Key)
+}
+
 // AppendEvent appends e to e.Stream under the next sequence number, unless
 // an event with e.Key is already in the stream. Then nothing is written,
 // and it returns that event with duplicate true when it has the same Type
 // and Payload bytes, or with an error wrapping ErrEventConflict when it
 // does not. Callers encode payloads deterministically (encoding/json of a
-// struct does), so a repeat compares equal.
-func (s *Badger) AppendEvent(ctx context.Context, e Event) (out Event, duplicate bool, err error) {
+// struct does), so a repeat compares equal. The key's entry and the
+// stream's sequence are read and written in the append's transaction, so
+// two appends of one key add one event. A creating request's
+// idempotency key is checked first: a repeat of a keyed record is
+// answered its first answer, never "duplicate".
+func (s *Store) AppendEvent(ctx context.Context, e Event) (out Event, duplicate bool, err error) {
 	if err := CheckEvent(e); err != nil {
 		return Event{}, false, err
 	}
-	// A repeat is answered from a read alone, without the append lock or a
-	// write transaction; an event not yet there is looked for again under
-	// the lock, where the append decides.
 	idem := IdemOf(ctx)
-	err = s.db.View(func(txn *badger.Txn) error {
-		// The key first: a repeat of a keyed record is answered its first
-		// answer, never "duplicate" (the record and its key commit
-		// together, so one read sees both or neither).
-		if err := checkIdem(txn, idem); err != nil {
-			return err
-		}
-		var found bool
-		out, found, duplicate, err = sameEvent(txn, e)
-		if err == nil && !found {
-			return errNotThere
-		}
-		return err
-	})
-	switch {
-	case err == nil:
-		return out, duplicate, nil
-	case errors.Is(err, ErrEventConflict):
-		return out, false, err
-	case !errors.Is(err, errNotThere):
-		return Event{}, false, err
-	}
-	err = s.updateLocked(ctx, &s.eventMu, func(txn *badger.Txn) error {
-		if err := checkIdem(txn, idem); err != nil {
-			return err
-		}
-		prev, found, dup, err := sameEvent(txn, e)
-		if found || err != nil {
-			out, duplicate = prev, dup
-			return err
-		}
-		last, _, err := getSeq(txn, eventSeqKey(e.Stream))
-		if err != nil {
-			return err
-		}
-		e.Seq = last + 1
-		b, err := json.Marshal(storedEvent{V: rowVersion, Event: e})
-		if err != nil {
-			return err
-		}
-		seqBytes := binary.BigEndian.AppendUint64(nil, e.Seq)
-		for _, kv := range [][2][]byte{
-			{eventKey(e.Stream, e.Seq), b},
-			{eventIndexKey(e.Stream, e.Key), seqBytes},
-			{eventSeqKey(e.Stream), seqBytes},
-		} {
-			if err := txn.Set(kv[0], kv[1]); err != nil {
+	lookup := func(t tx) error {
+		if idem != nil {
+			if err := t.Prefetch(kIdem(idem.Principal, idem.Key), kEventKey(e.Stream, e.Key)); err != nil {
 				return err
 			}
 		}
-		out = e
-		return keepIdem(txn, idem, e)
+		if err := t.checkIdem(idem); err != nil {
+			return err
+		}
+		prev, found, dup, err := t.sameEvent(e)
+		if err == nil && !found {
+			return errNotThere
+		}
+		out, duplicate = prev, dup
+		return err
+	}
+	if !s.plan.Remote {
+		// A repeat is answered from a read alone, outside the stream's
+		// serialisation; an event not yet there is looked for again in
+		// the append, where the append decides.
+		switch err := s.view(ctx, lookup); {
+		case err == nil:
+			return out, duplicate, nil
+		case errors.Is(err, ErrEventConflict):
+			return out, false, err
+		case !errors.Is(err, errNotThere):
+			return Event{}, false, err
+		}
+	}
+	err = s.update(ctx, TxOptions{Name: "event", Serial: streamHint(e.Stream)}, func(t tx) error {
+		out, duplicate = Event{}, false
+		if err := lookup(t); !errors.Is(err, errNotThere) {
+			return err
+		}
+		last, _, err := t.seqOf(kEventSeq(e.Stream))
+		if err != nil {
+			return err
+		}
+		ev := e
+		ev.Seq = last + 1
+		b, err := json.Marshal(storedEvent{V: rowVersion, Event: ev})
+		if err != nil {
+			return err
+		}
+		seq := seqBytes(ev.Seq)
+		t.Put(kEvent(ev.Stream, ev.Seq), b)
+		t.Put(kEventKey(ev.Stream, ev.Key), seq)
+		t.Put(kEventSeq(ev.Stream), seq)
+		out = ev
+		return t.keepIdem(idem, ev)
 	})
 	if err != nil && !errors.Is(err, ErrEventConflict) {
 		return Event{}, false, err
@@ -162,78 +177,19 @@ func (s *Badger) AppendEvent(ctx context.Context, e Event) (out Event, duplicate
 	return out, duplicate, err
 }
 
-// errNotThere is sameEvent's "no event has this key yet".
-var errNotThere = errors.New("store: no event under this key")
-
-// sameEvent looks up the event under e's key: found is false when there is
-// none; otherwise duplicate says it has e's type and payload, and a
-// different one is an error wrapping ErrEventConflict.
-func sameEvent(txn *badger.Txn, e Event) (prev Event, found, duplicate bool, err error) {
-	seq, found, err := getSeq(txn, eventIndexKey(e.Stream, e.Key))
-	if err != nil || !found {
-		return Event{}, found, false, err
-	}
-	prev, err = getEvent(txn, e.Stream, seq)
-	if err != nil {
-		return Event{}, true, false, err
-	}
-	if prev.Type == e.Type && bytes.Equal(prev.Payload, e.Payload) {
-		return prev, true, true, nil
-	}
-	return prev, true, false, fmt.Errorf("%w: stream %s, key %s", ErrEventConflict, e.Stream, e.Key)
-}
-
-// getSeq reads a big-endian sequence number; found is false when k is
-// absent.
-func getSeq(txn *badger.Txn, k []byte) (seq uint64, found bool, err error) {
-	item, err := txn.Get(k)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, err
-	}
-	err = item.Value(func(v []byte) error {
-		if len(v) != 8 {
-			return fmt.Errorf("%w: sequence at %q", ErrCorrupt, k)
-		}
-		seq = binary.BigEndian.Uint64(v)
-		return nil
-	})
-	return seq, true, err
-}
-
-func getEvent(txn *badger.Txn, stream string, seq uint64) (Event, error) {
-	item, err := txn.Get(eventKey(stream, seq))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return Event{}, fmt.Errorf("%w: event %s/%d", ErrNotFound, stream, seq)
-	}
-	if err != nil {
-		return Event{}, err
-	}
-	var se storedEvent
-	if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &se) }); err != nil || se.V != rowVersion {
-		return Event{}, fmt.Errorf("%w: event %s/%d is held aside (unreadable by this build)", ErrCorrupt, stream, seq)
-	}
-	return se.Event, nil
-}
-
 // EventByKey returns the event of stream with idempotency key key, or an
 // error wrapping ErrNotFound.
-func (s *Badger) EventByKey(ctx context.Context, stream, key string) (Event, error) {
+func (s *Store) EventByKey(ctx context.Context, stream, key string) (Event, error) {
 	var out Event
-	err := s.db.View(func(txn *badger.Txn) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		seq, found, err := getSeq(txn, eventIndexKey(stream, key))
+	err := s.view(ctx, func(t tx) error {
+		v, ok, err := t.Get(kEventKey(stream, key))
 		if err != nil {
 			return err
 		}
-		if !found {
+		if !ok || len(v) != 8 {
 			return fmt.Errorf("%w: event %s key %s", ErrNotFound, stream, key)
 		}
-		out, err = getEvent(txn, stream, seq)
+		out, err = t.getEvent(stream, binary.BigEndian.Uint64(v))
 		return err
 	})
 	return out, err
@@ -242,70 +198,111 @@ func (s *Badger) EventByKey(ctx context.Context, stream, key string) (Event, err
 // ReadEvents returns up to limit events of stream with Seq after after, in
 // order. An event this build cannot decode is skipped, never an error for
 // the others.
-func (s *Badger) ReadEvents(ctx context.Context, stream string, after uint64, limit int) ([]Event, error) {
+func (s *Store) ReadEvents(ctx context.Context, stream string, after uint64, limit int) ([]Event, error) {
 	var out []Event
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: eventStreamPrefix(stream), PrefetchValues: true, PrefetchSize: min(max(limit, 1), 100)})
-		defer it.Close()
-		for it.Seek(eventKey(stream, after+1)); it.Valid() && len(out) < limit; it.Next() {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			var se storedEvent
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &se) }); err != nil || se.V != rowVersion {
-				continue
-			}
-			out = append(out, se.Event)
-		}
-		return nil
+	err := s.view(ctx, func(t tx) error {
+		out = out[:0]
+		var err error
+		out, err = t.readEvents(ctx, stream, after, limit, out)
+		return err
 	})
 	return out, err
+}
+
+// readEvents appends to out up to limit readable events of stream after
+// after.
+func (t tx) readEvents(ctx context.Context, stream string, after uint64, limit int, out []Event) ([]Event, error) {
+	r := Range{Prefix: kEvent(stream, 0), Fixed: 1}
+	if !t.s.plan.Remote {
+		r.Want = min(max(limit, 1), 100)
+		n := 0
+		err := t.Scan(r.FromKey(kEvent(stream, after+1)), func(k Key, v []byte) (bool, error) {
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+			if ev, err := decodeEvent(stream, k.Seq, v); err == nil {
+				out = append(out, ev)
+				n++
+			}
+			return n < limit, nil
+		})
+		return out, err
+	}
+	last, _, err := t.seqOf(kEventSeq(stream))
+	if err != nil {
+		return out, err
+	}
+	for n := 0; n < limit && after < last; {
+		seqs, err := t.seqsAfter(r, func(seq uint64) Key { return kEvent(stream, seq) }, after, last, limit-n)
+		if err != nil || len(seqs) == 0 {
+			return out, err
+		}
+		for _, seq := range seqs {
+			ev, err := t.getEvent(stream, seq)
+			if err == nil {
+				out = append(out, ev)
+				n++
+			} else if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrCorrupt) {
+				return out, err
+			}
+			after = seq
+		}
+	}
+	return out, nil
+}
+
+// LastEventSeq is the sequence number of the last event ever appended to
+// stream (0 when none was): how many it has had, pruned ones included.
+// It reads one key.
+func (s *Store) LastEventSeq(ctx context.Context, stream string) (uint64, error) {
+	var seq uint64
+	err := s.view(ctx, func(t tx) error {
+		var err error
+		seq, _, err = t.seqOf(kEventSeq(stream))
+		return err
+	})
+	return seq, err
 }
 
 // PruneEvents deletes the events of stream that occurred before cutoff,
 // oldest first, with their idempotency keys, and stops at the first event
 // at or after cutoff (a stream is appended in time order). Once an event
 // is pruned its key may be appended again.
-func (s *Badger) PruneEvents(ctx context.Context, stream string, cutoff time.Time) (int, error) {
+func (s *Store) PruneEvents(ctx context.Context, stream string, cutoff time.Time) (int, error) {
 	total := 0
 	for {
-		n := 0
-		done := false
-		err := s.update(ctx, func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: eventStreamPrefix(stream), PrefetchValues: true})
-			defer it.Close()
-			var dels [][]byte
-			for it.Rewind(); it.Valid(); it.Next() {
-				if len(dels) >= pruneBatch {
-					break
-				}
-				var se storedEvent
-				if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &se) }); err != nil || se.V != rowVersion {
-					continue // held aside: not ours to delete
-				}
-				if !se.OccurredAt.Before(cutoff) {
-					done = true
-					break
-				}
-				dels = append(dels, it.Item().KeyCopy(nil), eventIndexKey(stream, se.Key))
-				n++
-			}
-			if !it.Valid() {
-				done = true
-			}
-			for _, k := range dels {
-				if err := txn.Delete(k); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
+		n, _, err := s.pruneEventBatch(ctx, stream, 0, cutoff, s.batch())
+		total += n
+		if err != nil || n == 0 {
 			return total, err
 		}
-		total += n
-		if done || n == 0 {
-			return total, nil
-		}
 	}
+}
+
+// pruneEventBatch deletes, in one transaction, up to limit of stream's
+// events that occurred before cutoff, oldest first from the seq from,
+// with their idempotency keys. Held-aside events are stepped over and
+// kept. It returns how many, and the seq after the last one.
+func (s *Store) pruneEventBatch(ctx context.Context, stream string, from uint64, cutoff time.Time, limit int) (int, uint64, error) {
+	n := 0
+	var next uint64
+	err := s.update(ctx, TxOptions{Name: "prune-events"}, func(t tx) error {
+		n, next = 0, 0
+		r := Range{Prefix: kEvent(stream, 0), Fixed: 1}
+		return t.Scan(r.FromKey(kEvent(stream, from)), func(k Key, v []byte) (bool, error) {
+			ev, err := decodeEvent(stream, k.Seq, v)
+			if err != nil {
+				return true, nil // held aside: not ours to delete
+			}
+			if !ev.OccurredAt.Before(cutoff) {
+				return false, nil
+			}
+			t.Delete(k)
+			t.Delete(kEventKey(stream, ev.Key))
+			n++
+			next = k.Seq + 1
+			return n < limit, nil
+		})
+	})
+	return n, next, err
 }

@@ -1,10 +1,12 @@
-package store
+package store_test
 
 import (
 	"context"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/vigilhq/vigil/store"
 )
 
 // A stream's last sequence counts every event appended, pruned ones
@@ -18,11 +20,11 @@ func TestLastEventSeqCountsWhatWasAppended(t *testing.T) {
 		t.Fatalf("empty: %d %v", n, err)
 	}
 	for i := range 5 {
-		if _, _, err := s.AppendEvent(ctx, Event{Stream: "s", Key: fmt.Sprint(i), Type: "t", OccurredAt: t0.Add(time.Duration(i) * time.Second), Payload: []byte(`{}`)}); err != nil {
+		if _, _, err := s.AppendEvent(ctx, store.Event{Stream: "s", Key: fmt.Sprint(i), Type: "t", OccurredAt: t0.Add(time.Duration(i) * time.Second), Payload: []byte(`{}`)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, dup, err := s.AppendEvent(ctx, Event{Stream: "s", Key: "0", Type: "t", OccurredAt: t0, Payload: []byte(`{}`)}); err != nil || !dup {
+	if _, dup, err := s.AppendEvent(ctx, store.Event{Stream: "s", Key: "0", Type: "t", OccurredAt: t0, Payload: []byte(`{}`)}); err != nil || !dup {
 		t.Fatalf("a repeat: %v %v", dup, err)
 	}
 	if _, err := s.PruneEvents(ctx, "s", t0.Add(3*time.Second)); err != nil {

@@ -2,14 +2,11 @@ package store
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // PushState is what became of a message's webhook push so far.
@@ -77,39 +74,9 @@ type Push struct {
 // was finished, or recovered, meanwhile), or does not exist.
 var ErrPushState = errors.New("store: push is not in the expected state")
 
-var (
-	pushPfx     = []byte("ob/") // ob/<recipient>\x00<seq> -> Push
-	livePushPfx = []byte("ol/") // ol/<recipient>\x00<seq> while the push is not final
-)
-
-func pushKeyOf(pfx []byte, rid string, seq uint64) []byte {
-	k := append(append([]byte{}, pfx...), rid...)
-	k = append(k, 0)
-	return binary.BigEndian.AppendUint64(k, seq)
-}
-
 type storedPush struct {
 	V int `json:"v"`
 	Push
-}
-
-func getPush(txn *badger.Txn, rid string, seq uint64) (Push, error) {
-	item, err := txn.Get(pushKeyOf(pushPfx, rid, seq))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return Push{}, ErrNotFound
-	}
-	if err != nil {
-		return Push{}, err
-	}
-	var p Push
-	err = item.Value(func(v []byte) error {
-		p, err = DecodePush(v)
-		return err
-	})
-	if err != nil {
-		return Push{}, fmt.Errorf("%w (push %s/%d held aside: %v)", ErrNotFound, rid, seq, err)
-	}
-	return p, nil
 }
 
 // EncodePush is p as every backend stores it, and as an export carries it.
@@ -130,57 +97,6 @@ func DecodePush(v []byte) (Push, error) {
 	return sp.Push, nil
 }
 
-// putPush writes p and keeps the live index in step with its state.
-func putPush(txn *badger.Txn, p Push) error {
-	b, err := EncodePush(p)
-	if err != nil {
-		return err
-	}
-	if err := txn.Set(pushKeyOf(pushPfx, p.Recipient, p.Seq), b); err != nil {
-		return err
-	}
-	if p.State.Final() {
-		if err := txn.Set(pushAtKey(p.UpdatedAt, p.Recipient, p.Seq), nil); err != nil {
-			return err
-		}
-		return txn.Delete(pushKeyOf(livePushPfx, p.Recipient, p.Seq))
-	}
-	return txn.Set(pushKeyOf(livePushPfx, p.Recipient, p.Seq), nil)
-}
-
-// LivePushes calls fn with every push that is not final, by recipient and
-// then in mailbox order, reading only the live index and those records.
-func (s *Badger) LivePushes(ctx context.Context, fn func(Push) error) error {
-	return s.LivePushesOf(ctx, nil, fn)
-}
-
-// LivePushesOf is LivePushes for the recipients keep accepts (nil: all):
-// another recipient's push costs its index key, never its record. A
-// cluster node loads the pushes of the recipients it owns this way.
-func (s *Badger) LivePushesOf(ctx context.Context, keep func(rid string) bool, fn func(Push) error) error {
-	return s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: livePushPfx})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			rid, seq, ok := splitPushKey(it.Item().Key()[len(livePushPfx):])
-			if !ok || (keep != nil && !keep(rid)) {
-				continue
-			}
-			p, err := getPush(txn, rid, seq)
-			if err != nil {
-				continue // held aside: a newer build's record
-			}
-			if err := fn(p); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
 // PushPartition is the partition of recipient rid's pushes among n (1 to
 // MaxPartitions): its slot (SlotOf) modulo n, the mapping a watch's id
 // uses (ID.Partition), so a cluster node that holds the partition owns the
@@ -192,71 +108,160 @@ func PushPartition(rid string, n int) int {
 	return int(SlotOf(rid)) % n
 }
 
-func splitPushKey(k []byte) (string, uint64, bool) {
-	if len(k) < 9 || k[len(k)-9] != 0 {
-		return "", 0, false
+// getPush reads a push record: ErrNotFound when absent or held aside.
+func (t tx) getPush(rid string, seq uint64) (Push, error) {
+	v, ok, err := t.Get(kPush(rid, seq))
+	if err != nil {
+		return Push{}, err
 	}
-	return string(k[:len(k)-9]), binary.BigEndian.Uint64(k[len(k)-8:]), true
+	if !ok {
+		return Push{}, ErrNotFound
+	}
+	p, err := DecodePush(v)
+	if err != nil {
+		return Push{}, fmt.Errorf("%w (push %s/%d held aside: %v)", ErrNotFound, rid, seq, err)
+	}
+	return p, nil
+}
+
+// putPush writes p and keeps the live and time indexes in step with its
+// state (the record before its index entries: a feed of the live index
+// reads the record its entry was written with, or a later one).
+func (t tx) putPush(p Push) error {
+	b, err := EncodePush(p)
+	if err != nil {
+		return err
+	}
+	t.Put(kPush(p.Recipient, p.Seq), b)
+	if p.State.Final() {
+		t.Put(kPushAt(p.UpdatedAt, p.Recipient, p.Seq), nil)
+		t.Delete(kLivePush(p.Recipient, p.Seq))
+		return nil
+	}
+	t.Put(kLivePush(p.Recipient, p.Seq), nil)
+	return nil
+}
+
+// LivePushes calls fn with every push that is not final, by recipient and
+// then in mailbox order, reading only the live index and those records.
+func (s *Store) LivePushes(ctx context.Context, fn func(Push) error) error {
+	return s.LivePushesOf(ctx, nil, fn)
+}
+
+// LivePushesOf is LivePushes for the recipients keep accepts (nil: all):
+// another recipient's push costs its index key, never its record. A
+// cluster node loads the pushes of the recipients it owns this way.
+func (s *Store) LivePushesOf(ctx context.Context, keep func(rid string) bool, fn func(Push) error) error {
+	var live []Push
+	err := s.view(ctx, func(t tx) error {
+		live = live[:0]
+		return t.Scan(Range{Prefix: Key{Fam: FamLivePush}, KeysOnly: true}, func(k Key, _ []byte) (bool, error) {
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+			if keep != nil && !keep(k.Name) {
+				return true, nil
+			}
+			p, err := t.getPush(k.Name, k.Seq)
+			if errors.Is(err, ErrNotFound) {
+				return true, nil // held aside: a newer build's record
+			}
+			if err != nil {
+				return false, err
+			}
+			if !p.State.Final() {
+				live = append(live, p)
+			}
+			return true, nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range live {
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RecoverPushes makes every push found sending unknown: a request may
 // have gone out before the process stopped, and unknown is never sent
 // again. Call it once at start, before any push is begun. It returns the
 // pushes it changed.
-func (s *Badger) RecoverPushes(ctx context.Context, at time.Time) ([]Push, error) {
+func (s *Store) RecoverPushes(ctx context.Context, at time.Time) ([]Push, error) {
 	return s.RecoverPushesOf(ctx, at, nil)
 }
 
 // RecoverPushesOf is RecoverPushes for the recipients keep accepts (nil:
 // all), leaving every other push as it is: a cluster node recovers only
 // the pushes it has just come to own, never those another live node may
-// be sending.
-func (s *Badger) RecoverPushesOf(ctx context.Context, at time.Time, keep func(rid string) bool) ([]Push, error) {
+// be sending. Each batch is one transaction, each push in it changed
+// only if still sending.
+func (s *Store) RecoverPushesOf(ctx context.Context, at time.Time, keep func(rid string) bool) ([]Push, error) {
 	var sending []Push
-	err := s.LivePushesOf(ctx, keep, func(p Push) error {
+	if err := s.LivePushesOf(ctx, keep, func(p Push) error {
 		if p.State == PushSending {
 			sending = append(sending, p)
 		}
 		return nil
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, err
 	}
-	for i := 0; i < len(sending); i += pruneBatch {
-		batch := sending[i:min(i+pruneBatch, len(sending))]
-		err := s.update(ctx, func(txn *badger.Txn) error {
-			for j := range batch {
-				p := &batch[j]
-				p.State, p.NextAttempt, p.UpdatedAt = PushUnknown, nil, at.UTC()
-				p.LastError = "the host stopped while the request was in flight"
-				if err := putPush(txn, *p); err != nil {
+	var out []Push
+	for i := 0; i < len(sending); i += s.batch() {
+		part := sending[i:min(i+s.batch(), len(sending))]
+		var done []Push
+		err := s.update(ctx, TxOptions{Name: "recover-pushes"}, func(t tx) error {
+			done = done[:0]
+			for _, old := range part {
+				p, err := t.getPush(old.Recipient, old.Seq)
+				if errors.Is(err, ErrNotFound) {
+					continue
+				}
+				if err != nil {
 					return err
 				}
+				if p.State != PushSending {
+					continue // finished meanwhile
+				}
+				p.State, p.NextAttempt, p.UpdatedAt = PushUnknown, nil, at.UTC()
+				p.LastError = "the host stopped while the request was in flight"
+				if err := t.putPush(p); err != nil {
+					return err
+				}
+				done = append(done, p)
 			}
 			return nil
 		})
 		if err != nil {
 			return nil, err
 		}
+		out = append(out, done...)
 	}
-	if len(sending) > 0 {
+	if len(out) > 0 {
 		s.noteRetained(RetainedPushes, at)
 	}
-	return sending, nil
+	return out, nil
 }
 
 // BeginPush marks a pending or retrying push sending, counting the
 // attempt, and returns it with its message and the recipient as they are
-// now, all in one transaction: the mark is durable before the caller sends
-// anything. ErrPushState if the push is in another state; ErrNotFound
+// now, all in one transaction (fenced on the recipient): the mark is
+// durable before the caller sends anything, and of two senders one
+// begins it. ErrPushState if the push is in another state; ErrNotFound
 // (with the push marked failed) if its message or recipient is gone.
-func (s *Badger) BeginPush(ctx context.Context, rid string, seq uint64, at time.Time) (Push, Message, RecipientRecord, error) {
+func (s *Store) BeginPush(ctx context.Context, rid string, seq uint64, at time.Time) (Push, Message, RecipientRecord, error) {
 	var p Push
 	var m Message
 	var rec RecipientRecord
-	err := s.update(ctx, func(txn *badger.Txn) error {
+	err := s.update(ctx, TxOptions{Name: "begin-push"}, func(t tx) error {
+		if err := t.Prefetch(kPush(rid, seq), kMessage(rid, seq), kRecipientRec(rid)); err != nil {
+			return err
+		}
 		var err error
-		p, err = getPush(txn, rid, seq)
+		p, err = t.getPush(rid, seq)
 		if errors.Is(err, ErrNotFound) {
 			return ErrPushState
 		}
@@ -266,21 +271,22 @@ func (s *Badger) BeginPush(ctx context.Context, rid string, seq uint64, at time.
 		if p.State != PushPending && p.State != PushRetrying {
 			return ErrPushState
 		}
-		m, err = getMessage(txn, rid, seq)
+		m, err = t.getMessage(rid, seq)
 		if err == nil {
-			rec, err = getRecipient(txn, rid)
+			rec, _, err = t.getRecipient(rid)
+			t.Fence(kRecipientRec(rid))
 		}
 		if errors.Is(err, ErrNotFound) {
 			p.State, p.NextAttempt, p.UpdatedAt = PushFailed, nil, at.UTC()
 			p.LastError = "the message or its recipient no longer exists"
-			return putPush(txn, p)
+			return t.putPush(p)
 		}
 		if err != nil {
 			return err
 		}
 		p.State, p.NextAttempt, p.UpdatedAt = PushSending, nil, at.UTC()
 		p.Attempts++
-		return putPush(txn, p)
+		return t.putPush(p)
 	})
 	if err == nil && p.State == PushFailed {
 		s.noteRetained(RetainedPushes, p.UpdatedAt)
@@ -292,12 +298,12 @@ func (s *Badger) BeginPush(ctx context.Context, rid string, seq uint64, at time.
 // FinishPush records what became of an attempt that BeginPush started:
 // p.State is anything but sending. ErrPushState if the push is not sending
 // any more.
-func (s *Badger) FinishPush(ctx context.Context, p Push) error {
+func (s *Store) FinishPush(ctx context.Context, p Push) error {
 	if p.State == PushSending || !p.State.Valid() {
 		return fmt.Errorf("store: finish a push as %q", p.State)
 	}
-	err := s.update(ctx, func(txn *badger.Txn) error {
-		cur, err := getPush(txn, p.Recipient, p.Seq)
+	err := s.update(ctx, TxOptions{Name: "finish-push"}, func(t tx) error {
+		cur, err := t.getPush(p.Recipient, p.Seq)
 		if errors.Is(err, ErrNotFound) {
 			return ErrPushState
 		}
@@ -307,7 +313,7 @@ func (s *Badger) FinishPush(ctx context.Context, p Push) error {
 		if cur.State != PushSending {
 			return ErrPushState
 		}
-		return putPush(txn, p)
+		return t.putPush(p)
 	})
 	if err == nil && p.State.Final() {
 		s.noteRetained(RetainedPushes, p.UpdatedAt)
@@ -315,14 +321,101 @@ func (s *Badger) FinishPush(ctx context.Context, p Push) error {
 	return err
 }
 
+// PrunePushes deletes final pushes last changed before cutoff, with their
+// time index entries, and returns how many. A push that is not final is
+// never pruned. It decodes every record: Prune's backstop for records
+// written before the index; PruneOldest keeps the class while running.
+func (s *Store) PrunePushes(ctx context.Context, cutoff time.Time) (int, error) {
+	old := func(p Push) bool { return p.State.Final() && p.UpdatedAt.Before(cutoff) }
+	return s.pruneScan(ctx, "prune-pushes", Key{Fam: FamPush}, func(_ Key, v []byte) bool {
+		p, err := DecodePush(v)
+		return err == nil && old(p) // not held aside, live, or kept
+	}, func(t tx, k Key) (bool, error) {
+		p, err := t.getPush(k.Name, k.Seq)
+		if errors.Is(err, ErrNotFound) || (err == nil && !old(p)) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		t.Delete(k)
+		t.Delete(kPushAt(p.UpdatedAt, p.Recipient, p.Seq))
+		return true, nil
+	})
+}
+
+// pruneScan is a backstop prune of family's records, in batches: each
+// read (a view from where the last batch ended) for the records victim
+// says to delete, and then one transaction in which drop deletes each of
+// them (with its index entries) if it still is a victim, and says so. It
+// returns how many drop deleted.
+func (s *Store) pruneScan(ctx context.Context, name string, family Key, victim func(k Key, v []byte) bool, drop func(t tx, k Key) (bool, error)) (int, error) {
+	total := 0
+	var from *Key
+	for {
+		var victims []Key
+		var last Key
+		end := true
+		err := s.view(ctx, func(t tx) error {
+			victims, end = victims[:0], true
+			r := Range{Prefix: family}
+			if from != nil {
+				r = r.FromKey(*from)
+			}
+			return t.Scan(r, func(k Key, v []byte) (bool, error) {
+				if err := ctx.Err(); err != nil {
+					return false, err
+				}
+				if from != nil && Compare(k, *from) == 0 {
+					return true, nil
+				}
+				last = k
+				if victim(k, v) {
+					victims = append(victims, k)
+				}
+				if len(victims) == s.batch() {
+					end = false
+					return false, nil
+				}
+				return true, nil
+			})
+		})
+		if err != nil || len(victims) == 0 {
+			return total, err
+		}
+		n := 0
+		err = s.update(ctx, TxOptions{Name: name}, func(t tx) error {
+			n = 0
+			for _, k := range victims {
+				ok, err := drop(t, k)
+				if err != nil {
+					return err
+				}
+				if ok {
+					n++
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if end {
+			return total, nil
+		}
+		from = &last
+	}
+}
+
 // DisableWebhook marks the recipient's webhook disabled, with the reason,
 // if its URL is still url (a webhook set since is left alone). It returns
 // whether it disabled one.
-func (s *Badger) DisableWebhook(ctx context.Context, rid, url, reason string, at time.Time) (bool, error) {
+func (s *Store) DisableWebhook(ctx context.Context, rid, url, reason string, at time.Time) (bool, error) {
 	var done bool
-	err := s.update(ctx, func(txn *badger.Txn) error {
+	err := s.update(ctx, TxOptions{Name: "disable-webhook"}, func(t tx) error {
 		done = false
-		rec, err := getRecipient(txn, rid)
+		rec, _, err := t.getRecipient(rid)
 		if errors.Is(err, ErrNotFound) {
 			return nil
 		}
@@ -333,88 +426,11 @@ func (s *Badger) DisableWebhook(ctx context.Context, rid, url, reason string, at
 			return nil
 		}
 		wh := *rec.Webhook
-		t := at.UTC()
-		wh.DisabledAt, wh.DisabledReason = &t, reason
-		rec.Webhook, rec.UpdatedAt = &wh, t
+		ts := at.UTC()
+		wh.DisabledAt, wh.DisabledReason = &ts, reason
+		rec.Webhook, rec.UpdatedAt = &wh, ts
 		done = true
-		return putRecipient(txn, rec)
+		return t.putRecipient(rec)
 	})
 	return done, err
-}
-
-// PrunePushes deletes final pushes last changed before cutoff, with their
-// time index entries, and returns how many. A push that is not final is
-// never pruned. It decodes every record: Prune's backstop for records
-// written before the index; PruneOldest keeps the class while running.
-func (s *Badger) PrunePushes(ctx context.Context, cutoff time.Time) (int, error) {
-	return s.pruneScan(ctx, pushPfx, func(_, v []byte) ([]byte, bool) {
-		var sp storedPush
-		if err := json.Unmarshal(v, &sp); err != nil || sp.V != rowVersion || !sp.State.Final() || !sp.UpdatedAt.Before(cutoff) {
-			return nil, false // held aside, live, or kept
-		}
-		return pushAtKey(sp.UpdatedAt, sp.Recipient, sp.Seq), true
-	})
-}
-
-// pruneScan is the backstop prune of the records under prefix: in
-// batches, each read in one view (deciding every record) and deleted in
-// one transaction, it deletes each record victim says to, with the index
-// key victim names beside it, and returns how many records it deleted.
-// victim gets the record's key and value; it must not keep them.
-func (s *Badger) pruneScan(ctx context.Context, prefix []byte, victim func(key, value []byte) (index []byte, ok bool)) (int, error) {
-	total := 0
-	for {
-		var dels [][]byte
-		err := s.db.View(func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true})
-			defer it.Close()
-			for it.Rewind(); it.Valid() && len(dels) < 2*pruneBatch; it.Next() {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				var index []byte
-				var ok bool
-				if err := it.Item().Value(func(v []byte) error { index, ok = victim(it.Item().Key(), v); return nil }); err != nil {
-					return err
-				}
-				if ok {
-					dels = append(dels, it.Item().KeyCopy(nil), index)
-				}
-			}
-			return nil
-		})
-		if err != nil || len(dels) == 0 {
-			return total, err
-		}
-		err = s.update(ctx, func(txn *badger.Txn) error {
-			for _, k := range dels {
-				if err := txn.Delete(k); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return total, err
-		}
-		total += len(dels) / 2
-		if len(dels) < 2*pruneBatch {
-			return total, nil
-		}
-	}
-}
-
-func getMessage(txn *badger.Txn, rid string, seq uint64) (Message, error) {
-	item, err := txn.Get(mailKey(rid, seq))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return Message{}, ErrNotFound
-	}
-	if err != nil {
-		return Message{}, err
-	}
-	var sm storedMessage
-	if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &sm) }); err != nil || sm.V != rowVersion {
-		return Message{}, fmt.Errorf("%w (message %s/%d held aside)", ErrNotFound, rid, seq)
-	}
-	return sm.Message, nil
 }

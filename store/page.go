@@ -1,12 +1,10 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/dgraph-io/badger/v4"
+	"time"
 )
 
 // DefaultPageBudget is how many index entries one page examines at most
@@ -43,14 +41,156 @@ type Page struct {
 	Next ID
 }
 
+// indexRange is the narrowest index for f, and whether it is of f's
+// state (so the state needs no further check): the recipient's pending
+// rows (where the plan keeps them), the recipient's rows, the state's,
+// else the rows themselves.
+func (s *Store) indexRange(f Filter) (r Range, byState bool) {
+	switch {
+	case f.Recipient != "" && f.State == Pending && s.plan.RecipientPending:
+		return Range{Prefix: kRecipientPending(f.Recipient, ID{}), Fixed: 1, KeysOnly: true}, true
+	case f.Recipient != "":
+		return Range{Prefix: kRecipient(f.Recipient, ID{}), Fixed: 1, KeysOnly: true}, false
+	case f.State != "":
+		return Range{Prefix: kState(f.State, ID{}), Fixed: 1, KeysOnly: true}, true
+	}
+	return Range{Prefix: kRow(ID{})}, false
+}
+
+// rowOf reads the row a key of an index names: from v when the key is
+// the row's own (a scan of the rows gives them), else by its id. found
+// false for an entry whose row is gone; an *UnreadableError when held
+// aside.
+func (t tx) rowOf(k Key, v []byte) (Watch, bool, error) {
+	if k.Fam != FamRow {
+		return t.readRow(k.ID)
+	}
+	w, err := DecodeRow(k.ID[:], v)
+	return w, true, err
+}
+
+// List returns the readable rows matching f, oldest first, and how many
+// rows it skipped because they are held aside.
+func (s *Store) List(ctx context.Context, f Filter) ([]Watch, int, error) {
+	var out []Watch
+	held, err := s.ForEach(ctx, f, func(w Watch) error {
+		out = append(out, w)
+		return nil
+	})
+	return out, held, err
+}
+
+// ForEach calls fn with each readable row matching f, oldest first,
+// without holding them all, walking the narrowest index f allows, and
+// returns how many rows it skipped because they are held aside. An
+// error from fn stops the walk and is returned.
+func (s *Store) ForEach(ctx context.Context, f Filter, fn func(Watch) error) (int, error) {
+	held := 0
+	err := s.view(ctx, func(t tx) error {
+		held = 0
+		r, _ := s.indexRange(f)
+		return t.Scan(r, func(k Key, v []byte) (bool, error) {
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+			w, found, err := t.rowOf(k, v)
+			var ue *UnreadableError
+			switch {
+			case errors.As(err, &ue):
+				held++
+				return true, nil
+			case err != nil:
+				return false, err
+			case !found:
+				return true, nil // an index entry whose row is gone
+			}
+			if (f.State != "" && w.State != f.State) || (f.Kind != "" && w.Kind != f.Kind) || (f.RegisteredBy != "" && w.RegisteredBy != f.RegisteredBy) {
+				return true, nil
+			}
+			if w.State == Pending {
+				sc, _, err := t.readSchedule(w.ID)
+				if err != nil && !errors.Is(err, ErrNotPending) {
+					return false, err
+				}
+				w.NextCheck = sc.Next
+			}
+			return true, fn(w)
+		})
+	})
+	return held, err
+}
+
+// ForEachPending calls fn with the schedule of every pending watch, read
+// from the pending index alone (a row whose index entry carries no
+// schedule is read whole), and returns how many it skipped as held
+// aside.
+func (s *Store) ForEachPending(ctx context.Context, fn func(Schedule) error) (int, error) {
+	return s.forEachPendingWhere(ctx, nil, fn)
+}
+
+// ForEachPendingIn is ForEachPending for the pending watches of
+// partition p of n (ID.Partition): an index entry of another partition
+// costs its key, never its row.
+func (s *Store) ForEachPendingIn(ctx context.Context, p, n int, fn func(Schedule) error) (int, error) {
+	if n < 1 || p < 0 || p >= n {
+		return 0, fmt.Errorf("store: partition %d of %d", p, n)
+	}
+	return s.forEachPendingWhere(ctx, func(id ID) bool { return id.Partition(n) == p }, fn)
+}
+
+func (s *Store) forEachPendingWhere(ctx context.Context, keep func(ID) bool, fn func(Schedule) error) (int, error) {
+	held := 0
+	err := s.view(ctx, func(t tx) error {
+		held = 0
+		r := Range{Prefix: kState(Pending, ID{}), Fixed: 1, Want: 256}
+		return t.Scan(r, func(k Key, v []byte) (bool, error) {
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+			if keep != nil && !keep(k.ID) {
+				return true, nil
+			}
+			sc, err := t.scheduleOf(k.ID, v)
+			if err != nil {
+				held++
+				return true, nil
+			}
+			return true, fn(sc)
+		})
+	})
+	return held, err
+}
+
+// scheduleOf decodes a pending index entry, reading its row when the
+// entry carries no schedule (an older layout's): an error for a row held
+// aside or no longer pending.
+func (t tx) scheduleOf(id ID, v []byte) (Schedule, error) {
+	sc := Schedule{ID: id}
+	if decodeSchedule(v, &sc) {
+		return sc, nil
+	}
+	w, err := t.getRow(id)
+	if err != nil {
+		return sc, err
+	}
+	if w.State != Pending {
+		return sc, ErrNotPending
+	}
+	sc.Every, sc.Attempts = time.Duration(w.Every), w.Attempts
+	if w.ExpiresAt != nil {
+		sc.Expires = *w.ExpiresAt
+	}
+	return sc, nil
+}
+
 // ListPage returns one page of the readable rows matching q, oldest
-// first. It walks the narrowest index the filter allows (the recipient's,
-// else the state's, else the rows) from q.After: a state filter on a
-// recipient's index is checked by key, without decoding the row, and only
-// rows that match every filter but the kind are decoded. Kind,
-// RegisteredBy and Match have no index; they are checked on the decoded
-// row, within the page's budget.
-func (s *Badger) ListPage(ctx context.Context, q Query) (Page, error) {
+// first. It walks the narrowest index the filter allows (the
+// recipient's, else the state's, else the rows) from q.After, examining
+// at most q.Budget entries: a state filter on a recipient's index is
+// checked by key where reads are local, and only rows that match every
+// filter but the kind are decoded. Kind, RegisteredBy and Match have no
+// index; they are checked on the decoded row, within the page's budget.
+func (s *Store) ListPage(ctx context.Context, q Query) (Page, error) {
 	if q.Limit < 1 {
 		return Page{}, fmt.Errorf("store: list page: limit %d, want at least 1", q.Limit)
 	}
@@ -59,116 +199,166 @@ func (s *Badger) ListPage(ctx context.Context, q Query) (Page, error) {
 		budget = DefaultPageBudget
 	}
 	var p Page
-	err := s.db.View(func(txn *badger.Txn) error {
-		prefix, byState := indexPrefix(q.Filter)
-		start := prefix
+	err := s.view(ctx, func(t tx) error {
+		p = Page{}
+		r, byState := s.indexRange(q.Filter)
 		if q.After != (ID{}) {
-			start = append(append(bytes.Clone(prefix), q.After[:]...), 0)
+			from := r.Prefix
+			from.ID = q.After
+			r = r.FromKey(from)
 		}
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
-		defer it.Close()
 		examined := 0
 		var last ID
-		for it.Seek(start); it.Valid(); it.Next() {
+		return t.Scan(r, func(k Key, v []byte) (bool, error) {
 			if err := ctx.Err(); err != nil {
-				return err
+				return false, err
 			}
-			key := it.Item().Key()
-			if len(key) != len(prefix)+len(ID{}) {
-				continue // not an entry of this index
+			if k.ID == q.After && q.After != (ID{}) {
+				return true, nil // the cursor itself: the page starts after it
 			}
 			if len(p.Watches) == q.Limit || examined == budget {
 				p.Next = last // another entry follows: the walk goes on from here
-				return nil
+				return false, nil
 			}
 			examined++
-			copy(last[:], key[len(prefix):])
-			if q.State != "" && !byState {
-				if _, err := txn.Get(stateKey(q.State, last)); errors.Is(err, badger.ErrKeyNotFound) {
-					continue
-				} else if err != nil {
-					return err
+			last = k.ID
+			if q.State != "" && !byState && !s.plan.Remote {
+				if _, ok, err := t.Get(kState(q.State, k.ID)); err != nil || !ok {
+					return err == nil, err
 				}
 			}
-			w, err := readRow(txn, last)
+			w, found, err := t.rowOf(k, v)
 			var ue *UnreadableError
 			switch {
-			case errors.Is(err, badger.ErrKeyNotFound):
-				continue // an index entry whose row is gone
 			case errors.As(err, &ue):
 				p.HeldAside++
-				continue
+				return true, nil
 			case err != nil:
-				return err
+				return false, err
+			case !found:
+				return true, nil // an index entry whose row is gone
 			}
 			if (q.Kind != "" && w.Kind != q.Kind) || (q.State != "" && w.State != q.State) ||
 				(q.RegisteredBy != "" && w.RegisteredBy != q.RegisteredBy) || (q.Match != nil && !q.Match(w)) {
-				continue
+				return true, nil
 			}
 			p.Watches = append(p.Watches, w)
-		}
-		return nil
+			return true, nil
+		})
 	})
 	return p, err
 }
 
-// indexPrefix is the narrowest index for f, and whether it is the state
-// index (so the state needs no further check).
-func indexPrefix(f Filter) (prefix []byte, byState bool) {
-	switch {
-	case f.Recipient != "":
-		return append(append(append([]byte{}, recipientPfx...), f.Recipient...), 0), false
-	case f.State != "":
-		return append(append(append([]byte{}, statePrefix...), f.State...), '/'), true
-	}
-	return rowPrefix, false
-}
-
-// CountPending counts a recipient's pending watches, stopping at upTo (a
-// count of upTo means "at least upTo"; upTo <= 0 counts them all). Away
-// from upTo it answers from the count the commits keep (pendingcount.go);
-// near it, and for a recipient not counted yet, it walks the recipient's
-// index by key and asks the pending index about each, decoding no row:
-// the cost is the recipient's own rows, never the store's.
-func (s *Badger) CountPending(ctx context.Context, recipient string, upTo int) (int, error) {
-	if c, ok := s.pending.get(recipient); ok && (upTo <= 0 || c < upTo-recountMargin(upTo)) {
-		return c, nil
-	}
-	n, err := s.countPending(ctx, recipient, upTo)
-	// A walk that stopped at upTo counted "at least upTo": kept as the
-	// count, it would be low by whatever lay beyond, and trusted once
-	// cancels took it away from the bound.
-	if err == nil && (upTo <= 0 || n < upTo) {
-		s.pending.set(recipient, n)
-	}
-	return n, err
-}
-
-// countPending is CountPending's exact walk.
-func (s *Badger) countPending(ctx context.Context, recipient string, upTo int) (int, error) {
-	n := 0
-	err := s.db.View(func(txn *badger.Txn) error {
-		prefix, _ := indexPrefix(Filter{Recipient: recipient})
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
-		defer it.Close()
-		var id ID
-		for it.Rewind(); it.Valid() && (upTo <= 0 || n < upTo); it.Next() {
-			if err := ctx.Err(); err != nil {
-				return err
+// CountByState counts readable and held-aside rows by the state index,
+// reading keys only.
+func (s *Store) CountByState(ctx context.Context) (map[State]int, error) {
+	out := map[State]int{}
+	err := s.view(ctx, func(t tx) error {
+		clear(out)
+		n := 0
+		return t.Scan(Range{Prefix: Key{Fam: FamState}, KeysOnly: true}, func(k Key, _ []byte) (bool, error) {
+			if n++; n%4096 == 0 {
+				if err := ctx.Err(); err != nil {
+					return false, err
+				}
 			}
-			key := it.Item().Key()
-			if len(key) != len(prefix)+len(id) {
-				continue
-			}
-			copy(id[:], key[len(prefix):])
-			switch _, err := txn.Get(stateKey(Pending, id)); {
-			case err == nil:
-				n++
-			case !errors.Is(err, badger.ErrKeyNotFound):
-				return err
-			}
-		}
-		return nil
+			out[State(k.Sub)]++
+			return true, nil
+		})
 	})
-	return n, err
+	return out, err
 }
+
+// CountPendingByKind counts the pending rows by kind from the
+// pending-by-kind index's keys: no value is read and no row decoded. A
+// held-aside row has no entry and is not counted.
+func (s *Store) CountPendingByKind(ctx context.Context) (map[string]int, error) {
+	out := map[string]int{}
+	err := s.view(ctx, func(t tx) error {
+		clear(out)
+		n := 0
+		return t.Scan(Range{Prefix: Key{Fam: FamPendingKind}, KeysOnly: true}, func(k Key, _ []byte) (bool, error) {
+			if n++; n%4096 == 0 {
+				if err := ctx.Err(); err != nil {
+					return false, err
+				}
+			}
+			out[k.Name]++
+			return true, nil
+		})
+	})
+	return out, err
+}
+
+// The pending-by-kind index holds one entry per pending row, written in
+// the transaction that makes the row pending and deleted in the one that
+// moves it out. Rows an older build wrote have none: New, while the
+// marker "pkv" is absent and the layout may hold such rows
+// (Plan.Backfill), indexes every pending row from the state index in
+// batches (each its own transaction, reading each row's kind), then
+// writes the marker; an interrupted backfill runs again whole at the next
+// New.
+func (s *Store) backfillPendingKinds(ctx context.Context) error {
+	batch := min(pendingKindsBatch, s.batch())
+	var after *ID
+	for {
+		done := false
+		var last ID
+		err := s.update(ctx, TxOptions{Name: "backfill-pending-kinds"}, func(t tx) error {
+			done = false
+			if _, ok, err := t.Get(kMarker(pendingKindsMarkerName)); err != nil || ok {
+				done = ok
+				return err
+			}
+			r := Range{Prefix: kState(Pending, ID{}), Fixed: 1, KeysOnly: true}
+			if after != nil {
+				r = r.FromKey(kState(Pending, *after))
+			}
+			var ids []ID
+			if err := t.Scan(r, func(k Key, _ []byte) (bool, error) {
+				if after != nil && k.ID == *after {
+					return true, nil
+				}
+				ids = append(ids, k.ID)
+				return len(ids) < batch, nil
+			}); err != nil {
+				return err
+			}
+			for _, id := range ids {
+				w, found, err := t.readRow(id)
+				var ue *UnreadableError
+				switch {
+				case !found, errors.As(err, &ue):
+					continue // a dangling entry, or held aside: no entry
+				case err != nil:
+					return err
+				}
+				if w.State == Pending {
+					t.Put(kPendingKind(w.Kind, w.ID), nil)
+				}
+			}
+			if len(ids) < batch {
+				done = true
+				t.Put(kMarker(pendingKindsMarkerName), nil)
+				return nil
+			}
+			last = ids[len(ids)-1]
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("store: indexing pending rows by kind: %w", err)
+		}
+		if done {
+			return nil
+		}
+		after = &last
+	}
+}
+
+// pendingKindsBatch bounds how many pending rows one backfill
+// transaction reads and indexes.
+const pendingKindsBatch = 1000
+
+// pendingKindsMarkerName is the marker that says the pending-by-kind
+// index covers every pending row.
+const pendingKindsMarkerName = "pkv"

@@ -1,4 +1,4 @@
-package store
+package store_test
 
 import (
 	"context"
@@ -8,13 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"pgregory.net/rapid"
+
+	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
 // pageStore fills a store with n rows over three recipients, two kinds and
 // every settled state, and one held-aside row per recipient.
-func pageStore(t *rapid.T, s *Badger, n int) {
+func pageStore(t *rapid.T, s *store.Store, n int) {
 	ctx := context.Background()
 	ids := newIDs()
 	for i := range n {
@@ -23,18 +25,19 @@ func pageStore(t *rapid.T, s *Badger, n int) {
 		if err := s.Create(ctx, w); err != nil {
 			t.Fatal(err)
 		}
-		if st := rapid.SampledFrom(States()).Draw(t, "state"); st != Pending {
-			if _, err := s.Settle(ctx, w.ID, Settlement{State: st, Receipt: ReceiptNone, SettledAt: t0}); err != nil {
+		if st := rapid.SampledFrom(store.States()).Draw(t, "state"); st != store.Pending {
+			if _, err := s.Settle(ctx, w.ID, store.Settlement{State: st, Receipt: store.ReceiptNone, SettledAt: t0}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	for _, r := range []string{"a", "b", "c"} {
 		w := rapidWatch(t, ids, r, t0.Add(time.Duration(n)*time.Millisecond))
-		err := s.db.Update(func(txn *badger.Txn) error {
-			_ = txn.Set(rowKey(w.ID), []byte(`{"v":2,"id":"`+w.ID.String()+`"}`))
-			_ = txn.Set(stateKey(Pending, w.ID), nil)
-			return txn.Set(recipientKey(r, w.ID), nil)
+		err := s.KV().Update(context.Background(), store.TxOptions{Name: "test"}, func(tx store.Tx) error {
+			tx.Put(store.Key{Fam: store.FamRow, ID: w.ID}, []byte(`{"v":2,"id":"`+w.ID.String()+`"}`))
+			tx.Put(store.Key{Fam: store.FamState, Sub: string(store.Pending), ID: w.ID}, nil)
+			tx.Put(store.Key{Fam: store.FamRecipientIndex, Name: r, ID: w.ID}, nil)
+			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -42,15 +45,15 @@ func pageStore(t *rapid.T, s *Badger, n int) {
 	}
 }
 
-func rapidWatch(t *rapid.T, ids seqReader, recipient string, at time.Time) Watch {
-	id, err := NewID(at, ids)
+func rapidWatch(t *rapid.T, ids seqReader, recipient string, at time.Time) store.Watch {
+	id, err := store.NewID(at, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
 	exp := at.Add(15 * time.Minute)
-	return Watch{
-		ID: id, Kind: "timer", Params: json.RawMessage(`{}`), Recipient: Recipient{ID: recipient},
-		State: Pending, Receipt: ReceiptNone, Every: Duration(time.Minute), CreatedAt: at, ExpiresAt: &exp,
+	return store.Watch{
+		ID: id, Kind: "timer", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: recipient},
+		State: store.Pending, Receipt: store.ReceiptNone, Every: store.Duration(time.Minute), CreatedAt: at, ExpiresAt: &exp,
 	}
 }
 
@@ -61,9 +64,9 @@ func TestListPageFollowsToList(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := openRapid(t)
 		pageStore(t, s, rapid.IntRange(0, 40).Draw(t, "rows"))
-		f := Filter{
+		f := store.Filter{
 			Recipient: rapid.SampledFrom([]string{"", "a", "b", "nobody"}).Draw(t, "f.recipient"),
-			State:     rapid.SampledFrom(append([]State{""}, States()...)).Draw(t, "f.state"),
+			State:     rapid.SampledFrom(append([]store.State{""}, store.States()...)).Draw(t, "f.state"),
 			Kind:      rapid.SampledFrom([]string{"", "timer", "ci", "other"}).Draw(t, "f.kind"),
 		}
 		limit := rapid.IntRange(1, 8).Draw(t, "limit")
@@ -72,9 +75,9 @@ func TestListPageFollowsToList(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got []Watch
+		var got []store.Watch
 		held := 0
-		q := Query{Filter: f, Limit: limit, Budget: budget}
+		q := store.Query{Filter: f, Limit: limit, Budget: budget}
 		for pages := 0; ; pages++ {
 			if pages > 200 {
 				t.Fatalf("the walk does not end")
@@ -88,15 +91,15 @@ func TestListPageFollowsToList(t *testing.T) {
 			}
 			got = append(got, p.Watches...)
 			held += p.HeldAside
-			if p.Next == (ID{}) {
+			if p.Next == (store.ID{}) {
 				break
 			}
-			if p.Next.String() <= q.After.String() && q.After != (ID{}) {
+			if p.Next.String() <= q.After.String() && q.After != (store.ID{}) {
 				t.Fatalf("next %s does not move past %s", p.Next, q.After)
 			}
 			q.After = p.Next
 		}
-		ids := func(ws []Watch) []string {
+		ids := func(ws []store.Watch) []string {
 			out := make([]string, len(ws))
 			for i, w := range ws {
 				out[i] = w.ID.String()
@@ -114,12 +117,12 @@ func TestListPageFollowsToList(t *testing.T) {
 	})
 }
 
-func openRapid(t *rapid.T) *Badger {
+func openRapid(t *rapid.T) *store.Store {
 	dir, err := os.MkdirTemp("", "vigil-page-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(dir, Options{})
+	s, err := badger.OpenStore(dir, badger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +141,7 @@ func TestListPageBudgetBoundsAPage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	q := Query{Filter: Filter{Kind: "nothing"}, Limit: 5, Budget: 10}
+	q := store.Query{Filter: store.Filter{Kind: "nothing"}, Limit: 5, Budget: 10}
 	var pages int
 	for {
 		p, err := s.ListPage(ctx, q)
@@ -146,7 +149,7 @@ func TestListPageBudgetBoundsAPage(t *testing.T) {
 			t.Fatalf("%+v %v", p, err)
 		}
 		pages++
-		if p.Next == (ID{}) {
+		if p.Next == (store.ID{}) {
 			break
 		}
 		q.After = p.Next
@@ -154,7 +157,7 @@ func TestListPageBudgetBoundsAPage(t *testing.T) {
 	if pages != 3 {
 		t.Fatalf("%d pages of budget 10 over 25 rows, want 3", pages)
 	}
-	if _, err := s.ListPage(ctx, Query{Limit: 0}); err == nil {
+	if _, err := s.ListPage(ctx, store.Query{Limit: 0}); err == nil {
 		t.Fatal("limit 0 accepted")
 	}
 }
@@ -166,7 +169,7 @@ func TestCountPending(t *testing.T) {
 	for i := range 7 {
 		w := createdWatch(t, s, ids, "a", t0.Add(time.Duration(i)*time.Millisecond))
 		if i%3 == 0 {
-			if _, err := s.Settle(ctx, w.ID, Settlement{State: Fired, Receipt: ReceiptNone, SettledAt: t0}); err != nil {
+			if _, err := s.Settle(ctx, w.ID, store.Settlement{State: store.Fired, Receipt: store.ReceiptNone, SettledAt: t0}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -1,15 +1,31 @@
-package store
+package store_test
 
 import (
 	"context"
+	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/vigilhq/vigil/store"
 )
 
-// The count CountPending keeps agrees with an exact walk after any mix of
-// registrations, settlements and cancels, for each recipient, and it
-// answers away from the bound without walking.
+// idsOf is a seeded source of ids of its own.
+func idsOf(seed byte) seqReader { return seqReader{rand.NewChaCha8([32]byte{seed, 'p'})} }
+
+// pendingOf is the exact count: the recipient's pending rows, listed.
+func pendingOf(t testing.TB, s *store.Store, rid string) int {
+	t.Helper()
+	ws, _, err := s.List(context.Background(), store.Filter{Recipient: rid, State: store.Pending})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ws)
+}
+
+// The count each recipient's commits keep agrees with its pending rows
+// after any mix of registrations, settlements and cancels.
 func TestPendingCountFollowsTheCommits(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, t.TempDir())
@@ -20,27 +36,27 @@ func TestPendingCountFollowsTheCommits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var pending []Watch
+	var pending []store.Watch
 	rapid.Check(t, func(rt *rapid.T) {
 		for range rapid.IntRange(1, 40).Draw(rt, "ops") {
 			switch op := rapid.IntRange(0, 3).Draw(rt, "op"); {
 			case op == 0 || len(pending) == 0:
 				w := pendingWatch(t, ids, rapid.SampledFrom(recipients).Draw(rt, "recipient"), t0)
-				if err := s.Create(ctx, w); err != nil {
+				if err := s.CreateIfRunning(ctx, w); err != nil {
 					rt.Fatal(err)
 				}
 				pending = append(pending, w)
 			case op == 3: // settled with its message, as the scheduler settles
 				i := rapid.IntRange(0, len(pending)-1).Draw(rt, "which")
-				out := Outcome{Result: "done"}
-				if _, _, err := s.SettleAndMail(ctx, pending[i].ID, Settlement{State: Fired, Outcome: &out, SettledAt: t0}, Message{Kind: "timer", Type: MessageFired, Outcome: out}); err != nil {
+				out := store.Outcome{Result: "done"}
+				if _, _, err := s.SettleAndMail(ctx, pending[i].ID, store.Settlement{State: store.Fired, Outcome: &out, SettledAt: t0}, store.Message{Kind: "timer", Type: store.MessageFired, Outcome: out}); err != nil {
 					rt.Fatal(err)
 				}
 				pending = append(pending[:i], pending[i+1:]...)
 			default:
 				i := rapid.IntRange(0, len(pending)-1).Draw(rt, "which")
-				state := map[int]State{1: Fired, 2: Cancelled}[op]
-				if _, err := s.Settle(ctx, pending[i].ID, Settlement{State: state, Receipt: ReceiptNone, SettledAt: t0}); err != nil {
+				state := map[int]store.State{1: store.Fired, 2: store.Cancelled}[op]
+				if _, err := s.Settle(ctx, pending[i].ID, store.Settlement{State: state, Receipt: store.ReceiptNone, SettledAt: t0}); err != nil {
 					rt.Fatal(err)
 				}
 				pending = append(pending[:i], pending[i+1:]...)
@@ -50,63 +66,76 @@ func TestPendingCountFollowsTheCommits(t *testing.T) {
 				if err != nil {
 					rt.Fatal(err)
 				}
-				want, err := s.countPending(ctx, r, 0)
-				if err != nil {
-					rt.Fatal(err)
-				}
-				if got != want {
-					rt.Fatalf("%s: the kept count is %d, the walk counts %d", r, got, want)
+				if want := pendingOf(t, s, r); got != want {
+					rt.Fatalf("%s: the kept count is %d, the rows count %d", r, got, want)
 				}
 			}
 		}
 	})
-	// Counted once, a recipient is answered from the kept count.
-	if _, ok := s.pending.get("agent-a"); !ok {
-		t.Fatal("agent-a has no kept count after being counted")
-	}
 }
 
-// Near the bound the count is exact, whatever the kept one says: a count
-// that drifted (a commit that raced a recount) cannot refuse a
-// registration wrongly, or let one past the bound.
-func TestPendingCountIsExactNearTheBound(t *testing.T) {
+// A recipient with no count (its rows written by a build before the
+// count, or brought by an import) is counted from its index, and the
+// next commit that moves one of its rows writes the count, which the
+// commits keep from then on.
+func TestAMissingPendingCountIsCountedThenKept(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, t.TempDir())
 	ids := newIDs()
-	for range 40 {
-		if err := s.Create(ctx, pendingWatch(t, ids, "agent-a", t0)); err != nil {
-			t.Fatal(err)
-		}
+	var ws []store.Watch
+	for range 5 {
+		ws = append(ws, createdWatch(t, s, ids, "a", t0))
 	}
-	s.pending.set("agent-a", 10) // drifted low, but within the margin of a bound of 40
-	if n, err := s.CountPending(ctx, "agent-a", 40); err != nil || n != 40 {
-		t.Fatalf("near the bound: %d, %v; want the exact 40", n, err)
+	count := store.Key{Fam: store.FamPendingCount, Name: "a"}
+	raw(t, s, func(tx store.Tx) { tx.Delete(count) })
+	if n, err := s.CountPending(ctx, "a", 0); err != nil || n != 5 {
+		t.Fatalf("counted from the index: %d %v, want 5", n, err)
 	}
-	s.pending.set("agent-a", 1000) // drifted far high
-	if n, err := s.CountPending(ctx, "agent-a", 2000); err != nil || n != 1000 {
-		t.Fatalf("away from the bound the kept count answers: %d, %v", n, err)
+	if _, err := s.Settle(ctx, ws[0].ID, store.Settlement{State: store.Cancelled, Receipt: store.ReceiptNone, SettledAt: t0}); err != nil {
+		t.Fatal(err)
 	}
-	if n, err := s.CountPending(ctx, "agent-a", 1001); err != nil || n != 40 {
-		t.Fatalf("near the bound again: %d, %v; want the exact 40", n, err)
+	var kept []byte
+	if err := s.KV().View(ctx, func(tx store.Tx) error {
+		var err error
+		kept, _, err = tx.Get(count)
+		return err
+	}); err != nil || string(kept) != "4" {
+		t.Fatalf("the count a cancel wrote: %q %v, want 4", kept, err)
+	}
+	if n, err := s.CountPending(ctx, "a", 3); err != nil || n != 3 {
+		t.Fatalf("up to 3: %d %v", n, err)
 	}
 }
 
-// A kept count moves only once the recipient has been counted, and a
-// count that drifted low (a settle told after a recount that saw it)
-// stays at zero rather than going below.
-func TestPendingCountsAdd(t *testing.T) {
-	p := newPendingCounts()
-	p.add("a", 1)
-	if _, ok := p.get("a"); ok {
-		t.Fatal("a recipient never counted has a kept count")
+// Registrations and cancels of one recipient at once all land, each on
+// the count the one before it wrote: the count ends exact.
+func TestConcurrentCommitsOfOneRecipientKeepItsCount(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir())
+	runningRecipientFor(t, s, "a", "")
+	const writers, each = 8, 20
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			ids := idsOf(byte(w))
+			for i := range each {
+				row := pendingWatch(t, ids, "a", t0)
+				if err := s.CreateIfRunning(ctx, row); err != nil {
+					t.Error(err)
+					return
+				}
+				if i%4 == 0 {
+					if _, err := s.Settle(ctx, row.ID, store.Settlement{State: store.Cancelled, Receipt: store.ReceiptNone, SettledAt: t0}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		})
 	}
-	p.set("a", 0)
-	p.add("a", -1)
-	if n, ok := p.get("a"); !ok || n != 0 {
-		t.Fatalf("kept count %d (%v), want 0", n, ok)
-	}
-	p.add("a", 2)
-	if n, _ := p.get("a"); n != 2 {
-		t.Fatalf("kept count %d, want 2", n)
+	wg.Wait()
+	n, err := s.CountPending(ctx, "a", 0)
+	if want := pendingOf(t, s, "a"); err != nil || n != want || want != writers*each*3/4 {
+		t.Fatalf("the count %d (%v), the rows %d, want %d", n, err, want, writers*each*3/4)
 	}
 }

@@ -1,37 +1,34 @@
-package store
+package store_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/vigilhq/vigil/store"
 )
 
 // dropPendingKinds deletes the pending-by-kind index and its marker, as
 // a store an older build wrote has neither.
-func dropPendingKinds(t *testing.T, s *Badger) {
+func dropPendingKinds(t *testing.T, s *store.Store) {
 	t.Helper()
-	err := s.db.Update(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: pendingKindPfx})
-		var keys [][]byte
-		for it.Rewind(); it.Valid(); it.Next() {
-			keys = append(keys, it.Item().KeyCopy(nil))
-		}
-		it.Close()
-		for _, k := range append(keys, pendingKindsMarker) {
-			if err := txn.Delete(k); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	var keys []store.Key
+	if err := s.KV().View(context.Background(), func(tx store.Tx) error {
+		return tx.Scan(store.Range{Prefix: store.Key{Fam: store.FamPendingKind}, KeysOnly: true}, func(k store.Key, _ []byte) (bool, error) {
+			keys = append(keys, k)
+			return true, nil
+		})
+	}); err != nil {
 		t.Fatal(err)
 	}
+	raw(t, s, func(tx store.Tx) {
+		for _, k := range append(keys, store.Key{Fam: store.FamMarker, Name: "pkv"}) {
+			tx.Delete(k)
+		}
+	})
 }
 
-func countKinds(t *testing.T, s *Badger) map[string]int {
+func countKinds(t *testing.T, s *store.Store) map[string]int {
 	t.Helper()
 	got, err := s.CountPendingByKind(context.Background())
 	if err != nil {
@@ -49,7 +46,7 @@ func TestOpenBackfillsThePendingByKindIndex(t *testing.T) {
 	s := openTest(t, dir)
 	ctx := context.Background()
 	ids := newIDs()
-	timers := pendingKindsBatch + pendingKindsBatch/2
+	timers := 1000 + 500 // more than one batch of the backfill
 	for range timers {
 		createdWatch(t, s, ids, "a", t0)
 	}
@@ -59,12 +56,10 @@ func TestOpenBackfillsThePendingByKindIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := createdWatch(t, s, ids, "a", t0)
-	if _, err := s.Settle(ctx, gone.ID, Settlement{State: Cancelled, Receipt: ReceiptNone, SettledAt: t0}); err != nil {
+	if _, err := s.Settle(ctx, gone.ID, store.Settlement{State: store.Cancelled, Receipt: store.ReceiptNone, SettledAt: t0}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := HoldAsideForTest(s, pendingWatch(t, ids, "a", t0)); err != nil {
-		t.Fatal(err)
-	}
+	holdAside(t, s, pendingWatch(t, ids, "a", t0))
 	want := map[string]int{"timer": timers, "github_pr": 1}
 	if got := countKinds(t, s); got["timer"] != timers || got["github_pr"] != 1 || len(got) != 2 {
 		t.Fatalf("as written: %v, want %v", got, want)
@@ -83,10 +78,7 @@ func TestOpenBackfillsThePendingByKindIndex(t *testing.T) {
 	}
 	// The marker is written: an entry lost now is not rebuilt by a
 	// second Open, which walks nothing.
-	err := s.db.Update(func(txn *badger.Txn) error { return txn.Delete(pendingKindKey(pr.Kind, pr.ID)) })
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw(t, s, func(tx store.Tx) { tx.Delete(store.Key{Fam: store.FamPendingKind, Name: pr.Kind, ID: pr.ID}) })
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 
 	"github.com/vigilhq/vigil/sdk/abi"
 )
@@ -110,26 +110,6 @@ type storedRecipient struct {
 	RecipientRecord
 }
 
-var recipientRecPfx = []byte("rc/")
-
-func recipientRecKey(id string) []byte { return append(append([]byte{}, recipientRecPfx...), id...) }
-
-func getRecipient(txn *badger.Txn, id string) (RecipientRecord, error) {
-	item, err := txn.Get(recipientRecKey(id))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return RecipientRecord{}, ErrNotFound
-	}
-	if err != nil {
-		return RecipientRecord{}, err
-	}
-	var r RecipientRecord
-	err = item.Value(func(v []byte) error {
-		r, err = DecodeRecipient(id, v)
-		return err
-	})
-	return r, err
-}
-
 // EncodeRecipient is r as every backend stores it, and as an export
 // carries it.
 func EncodeRecipient(r RecipientRecord) ([]byte, error) {
@@ -151,20 +131,42 @@ func DecodeRecipient(id string, v []byte) (RecipientRecord, error) {
 	return sr.RecipientRecord, nil
 }
 
-func putRecipient(txn *badger.Txn, r RecipientRecord) error {
+func addSaturating(a, b uint64) uint64 {
+	if a+b < a {
+		return ^uint64(0)
+	}
+	return a + b
+}
+
+// getRecipient reads a recipient: ErrNotFound if absent or held aside;
+// present tells the two apart.
+func (t tx) getRecipient(id string) (r RecipientRecord, present bool, err error) {
+	v, ok, err := t.Get(kRecipientRec(id))
+	if err != nil {
+		return r, false, err
+	}
+	if !ok {
+		return r, false, ErrNotFound
+	}
+	r, err = DecodeRecipient(id, v)
+	return r, true, err
+}
+
+func (t tx) putRecipient(r RecipientRecord) error {
 	b, err := EncodeRecipient(r)
 	if err != nil {
 		return err
 	}
-	return txn.Set(recipientRecKey(r.ID), b)
+	t.Put(kRecipientRec(r.ID), b)
+	return nil
 }
 
 // GetRecipient reads a recipient. ErrNotFound if absent.
-func (s *Badger) GetRecipient(ctx context.Context, id string) (RecipientRecord, error) {
+func (s *Store) GetRecipient(ctx context.Context, id string) (RecipientRecord, error) {
 	var r RecipientRecord
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.view(ctx, func(t tx) error {
 		var err error
-		r, err = getRecipient(txn, id)
+		r, _, err = t.getRecipient(id)
 		return err
 	})
 	return r, err
@@ -175,15 +177,15 @@ func (s *Badger) GetRecipient(ctx context.Context, id string) (RecipientRecord, 
 // client replacing the record cannot erase a report or race one), and
 // returns the record as it was before; existed is false for a new
 // recipient.
-func (s *Badger) PutRecipient(ctx context.Context, r RecipientRecord) (prev RecipientRecord, existed bool, err error) {
+func (s *Store) PutRecipient(ctx context.Context, r RecipientRecord) (prev RecipientRecord, existed bool, err error) {
 	if !r.Status.Valid() {
 		return prev, false, fmt.Errorf("store: recipient status %q", r.Status)
 	}
-	err = s.update(ctx, func(txn *badger.Txn) error {
-		// w afresh on each run: a run retried after a conflict must not
-		// keep what an earlier run took from a record deleted since.
+	err = s.update(ctx, TxOptions{Name: "put-recipient"}, func(t tx) error {
+		// w afresh on each run: a run after a lost race must not keep
+		// what an earlier run took from a record deleted since.
 		w := r
-		old, gerr := getRecipient(txn, r.ID)
+		old, _, gerr := t.getRecipient(r.ID)
 		switch {
 		case gerr == nil:
 			prev, existed = old, true
@@ -194,59 +196,60 @@ func (s *Badger) PutRecipient(ctx context.Context, r RecipientRecord) (prev Reci
 		default:
 			return gerr
 		}
-		return putRecipient(txn, w)
+		return t.putRecipient(w)
 	})
 	return prev, existed, err
 }
 
 // ReportPhase sets a recipient's phase and returns the record.
 // ErrNotFound if the recipient does not exist: a report never creates one.
-func (s *Badger) ReportPhase(ctx context.Context, id string, p Phase) (RecipientRecord, error) {
+func (s *Store) ReportPhase(ctx context.Context, id string, p Phase) (RecipientRecord, error) {
 	p.ReportedAt = p.ReportedAt.UTC()
-	return s.editRecipientKeyed(ctx, IdemOf(ctx), id, func(r *RecipientRecord) { r.Phase = &p })
+	return s.editRecipient(ctx, IdemOf(ctx), id, func(r *RecipientRecord) { r.Phase = &p })
 }
 
 // ReportActivity adds replies and toolCalls to a recipient's activity
 // counts (saturating), sets its At, and returns the record. ErrNotFound if
 // the recipient does not exist.
-func (s *Badger) ReportActivity(ctx context.Context, id string, replies, toolCalls uint64, at time.Time) (RecipientRecord, error) {
-	return s.editRecipientKeyed(ctx, IdemOf(ctx), id, func(r *RecipientRecord) {
+func (s *Store) ReportActivity(ctx context.Context, id string, replies, toolCalls uint64, at time.Time) (RecipientRecord, error) {
+	return s.editRecipient(ctx, IdemOf(ctx), id, func(r *RecipientRecord) {
 		r.Activity.Add(replies, toolCalls, at)
 	})
 }
 
 // SetReminder sets a recipient's reminder opt-in (zero: none) and returns
 // the record. ErrNotFound if the recipient does not exist.
-func (s *Badger) SetReminder(ctx context.Context, id string, every time.Duration) (RecipientRecord, error) {
+func (s *Store) SetReminder(ctx context.Context, id string, every time.Duration) (RecipientRecord, error) {
 	if every < 0 {
 		return RecipientRecord{}, fmt.Errorf("store: reminder interval %s", every)
 	}
-	return s.editRecipient(ctx, id, func(r *RecipientRecord) { r.ReminderEvery = Duration(every) })
+	return s.editRecipient(ctx, nil, id, func(r *RecipientRecord) { r.ReminderEvery = Duration(every) })
 }
 
-// editRecipient applies f to a stored recipient in one transaction.
-func (s *Badger) editRecipient(ctx context.Context, id string, f func(*RecipientRecord)) (RecipientRecord, error) {
-	return s.editRecipientKeyed(ctx, nil, id, f)
-}
-
-// editRecipientKeyed is editRecipient honouring idem, the idempotency key
-// of the request it answers (nil: none).
-func (s *Badger) editRecipientKeyed(ctx context.Context, idem *Idem, id string, f func(*RecipientRecord)) (RecipientRecord, error) {
+// editRecipient applies f to a stored recipient in one transaction,
+// honouring idem, the idempotency key of the request it answers (nil:
+// none).
+func (s *Store) editRecipient(ctx context.Context, idem *Idem, id string, f func(*RecipientRecord)) (RecipientRecord, error) {
 	var out RecipientRecord
-	err := s.update(ctx, func(txn *badger.Txn) error {
-		if err := checkIdem(txn, idem); err != nil {
+	err := s.update(ctx, TxOptions{Name: "edit-recipient"}, func(t tx) error {
+		if idem != nil {
+			if err := t.Prefetch(kIdem(idem.Principal, idem.Key), kRecipientRec(id)); err != nil {
+				return err
+			}
+		}
+		if err := t.checkIdem(idem); err != nil {
 			return err
 		}
-		r, err := getRecipient(txn, id)
+		r, _, err := t.getRecipient(id)
 		if err != nil {
 			return err
 		}
 		f(&r)
 		out = r
-		if err := putRecipient(txn, r); err != nil {
+		if err := t.putRecipient(r); err != nil {
 			return err
 		}
-		return keepIdem(txn, idem, r)
+		return t.keepIdem(idem, r)
 	})
 	if err == nil {
 		s.noteIdem(idem)
@@ -254,68 +257,70 @@ func (s *Badger) editRecipientKeyed(ctx context.Context, idem *Idem, id string, 
 	return out, err
 }
 
-func addSaturating(a, b uint64) uint64 {
-	if a+b < a {
-		return ^uint64(0)
-	}
-	return a + b
-}
-
 // EnsureRecipient returns the recipient, creating it running with a
-// mailbox only if it does not exist.
-func (s *Badger) EnsureRecipient(ctx context.Context, id string, now time.Time) (RecipientRecord, error) {
-	// Almost always the recipient exists: a read transaction, no commit.
-	if r, err := s.GetRecipient(ctx, id); err == nil {
-		return r, nil
+// mailbox only if it does not exist; a held-aside record is never
+// overwritten.
+func (s *Store) EnsureRecipient(ctx context.Context, id string, now time.Time) (RecipientRecord, error) {
+	if !s.plan.Remote {
+		// Almost always the recipient exists: a read, no commit.
+		if r, err := s.GetRecipient(ctx, id); err == nil {
+			return r, nil
+		}
 	}
 	var out RecipientRecord
-	err := s.update(ctx, func(txn *badger.Txn) error {
-		r, err := getRecipient(txn, id)
+	err := s.update(ctx, TxOptions{Name: "ensure-recipient"}, func(t tx) error {
+		r, present, err := t.getRecipient(id)
 		if err == nil {
 			out = r
 			return nil
 		}
-		if !errors.Is(err, ErrNotFound) {
-			return err
-		}
-		if _, raw := txn.Get(recipientRecKey(id)); raw == nil {
-			return err // present but held aside: never overwrite it
+		if present || !errors.Is(err, ErrNotFound) {
+			return err // held aside: never overwrite it
 		}
 		out = RecipientRecord{ID: id, Status: StatusRunning, CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
-		return putRecipient(txn, out)
+		return t.putRecipient(out)
 	})
 	return out, err
 }
 
 // ListRecipients returns every readable recipient, by id.
-func (s *Badger) ListRecipients(ctx context.Context) ([]RecipientRecord, error) {
+func (s *Store) ListRecipients(ctx context.Context) ([]RecipientRecord, error) {
 	var out []RecipientRecord
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: recipientRecPfx})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
+	err := s.view(ctx, func(t tx) error {
+		out = out[:0]
+		return t.Scan(Range{Prefix: Key{Fam: FamRecipient}}, func(k Key, v []byte) (bool, error) {
 			if err := ctx.Err(); err != nil {
-				return err
+				return false, err
 			}
-			id := string(it.Item().Key()[len(recipientRecPfx):])
-			r, err := getRecipient(txn, id)
-			if err != nil {
-				continue
+			if r, err := DecodeRecipient(k.Name, v); err == nil {
+				out = append(out, r)
 			}
-			out = append(out, r)
-		}
-		return nil
+			return true, nil
+		})
 	})
+	// A name an adapter keeps one way sorts by its form there: by id.
+	slices.SortFunc(out, func(a, b RecipientRecord) int { return strings.Compare(a.ID, b.ID) })
 	return out, err
 }
 
-// DeleteRecipient removes a recipient's record. Its mailbox stays until
-// the retention prunes it. ErrNotFound if absent.
-func (s *Badger) DeleteRecipient(ctx context.Context, id string) error {
-	return s.update(ctx, func(txn *badger.Txn) error {
-		if _, err := txn.Get(recipientRecKey(id)); errors.Is(err, badger.ErrKeyNotFound) {
+// DeleteRecipient removes a recipient's record; a count of no pending
+// rows goes with it (one of rows still pending stays with them). Its
+// mailbox stays until the retention prunes it. ErrNotFound if absent.
+func (s *Store) DeleteRecipient(ctx context.Context, id string) error {
+	return s.update(ctx, TxOptions{Name: "delete-recipient"}, func(t tx) error {
+		if _, ok, err := t.Get(kRecipientRec(id)); err != nil {
+			return err
+		} else if !ok {
 			return ErrNotFound
 		}
-		return txn.Delete(recipientRecKey(id))
+		t.Delete(kRecipientRec(id))
+		c, ok, err := t.Get(kPendingCount(id))
+		if err != nil {
+			return err
+		}
+		if ok && string(c) == "0" {
+			t.Delete(kPendingCount(id))
+		}
+		return nil
 	})
 }

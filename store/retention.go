@@ -1,9 +1,7 @@
 package store
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,8 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // Retained names a class of records the store keeps for a retention and
@@ -45,16 +41,6 @@ func (c Retained) Stream() (string, bool) {
 // not keep in time order.
 var ErrUnknownClass = errors.New("store: unknown retained class")
 
-// The time-ordered indexes of the classes whose records are not keyed by
-// time, each written in the transaction that makes its record retained
-// and deleted with it. An index entry whose record has gone, or no longer
-// carries the entry's time, is dropped by the next prune that reaches it.
-var (
-	settledAtPfx = []byte("sa/") // sa/<settled_at><id>
-	messageAtPfx = []byte("ma/") // ma/<at><recipient>\x00<seq>
-	pushAtPfx    = []byte("pa/") // pa/<updated_at><recipient>\x00<seq>, final pushes only
-)
-
 var (
 	minNanos = time.Unix(0, math.MinInt64).UTC()
 	maxNanos = time.Unix(0, math.MaxInt64).UTC()
@@ -70,64 +56,6 @@ func atNanos(t time.Time) int64 {
 		return math.MaxInt64
 	}
 	return t.UnixNano()
-}
-
-// timeKey is pfx, t as 8 bytes that sort as the times do, then rest.
-func timeKey(pfx []byte, t time.Time, rest []byte) []byte {
-	k := make([]byte, 0, len(pfx)+8+len(rest))
-	k = append(k, pfx...)
-	k = binary.BigEndian.AppendUint64(k, uint64(atNanos(t))^(1<<63))
-	return append(k, rest...)
-}
-
-// splitTimeKey undoes timeKey.
-func splitTimeKey(pfx, k []byte) (int64, []byte, bool) {
-	if !bytes.HasPrefix(k, pfx) || len(k) < len(pfx)+8 {
-		return 0, nil, false
-	}
-	k = k[len(pfx):]
-	return int64(binary.BigEndian.Uint64(k[:8]) ^ (1 << 63)), k[8:], true
-}
-
-func settledAtKey(t time.Time, id ID) []byte { return timeKey(settledAtPfx, t, id[:]) }
-
-func messageAtKey(t time.Time, rid string, seq uint64) []byte {
-	return timeKey(messageAtPfx, t, pushKeyOf(nil, rid, seq))
-}
-
-func pushAtKey(t time.Time, rid string, seq uint64) []byte {
-	return timeKey(pushAtPfx, t, pushKeyOf(nil, rid, seq))
-}
-
-// indexSettled writes a settled row's settled_at entry inside txn.
-func indexSettled(txn *badger.Txn, w Watch) error {
-	if w.State == Pending || w.SettledAt == nil {
-		return nil
-	}
-	return txn.Set(settledAtKey(*w.SettledAt, w.ID), nil)
-}
-
-// OnRetained sets fn to be told, after each commit that wrote a retained
-// record, its class and the time it is ordered by (several records of one
-// commit may be told as one, by the earliest). fn runs on the writer's
-// goroutine after the commit and must not block; nil stops the calls.
-// The store decides nothing with it: it is how a component that prunes
-// learns that a class which read empty has a record again.
-func (s *Badger) OnRetained(fn func(c Retained, at time.Time)) {
-	if fn == nil {
-		s.retained.Store(nil)
-		return
-	}
-	s.retained.Store(&fn)
-}
-
-// noteRetained tells OnRetained's fn of a committed record, after
-// lowering the class's floor to it.
-func (s *Badger) noteRetained(c Retained, at time.Time) {
-	s.floors.lower(c, atNanos(at))
-	if fn := s.retained.Load(); fn != nil {
-		(*fn)(c, at)
-	}
 }
 
 // floors make the oldest of a class one seek. Badger keeps a deleted
@@ -223,64 +151,92 @@ func (f *floors) end(c Retained, raise int64, committed bool) {
 	m.Unlock()
 }
 
+// OnRetained sets fn to be told, after each commit of this process that
+// wrote a retained record, its class and the time it is ordered by
+// (several records of one commit may be told as one, by the earliest).
+// fn runs on the writer's goroutine after the commit and must not block;
+// nil stops the calls. The store decides nothing with it: it is how a
+// component that prunes learns that a class which read empty has a
+// record again. Other processes' commits are told by a feed (Feeds).
+func (s *Store) OnRetained(fn func(c Retained, at time.Time)) {
+	if fn == nil {
+		s.retained.Store(nil)
+		return
+	}
+	s.retained.Store(&fn)
+}
+
+// noteRetained tells OnRetained's fn of a committed record, after
+// lowering the class's floor to it.
+func (s *Store) noteRetained(c Retained, at time.Time) {
+	if s.plan.Floors {
+		s.floors.lower(c, atNanos(at))
+	}
+	if fn := s.retained.Load(); fn != nil {
+		(*fn)(c, at)
+	}
+}
+
+// floor is where class c's live records begin as far as this process
+// has pruned it, where the plan keeps floors.
+func (s *Store) floor(c Retained) (int64, bool) {
+	if !s.plan.Floors {
+		return 0, false
+	}
+	return s.floors.seek(c)
+}
+
+// classFamily is the time index of a class not keyed by time.
+func classFamily(c Retained) (Family, error) {
+	switch c {
+	case RetainedSettled:
+		return FamSettledAt, nil
+	case RetainedMessages:
+		return FamMessageAt, nil
+	case RetainedPushes:
+		return FamPushAt, nil
+	case RetainedIdem:
+		return FamIdemAt, nil
+	}
+	return "", fmt.Errorf("%w: %q", ErrUnknownClass, c)
+}
+
 // Oldest returns the time of c's oldest record, or ok false when c holds
 // none. It reads one index entry (an event stream: its first readable
-// event), never the whole class.
-func (s *Badger) Oldest(ctx context.Context, c Retained) (at time.Time, ok bool, err error) {
-	err = s.db.View(func(txn *badger.Txn) error {
+// event) from the class's floor, never the whole class where the adapter
+// seeks.
+func (s *Store) Oldest(ctx context.Context, c Retained) (at time.Time, ok bool, err error) {
+	from, floored := s.floor(c)
+	err = s.view(ctx, func(t tx) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		from, floored := s.floors.seek(c)
 		if stream, isEvents := c.Stream(); isEvents {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: eventStreamPrefix(stream), PrefetchValues: false})
-			defer it.Close()
-			for it.Seek(eventKey(stream, uint64(max(from, 0)))); it.Valid(); it.Next() {
-				var se storedEvent
-				if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &se) }); err != nil || se.V != rowVersion {
-					continue // held aside: PruneOldest skips it too
-				}
-				at, ok = se.OccurredAt, true
-				return nil
+			after := uint64(0)
+			if floored && from > 0 {
+				after = uint64(from) - 1
 			}
+			evs, err := t.readEvents(ctx, stream, after, 1, nil)
+			if err != nil || len(evs) == 0 {
+				return err
+			}
+			at, ok = evs[0].OccurredAt, true
 			return nil
 		}
-		pfx, err := classIndex(c)
+		fam, err := classFamily(c)
 		if err != nil {
 			return err
 		}
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: pfx, PrefetchValues: false})
-		defer it.Close()
+		r := Range{Prefix: Key{Fam: fam}, KeysOnly: true, Want: 1}
 		if floored {
-			it.Seek(timeKey(pfx, time.Unix(0, from), nil))
-		} else {
-			it.Rewind()
+			r = r.FromKey(Key{Fam: fam, At: from})
 		}
-		if !it.Valid() {
-			return nil
-		}
-		n, _, valid := splitTimeKey(pfx, it.Item().Key())
-		if !valid {
-			return fmt.Errorf("%w: index key %q", ErrCorrupt, it.Item().Key())
-		}
-		at, ok = time.Unix(0, n).UTC(), true
-		return nil
+		return t.Scan(r, func(k Key, _ []byte) (bool, error) {
+			at, ok = time.Unix(0, k.At).UTC(), true
+			return false, nil
+		})
 	})
 	return at, ok, err
-}
-
-func classIndex(c Retained) ([]byte, error) {
-	switch c {
-	case RetainedSettled:
-		return settledAtPfx, nil
-	case RetainedMessages:
-		return messageAtPfx, nil
-	case RetainedPushes:
-		return pushAtPfx, nil
-	case RetainedIdem:
-		return idemAtPfx, nil
-	}
-	return nil, fmt.Errorf("%w: %q", ErrUnknownClass, c)
 }
 
 // PruneOldest deletes up to limit of c's records older than cutoff,
@@ -289,54 +245,73 @@ func classIndex(c Retained) ([]byte, error) {
 // entries whose record had gone or moved, dropped alone. A pending row, a
 // push that is not final and a held-aside record are never deleted. It
 // stops at the first record at or after cutoff, so a batch costs what it
-// deletes, not what the class holds.
-func (s *Badger) PruneOldest(ctx context.Context, c Retained, cutoff time.Time, limit int) (int, error) {
+// deletes, not what the class holds, and takes no serialisation the
+// appends take. limit is held to what one transaction of the adapter
+// takes.
+func (s *Store) PruneOldest(ctx context.Context, c Retained, cutoff time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, fmt.Errorf("store: prune a batch of %d", limit)
 	}
-	from, floored := s.floors.begin(c)
+	limit = min(limit, s.batch())
+	var fam Family
+	stream, isEvents := c.Stream()
+	if !isEvents {
+		var err error
+		if fam, err = classFamily(c); err != nil {
+			return 0, err
+		}
+	}
+	from, floored := int64(0), false
+	if s.plan.Floors {
+		from, floored = s.floors.begin(c)
+	}
 	committed := false
 	var raise int64
-	defer func() { s.floors.end(c, raise, committed) }()
-	var prune func(txn *badger.Txn) (int, int64, error)
-	if stream, ok := c.Stream(); ok {
+	if s.plan.Floors {
+		defer func() { s.floors.end(c, raise, committed) }()
+	}
+	if isEvents {
 		seq := uint64(0)
 		if floored {
 			seq = uint64(from)
 		}
-		prune = func(txn *badger.Txn) (int, int64, error) { return pruneEventBatch(txn, stream, seq, cutoff, limit) }
-	} else {
-		pfx, err := classIndex(c)
+		n, next, err := s.pruneEventBatch(ctx, stream, seq, cutoff, limit)
 		if err != nil {
 			return 0, err
 		}
-		var drop func(txn *badger.Txn, at int64, rest []byte) error
-		switch c {
-		case RetainedSettled:
-			drop = dropSettled
-		case RetainedMessages:
-			drop = dropMessage
-		case RetainedPushes:
-			drop = dropPush
-		case RetainedIdem:
-			drop = dropIdem
-		}
-		start := int64(math.MinInt64)
-		if floored {
-			start = from
-		}
-		prune = func(txn *badger.Txn) (int, int64, error) {
-			return pruneIndexBatch(txn, pfx, start, cutoff, limit, drop)
-		}
+		committed, raise = n > 0, int64(next)
+		return n, nil
 	}
 	n := 0
-	err := s.update(ctx, func(txn *badger.Txn) error {
-		var err error
-		n, raise, err = prune(txn)
-		if err == nil && n > 0 {
-			err = s.fail("pruning")
+	cut := atNanos(cutoff)
+	err := s.update(ctx, TxOptions{Name: "prune-oldest"}, func(t tx) error {
+		n, raise = 0, 0
+		r := Range{Prefix: Key{Fam: fam}, KeysOnly: true, Want: limit}
+		if floored {
+			r = r.FromKey(Key{Fam: fam, At: from})
+		} else {
+			r = r.FromKey(Key{Fam: fam, At: math.MinInt64})
 		}
-		return err
+		var victims []Key
+		if err := t.Scan(r, func(k Key, _ []byte) (bool, error) {
+			if k.At >= cut {
+				return false, nil
+			}
+			victims = append(victims, k)
+			return len(victims) < limit, nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range victims {
+			if err := t.dropRetained(c, k); err != nil {
+				return err
+			}
+			t.Delete(k)
+		}
+		if len(victims) > 0 {
+			n, raise = len(victims), victims[len(victims)-1].At
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, err
@@ -345,145 +320,102 @@ func (s *Badger) PruneOldest(ctx context.Context, c Retained, cutoff time.Time, 
 	return n, nil
 }
 
-// pruneIndexBatch walks the time index pfx from the time from, and for
-// each of up to limit entries before cutoff calls drop (which deletes the
-// record if it still carries the entry's time) and deletes the entry. It
-// returns how many, and the last one's time.
-func pruneIndexBatch(txn *badger.Txn, pfx []byte, from int64, cutoff time.Time, limit int, drop func(txn *badger.Txn, at int64, rest []byte) error) (int, int64, error) {
-	type victim struct {
-		key  []byte
-		at   int64
-		rest []byte
-	}
-	var victims []victim
-	cut := atNanos(cutoff)
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: pfx, PrefetchValues: false})
-	for it.Seek(timeKey(pfx, time.Unix(0, from), nil)); it.Valid() && len(victims) < limit; it.Next() {
-		k := it.Item().KeyCopy(nil)
-		at, rest, ok := splitTimeKey(pfx, k)
-		if !ok {
-			it.Close()
-			return 0, 0, fmt.Errorf("%w: index key %q", ErrCorrupt, k)
+// dropRetained deletes the record a time index entry k names, if it is
+// still the record the entry names (carries the entry's time) and may be
+// deleted: never a pending row, a live push or a held-aside record.
+func (t tx) dropRetained(c Retained, k Key) error {
+	switch c {
+	case RetainedSettled:
+		w, err := t.getRow(k.ID)
+		if errors.Is(err, ErrNotFound) {
+			return nil // gone, or held aside: never ours to delete
 		}
-		if at >= cut {
-			break
-		}
-		victims = append(victims, victim{k, at, rest})
-	}
-	it.Close()
-	for _, v := range victims {
-		if err := drop(txn, v.at, v.rest); err != nil {
-			return 0, 0, err
-		}
-		if err := txn.Delete(v.key); err != nil {
-			return 0, 0, err
-		}
-	}
-	if len(victims) == 0 {
-		return 0, 0, nil
-	}
-	return len(victims), victims[len(victims)-1].at, nil
-}
-
-// dropSettled deletes a settled row with its indexes, if it is still the
-// settled row the entry names.
-func dropSettled(txn *badger.Txn, at int64, rest []byte) error {
-	if len(rest) != len(ID{}) {
-		return fmt.Errorf("%w: settled index entry", ErrCorrupt)
-	}
-	w, err := getRow(txn, ID(rest))
-	if errors.Is(err, ErrNotFound) {
-		return nil // gone, or held aside: never ours to delete
-	}
-	if err != nil {
-		return err
-	}
-	if w.State == Pending || w.SettledAt == nil || atNanos(*w.SettledAt) != at {
-		return nil
-	}
-	return deleteRow(txn, w)
-}
-
-// deleteRow deletes a settled row and its index entries inside txn.
-func deleteRow(txn *badger.Txn, w Watch) error {
-	keys := [][]byte{rowKey(w.ID), stateKey(w.State, w.ID), recipientKey(w.Recipient.ID, w.ID)}
-	if w.SettledAt != nil {
-		keys = append(keys, settledAtKey(*w.SettledAt, w.ID))
-	}
-	for _, k := range keys {
-		if err := txn.Delete(k); err != nil {
+		if err != nil {
 			return err
 		}
+		if w.State != Pending && w.SettledAt != nil && atNanos(*w.SettledAt) == k.At {
+			t.deleteRow(w)
+		}
+	case RetainedMessages:
+		m, err := t.getMessage(k.Name, k.Seq)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if atNanos(m.At) == k.At {
+			t.Delete(Key{Fam: FamMessage, Name: k.Name, Seq: k.Seq, OneWay: k.OneWay})
+		}
+	case RetainedPushes:
+		p, err := t.getPush(k.Name, k.Seq)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if p.State.Final() && atNanos(p.UpdatedAt) == k.At {
+			t.Delete(Key{Fam: FamPush, Name: k.Name, Seq: k.Seq, OneWay: k.OneWay})
+		}
+	case RetainedIdem:
+		rec := Key{Fam: FamIdem, Name: k.Name, Sub: k.Sub, OneWay: k.OneWay}
+		v, ok, err := t.Get(rec)
+		if err != nil || !ok {
+			return err
+		}
+		r, err := DecodeIdem(v)
+		if err != nil || atNanos(r.At) != k.At {
+			return nil // unreadable or rewritten since: not this entry's
+		}
+		t.Delete(rec)
 	}
 	return nil
 }
 
-// dropMessage deletes a mailbox message if it is still the one the entry
-// names.
-func dropMessage(txn *badger.Txn, at int64, rest []byte) error {
-	rid, seq, ok := splitPushKey(rest)
-	if !ok {
-		return fmt.Errorf("%w: message index entry", ErrCorrupt)
-	}
-	m, err := getMessage(txn, rid, seq)
-	if errors.Is(err, ErrNotFound) {
-		return nil
-	}
+// Prune deletes rows settled before cutoff, and mailbox messages and
+// final outbox records older than it, and returns how many. It deletes in
+// batches, each its own transaction, but it decodes every settled row,
+// message and push to find them: it is the start-time backstop for
+// records an older build wrote without their time index. While the host
+// runs, PruneOldest keeps each class by its index instead. Pending rows
+// and held-aside rows are never pruned.
+func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
+	total, err := s.pruneScan(ctx, "prune-messages", Key{Fam: FamMessage}, func(_ Key, v []byte) bool {
+		var sm storedMessage
+		return json.Unmarshal(v, &sm) == nil && sm.V == rowVersion && sm.At.Before(cutoff)
+	}, func(t tx, k Key) (bool, error) {
+		v, ok, err := t.Get(k)
+		if err != nil || !ok {
+			return false, err
+		}
+		m, err := t.messageOf(k, v)
+		if err != nil || !m.At.Before(cutoff) {
+			return false, nil
+		}
+		t.Delete(k)
+		t.Delete(Key{Fam: FamMessageAt, At: atNanos(m.At), Name: k.Name, Seq: k.Seq, OneWay: k.OneWay})
+		return true, nil
+	})
 	if err != nil {
-		return err
+		return total, err
 	}
-	if atNanos(m.At) != at {
-		return nil
-	}
-	return txn.Delete(mailKey(rid, seq))
-}
-
-// dropPush deletes a final outbox record if it is still the one the entry
-// names.
-func dropPush(txn *badger.Txn, at int64, rest []byte) error {
-	rid, seq, ok := splitPushKey(rest)
-	if !ok {
-		return fmt.Errorf("%w: push index entry", ErrCorrupt)
-	}
-	p, err := getPush(txn, rid, seq)
-	if errors.Is(err, ErrNotFound) {
-		return nil
-	}
+	pushes, err := s.PrunePushes(ctx, cutoff)
+	total += pushes
 	if err != nil {
-		return err
+		return total, err
 	}
-	if !p.State.Final() || atNanos(p.UpdatedAt) != at {
-		return nil
-	}
-	return txn.Delete(pushKeyOf(pushPfx, rid, seq))
-}
-
-// pruneEventBatch deletes up to limit of stream's events that occurred
-// before cutoff, oldest first from the seq from, with their idempotency
-// keys. Held-aside events are stepped over and kept. It returns how many,
-// and the seq after the last one.
-func pruneEventBatch(txn *badger.Txn, stream string, from uint64, cutoff time.Time, limit int) (int, int64, error) {
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: eventStreamPrefix(stream), PrefetchValues: true})
-	var dels [][]byte
-	n := 0
-	var next uint64
-	for it.Seek(eventKey(stream, from)); it.Valid() && n < limit; it.Next() {
-		var se storedEvent
-		if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &se) }); err != nil || se.V != rowVersion {
-			continue // held aside: not ours to delete
+	old := func(w Watch) bool { return w.State != Pending && w.SettledAt != nil && w.SettledAt.Before(cutoff) }
+	rows, err := s.pruneScan(ctx, "prune-rows", Key{Fam: FamRow}, func(k Key, v []byte) bool {
+		w, err := DecodeRow(k.ID[:], v)
+		return err == nil && old(w)
+	}, func(t tx, k Key) (bool, error) {
+		w, err := t.getRow(k.ID)
+		if err != nil || !old(w) {
+			return false, nil
 		}
-		if !se.OccurredAt.Before(cutoff) {
-			break
-		}
-		dels = append(dels, it.Item().KeyCopy(nil), eventIndexKey(stream, se.Key))
-		next = se.Seq + 1
-		n++
-	}
-	it.Close()
-	for _, k := range dels {
-		if err := txn.Delete(k); err != nil {
-			return 0, 0, err
-		}
-	}
-	return n, int64(next), nil
+		t.deleteRow(w)
+		return true, nil
+	})
+	return total + rows, err
 }

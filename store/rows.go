@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -485,4 +486,77 @@ func (s *Store) CountPending(ctx context.Context, recipient string, upTo int) (i
 		n = min(n, upTo)
 	}
 	return n, err
+}
+
+// ApplyTo writes the settlement onto w, a pending row, in one place for
+// every backend's Settle and SettleAndMail.
+func (st Settlement) ApplyTo(w *Watch) {
+	at := st.SettledAt.UTC()
+	w.State, w.Receipt, w.Outcome, w.SettledAt = st.State, st.Receipt, st.Outcome, &at
+	w.Attempts, w.LastNote, w.LastFault = st.Attempts, st.LastNote, st.LastFault
+	w.NextCheck = time.Time{} // a next check is a pending row's only
+}
+
+// carry writes a standing row's new baseline and what its probes saw onto
+// w, in one place for CarryBaseline and CarryAndMail.
+func carry(w *Watch, baseline json.RawMessage, attempts int, note string) {
+	w.Baseline, w.Attempts, w.LastNote, w.LastFault = baseline, attempts, note, nil
+}
+
+// scheduleValue is the value of a pending row's state-index key: what the
+// scheduler needs to arm the row (every, deadline, attempts, and the
+// durable next check when it has one), so a restart reads the index alone
+// instead of decoding every row. 20 bytes, 28 with a next check; rows in
+// other states index with no value.
+func scheduleValue(w Watch) []byte {
+	if w.State != Pending {
+		return nil
+	}
+	b := make([]byte, 0, scheduleLenNext)
+	b = binary.BigEndian.AppendUint64(b, uint64(w.Every))
+	var exp int64
+	if w.ExpiresAt != nil {
+		exp = w.ExpiresAt.UnixNano()
+	}
+	b = binary.BigEndian.AppendUint64(b, uint64(exp))
+	b = binary.BigEndian.AppendUint32(b, uint32(w.Attempts))
+	if !w.NextCheck.IsZero() {
+		b = binary.BigEndian.AppendUint64(b, uint64(w.NextCheck.UnixNano()))
+	}
+	return b
+}
+
+// The pending index's layouts: every, deadline and attempts; then, when
+// the row has a durable next check, its unix nanoseconds.
+const (
+	scheduleLen     = 20
+	scheduleLenNext = 28
+)
+
+// decodeSchedule reads an index value into sc; false when v carries no
+// schedule (an older layout, with no value).
+func decodeSchedule(v []byte, sc *Schedule) bool {
+	if len(v) != scheduleLen && len(v) != scheduleLenNext {
+		return false
+	}
+	sc.Every = time.Duration(binary.BigEndian.Uint64(v[0:8]))
+	if exp := int64(binary.BigEndian.Uint64(v[8:16])); exp != 0 {
+		sc.Expires = time.Unix(0, exp).UTC()
+	}
+	sc.Attempts = int(binary.BigEndian.Uint32(v[16:20]))
+	if len(v) == scheduleLenNext {
+		sc.Next = time.Unix(0, int64(binary.BigEndian.Uint64(v[20:28]))).UTC()
+	}
+	return true
+}
+
+// Schedule is what arming a pending watch needs.
+type Schedule struct {
+	ID       ID
+	Every    time.Duration
+	Expires  time.Time // zero: no deadline (standing)
+	Attempts int
+	// Next is the durable next check (zero: none): the scheduler arms the
+	// watch there instead of at a random point of its interval.
+	Next time.Time
 }

@@ -3,14 +3,11 @@ package store
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // WorkState is where a Work item is in its life.
@@ -159,31 +156,7 @@ type RouteStep struct {
 	Input WorkInput
 }
 
-var (
-	workPfx       = []byte("wk/")  // wk/<id>                 -> Work
-	workInputPfx  = []byte("wi/")  // wi/<id><n>              -> WorkInput
-	workOwnerPfx  = []byte("wo/")  // wo/<thread key>         -> work id
-	workScopePfx  = []byte("wsc/") // wsc/<scope>\x00<state>\x00<id>
-	routerCurPfx  = []byte("rt/")  // rt/<router>             -> seq
-	maxThreadKey  = 1024
-	errWorkRecord = errors.New("store: work record")
-)
-
-func workKey(id ID) []byte { return append(append([]byte{}, workPfx...), id[:]...) }
-
-func workInputKey(id ID, n int) []byte {
-	return binary.BigEndian.AppendUint32(append(append([]byte{}, workInputPfx...), id[:]...), uint32(n))
-}
-
-func workOwnerKey(thread string) []byte { return append(append([]byte{}, workOwnerPfx...), thread...) }
-
-func workScopeKey(scope string, st WorkState, id ID) []byte {
-	k := append(append([]byte{}, workScopePfx...), scope...)
-	k = append(append(append(k, 0), st...), 0)
-	return append(k, id[:]...)
-}
-
-func routerKey(name string) []byte { return append(append([]byte{}, routerCurPfx...), name...) }
+const maxThreadKey = 1024
 
 type storedWork struct {
 	V int `json:"v"`
@@ -193,61 +166,6 @@ type storedWork struct {
 type storedInput struct {
 	V int `json:"v"`
 	WorkInput
-}
-
-func getWork(txn *badger.Txn, id ID) (Work, error) {
-	item, err := txn.Get(workKey(id))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return Work{}, fmt.Errorf("%w: work %s", ErrNotFound, id)
-	}
-	if err != nil {
-		return Work{}, err
-	}
-	var sw storedWork
-	if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &sw) }); err != nil || sw.V != rowVersion || !sw.State.Valid() {
-		return Work{}, fmt.Errorf("%w: work %s is held aside (unreadable by this build)", ErrNotFound, id)
-	}
-	return sw.Work, nil
-}
-
-// putWork writes w and moves its scope index entry from prev's state.
-func putWork(txn *badger.Txn, w Work, prev *Work) error {
-	b, err := json.Marshal(storedWork{V: rowVersion, Work: w})
-	if err != nil {
-		return err
-	}
-	if err := txn.Set(workKey(w.ID), b); err != nil {
-		return err
-	}
-	if prev != nil && prev.State != w.State {
-		if err := txn.Delete(workScopeKey(prev.Scope, prev.State, prev.ID)); err != nil {
-			return err
-		}
-	}
-	return txn.Set(workScopeKey(w.Scope, w.State, w.ID), nil)
-}
-
-func putInput(txn *badger.Txn, id ID, in WorkInput) error {
-	b, err := json.Marshal(storedInput{V: rowVersion, WorkInput: in})
-	if err != nil {
-		return err
-	}
-	return txn.Set(workInputKey(id, in.N), b)
-}
-
-// RouterCursor is the last event seq the named router has routed (0 for
-// none).
-func (s *Badger) RouterCursor(ctx context.Context, name string) (uint64, error) {
-	var seq uint64
-	err := s.db.View(func(txn *badger.Txn) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var err error
-		seq, _, err = getSeq(txn, routerKey(name))
-		return err
-	})
-	return seq, err
 }
 
 // Routed is what one step of a batch did.
@@ -277,14 +195,65 @@ func CheckRouteSteps(steps []RouteStep) error {
 	return nil
 }
 
+func (t tx) getWork(id ID) (Work, error) {
+	v, ok, err := t.Get(kWork(id))
+	if err != nil {
+		return Work{}, err
+	}
+	if !ok {
+		return Work{}, fmt.Errorf("%w: work %s", ErrNotFound, id)
+	}
+	var sw storedWork
+	if err := json.Unmarshal(v, &sw); err != nil || sw.V != rowVersion || !sw.State.Valid() {
+		return Work{}, fmt.Errorf("%w: work %s is held aside (unreadable by this build)", ErrNotFound, id)
+	}
+	return sw.Work, nil
+}
+
+// putWork writes w and moves its scope index entry from prev's state.
+func (t tx) putWork(w Work, prev *Work) error {
+	b, err := json.Marshal(storedWork{V: rowVersion, Work: w})
+	if err != nil {
+		return err
+	}
+	t.Put(kWork(w.ID), b)
+	if prev != nil && prev.State != w.State {
+		t.Delete(kWorkScope(prev.Scope, prev.State, prev.ID))
+	}
+	t.Put(kWorkScope(w.Scope, w.State, w.ID), nil)
+	return nil
+}
+
+func (t tx) putInput(id ID, in WorkInput) error {
+	b, err := json.Marshal(storedInput{V: rowVersion, WorkInput: in})
+	if err != nil {
+		return err
+	}
+	t.Put(kWorkInput(id, in.N), b)
+	return nil
+}
+
+// RouterCursor is the last event seq the named router has routed (0 for
+// none).
+func (s *Store) RouterCursor(ctx context.Context, name string) (uint64, error) {
+	var seq uint64
+	err := s.view(ctx, func(t tx) error {
+		var err error
+		seq, _, err = t.seqOf(kRouter(name))
+		return err
+	})
+	return seq, err
+}
+
 // RouteBatch applies steps in order (see RouteStep), committing up to
-// maxRouteBatch of them and the cursor per transaction: the router's
-// throughput is then bounded by commits per batch, not per item. It
-// returns what each step did and the Work it reached (zero for skipped,
-// dropped and done).
-// A step sees the Work earlier steps of its batch created or fed. On an
-// error the results of the batches already committed are returned with it.
-func (s *Badger) RouteBatch(ctx context.Context, steps []RouteStep) ([]Routed, error) {
+// maxRouteBatch of them and the cursor per transaction (the cursor read
+// and written in each, so two routers replaying one stream route nothing
+// twice): the router's throughput is bounded by commits per batch, not
+// per item. It returns what each step did and the Work it reached (zero
+// for skipped, dropped and done). A step sees the Work earlier steps of
+// its batch created or fed. On an error the results of the batches
+// already committed are returned with it.
+func (s *Store) RouteBatch(ctx context.Context, steps []RouteStep) ([]Routed, error) {
 	if err := CheckRouteSteps(steps); err != nil {
 		return nil, err
 	}
@@ -292,10 +261,10 @@ func (s *Badger) RouteBatch(ctx context.Context, steps []RouteStep) ([]Routed, e
 	for len(steps) > 0 {
 		n := min(len(steps), maxRouteBatch)
 		var batch []Routed
-		err := s.update(ctx, func(txn *badger.Txn) error {
+		err := s.update(ctx, TxOptions{Name: "route"}, func(t tx) error {
 			batch = batch[:0]
 			for _, st := range steps[:n] {
-				r, err := routeStep(txn, st)
+				r, err := t.routeStep(st)
 				if err != nil {
 					return err
 				}
@@ -313,48 +282,40 @@ func (s *Badger) RouteBatch(ctx context.Context, steps []RouteStep) ([]Routed, e
 }
 
 // routeStep is one step inside a transaction.
-func routeStep(txn *badger.Txn, st RouteStep) (Routed, error) {
-	cur, _, err := getSeq(txn, routerKey(st.Cursor))
+func (t tx) routeStep(st RouteStep) (Routed, error) {
+	cur, _, err := t.seqOf(kRouter(st.Cursor))
 	if err != nil {
 		return Routed{}, err
 	}
 	if st.Seq <= cur {
 		return Routed{Action: RouteDone}, nil
 	}
-	if err := txn.Set(routerKey(st.Cursor), binary.BigEndian.AppendUint64(nil, st.Seq)); err != nil {
-		return Routed{}, err
-	}
+	t.Put(kRouter(st.Cursor), seqBytes(st.Seq))
 	if st.Drop {
 		return Routed{Action: RouteDropped}, nil
 	}
-	item, err := txn.Get(workOwnerKey(st.ThreadKey))
-	switch {
-	case errors.Is(err, badger.ErrKeyNotFound):
+	v, owned, err := t.Get(kWorkOwner(st.ThreadKey))
+	if err != nil {
+		return Routed{}, err
+	}
+	if !owned {
 		w := st.New
 		w.ThreadKey, w.State, w.Inputs = st.ThreadKey, WorkOpen, 1
 		in := st.Input
 		in.N = 1
-		if err := putWork(txn, w, nil); err != nil {
+		if err := t.putWork(w, nil); err != nil {
 			return Routed{}, err
 		}
-		if err := putInput(txn, w.ID, in); err != nil {
+		if err := t.putInput(w.ID, in); err != nil {
 			return Routed{}, err
 		}
-		return Routed{Action: RouteCreated, Work: w}, txn.Set(workOwnerKey(st.ThreadKey), w.ID[:])
-	case err != nil:
-		return Routed{}, err
+		t.Put(kWorkOwner(st.ThreadKey), bytes.Clone(w.ID[:]))
+		return Routed{Action: RouteCreated, Work: w}, nil
 	}
-	var owner ID
-	if err := item.Value(func(v []byte) error {
-		if len(v) != len(owner) {
-			return fmt.Errorf("%w: owner of %q", errWorkRecord, st.ThreadKey)
-		}
-		copy(owner[:], v)
-		return nil
-	}); err != nil {
-		return Routed{}, err
+	if len(v) != len(ID{}) {
+		return Routed{}, fmt.Errorf("%w: owner of %q", ErrCorrupt, st.ThreadKey)
 	}
-	w, err := getWork(txn, owner)
+	w, err := t.getWork(ID(v))
 	if err != nil || w.Kind != st.OwnerKind || w.State != WorkOpen {
 		return Routed{Action: RouteSkipped}, nil
 	}
@@ -362,42 +323,60 @@ func routeStep(txn *badger.Txn, st RouteStep) (Routed, error) {
 	w.Inputs++
 	in := st.Input
 	in.N = w.Inputs
-	if err := putInput(txn, w.ID, in); err != nil {
+	if err := t.putInput(w.ID, in); err != nil {
 		return Routed{}, err
 	}
-	return Routed{Action: RouteAppended, Work: w}, putWork(txn, w, &prev)
+	return Routed{Action: RouteAppended, Work: w}, t.putWork(w, &prev)
 }
 
 // GetWork reads a Work item.
-func (s *Badger) GetWork(ctx context.Context, id ID) (Work, error) {
+func (s *Store) GetWork(ctx context.Context, id ID) (Work, error) {
 	var w Work
-	err := s.db.View(func(txn *badger.Txn) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	err := s.view(ctx, func(t tx) error {
 		var err error
-		w, err = getWork(txn, id)
+		w, err = t.getWork(id)
 		return err
 	})
 	return w, err
 }
 
 // WorkInputs returns the Work's inputs numbered after after, in order.
-func (s *Badger) WorkInputs(ctx context.Context, id ID, after int) ([]WorkInput, error) {
+func (s *Store) WorkInputs(ctx context.Context, id ID, after int) ([]WorkInput, error) {
 	var out []WorkInput
-	err := s.db.View(func(txn *badger.Txn) error {
-		prefix := append(append([]byte{}, workInputPfx...), id[:]...)
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true})
-		defer it.Close()
-		for it.Seek(workInputKey(id, after+1)); it.Valid(); it.Next() {
-			if err := ctx.Err(); err != nil {
+	err := s.view(ctx, func(t tx) error {
+		out = out[:0]
+		add := func(v []byte) {
+			var si storedInput
+			if json.Unmarshal(v, &si) == nil && si.V == rowVersion {
+				out = append(out, si.WorkInput)
+			}
+		}
+		if !s.plan.Remote {
+			r := Range{Prefix: kWorkInput(id, 0), Fixed: 1}
+			return t.Scan(r.FromKey(kWorkInput(id, after+1)), func(_ Key, v []byte) (bool, error) {
+				if err := ctx.Err(); err != nil {
+					return false, err
+				}
+				add(v)
+				return true, nil
+			})
+		}
+		// Remote: the Work says how many there are; read them by key.
+		w, err := t.getWork(id)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for n := after + 1; n <= w.Inputs; n++ {
+			v, ok, err := t.Get(kWorkInput(id, n))
+			if err != nil {
 				return err
 			}
-			var si storedInput
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &si) }); err != nil || si.V != rowVersion {
-				continue
+			if ok {
+				add(v)
 			}
-			out = append(out, si.WorkInput)
 		}
 		return nil
 	})
@@ -406,29 +385,30 @@ func (s *Badger) WorkInputs(ctx context.Context, id ID, after int) ([]WorkInput,
 
 // ListWork returns the scope's Work in state st (every state when st is
 // ""), oldest first.
-func (s *Badger) ListWork(ctx context.Context, scope string, st WorkState) ([]Work, error) {
+func (s *Store) ListWork(ctx context.Context, scope string, st WorkState) ([]Work, error) {
 	var out []Work
-	err := s.db.View(func(txn *badger.Txn) error {
-		prefix := append(append(append([]byte{}, workScopePfx...), scope...), 0)
+	err := s.view(ctx, func(t tx) error {
+		out = out[:0]
+		r := Range{Prefix: kWorkScope(scope, st, ID{}), Fixed: 1, KeysOnly: true}
 		if st != "" {
-			prefix = append(append(prefix, st...), 0)
+			r.Fixed = 2
 		}
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
+		return t.Scan(r, func(k Key, _ []byte) (bool, error) {
 			if err := ctx.Err(); err != nil {
-				return err
+				return false, err
 			}
-			k := it.Item().Key()
-			var id ID
-			copy(id[:], k[len(k)-len(id):])
-			w, err := getWork(txn, id)
+			w, err := t.getWork(k.ID)
+			if errors.Is(err, ErrNotFound) {
+				return true, nil // held aside
+			}
 			if err != nil {
-				continue // held aside
+				return false, err
 			}
-			out = append(out, w)
-		}
-		return nil
+			if w.Scope == scope && string(w.State) == k.Sub {
+				out = append(out, w) // else a stale entry
+			}
+			return true, nil
+		})
 	})
 	if err == nil && st == "" {
 		// The index orders by state first; order by age across states.
@@ -437,20 +417,20 @@ func (s *Badger) ListWork(ctx context.Context, scope string, st WorkState) ([]Wo
 	return out, err
 }
 
-// transitionWork applies f to the Work under one transaction.
-func (s *Badger) transitionWork(ctx context.Context, id ID, f func(w *Work) error) (Work, error) {
-	return s.transitionWorkKeyed(ctx, nil, id, f)
-}
-
-// transitionWorkKeyed is transitionWork honouring idem, the idempotency
-// key of the request it answers (nil: none).
-func (s *Badger) transitionWorkKeyed(ctx context.Context, idem *Idem, id ID, f func(w *Work) error) (Work, error) {
+// transitionWork applies f to the Work in one transaction, honouring
+// idem, the idempotency key of the request it answers (nil: none).
+func (s *Store) transitionWork(ctx context.Context, idem *Idem, id ID, f func(w *Work) error) (Work, error) {
 	var out Work
-	err := s.update(ctx, func(txn *badger.Txn) error {
-		if err := checkIdem(txn, idem); err != nil {
+	err := s.update(ctx, TxOptions{Name: "work"}, func(t tx) error {
+		if idem != nil {
+			if err := t.Prefetch(kIdem(idem.Principal, idem.Key), kWork(id)); err != nil {
+				return err
+			}
+		}
+		if err := t.checkIdem(idem); err != nil {
 			return err
 		}
-		w, err := getWork(txn, id)
+		w, err := t.getWork(id)
 		if err != nil {
 			return err
 		}
@@ -459,10 +439,10 @@ func (s *Badger) transitionWorkKeyed(ctx context.Context, idem *Idem, id ID, f f
 			return err
 		}
 		out = w
-		if err := putWork(txn, w, &prev); err != nil {
+		if err := t.putWork(w, &prev); err != nil {
 			return err
 		}
-		return keepIdem(txn, idem, w)
+		return t.keepIdem(idem, w)
 	})
 	if err == nil {
 		s.noteIdem(idem)
@@ -471,10 +451,11 @@ func (s *Badger) transitionWorkKeyed(ctx context.Context, idem *Idem, id ID, f f
 }
 
 // ClaimWork gives an open Work to recipient, who is then given every input
-// so far (Work.Claim: Consumed moves to Inputs). Claiming again by the same recipient
-// is allowed; by another, or of a completed Work, is ErrWorkConflict.
-func (s *Badger) ClaimWork(ctx context.Context, id ID, recipient string, now time.Time) (Work, error) {
-	return s.transitionWorkKeyed(ctx, IdemOf(ctx), id, func(w *Work) error {
+// so far (Work.Claim: Consumed moves to Inputs). Claiming again by the same
+// recipient is allowed; by another, or of a completed Work, is
+// ErrWorkConflict.
+func (s *Store) ClaimWork(ctx context.Context, id ID, recipient string, now time.Time) (Work, error) {
+	return s.transitionWork(ctx, IdemOf(ctx), id, func(w *Work) error {
 		switch {
 		case w.State != WorkOpen:
 			return fmt.Errorf("%w: work %s is %s", ErrWorkConflict, id, w.State)
@@ -488,7 +469,7 @@ func (s *Badger) ClaimWork(ctx context.Context, id ID, recipient string, now tim
 
 // CompleteWork makes an open Work completed: later items of its thread
 // start nothing. Completing a completed Work is ErrWorkConflict.
-func (s *Badger) CompleteWork(ctx context.Context, id ID, now time.Time) (Work, error) {
+func (s *Store) CompleteWork(ctx context.Context, id ID, now time.Time) (Work, error) {
 	return s.completeWork(ctx, id, now, nil)
 }
 
@@ -496,26 +477,26 @@ func (s *Badger) CompleteWork(ctx context.Context, id ID, now time.Time) (Work, 
 // transaction, that the Work is still claimed by claimedBy ("": still
 // unclaimed), as it was when the caller was authorized to complete it;
 // otherwise ErrWorkConflict.
-func (s *Badger) CompleteWorkAs(ctx context.Context, id ID, now time.Time, claimedBy string) (Work, error) {
+func (s *Store) CompleteWorkAs(ctx context.Context, id ID, now time.Time, claimedBy string) (Work, error) {
 	return s.completeWork(ctx, id, now, &claimedBy)
 }
 
 // completeWork honours the request's idempotency key when it is
 // CompleteWorkAs (claimedBy set), the route's write.
-func (s *Badger) completeWork(ctx context.Context, id ID, now time.Time, claimedBy *string) (Work, error) {
+func (s *Store) completeWork(ctx context.Context, id ID, now time.Time, claimedBy *string) (Work, error) {
 	var idem *Idem
 	if claimedBy != nil {
 		idem = IdemOf(ctx)
 	}
-	return s.transitionWorkKeyed(ctx, idem, id, func(w *Work) error {
+	return s.transitionWork(ctx, idem, id, func(w *Work) error {
 		if w.State != WorkOpen {
 			return fmt.Errorf("%w: work %s is already %s", ErrWorkConflict, id, w.State)
 		}
 		if claimedBy != nil && w.ClaimedBy != *claimedBy {
 			return fmt.Errorf("%w: work %s was claimed by %q meanwhile", ErrWorkConflict, id, w.ClaimedBy)
 		}
-		t := now.UTC()
-		w.State, w.CompletedAt = WorkCompleted, &t
+		ts := now.UTC()
+		w.State, w.CompletedAt = WorkCompleted, &ts
 		return nil
 	})
 }
@@ -523,8 +504,8 @@ func (s *Badger) completeWork(ctx context.Context, id ID, now time.Time, claimed
 // ConsumeWork records that recipient has been given the Work's inputs up
 // to n (Work.Consume): the claimer's Consumed, or recipient's own cursor.
 // Neither moves back.
-func (s *Badger) ConsumeWork(ctx context.Context, id ID, recipient string, n int) (Work, error) {
-	return s.transitionWork(ctx, id, func(w *Work) error {
+func (s *Store) ConsumeWork(ctx context.Context, id ID, recipient string, n int) (Work, error) {
+	return s.transitionWork(ctx, nil, id, func(w *Work) error {
 		w.Consume(recipient, n)
 		return nil
 	})

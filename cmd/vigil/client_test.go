@@ -105,7 +105,7 @@ func (p cliPlugins) Reload(context.Context) (plugin.Report, error) {
 // and no message comes.
 type lossyDelivery struct {
 	*delivery.Delivery
-	st *store.Badger
+	st *store.Store
 }
 
 func (d lossyDelivery) Settle(ctx context.Context, id store.ID, s store.Settlement, m store.Message) (store.Watch, error) {
@@ -178,7 +178,7 @@ func newCLIFixture(t *testing.T, o httpapi.Options) *cliFixture {
 	t.Helper()
 	now := time.Now().UTC().Truncate(time.Second)
 	st := apitest.NewStack(t, apitest.Config{Plugins: cliKinds{}, Clock: cliClock{now}, IDs: cliIDs{rand.NewChaCha8([32]byte{3})},
-		Deliver: func(d *delivery.Delivery, st *store.Badger) scheduler.Deliverer { return lossyDelivery{d, st} }})
+		Deliver: func(d *delivery.Delivery, st *store.Store) scheduler.Deliverer { return lossyDelivery{d, st} }})
 	mail := &pollingMailboxes{Delivery: st.Delivery, polls: map[string]chan struct{}{}}
 	base, stop := context.WithCancel(context.Background())
 	o.StreamWait = 50 * time.Millisecond

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
 func run(t *testing.T, ctx context.Context, args ...string) (string, string, error) {
@@ -97,7 +98,7 @@ func TestServeStopsCleanlyWhenCancelled(t *testing.T) {
 
 func TestServeRefusesAStoreInUse(t *testing.T) {
 	data := t.TempDir()
-	st, err := store.Open(filepath.Join(data, "store"), store.Options{})
+	st, err := badger.OpenStore(filepath.Join(data, "store"), badger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

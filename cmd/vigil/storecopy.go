@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 	"github.com/vigilhq/vigil/store/natsstore"
 	"github.com/vigilhq/vigil/store/storecopy"
 )
@@ -151,7 +152,7 @@ func openEnd(ctx context.Context, at string, nc natsstore.Config, source bool) (
 	if strings.HasPrefix(at, "nats://") || strings.HasPrefix(at, "tls://") {
 		nc.URLs = strings.Split(at, ",")
 		nc.Existing = source
-		s, err := natsstore.Open(ctx, nc)
+		s, err := natsstore.OpenStore(ctx, nc)
 		if errors.Is(err, natsstore.ErrBadConfig) || errors.Is(err, natsstore.ErrMismatch) || errors.Is(err, natsstore.ErrNoBucket) {
 			return nil, &usageError{fmt.Errorf("store copy: %s: %w", at, err)}
 		}
@@ -164,7 +165,7 @@ func openEnd(ctx context.Context, at string, nc natsstore.Config, source bool) (
 	if err != nil {
 		return nil, err
 	}
-	s, err := store.Open(dir, store.Options{SyncWrites: !source})
+	s, err := badger.OpenStore(dir, badger.Options{SyncWrites: !source})
 	switch {
 	case errors.Is(err, store.ErrInUse):
 		return nil, &usageError{fmt.Errorf("store copy: %w", err)}

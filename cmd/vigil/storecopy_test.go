@@ -9,6 +9,7 @@ import (
 
 	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
 // `vigil store copy` moves a badger store into JetStream and back; the
@@ -18,7 +19,7 @@ func TestStoreCopyBothWays(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	// src is serve's data directory: its store is src/store.
 	src := t.TempDir()
-	s, err := store.Open(filepath.Join(src, "store"), store.Options{})
+	s, err := badger.OpenStore(filepath.Join(src, "store"), badger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestStoreCopyBothWays(t *testing.T) {
 		t.Fatalf("nats→dir: %v\n%s\n%s", err, stdout, stderr)
 	}
 	// What vigil serve --data back would open.
-	b, err := store.Open(filepath.Join(back, "store"), store.Options{})
+	b, err := badger.OpenStore(filepath.Join(back, "store"), badger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

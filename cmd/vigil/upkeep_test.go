@@ -11,6 +11,7 @@ import (
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/internal/syncbuf"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
 // vigil serve runs the upkeep: an old fetch fact and dead letter are
@@ -21,7 +22,7 @@ func TestServeRunsTheUpkeep(t *testing.T) {
 	}
 	data := t.TempDir()
 	old := time.Now().Add(-30 * 24 * time.Hour)
-	st, err := store.Open(filepath.Join(data, "store"), store.Options{})
+	st, err := badger.OpenStore(filepath.Join(data, "store"), badger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func TestServeRunsTheUpkeep(t *testing.T) {
 		t.Fatalf("serve: %v\n%s", err, logs)
 	}
 
-	st, err = store.Open(filepath.Join(data, "store"), store.Options{})
+	st, err = badger.OpenStore(filepath.Join(data, "store"), badger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 	"github.com/vigilhq/vigil/store/natsstore"
 	"github.com/vigilhq/vigil/store/storecopy"
 )
@@ -129,7 +130,7 @@ func newBenchNodeThen(b testing.TB, be *benchBackend, dir, bucket string, wantFi
 		}
 	}
 	n := &benchNode{deliver: &countingDeliverer{want: int64(wantFires), done: make(chan struct{})}}
-	cfg := Config{Kinds: reg, Deliver: func(d *delivery.Delivery, _ Store) scheduler.Deliverer {
+	cfg := Config{Kinds: reg, Deliver: func(d *delivery.Delivery, _ *store.Store) scheduler.Deliverer {
 		n.deliver.Delivery = d
 		return n.deliver
 	}}
@@ -137,7 +138,7 @@ func newBenchNodeThen(b testing.TB, be *benchBackend, dir, bucket string, wantFi
 		if dir == "" {
 			dir = b.TempDir()
 		}
-		cfg.StoreDir, cfg.Store = dir, store.Options{SyncWrites: true}
+		cfg.StoreDir, cfg.Store = dir, badger.Options{SyncWrites: true}
 	} else {
 		if bucket == "" {
 			bucket = newBucketName()
@@ -167,7 +168,7 @@ func newBenchNodeThen(b testing.TB, be *benchBackend, dir, bucket string, wantFi
 			b.Fatal(err)
 		}
 		natstest.WaitFor(b, within, "the node holding every partition", func() bool {
-			for p := range c.cluster.st.Partitions() {
+			for p := range c.cluster.adapter.Partitions() {
 				if !c.cluster.own.Holds(p) { // leased and fenced: the scheduler's
 					return false
 				}
@@ -354,11 +355,15 @@ func BenchmarkNodeMemory(b *testing.B) {
 				report(float64(tableBytes(b, dir))/float64(count), "disk-B/watch")
 			} else {
 				bucket = newBucketName()
-				dst, err := natsstore.Open(ctx, natsstore.Config{URLs: be.urls, Replicas: be.replicas, Bucket: bucket})
+				ad, err := natsstore.Open(ctx, natsstore.Config{URLs: be.urls, Replicas: be.replicas, Bucket: bucket})
 				if err != nil {
 					b.Fatal(err)
 				}
-				src, err := store.Open(dir, store.Options{})
+				dst, err := store.New(ctx, ad)
+				if err != nil {
+					b.Fatal(err)
+				}
+				src, err := badger.OpenStore(dir, badger.Options{})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -366,7 +371,7 @@ func BenchmarkNodeMemory(b *testing.B) {
 					b.Fatal(err)
 				}
 				_ = src.Close()
-				stream, err := dst.JetStream().Stream(ctx, "KV_"+bucket)
+				stream, err := ad.JetStream().Stream(ctx, "KV_"+bucket)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -503,7 +508,7 @@ func rss(t testing.TB) float64 {
 func fillPending(b *testing.B, dir string, count int) {
 	b.Helper()
 	ctx := context.Background()
-	st, err := store.Open(dir, store.Options{})
+	st, err := badger.OpenStore(dir, badger.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

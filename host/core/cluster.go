@@ -42,13 +42,13 @@ type Cluster struct {
 	AskTimeout time.Duration
 }
 
-// ClusterStore is a cluster's backend: the Store, and what a node needs
-// of it beside (store/natsstore is one). Each Follow subscribes and
-// returns once the subscription is in place, with the function that reads
-// it until its context ends.
+// ClusterStore is a cluster's adapter of the storage seam (store/natsstore
+// is one), with what a node needs of it beside: the core builds its store
+// over it (store.New), whose feeds tell of what every node commits.
 type ClusterStore interface {
-	Store
-	// JetStream is the store's JetStream context, for the leases bucket
+	store.KV
+	store.Follower
+	// JetStream is the adapter's JetStream context, for the leases bucket
 	// and (its connection) the nodes' probe news (probes.go).
 	JetStream() jetstream.JetStream
 	// Bucket names the cluster's store: the probe news's subjects carry it.
@@ -56,20 +56,12 @@ type ClusterStore interface {
 	Replicas() int
 	// Partitions is the cluster's partition count, fixed with its store.
 	Partitions() int
-	// FollowPending tells of each row made pending by any node.
-	FollowPending(ctx context.Context) (func(context.Context, func(store.Schedule)) error, error)
-	// FollowAppends tells of each append to stream by any node.
-	FollowAppends(ctx context.Context, stream string) (func(context.Context, func()) error, error)
 	// FencePartition writes partition p's epoch (node and at recorded in
 	// it) and makes every owner's transition of p's rows this store makes
 	// from now on conditional on it: once another node fences p, they are
 	// refused with store.ErrNotOwner. Unfence refuses them here at once.
 	FencePartition(ctx context.Context, p int, node string, at time.Time) (uint64, error)
 	Unfence(p int)
-	// FollowPushes tells of each push written pending or retrying by any
-	// node, of the recipients keep accepts, read only then: the outbox of
-	// the node holding its recipient's push partition queues it.
-	FollowPushes(ctx context.Context, keep func(rid string) bool) (func(context.Context, func(store.Push)) error, error)
 }
 
 // Join is what a node publishes and runs once the host around the core
@@ -100,12 +92,14 @@ type Join struct {
 
 // clustered is the core's part on a cluster.
 type clustered struct {
-	cfg  Cluster
-	st   ClusterStore
-	kv   jetstream.KeyValue
-	own  *ownership
-	log  *slog.Logger
-	node atomic.Pointer[cluster.Node]
+	cfg Cluster
+	// adapter is the store's adapter, st the store over it with its feeds.
+	adapter ClusterStore
+	st      store.Feeds
+	kv      jetstream.KeyValue
+	own     *ownership
+	log     *slog.Logger
+	node    atomic.Pointer[cluster.Node]
 	// reconciled counts the passes JobReconcile finished on this node.
 	reconciled atomic.Int64
 	// share carries the probes' news between the nodes once joined.
@@ -181,20 +175,26 @@ func openCluster(ctx context.Context, cfg Cluster, log *slog.Logger) (*clustered
 	if cfg.LeaseTTL < cluster.MinTTL {
 		return nil, fmt.Errorf("core: lease ttl %s is under the minimum %s", cfg.LeaseTTL, cluster.MinTTL)
 	}
-	st, err := cfg.Open(ctx)
+	ad, err := cfg.Open(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if st == nil {
+	if ad == nil {
 		return nil, errors.New("core: the cluster's Open returned no store")
 	}
-	kv, err := cluster.OpenBucket(ctx, st.JetStream(), cluster.BucketConfig{Name: cluster.LeaseBucket(st.Bucket()), TTL: cfg.LeaseTTL, Replicas: st.Replicas()})
+	st, err := store.New(ctx, ad)
 	if err != nil {
-		_ = st.Close()
+		_ = ad.Close()
 		return nil, err
 	}
-	cl := &clustered{cfg: cfg, st: st, kv: kv, log: log}
-	cl.own = &ownership{n: st.Partitions(), retry: cfg.LeaseTTL, fenced: make([]atomic.Bool, st.Partitions())}
+	feeds, _ := st.Feeds()
+	kv, err := cluster.OpenBucket(ctx, ad.JetStream(), cluster.BucketConfig{Name: cluster.LeaseBucket(ad.Bucket()), TTL: cfg.LeaseTTL, Replicas: ad.Replicas()})
+	if err != nil {
+		_ = ad.Close()
+		return nil, err
+	}
+	cl := &clustered{cfg: cfg, adapter: ad, st: feeds, kv: kv, log: log}
+	cl.own = &ownership{n: ad.Partitions(), retry: cfg.LeaseTTL, fenced: make([]atomic.Bool, ad.Partitions())}
 	cl.own.node = &cl.node
 	return cl, nil
 }
@@ -695,7 +695,7 @@ func (q *partitionQueue) retryAfter(ctx context.Context, p int, d time.Duration)
 // fence writes p's epoch and marks p fenced: the scheduler holds p from
 // then on, and every owner's write of p's rows carries the epoch's check.
 func (cl *clustered) fence(ctx context.Context, p int, at time.Time) error {
-	if _, err := cl.st.FencePartition(ctx, p, cl.cfg.Node, at); err != nil {
+	if _, err := cl.adapter.FencePartition(ctx, p, cl.cfg.Node, at); err != nil {
 		return err
 	}
 	cl.own.fenced[p].Store(true)
@@ -706,7 +706,7 @@ func (cl *clustered) fence(ctx context.Context, p int, at time.Time) error {
 // refuses this node's owner's writes of p.
 func (cl *clustered) unfence(p int) {
 	cl.own.fenced[p].Store(false)
-	cl.st.Unfence(p)
+	cl.adapter.Unfence(p)
 }
 
 // partitions is what the queue drives: nodePartitions.

@@ -34,7 +34,7 @@ const (
 
 var (
 	_ ClusterStore           = (*natsstore.Store)(nil)
-	_ delivery.MailboxWaiter = (*natsstore.Store)(nil) // long polls wake on other nodes' appends
+	_ delivery.MailboxWaiter = store.Feeds{} // long polls wake on other nodes' appends
 )
 
 // observedBy records which node's kind probed each watch.
@@ -151,7 +151,7 @@ type testNode struct {
 // its scheduler settles through, one of its leases bucket, and its lease
 // metrics. Nil fields are the node's own.
 type nodeHooks struct {
-	deliver func(*delivery.Delivery, Store) scheduler.Deliverer
+	deliver func(*delivery.Delivery, *store.Store) scheduler.Deliverer
 	kv      func(jetstream.KeyValue) jetstream.KeyValue
 	metrics cluster.Metrics
 	store   func(ClusterStore) ClusterStore
@@ -483,9 +483,9 @@ func TestPartitionQueueRetriesAFailedGain(t *testing.T) {
 }
 
 // a2 is another process's store on srv.
-func a2(t *testing.T, srv *server.Server) *natsstore.Store {
+func a2(t *testing.T, srv *server.Server) *store.Store {
 	t.Helper()
-	st, err := natsstore.Open(context.Background(), natsstore.Config{URLs: []string{srv.ClientURL()}})
+	st, err := natsstore.OpenStore(context.Background(), natsstore.Config{URLs: []string{srv.ClientURL()}})
 	if err != nil {
 		t.Fatal(err)
 	}

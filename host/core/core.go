@@ -15,6 +15,7 @@ import (
 	"github.com/vigilhq/vigil/host/reminder"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
 // Clock tells the time to every component.
@@ -31,11 +32,11 @@ type Config struct {
 	// OpenStore opens the storage backend the core is built over; the
 	// core closes it in Close (and when New fails). Nil: the badger store
 	// in StoreDir with the options Store (OpenBadger).
-	OpenStore func(ctx context.Context) (Store, error)
+	OpenStore func(ctx context.Context) (*store.Store, error)
 	// StoreDir is the badger store's directory; Store its options. Both
 	// are unused when OpenStore is set.
 	StoreDir string
-	Store    store.Options
+	Store    badger.Options
 	// Kinds the scheduler serves. Nil: a new registry, Core.Registry,
 	// where the plugin runtime and the built-in kinds register, the phase
 	// reminder (host/reminder) registered in it here.
@@ -46,7 +47,7 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics, when set, makes the metrics every component counts into,
 	// from the opened store (which counts the watches by state).
-	Metrics func(Store) Metrics
+	Metrics func(*store.Store) Metrics
 	// Workers probe due watches (the scheduler's default when zero).
 	Workers int
 	// Guard screens webhook destinations, for the outbox and for the
@@ -64,14 +65,14 @@ type Config struct {
 	Cluster *Cluster
 	// Deliver, in tests, wraps the delivery the scheduler settles
 	// through; it is given the store.
-	Deliver func(*delivery.Delivery, Store) scheduler.Deliverer
+	Deliver func(*delivery.Delivery, *store.Store) scheduler.Deliverer
 }
 
 // Core is the built core. Its fields are the components, for the layers
 // above (the API, observe) to use; Close stops and closes them.
 type Core struct {
-	// Store is the backend Config.OpenStore opened.
-	Store Store
+	// Store is the store Config.OpenStore opened.
+	Store *store.Store
 	// Registry is the kind registry the core made, nil when Config.Kinds
 	// was given.
 	Registry   *kind.Registry
@@ -104,13 +105,13 @@ func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 	c := &Core{log: cfg.Logger, clock: cfg.Clock}
 	if cfg.Cluster != nil {
 		cc := *cfg.Cluster
-		cfg.OpenStore = func(ctx context.Context) (Store, error) {
+		cfg.OpenStore = func(ctx context.Context) (*store.Store, error) {
 			cl, err := openCluster(ctx, cc, cfg.Logger)
 			if err != nil {
 				return nil, err
 			}
 			c.cluster = cl
-			return cl.st, nil
+			return cl.st.Store, nil
 		}
 	} else if cfg.OpenStore == nil {
 		if cfg.Store.Logger == nil {
@@ -120,6 +121,9 @@ func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 	}
 	if c.Store, err = cfg.OpenStore(ctx); err != nil {
 		return nil, fmt.Errorf("opening the store: %w", err)
+	}
+	if c.Store == nil {
+		return nil, errors.New("core: OpenStore returned no store")
 	}
 	defer func() {
 		if err != nil {
@@ -159,7 +163,13 @@ func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 	if err = c.Outbox.Start(ctx); err != nil {
 		return nil, err
 	}
-	if c.Delivery, err = delivery.New(delivery.Config{Store: c.Store, Outbox: enqueue, Clock: cfg.Clock, Logger: cfg.Logger, Metrics: dm}); err != nil {
+	// On a cluster delivery takes the store with its feeds: a long poll
+	// wakes on any node's appends (delivery.MailboxWaiter).
+	var ds delivery.Store = c.Store
+	if f, ok := c.Store.Feeds(); ok {
+		ds = f
+	}
+	if c.Delivery, err = delivery.New(delivery.Config{Store: ds, Outbox: enqueue, Clock: cfg.Clock, Logger: cfg.Logger, Metrics: dm}); err != nil {
 		return nil, err
 	}
 	var deliver scheduler.Deliverer = c.Delivery

@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
 // A core that cannot be built closes what it built: the store is not left
 // open (a second open of the same directory succeeds).
 func TestNewClosesWhatItBuiltOnAnError(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
-	held, err := store.Open(dir, store.Options{})
+	held, err := badger.OpenStore(dir, badger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,35 +42,53 @@ func TestNewClosesWhatItBuiltOnAnError(t *testing.T) {
 	}
 }
 
-// spyStore is a backend that is badger underneath and counts what the
-// core asks of it, standing for a second backend.
-type spyStore struct {
-	Store
+// spyKV is an adapter that is badger underneath and counts what the
+// core's store asks of it, standing for a second adapter.
+type spyKV struct {
+	store.KV
 	pendingReads, closes int
 }
 
-func (s *spyStore) ForEachPending(ctx context.Context, fn func(store.Schedule) error) (int, error) {
-	s.pendingReads++
-	return s.Store.ForEachPending(ctx, fn)
+func (s *spyKV) View(ctx context.Context, fn func(store.Tx) error) error {
+	return s.KV.View(ctx, func(tx store.Tx) error { return fn(spyTx{tx, s}) })
 }
 
-func (s *spyStore) Close() error { s.closes++; return s.Store.Close() }
+func (s *spyKV) Close() error { s.closes++; return s.KV.Close() }
+
+type spyTx struct {
+	store.Tx
+	s *spyKV
+}
+
+func (t spyTx) Scan(r store.Range, fn func(store.Key, []byte) (bool, error)) error {
+	// The pending schedule, read with its values (a listing of the
+	// pending rows reads the same index's keys alone).
+	if r.Prefix.Fam == store.FamState && r.Prefix.Sub == string(store.Pending) && !r.KeysOnly {
+		t.s.pendingReads++
+	}
+	return t.Tx.Scan(r, fn)
+}
 
 // OpenStore chooses the backend: the core is composed over the one it
 // returns (its schedule is read from it, it is closed with the core), the
 // StoreDir unused, and an error opening it is New's, wrapped.
 func TestOpenStoreChoosesTheBackend(t *testing.T) {
 	ctx := context.Background()
-	spy := &spyStore{}
-	c, err := New(ctx, Config{OpenStore: func(ctx context.Context) (Store, error) {
-		st, err := OpenBadger(t.TempDir(), store.Options{})(ctx)
-		spy.Store = st
-		return spy, err
+	spy := &spyKV{}
+	var opened *store.Store
+	c, err := New(ctx, Config{OpenStore: func(ctx context.Context) (*store.Store, error) {
+		kv, err := badger.Open(t.TempDir(), badger.Options{})
+		if err != nil {
+			return nil, err
+		}
+		spy.KV = kv
+		opened, err = store.New(ctx, spy)
+		return opened, err
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Store != Store(spy) {
+	if c.Store != opened {
 		t.Fatalf("the core's store is %T, not the one opened", c.Store)
 	}
 	if _, err := c.Prime(ctx); err != nil {
@@ -86,11 +105,11 @@ func TestOpenStoreChoosesTheBackend(t *testing.T) {
 	}
 
 	refused := errors.New("no cluster")
-	if _, err := New(ctx, Config{OpenStore: func(context.Context) (Store, error) { return nil, refused }}); !errors.Is(err, refused) {
+	if _, err := New(ctx, Config{OpenStore: func(context.Context) (*store.Store, error) { return nil, refused }}); !errors.Is(err, refused) {
 		t.Fatalf("an OpenStore error: %v", err)
 	}
 	// No store and no error: the components refuse to be built on none.
-	if _, err := New(ctx, Config{OpenStore: func(context.Context) (Store, error) { return nil, nil }}); err == nil {
+	if _, err := New(ctx, Config{OpenStore: func(context.Context) (*store.Store, error) { return nil, nil }}); err == nil {
 		t.Fatal("OpenStore returning no store: no error")
 	}
 }

@@ -60,20 +60,23 @@ type breakingFeed struct {
 	subs         atomic.Int32
 }
 
-func (b *breakingFeed) FollowPending(ctx context.Context) (func(context.Context, func(store.Schedule)) error, error) {
+func (b *breakingFeed) Follow(ctx context.Context, ranges []store.Range, current bool) (func(context.Context, func(store.Change)) error, error) {
+	if len(ranges) != 1 || ranges[0].Prefix.Fam != store.FamState {
+		return b.ClusterStore.Follow(ctx, ranges, current) // not the pending index
+	}
 	if b.subs.Add(1) > 1 {
 		select {
 		case <-b.back:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		return b.ClusterStore.FollowPending(ctx)
+		return b.ClusterStore.Follow(ctx, ranges, current)
 	}
-	run, err := b.ClusterStore.FollowPending(ctx)
+	run, err := b.ClusterStore.Follow(ctx, ranges, current)
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context, fn func(store.Schedule)) error {
+	return func(ctx context.Context, fn func(store.Change)) error {
 		var wg sync.WaitGroup
 		defer wg.Wait()
 		stopped, stop := context.WithCancel(ctx)
@@ -105,8 +108,8 @@ func TestAWatchRegisteredWhileThePendingFeedWasDownFires(t *testing.T) {
 	close(feeds.broken)
 	natstest.WaitFor(t, within, "a subscribing again", func() bool { return feeds.subs.Load() > 1 })
 	// Another process registers while a follows nothing.
-	other, err := New(context.Background(), Config{Kinds: a.core.Kinds, OpenStore: func(ctx context.Context) (Store, error) {
-		return natsstore.Open(ctx, natsstore.Config{URLs: []string{srv.ClientURL()}})
+	other, err := New(context.Background(), Config{Kinds: a.core.Kinds, OpenStore: func(ctx context.Context) (*store.Store, error) {
+		return natsstore.OpenStore(ctx, natsstore.Config{URLs: []string{srv.ClientURL()}})
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ import (
 func (c *Core) listenProbes() (*probeshare.Share, error) {
 	cl := c.cluster
 	share, err := probeshare.Listen(probeshare.Config{
-		Conn: cl.st.JetStream().Conn(), Namespace: cl.st.Bucket(), Node: cl.cfg.Node,
+		Conn: cl.adapter.JetStream().Conn(), Namespace: cl.adapter.Bucket(), Node: cl.cfg.Node,
 		Seen: c.Scheduler, Changed: c.Scheduler.Notify, Timeout: cl.cfg.AskTimeout, Logger: c.log,
 	})
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
 const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -46,7 +47,7 @@ func webhookNode(t *testing.T, srv *server.Server, name string, seen *observedBy
 	open := &atomic.Bool{}
 	return startNode(t, srv, name, "digest", open, seen, &fakeJobs{running: map[string]bool{}}, func(c *Config) {
 		c.Guard = netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
-		c.Metrics = func(Store) Metrics { return count }
+		c.Metrics = func(*store.Store) Metrics { return count }
 	})
 }
 
@@ -302,7 +303,7 @@ func TestARestartedNodeLeavesAnotherNodesPushInFlight(t *testing.T) {
 // badger store of its own, not started.
 func partitionedOutbox(t *testing.T) *delivery.Outbox {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), store.Options{})
+	st, err := badger.OpenStore(t.TempDir(), badger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

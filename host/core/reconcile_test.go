@@ -57,7 +57,7 @@ func TestNodesStartingTogetherRegisterOneStandingWatch(t *testing.T) {
 	}
 	srv := natstest.Start(t)
 	ctx := context.Background()
-	st, err := natsstore.Open(ctx, natsstore.Config{URLs: []string{srv.ClientURL()}, Partitions: testPartitions})
+	st, err := natsstore.OpenStore(ctx, natsstore.Config{URLs: []string{srv.ClientURL()}, Partitions: testPartitions})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -155,7 +155,7 @@ func TestAStaleOwnerWritesNothingThatSticks(t *testing.T) {
 	var held *pausedDeliverer
 	moves := &leaseCount{}
 	a := startHookedNode(t, srv, "a", "digest", open, seen, jobs, nodeHooks{
-		deliver: func(d *delivery.Delivery, _ Store) scheduler.Deliverer {
+		deliver: func(d *delivery.Delivery, _ *store.Store) scheduler.Deliverer {
 			held = &pausedDeliverer{Deliverer: d, p: settles}
 			return held
 		},
@@ -228,7 +228,7 @@ func TestAStaleOwnersWriteToAnUntouchedRowIsFenced(t *testing.T) {
 	settlesA, settlesB, leases := newPause(), newPause(), newPause()
 	var heldA, heldB *pausedDeliverer
 	a := startHookedNode(t, srv, "a", "digest", open, seen, jobs, nodeHooks{
-		deliver: func(d *delivery.Delivery, _ Store) scheduler.Deliverer {
+		deliver: func(d *delivery.Delivery, _ *store.Store) scheduler.Deliverer {
 			heldA = &pausedDeliverer{Deliverer: d, p: settlesA}
 			return heldA
 		},
@@ -236,7 +236,7 @@ func TestAStaleOwnersWriteToAnUntouchedRowIsFenced(t *testing.T) {
 	})
 	settlesB.stop()
 	b := startHookedNode(t, srv, "b", "digest", open, seen, jobs, nodeHooks{
-		deliver: func(d *delivery.Delivery, _ Store) scheduler.Deliverer {
+		deliver: func(d *delivery.Delivery, _ *store.Store) scheduler.Deliverer {
 			heldB = &pausedDeliverer{Deliverer: d, p: settlesB}
 			return heldB
 		},
@@ -313,7 +313,7 @@ func (u *unfenceRecorder) Unfence(p int) {
 func TestALostPartitionIsUnfencedAtOnce(t *testing.T) {
 	o := partitionedOutbox(t)
 	rec := &unfenceRecorder{}
-	cl := &clustered{st: rec, own: &ownership{n: testPartitions, fenced: make([]atomic.Bool, testPartitions)}}
+	cl := &clustered{adapter: rec, own: &ownership{n: testPartitions, fenced: make([]atomic.Bool, testPartitions)}}
 	cl.own.fenced[3].Store(true)
 	h := &holder{c: &Core{Outbox: o, cluster: cl}, queue: newPartitionQueue()} // the queue is not running
 	h.Lost(cluster.PartitionLease(3))

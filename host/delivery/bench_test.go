@@ -41,6 +41,7 @@ import (
 
 	"github.com/vigilhq/vigil/internal/benchtest"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
 var benchGoroutines = []int{1, 8, 64}
@@ -48,15 +49,15 @@ var benchGoroutines = []int{1, 8, 64}
 // benchMailboxes opens a store in a temporary directory (default options)
 // with n running recipients r0 … r<n-1>, none with a webhook, and a
 // Delivery on the wall clock and crypto/rand, as the product builds it.
-func benchMailboxes(b *testing.B, n int) (*Delivery, *store.Badger, []store.Recipient) {
+func benchMailboxes(b *testing.B, n int) (*Delivery, *store.Store, []store.Recipient) {
 	b.Helper()
-	return benchMailboxesWith(b, n, store.Options{})
+	return benchMailboxesWith(b, n, badger.Options{})
 }
 
 // benchMailboxesWith is benchMailboxes with the store opened with opt.
-func benchMailboxesWith(b *testing.B, n int, opt store.Options) (*Delivery, *store.Badger, []store.Recipient) {
+func benchMailboxesWith(b *testing.B, n int, opt badger.Options) (*Delivery, *store.Store, []store.Recipient) {
 	b.Helper()
-	st, err := store.Open(b.TempDir(), opt)
+	st, err := badger.OpenStore(b.TempDir(), opt)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func onEach(b *testing.B, g int, f func(i, n int) error) {
 
 // send creates a pending timer watch for to and settles it through d: one
 // message in to's mailbox.
-func send(ctx context.Context, d *Delivery, st *store.Badger, to store.Recipient) error {
+func send(ctx context.Context, d *Delivery, st *store.Store, to store.Recipient) error {
 	id, err := createPending(ctx, st, to)
 	if err != nil {
 		return err
@@ -129,7 +130,7 @@ func send(ctx context.Context, d *Delivery, st *store.Badger, to store.Recipient
 }
 
 // createPending creates a pending timer watch for to.
-func createPending(ctx context.Context, st *store.Badger, to store.Recipient) (store.ID, error) {
+func createPending(ctx context.Context, st *store.Store, to store.Recipient) (store.ID, error) {
 	now := time.Now().UTC()
 	id, err := store.NewID(now, rand.Reader)
 	if err != nil {
@@ -287,11 +288,11 @@ func BenchmarkSettle(b *testing.B) {
 	ctx := context.Background()
 	for _, d := range []struct {
 		name string
-		opt  store.Options
+		opt  badger.Options
 	}{
-		{"off", store.Options{}},
-		{"group", store.Options{SyncWrites: true}},
-		{"each", store.Options{SyncWrites: true, SyncEachCommit: true}},
+		{"off", badger.Options{}},
+		{"group", badger.Options{SyncWrites: true}},
+		{"each", badger.Options{SyncWrites: true, SyncEachCommit: true}},
 	} {
 		for _, g := range benchGoroutines {
 			b.Run(fmt.Sprintf("fsync=%s/g=%d", d.name, g), func(b *testing.B) {

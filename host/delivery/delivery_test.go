@@ -11,6 +11,7 @@ import (
 
 	"github.com/vigilhq/vigil/host/netguard"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -38,9 +39,9 @@ func newDelivery(t *testing.T, st Store, outbox Enqueuer) *Delivery {
 	return d
 }
 
-func openStore(t *testing.T) *store.Badger {
+func openStore(t *testing.T) *store.Store {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), store.Options{})
+	st, err := badger.OpenStore(t.TempDir(), badger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func openStore(t *testing.T) *store.Badger {
 	return st
 }
 
-func recipient(t *testing.T, st *store.Badger, id string, status store.RecipientStatus, hook string) {
+func recipient(t *testing.T, st *store.Store, id string, status store.RecipientStatus, hook string) {
 	t.Helper()
 	r := store.RecipientRecord{ID: id, Status: status, CreatedAt: t0, UpdatedAt: t0}
 	if hook != "" {
@@ -64,12 +65,12 @@ func fired() store.Message {
 }
 
 // pending writes a pending watch for rid and returns its id.
-func pending(t *testing.T, st *store.Badger, rid string) store.ID {
+func pending(t *testing.T, st *store.Store, rid string) store.ID {
 	t.Helper()
 	return pendingKind(t, st, rid, "timer")
 }
 
-func pendingKind(t *testing.T, st *store.Badger, rid, kind string) store.ID {
+func pendingKind(t *testing.T, st *store.Store, rid, kind string) store.ID {
 	t.Helper()
 	id, err := store.NewID(t0, cryptorand.Reader)
 	if err != nil {
@@ -86,7 +87,7 @@ func pendingKind(t *testing.T, st *store.Badger, rid, kind string) store.ID {
 
 // mail settles a new pending watch of rid through d: one message, if rid
 // is running.
-func mail(t *testing.T, d *Delivery, st *store.Badger, rid string) store.Watch {
+func mail(t *testing.T, d *Delivery, st *store.Store, rid string) store.Watch {
 	t.Helper()
 	id := pending(t, st, rid)
 	m := fired()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vigilhq/vigil/api/webhooks"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
 // fakeClock is a clock whose timers fire when the test moves it.
@@ -134,7 +135,7 @@ func (m *pushMetrics) count(state store.PushState) int {
 type rig struct {
 	t       *testing.T
 	dir     string
-	st      *store.Badger
+	st      *store.Store
 	clock   *fakeClock
 	metrics *pushMetrics
 	outbox  *Outbox
@@ -152,7 +153,7 @@ func newRig(t *testing.T, workers int, schedule ...time.Duration) *rig {
 // over it; the outbox is not started.
 func (r *rig) open(workers int, schedule []time.Duration) {
 	r.t.Helper()
-	st, err := store.Open(r.dir, store.Options{})
+	st, err := badger.OpenStore(r.dir, badger.Options{})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -599,7 +600,7 @@ func TestOutboxWorkers(t *testing.T) {
 // failingBegin is the store with BeginPush failing, as a store error
 // that marks nothing.
 type failingBegin struct {
-	*store.Badger
+	*store.Store
 	err error
 }
 
@@ -631,13 +632,13 @@ func TestPushRetriedAfterAStoreError(t *testing.T) {
 // stoppingAtBegin is the store, with the host stopping just after a push
 // was marked sending: its context ends before the request goes out.
 type stoppingAtBegin struct {
-	*store.Badger
+	*store.Store
 	stop context.CancelFunc
 }
 
 func (s stoppingAtBegin) BeginPush(ctx context.Context, rid string, seq uint64, at time.Time) (store.Push, store.Message, store.RecipientRecord, error) {
 	defer s.stop()
-	return s.Badger.BeginPush(context.WithoutCancel(ctx), rid, seq, at)
+	return s.Store.BeginPush(context.WithoutCancel(ctx), rid, seq, at)
 }
 
 // A push the host stops before sending is put back as it was: pending,

@@ -11,7 +11,7 @@ import (
 // fakeWaiterStore is badger with a MailboxWaiter that returns when the
 // test says another process appended.
 type fakeWaiterStore struct {
-	*store.Badger
+	*store.Store
 	waiting  chan struct{} // a WaitMailbox started
 	appended chan struct{} // the test's "another process appended"
 }
@@ -31,7 +31,7 @@ func (f *fakeWaiterStore) WaitMailbox(ctx context.Context, rid string, after uin
 func TestLongPollWakesOnAnAppendElsewhere(t *testing.T) {
 	st := openStore(t)
 	recipient(t, st, "a", store.StatusRunning, "")
-	f := &fakeWaiterStore{Badger: st, waiting: make(chan struct{}, 1), appended: make(chan struct{})}
+	f := &fakeWaiterStore{Store: st, waiting: make(chan struct{}, 1), appended: make(chan struct{})}
 	d := newDelivery(t, f, nil)
 	// The other process: a delivery of its own over the same rows.
 	other := newDelivery(t, st, nil)

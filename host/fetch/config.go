@@ -69,7 +69,7 @@ func (wallClock) Wait(ctx context.Context, d time.Duration) error {
 }
 
 // EventLog is where facts and dead letters go; the host's store
-// (core.Store) is one.
+// (*store.Store) is one.
 type EventLog interface {
 	AppendEvent(ctx context.Context, e store.Event) (store.Event, bool, error)
 }

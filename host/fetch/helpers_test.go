@@ -18,6 +18,7 @@ import (
 	"github.com/vigilhq/vigil/internal/syncbuf"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
 // fakeClock moves only when told to, or by the time a Wait asks for; a
@@ -210,13 +211,13 @@ func (o *origin) last() http.Header {
 type harness struct {
 	*Issuer
 	clock *fakeClock
-	log   *store.Badger
+	log   *store.Store
 	out   *syncbuf.Buffer
 }
 
-func mustOpenStore(tb testing.TB) *store.Badger {
+func mustOpenStore(tb testing.TB) *store.Store {
 	tb.Helper()
-	st, err := store.Open(tb.TempDir(), store.Options{})
+	st, err := badger.OpenStore(tb.TempDir(), badger.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}

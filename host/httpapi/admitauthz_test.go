@@ -200,7 +200,7 @@ func TestThreadWatchOnAWorkItMayNotReadOverMCP(t *testing.T) {
 }
 
 // wakeItems are the item numbers of recipient's last new_items wake.
-func wakeItems(t *testing.T, st *store.Badger, recipient string) []int {
+func wakeItems(t *testing.T, st *store.Store, recipient string) []int {
 	t.Helper()
 	msgs, err := st.ReadMailbox(context.Background(), recipient, 0, 100)
 	if err != nil {

@@ -85,7 +85,7 @@ func (p countingPlugins) Reload(ctx context.Context) (plugin.Report, error) {
 // items (one claimed by agent-1).
 type grantsFixture struct {
 	app      *fiber.App
-	st       *store.Badger
+	st       *store.Store
 	sched    *scheduler.Scheduler
 	reloads  *atomic.Int32
 	refusals *recordedRefusals

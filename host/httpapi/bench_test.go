@@ -68,6 +68,7 @@ import (
 	"github.com/vigilhq/vigil/plugins"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
 // benchPlugins is the plugin runtime as the whole host uses it.
@@ -142,7 +143,7 @@ func (p *probeCount) Ready(int)                 {}
 // benchServer is a host on a loopback listener.
 type benchServer struct {
 	url    string
-	st     *store.Badger
+	st     *store.Store
 	sched  *scheduler.Scheduler
 	del    *delivery.Delivery
 	probes *probeCount
@@ -163,7 +164,7 @@ type serverOpts struct {
 
 // startServer builds the host over st and pl and serves it on
 // 127.0.0.1:0 until the benchmark ends.
-func startServer(b *testing.B, st *store.Badger, pl benchPlugins, o serverOpts) *benchServer {
+func startServer(b *testing.B, st *store.Store, pl benchPlugins, o serverOpts) *benchServer {
 	b.Helper()
 	del, err := delivery.New(delivery.Config{Store: st})
 	if err != nil {
@@ -220,14 +221,14 @@ func (wallClockBench) Now() time.Time { return time.Now() }
 // openBenchStore opens a store in dir with the default options (fsync
 // off); the benchmark's cleanup closes it (after the servers over it have
 // stopped, when it is opened before them).
-func openBenchStore(b *testing.B, dir string) *store.Badger {
+func openBenchStore(b *testing.B, dir string) *store.Store {
 	b.Helper()
-	return openBenchStoreWith(b, dir, store.Options{})
+	return openBenchStoreWith(b, dir, badger.Options{})
 }
 
-func openBenchStoreWith(b *testing.B, dir string, opt store.Options) *store.Badger {
+func openBenchStoreWith(b *testing.B, dir string, opt badger.Options) *store.Store {
 	b.Helper()
-	st, err := store.Open(dir, opt)
+	st, err := badger.OpenStore(dir, opt)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -284,22 +285,22 @@ func (r *registrations) post(client *http.Client, url string, i int) error {
 // durability is one way the store acknowledges a commit.
 type durability struct {
 	name string
-	opt  store.Options
+	opt  badger.Options
 }
 
 // durabilities are the three: not synced, group commit, a sync per
 // commit.
 func durabilities() []durability {
 	return []durability{
-		{"off", store.Options{}},
-		{"group", store.Options{SyncWrites: true}},
-		{"each", store.Options{SyncWrites: true, SyncEachCommit: true}},
+		{"off", badger.Options{}},
+		{"group", badger.Options{SyncWrites: true}},
+		{"each", badger.Options{SyncWrites: true, SyncEachCommit: true}},
 	}
 }
 
 // registerCases calls run for every plugin set × loop × durability ×
 // connections case, with the real runtime started once for all of them.
-func registerCases(b *testing.B, conns []int, run func(b *testing.B, pl benchPlugins, loop bool, opt store.Options, c int)) {
+func registerCases(b *testing.B, conns []int, run func(b *testing.B, pl benchPlugins, loop bool, opt badger.Options, c int)) {
 	var rt *wasmHost
 	for _, pls := range []string{"fake", "wasm"} {
 		for _, loop := range []bool{false, true} {
@@ -333,7 +334,7 @@ func registerCases(b *testing.B, conns []int, run func(b *testing.B, pl benchPlu
 // the top of this file.
 func BenchmarkRegisterHTTP(b *testing.B) {
 	regs := newRegistrations()
-	registerCases(b, []int{1, 8, 64}, func(b *testing.B, pl benchPlugins, loop bool, opt store.Options, c int) {
+	registerCases(b, []int{1, 8, 64}, func(b *testing.B, pl benchPlugins, loop bool, opt badger.Options, c int) {
 		st := openBenchStoreWith(b, b.TempDir(), opt)
 		srv := startServer(b, st, pl, serverOpts{loop: loop})
 		client := keepAlive(c)
@@ -401,7 +402,7 @@ func BenchmarkRegisterWrk(b *testing.B) {
 	if err := os.WriteFile(script, []byte(fmt.Sprintf("at = %q\n", regs.at)+wrkScript), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	registerCases(b, []int{8, 32, 64}, func(b *testing.B, pl benchPlugins, loop bool, opt store.Options, c int) {
+	registerCases(b, []int{8, 32, 64}, func(b *testing.B, pl benchPlugins, loop bool, opt badger.Options, c int) {
 		var sum struct{ reqs, secs, p50, p99 float64 }
 		for range b.N {
 			st := openBenchStoreWith(b, b.TempDir(), opt)
@@ -503,7 +504,7 @@ func (s idReader) Read(p []byte) (int, error) { return s.r.Read(p) }
 // fillRows writes n pending timer rows with store.Create from g
 // goroutines, row i for recipient r<i mod recipients>, so each recipient's
 // rows are spread over the whole fill.
-func fillRows(st *store.Badger, n, recipients, g int) error {
+func fillRows(st *store.Store, n, recipients, g int) error {
 	ctx := context.Background()
 	at := time.Now().UTC().Add(time.Hour).Truncate(time.Second)
 	exp := at.Add(time.Minute)
@@ -556,7 +557,7 @@ func BenchmarkListByRecipient(b *testing.B) {
 	perRecipient := 10
 	recips := max(n/perRecipient, 1)
 	dir := b.TempDir()
-	st, err := store.Open(dir, store.Options{}) // closed before the reopen
+	st, err := badger.OpenStore(dir, badger.Options{}) // closed before the reopen
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/vigilhq/vigil/store"
 )
 
-// IdemReader reads a principal's idempotency record (core.Store does):
+// IdemReader reads a principal's idempotency record (*store.Store does):
 // store.ErrNotFound when the key names nothing.
 type IdemReader interface {
 	GetIdem(ctx context.Context, principal, key string) (store.IdemRecord, error)

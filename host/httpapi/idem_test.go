@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/authz"
-	"github.com/vigilhq/vigil/host/core"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/authztest"
@@ -261,50 +259,31 @@ func TestIdempotencyKeysArePerPrincipal(t *testing.T) {
 	}
 }
 
-// fakeGateStore is the badger store whose registrations wait, once
-// they have reached the store, until n of them have: requests that all
-// found their key free before any wrote. For tests only.
-type fakeGateStore struct {
-	*store.Badger
-	n       int32
-	arrived atomic.Int32
-	all     chan struct{}
-}
-
-func (f *fakeGateStore) CreateIfRunning(ctx context.Context, w store.Watch) error {
-	if k := f.arrived.Add(1); k == f.n {
-		close(f.all)
-	} else if k < f.n {
-		select {
-		case <-f.all:
-		case <-time.After(5 * time.Second):
-		}
-	}
-	return f.Badger.CreateIfRunning(ctx, w)
-}
-
 // Requests under one key at once, each past the key's first read before
 // any wrote, make one write (the store's transaction decides), and every
 // one of them is answered that write's answer.
 func TestConcurrentKeyedRequestsWriteOnce(t *testing.T) {
 	const n = 8
-	var fake *fakeGateStore
-	c, err := core.New(context.Background(), core.Config{
-		OpenStore: func(context.Context) (core.Store, error) {
-			b, err := store.Open(t.TempDir(), store.Options{})
-			if err != nil {
-				return nil, err
+	// The registrations wait, once they have reached the store, until n
+	// of them have: requests that all found their key free before any
+	// wrote.
+	var arrived atomic.Int32
+	all := make(chan struct{})
+	c := faultCore(t, &faultKV{before: func(o store.TxOptions) error {
+		if o.Name != "create-if-running" {
+			return nil
+		}
+		if k := arrived.Add(1); k == n {
+			close(all)
+		} else if k < n {
+			select {
+			case <-all:
+			case <-time.After(5 * time.Second):
 			}
-			fake = &fakeGateStore{Badger: b, n: n, all: make(chan struct{})}
-			return fake, nil
-		},
-		Kinds: fakePlugins{}, Clock: fixedClock{t0}, IDs: seededIDs{rand.NewChaCha8([32]byte{9})},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	app := New(Deps{Scheduler: c.Scheduler, Watches: fake, Mailboxes: c.Delivery, Recipients: c.Recipients, Plugins: fakePlugins{}}, Options{})
+		}
+		return nil
+	}}, 9)
+	app := New(Deps{Scheduler: c.Scheduler, Watches: c.Store, Mailboxes: c.Delivery, Recipients: c.Recipients, Plugins: fakePlugins{}}, Options{})
 	body := `{"kind":"ci","params":{"sha":"a"},"recipient":{"id":"agent-1"}}`
 	answers := make([]keyedAnswer, n)
 	var wg sync.WaitGroup
@@ -314,8 +293,8 @@ func TestConcurrentKeyedRequestsWriteOnce(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if fake.arrived.Load() < n {
-		t.Fatalf("%d requests reached the store, want %d", fake.arrived.Load(), n)
+	if arrived.Load() < n {
+		t.Fatalf("%d requests reached the store, want %d", arrived.Load(), n)
 	}
 	replayed := 0
 	for i, a := range answers {
@@ -329,44 +308,9 @@ func TestConcurrentKeyedRequestsWriteOnce(t *testing.T) {
 	if replayed != n-1 {
 		t.Errorf("%d answers replayed, want %d", replayed, n-1)
 	}
-	if ws, _, _ := fake.List(context.Background(), store.Filter{Recipient: "agent-1"}); len(ws) != 1 {
+	if ws, _, _ := c.Store.List(context.Background(), store.Filter{Recipient: "agent-1"}); len(ws) != 1 {
 		t.Errorf("%d watches, want 1", len(ws))
 	}
-}
-
-// fakeUnavailableStore is the badger store whose registrations fail as
-// natsstore's do when JetStream cannot be reached: a read that could
-// not be made (nothing written), or a commit that was never answered
-// (written, here: the row is there). For tests only.
-type fakeUnavailableStore struct {
-	*store.Badger
-	// mode is "" (answering), "down", "unanswered" or "unanswered once"
-	// (then answering).
-	mode atomic.Value
-	lost atomic.Int32 // commits "unanswered once" left unanswered
-}
-
-func (f *fakeUnavailableStore) CreateIfRunning(ctx context.Context, w store.Watch) error {
-	switch f.mode.Load() {
-	case "down":
-		return &store.UnavailableError{Op: "reading", Err: errors.New("nats: no responders available for request")}
-	case "unanswered", "unanswered once":
-		if f.mode.CompareAndSwap("unanswered once", "") {
-			f.lost.Add(1)
-		}
-		if err := f.Badger.CreateIfRunning(ctx, w); err != nil {
-			return err
-		}
-		return &store.UnavailableError{Op: "commit", MayHaveWritten: true, Err: errors.New("nats: timeout")}
-	}
-	return f.Badger.CreateIfRunning(ctx, w)
-}
-
-func (f *fakeUnavailableStore) GetRecipient(ctx context.Context, id string) (store.RecipientRecord, error) {
-	if f.mode.Load() == "down" {
-		return store.RecipientRecord{}, &store.UnavailableError{Op: "reading", Err: errors.New("nats: timeout")}
-	}
-	return f.Badger.GetRecipient(ctx, id)
 }
 
 // A store that cannot be reached is 503 store_unavailable with
@@ -375,24 +319,41 @@ func (f *fakeUnavailableStore) GetRecipient(ctx context.Context, id string) (sto
 // never answered, that the write may have happened. That write sent
 // again under its key is answered 201 once, and it made one watch.
 func TestAnUnavailableStoreIs503(t *testing.T) {
-	var fake *fakeUnavailableStore
-	c, err := core.New(context.Background(), core.Config{
-		OpenStore: func(context.Context) (core.Store, error) {
-			b, err := store.Open(t.TempDir(), store.Options{})
-			if err != nil {
-				return nil, err
+	// The store fails as natsstore does when JetStream cannot be
+	// reached: mode "down", every read and the registration's commit
+	// fail (nothing written); "unanswered" (or "unanswered once", then
+	// answering), the registration's commit is made and never answered.
+	var mode atomic.Value
+	mode.Store("")
+	var unanswered atomic.Int32 // commits "unanswered once" left unanswered
+	c := faultCore(t, &faultKV{
+		before: func(o store.TxOptions) error {
+			if mode.Load() == "down" && o.Name == "create-if-running" {
+				return &store.UnavailableError{Op: "reading", Err: errors.New("nats: no responders available for request")}
 			}
-			fake = &fakeUnavailableStore{Badger: b}
-			fake.mode.Store("")
-			return fake, nil
+			return nil
 		},
-		Kinds: fakePlugins{}, Clock: fixedClock{t0}, IDs: seededIDs{rand.NewChaCha8([32]byte{9})},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	app := New(Deps{Scheduler: c.Scheduler, Watches: fake, Mailboxes: c.Delivery, Recipients: c.Recipients, Plugins: fakePlugins{}},
+		after: func(o store.TxOptions, err error) error {
+			if err != nil || o.Name != "create-if-running" {
+				return err
+			}
+			switch mode.Load() {
+			case "unanswered", "unanswered once":
+				if mode.CompareAndSwap("unanswered once", "") {
+					unanswered.Add(1)
+				}
+				return &store.UnavailableError{Op: "commit", MayHaveWritten: true, Err: errors.New("nats: timeout")}
+			}
+			return nil
+		},
+		view: func() error {
+			if mode.Load() == "down" {
+				return &store.UnavailableError{Op: "reading", Err: errors.New("nats: timeout")}
+			}
+			return nil
+		},
+	}, 9)
+	app := New(Deps{Scheduler: c.Scheduler, Watches: c.Store, Mailboxes: c.Delivery, Recipients: c.Recipients, Plugins: fakePlugins{}},
 		Options{BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
 	doc, _ := openAPI(t)
 	comp := openAPICompiler(t)
@@ -407,7 +368,7 @@ func TestAnUnavailableStoreIs503(t *testing.T) {
 		{"down", "GET", "/api/v1/recipients/agent-1", "", "nothing was written"},
 		{"unanswered", "POST", "/api/v1/watches", body, "may have been written"},
 	} {
-		fake.mode.Store(tt.mode)
+		mode.Store(tt.mode)
 		resp, b := call(t, app, "", tt.method, tt.path, tt.body)
 		var env api.ErrorEnvelope
 		decodeJSON(t, b, &env)
@@ -422,19 +383,19 @@ func TestAnUnavailableStoreIs503(t *testing.T) {
 		}
 	}
 	// The commit never answered, under a key: the retry finds the write.
-	fake.mode.Store("unanswered")
-	lost := keyed(t, app, "", "POST", "/api/v1/watches", body, api.HeaderIdempotencyKey, "retry-me")
-	if lost.status != 503 {
-		t.Fatalf("%+v", lost)
+	mode.Store("unanswered")
+	first := keyed(t, app, "", "POST", "/api/v1/watches", body, api.HeaderIdempotencyKey, "retry-me")
+	if first.status != 503 {
+		t.Fatalf("%+v", first)
 	}
-	fake.mode.Store("")
+	mode.Store("")
 	retry := keyed(t, app, "", "POST", "/api/v1/watches", body, api.HeaderIdempotencyKey, "retry-me")
 	if retry.status != 201 || retry.replayed != "true" {
 		t.Fatalf("the retry: %+v, want the write's 201, replayed", retry)
 	}
 	var w api.Watch
 	decodeJSON(t, []byte(retry.body), &w)
-	ws, _, _ := fake.List(context.Background(), store.Filter{Recipient: "agent-1"})
+	ws, _, _ := c.Store.List(context.Background(), store.Filter{Recipient: "agent-1"})
 	n, answered := 0, false
 	for _, x := range ws {
 		if string(x.Params) == `{"sha":"abc"}` {
@@ -457,19 +418,19 @@ func TestAnUnavailableStoreIs503(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sess.Close() })
-	fake.mode.Store("unanswered once")
+	mode.Store("unanswered once")
 	var got api.Watch
 	if res := mcptest.CallTool(t, sess, "register_watch", map[string]any{"kind": "ci", "params": map[string]any{"sha": "mcp"}, "recipient": "agent-1"}, &got); res.IsError {
 		t.Fatalf("register_watch through an unanswered commit: %+v", res)
 	}
-	ws, _, _ = fake.List(context.Background(), store.Filter{Recipient: "agent-1"})
+	ws, _, _ = c.Store.List(context.Background(), store.Filter{Recipient: "agent-1"})
 	n = 0
 	for _, x := range ws {
 		if string(x.Params) == `{"sha":"mcp"}` {
 			n++
 		}
 	}
-	if fake.lost.Load() != 1 || n != 1 {
-		t.Errorf("%d commits left unanswered, %d watches registered through MCP, want 1 and 1", fake.lost.Load(), n)
+	if unanswered.Load() != 1 || n != 1 {
+		t.Errorf("%d commits left unanswered, %d watches registered through MCP, want 1 and 1", unanswered.Load(), n)
 	}
 }

@@ -59,7 +59,7 @@ type mcpHost struct {
 	tr    *http.Transport
 	guard *authz.Guard
 	ob    *observe.Observer
-	st    *store.Badger
+	st    *store.Store
 }
 
 const (

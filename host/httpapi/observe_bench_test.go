@@ -84,7 +84,7 @@ type observeServerOpts struct {
 // observeServer is the host with an observer on a loopback listener.
 type observeServer struct {
 	url    string
-	st     *store.Badger
+	st     *store.Store
 	sched  *scheduler.Scheduler
 	del    *delivery.Delivery
 	ob     *observe.Observer

@@ -79,7 +79,7 @@ func (f fakePlugins) Reload(context.Context) (plugin.Report, error) {
 
 type fixture struct {
 	app    *fiber.App
-	st     *store.Badger
+	st     *store.Store
 	sched  *scheduler.Scheduler
 	del    *delivery.Delivery
 	recips *recipients.Service

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"math/rand/v2"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -11,54 +10,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/vigilhq/vigil/api"
-	"github.com/vigilhq/vigil/host/core"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/mcptest"
 	"github.com/vigilhq/vigil/store"
 )
-
-// fakeFullStore is the badger store with the writes a client asked for
-// (a context marked store.ClientWrite) refused as the store refuses them
-// on a data directory short of space (a *store.StorageFullError), while
-// full is set; unmarked counts the writes that reached it unmarked. For
-// tests only.
-type fakeFullStore struct {
-	*store.Badger
-	full     atomic.Bool
-	unmarked atomic.Int64
-}
-
-func (f *fakeFullStore) refuse(ctx context.Context) error {
-	if !store.IsClientWrite(ctx) {
-		f.unmarked.Add(1)
-		return nil
-	}
-	if f.full.Load() {
-		return &store.StorageFullError{Dir: "/var/lib/vigil/store", Free: 900 << 10, Need: 3 << 20}
-	}
-	return nil
-}
-
-func (f *fakeFullStore) CreateIfRunning(ctx context.Context, w store.Watch) error {
-	if err := f.refuse(ctx); err != nil {
-		return err
-	}
-	return f.Badger.CreateIfRunning(ctx, w)
-}
-
-func (f *fakeFullStore) Settle(ctx context.Context, id store.ID, s store.Settlement) (store.Watch, error) {
-	if err := f.refuse(ctx); err != nil {
-		return store.Watch{}, err
-	}
-	return f.Badger.Settle(ctx, id, s)
-}
-
-func (f *fakeFullStore) PutRecipient(ctx context.Context, r store.RecipientRecord) (store.RecipientRecord, bool, error) {
-	if err := f.refuse(ctx); err != nil {
-		return store.RecipientRecord{}, false, err
-	}
-	return f.Badger.PutRecipient(ctx, r)
-}
 
 // A write refused for a full disk (store.ErrStorageFull) is 507
 // insufficient_storage with a Retry-After on every writing route the
@@ -67,23 +22,23 @@ func (f *fakeFullStore) PutRecipient(ctx context.Context, r store.RecipientRecor
 // for as a client's, so the store refuses it before the host's own; and
 // once there is room the same request lands, with no restart.
 func TestAFullDiskWriteIs507InsufficientStorage(t *testing.T) {
-	var fake *fakeFullStore
-	c, err := core.New(context.Background(), core.Config{
-		OpenStore: func(context.Context) (core.Store, error) {
-			b, err := store.Open(t.TempDir(), store.Options{})
-			if err != nil {
-				return nil, err
-			}
-			fake = &fakeFullStore{Badger: b}
-			return fake, nil
-		},
-		Kinds: fakePlugins{}, Clock: fixedClock{t0}, IDs: seededIDs{rand.NewChaCha8([32]byte{7})},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	app := New(Deps{Scheduler: c.Scheduler, Watches: fake, Mailboxes: c.Delivery, Recipients: c.Recipients, Plugins: fakePlugins{}},
+	// The store refuses the routes' writes a client asked for (the
+	// transition marked as a client's) as it refuses them on a data
+	// directory short of space, while full is set; unmarked counts those
+	// that reached it unmarked.
+	var full atomic.Bool
+	var unmarked atomic.Int64
+	c := faultCore(t, &faultKV{before: func(o store.TxOptions) error {
+		switch {
+		case !faulted(o):
+		case !o.Client:
+			unmarked.Add(1)
+		case full.Load():
+			return &store.StorageFullError{Dir: "/var/lib/vigil/store", Free: 900 << 10, Need: 3 << 20}
+		}
+		return nil
+	}}, 7)
+	app := New(Deps{Scheduler: c.Scheduler, Watches: c.Store, Mailboxes: c.Delivery, Recipients: c.Recipients, Plugins: fakePlugins{}},
 		Options{BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
 	doc, _ := openAPI(t)
 	comp := openAPICompiler(t)
@@ -94,11 +49,11 @@ func TestAFullDiskWriteIs507InsufficientStorage(t *testing.T) {
 	}
 	var w api.Watch
 	decodeJSON(t, b, &w)
-	if n := fake.unmarked.Load(); n != 0 {
+	if n := unmarked.Load(); n != 0 {
 		t.Fatalf("%d of the API's writes reached the store without the client's mark", n)
 	}
 
-	fake.full.Store(true)
+	full.Store(true)
 	for _, r := range []struct{ method, path, body string }{
 		{"POST", "/api/v1/watches", `{"kind":"ci","params":{"sha":"def"},"recipient":{"id":"agent-1"}}`},
 		{"DELETE", "/api/v1/watches/" + w.ID, ""},
@@ -135,11 +90,11 @@ func TestAFullDiskWriteIs507InsufficientStorage(t *testing.T) {
 		t.Errorf("cancel_watch with the disk full: %+v, want the tool error insufficient_storage", e)
 	}
 
-	fake.full.Store(false)
+	full.Store(false)
 	if resp, b := call(t, app, "", "DELETE", "/api/v1/watches/"+w.ID, ""); resp.StatusCode != http.StatusOK {
 		t.Errorf("the cancel sent again once there is room: %d %s", resp.StatusCode, b)
 	}
-	if n := fake.unmarked.Load(); n != 0 {
+	if n := unmarked.Load(); n != 0 {
 		t.Errorf("%d of the API's writes reached the store without the client's mark", n)
 	}
 }

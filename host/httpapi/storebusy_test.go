@@ -13,44 +13,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/vigilhq/vigil/api"
-	"github.com/vigilhq/vigil/host/core"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/mcptest"
 	"github.com/vigilhq/vigil/store"
 )
-
-// fakeBusyStore is the badger store with its writes refused as a
-// JetStream store refuses a transition that lost its race 16 times
-// (store.ErrBusy, wrapped), while busy is set. For tests only.
-type fakeBusyStore struct {
-	*store.Badger
-	busy atomic.Bool
-}
-
-func (f *fakeBusyStore) refuse(op string) error {
-	return fmt.Errorf("fakebusystore: %s: %w (16 attempts)", op, store.ErrBusy)
-}
-
-func (f *fakeBusyStore) CreateIfRunning(ctx context.Context, w store.Watch) error {
-	if f.busy.Load() {
-		return f.refuse("create")
-	}
-	return f.Badger.CreateIfRunning(ctx, w)
-}
-
-func (f *fakeBusyStore) Settle(ctx context.Context, id store.ID, s store.Settlement) (store.Watch, error) {
-	if f.busy.Load() {
-		return store.Watch{}, f.refuse("settle")
-	}
-	return f.Badger.Settle(ctx, id, s)
-}
-
-func (f *fakeBusyStore) PutRecipient(ctx context.Context, r store.RecipientRecord) (store.RecipientRecord, bool, error) {
-	if f.busy.Load() {
-		return store.RecipientRecord{}, false, f.refuse("recipient")
-	}
-	return f.Badger.PutRecipient(ctx, r)
-}
 
 type seededIDs struct{ r *rand.ChaCha8 }
 
@@ -61,23 +27,16 @@ func (s seededIDs) Read(p []byte) (int, error) { return s.r.Read(p) }
 // 503 store_busy with a Retry-After, on every writing route the fake
 // reaches, answered as the document says; never 500 internal.
 func TestAStoreBusyWriteIs503StoreBusy(t *testing.T) {
-	var fake *fakeBusyStore
-	c, err := core.New(context.Background(), core.Config{
-		OpenStore: func(context.Context) (core.Store, error) {
-			b, err := store.Open(t.TempDir(), store.Options{})
-			if err != nil {
-				return nil, err
-			}
-			fake = &fakeBusyStore{Badger: b}
-			return fake, nil
-		},
-		Kinds: fakePlugins{}, Clock: fixedClock{t0}, IDs: seededIDs{rand.NewChaCha8([32]byte{9})},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	app := New(Deps{Scheduler: c.Scheduler, Watches: fake, Mailboxes: c.Delivery, Recipients: c.Recipients, Plugins: fakePlugins{}},
+	// The store refuses the routes' writes as a JetStream store refuses
+	// a transition that lost its race 16 times, while busy is set.
+	var busy atomic.Bool
+	c := faultCore(t, &faultKV{before: func(o store.TxOptions) error {
+		if busy.Load() && faulted(o) {
+			return fmt.Errorf("fakebusykv: %s: %w (16 attempts)", o.Name, store.ErrBusy)
+		}
+		return nil
+	}}, 9)
+	app := New(Deps{Scheduler: c.Scheduler, Watches: c.Store, Mailboxes: c.Delivery, Recipients: c.Recipients, Plugins: fakePlugins{}},
 		Options{BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
 	doc, _ := openAPI(t)
 	comp := openAPICompiler(t)
@@ -89,7 +48,7 @@ func TestAStoreBusyWriteIs503StoreBusy(t *testing.T) {
 	var w api.Watch
 	decodeJSON(t, b, &w)
 
-	fake.busy.Store(true)
+	busy.Store(true)
 	for _, r := range []struct{ method, path, body string }{
 		{"POST", "/api/v1/watches", `{"kind":"ci","params":{"sha":"def"},"recipient":{"id":"agent-1"}}`},
 		{"DELETE", "/api/v1/watches/" + w.ID, ""},
@@ -123,7 +82,7 @@ func TestAStoreBusyWriteIs503StoreBusy(t *testing.T) {
 		t.Errorf("cancel_watch with the store busy: %+v, want the tool error store_busy", e)
 	}
 
-	fake.busy.Store(false)
+	busy.Store(false)
 	if resp, b := call(t, app, "", "DELETE", "/api/v1/watches/"+w.ID, ""); resp.StatusCode != http.StatusOK {
 		t.Errorf("the cancel sent again once the store is free: %d %s", resp.StatusCode, b)
 	}

@@ -53,7 +53,7 @@ type Metrics struct {
 }
 
 // Disk is a store that measures its data directory's free space
-// (store.Badger); the metrics then carry it.
+// (store.Store); the metrics then carry it.
 type Disk interface {
 	DiskSpace() (store.DiskSpace, bool)
 }

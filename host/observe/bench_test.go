@@ -50,6 +50,7 @@ import (
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/benchtest"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
 type benchWallClock struct{}
@@ -71,7 +72,7 @@ func BenchmarkRecord(b *testing.B) {
 	for _, items := range []string{"new", "duplicate", "duplicate-spent"} {
 		for _, g := range []int{1, 8} {
 			b.Run(fmt.Sprintf("items=%s/g=%d", items, g), func(b *testing.B) {
-				st, err := store.Open(b.TempDir(), store.Options{})
+				st, err := badger.OpenStore(b.TempDir(), badger.Options{})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -126,12 +127,12 @@ type wakeStamps struct{ routed, poked, sent atomic.Int64 }
 
 // stampStore stamps each batch of route steps that appends to a Work.
 type stampStore struct {
-	*store.Badger
+	*store.Store
 	s *wakeStamps
 }
 
 func (st stampStore) RouteBatch(ctx context.Context, steps []store.RouteStep) ([]store.Routed, error) {
-	res, err := st.Badger.RouteBatch(ctx, steps)
+	res, err := st.Store.RouteBatch(ctx, steps)
 	for _, r := range res {
 		if r.Action == store.RouteAppended {
 			st.s.routed.Store(time.Now().UnixNano())
@@ -169,7 +170,7 @@ func newWakeRig(b *testing.B) *wakeRig {
 	reg := kind.NewRegistry()
 	stamps := &wakeStamps{}
 	stack := apitest.NewStack(b, apitest.Config{Plugins: reg, Clock: benchWallClock{},
-		Deliver: func(d *delivery.Delivery, _ *store.Badger) scheduler.Deliverer { return stampDeliver{d, stamps} }})
+		Deliver: func(d *delivery.Delivery, _ *store.Store) scheduler.Deliverer { return stampDeliver{d, stamps} }})
 	ob, err := New(Options{Store: stampStore{stack.Store, stamps}, Clock: benchWallClock{}, Rate: -1, RunPerMinute: -1, Principal: scheduler.ValidRecipientID}, helpConfig("watcher"))
 	if err != nil {
 		b.Fatal(err)

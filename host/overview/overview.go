@@ -14,7 +14,7 @@ import (
 const DefaultMaxAge = 5 * time.Second
 
 // States counts rows by state and the pending ones by kind
-// (store.Badger.CountByState, CountPendingByKind), each from an index's
+// (store.Store.CountByState, CountPendingByKind), each from an index's
 // keys.
 type States interface {
 	CountByState(ctx context.Context) (map[store.State]int, error)
@@ -40,13 +40,13 @@ type Outbox interface {
 	Counts() (held, retrying int)
 }
 
-// Seqs reads a stream's last sequence number (store.Badger.LastEventSeq).
+// Seqs reads a stream's last sequence number (store.Store.LastEventSeq).
 type Seqs interface {
 	LastEventSeq(ctx context.Context, stream string) (uint64, error)
 }
 
 // Disk is the store's data directory and its free space
-// (store.Badger.DiskSpace); false when it cannot be measured.
+// (store.Store.DiskSpace); false when it cannot be measured.
 type Disk interface {
 	DiskSpace() (store.DiskSpace, bool)
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // PhaseStore is what phase and activity reports and the reminder opt-in
-// need of the store (the host's core.Store); each is one transaction on
+// need of the store (the host's *store.Store); each is one transaction on
 // the record.
 type PhaseStore interface {
 	ReportPhase(ctx context.Context, id string, p store.Phase) (store.RecipientRecord, error)

@@ -18,6 +18,7 @@ import (
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -74,7 +75,7 @@ func (f *fakePlugins) Observe(context.Context, abi.ObserveRequest) (plugin.Obser
 // countingDeliverer settles and carries on the store, and counts what it
 // mailed.
 type countingDeliverer struct {
-	st *store.Badger
+	st *store.Store
 	mu sync.Mutex
 	n  int
 }
@@ -101,7 +102,7 @@ func (d *countingDeliverer) count(m store.Mailed) {
 }
 
 type fixture struct {
-	st      *store.Badger
+	st      *store.Store
 	sched   *scheduler.Scheduler
 	svc     *Service
 	plugins *fakePlugins
@@ -110,7 +111,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), store.Options{})
+	st, err := badger.OpenStore(t.TempDir(), badger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

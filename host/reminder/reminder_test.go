@@ -31,7 +31,7 @@ type host struct {
 	clock *fakeclock.Clock
 	c     *core.Core
 	// deliver, when set, wraps the delivery (for the send-time tests).
-	deliver func(*delivery.Delivery, core.Store) scheduler.Deliverer
+	deliver func(*delivery.Delivery, *store.Store) scheduler.Deliverer
 }
 
 func newHost(t *testing.T) *host {
@@ -242,7 +242,7 @@ func TestBaselineSurvivesARestart(t *testing.T) {
 // after the check decided on a running recipient.
 type stopping struct {
 	scheduler.Deliverer
-	st     core.Store
+	st     *store.Store
 	delete bool
 }
 
@@ -287,7 +287,7 @@ func TestNotifyNeverRevives(t *testing.T) {
 	for name, del := range map[string]bool{"stopped after the check": false, "deleted after the check": true} {
 		t.Run(name, func(t *testing.T) {
 			h := &host{t: t, dir: t.TempDir(), clock: fakeclock.At(t0)}
-			h.deliver = func(d *delivery.Delivery, st core.Store) scheduler.Deliverer {
+			h.deliver = func(d *delivery.Delivery, st *store.Store) scheduler.Deliverer {
 				return stopping{Deliverer: d, st: st, delete: del}
 			}
 			h.open()

@@ -64,6 +64,7 @@ import (
 	"github.com/vigilhq/vigil/plugins"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
 // Sizes, from the environment so a quick run is possible.
@@ -457,7 +458,7 @@ func (p *pendingStore) get(b *testing.B) string {
 // minute), then closes the store.
 func (p *pendingStore) build(b *testing.B) error {
 	ctx := context.Background()
-	st, err := store.Open(p.dir, store.Options{})
+	st, err := badger.OpenStore(p.dir, badger.Options{})
 	if err != nil {
 		return err
 	}
@@ -684,7 +685,7 @@ func childRestart(t *testing.T, dir, design string) map[string]float64 {
 	n := benchWatches(t)
 	m0 := readMem(true)
 	start := time.Now()
-	st, err := store.Open(dir, store.Options{})
+	st, err := badger.OpenStore(dir, badger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -785,7 +786,7 @@ func childIdle(t *testing.T, c, dir string) map[string]float64 {
 	if c == "alone" {
 		st = &genStore{n: n, pop: pop}
 	} else {
-		bs, err := store.Open(dir, store.Options{})
+		bs, err := badger.OpenStore(dir, badger.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -871,7 +872,7 @@ func benchTick(b *testing.B, real bool, workers int) {
 		}
 		pl = reg
 	}
-	st, err := store.Open(b.TempDir(), store.Options{})
+	st, err := badger.OpenStore(b.TempDir(), badger.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -925,7 +926,7 @@ func BenchmarkRegister(b *testing.B) {
 		for _, g := range []int{1, 8, 64} {
 			b.Run(fmt.Sprintf("sync=%t/goroutines=%d", syncWrites, g), func(b *testing.B) {
 				ctx := context.Background()
-				st, err := store.Open(b.TempDir(), store.Options{SyncWrites: syncWrites})
+				st, err := badger.OpenStore(b.TempDir(), badger.Options{SyncWrites: syncWrites})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -14,6 +14,7 @@ import (
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
 // killingDeliverer kills its own process the moment a settlement reaches
@@ -38,7 +39,7 @@ func TestCrashChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("runs as the child of TestKilledBetweenPersistAndDeliver")
 	}
-	st, err := store.Open(dir, store.Options{})
+	st, err := badger.OpenStore(dir, badger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

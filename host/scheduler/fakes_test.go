@@ -17,6 +17,7 @@ import (
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -264,7 +265,7 @@ func (c *countingStore) SetNextCheck(ctx context.Context, id store.ID, next time
 type harness struct {
 	t       *testing.T
 	dir     string
-	store   *store.Badger
+	store   *store.Store
 	counted *countingStore
 	plugins *fakePlugins
 	deliver *recordingDeliverer
@@ -327,7 +328,7 @@ func (h *harness) open() {
 	if h.store != nil {
 		_ = h.store.Close()
 	}
-	st, err := store.Open(h.dir, store.Options{})
+	st, err := badger.OpenStore(h.dir, badger.Options{})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/vigilhq/vigil/internal/benchtest"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
 func BenchmarkLateness(b *testing.B) {
@@ -61,7 +62,7 @@ func BenchmarkLateness(b *testing.B) {
 func latenessPass(b *testing.B, design string, timers int, kind string, n int, probe time.Duration) []time.Duration {
 	b.StopTimer()
 	ctx := context.Background()
-	st, err := store.Open(b.TempDir(), store.Options{})
+	st, err := badger.OpenStore(b.TempDir(), badger.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 // pausingRecipients pauses the recipient just before the row is written:
 // a pause that lands between registration's early check and its write.
-type pausingRecipients struct{ *store.Badger }
+type pausingRecipients struct{ *store.Store }
 
 func (p pausingRecipients) CreateIfRunning(ctx context.Context, w store.Watch) error {
 	rec, err := p.GetRecipient(ctx, w.Recipient.ID)
@@ -22,7 +22,7 @@ func (p pausingRecipients) CreateIfRunning(ctx context.Context, w store.Watch) e
 	if _, _, err := p.PutRecipient(ctx, rec); err != nil {
 		return err
 	}
-	return p.Badger.CreateIfRunning(ctx, w)
+	return p.Store.CreateIfRunning(ctx, w)
 }
 
 // Registration commits the row only if the recipient is running in the

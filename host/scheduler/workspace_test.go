@@ -14,6 +14,7 @@ import (
 	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
 // A kind that runs commands runs them in the workspace of the recipient
@@ -22,7 +23,7 @@ import (
 // and the probe carries the registrant so vigil_exec finds it.
 func TestCommandsRunWhereTheyWereRegistered(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(t.TempDir(), store.Options{})
+	st, err := badger.OpenStore(t.TempDir(), badger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func BenchmarkPruneBacklog(b *testing.B) {
 		for i := range n {
 			f.settled(t0.Add(-30*day + time.Duration(i)*time.Millisecond))
 		}
-		cs := &countingStore{Badger: f.st}
+		cs := &countingStore{Store: f.st}
 		u, err := upkeep.New(upkeep.Config{Store: cs, Clock: fakeclock.At(t0), Classes: []upkeep.Class{
 			{Class: store.RetainedSettled, Retention: 7 * day}, {Class: store.RetainedMessages, Retention: 7 * day},
 		}})

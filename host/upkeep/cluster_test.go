@@ -26,13 +26,14 @@ func TestTheUpkeepHearsOtherNodesRecords(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	srv := natstest.Start(t)
-	open := func() *natsstore.Store {
-		s, err := natsstore.Open(ctx, natsstore.Config{URLs: []string{srv.ClientURL()}})
+	open := func() store.Feeds {
+		s, err := natsstore.OpenStore(ctx, natsstore.Config{URLs: []string{srv.ClientURL()}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = s.Close() })
-		return s
+		f, _ := s.Feeds()
+		return f
 	}
 	a, b := open(), open()
 	ids := seeded{rand.NewChaCha8([32]byte{3})}
@@ -115,7 +116,7 @@ func TestTheUpkeepHearsOtherNodesRecords(t *testing.T) {
 // its first feed ends at once (as when the servers end it), later ones
 // pass what the test sends on records to fn.
 type fakeFollower struct {
-	*store.Badger
+	*store.Store
 	subscribed chan int
 	records    chan store.Retained
 	n          int
@@ -145,7 +146,7 @@ func (f *fakeFollower) FollowRetained(context.Context, []store.Retained) (func(c
 func TestTheUpkeepFollowsAgainWhenTheFeedEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	fx := newFixture(t)
-	f := &fakeFollower{Badger: fx.st, subscribed: make(chan int, 4), records: make(chan store.Retained)}
+	f := &fakeFollower{Store: fx.st, subscribed: make(chan int, 4), records: make(chan store.Retained)}
 	u, err := upkeep.New(upkeep.Config{Store: f, Clock: fakeclock.At(t0)})
 	if err != nil {
 		t.Fatal(err)

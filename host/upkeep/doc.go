@@ -14,7 +14,7 @@
 //     record; with nothing retained there is no timer at all (NextWake
 //     reports none). A class learns that it holds a record again from
 //     Notify, which the store calls after each commit that writes one
-//     (the store's OnRetained, part of core.Store): O(1), and a no-op
+//     (the store's OnRetained, part of *store.Store): O(1), and a no-op
 //     when the class is already due no later than the new record.
 //   - When a class comes due, one bounded batch (Config.Batch, default
 //     256) is pruned in its own store transaction, oldest first; the

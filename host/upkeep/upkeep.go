@@ -44,7 +44,7 @@ const retryAfterError = time.Minute
 
 // Store is what the upkeep needs of the store: a class's oldest record's
 // time, and a bounded batch of its records older than a cutoff pruned in
-// one transaction (the host's core.Store).
+// one transaction (the host's *store.Store).
 type Store interface {
 	Oldest(ctx context.Context, c store.Retained) (time.Time, bool, error)
 	PruneOldest(ctx context.Context, c store.Retained, cutoff time.Time, limit int) (int, error)

@@ -20,6 +20,7 @@ import (
 	"github.com/vigilhq/vigil/host/upkeep"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -34,13 +35,13 @@ func (s seeded) Read(p []byte) (int, error) { return s.r.Read(p) }
 // running recipient.
 type fixture struct {
 	t   testing.TB
-	st  *store.Badger
+	st  *store.Store
 	ids seeded
 }
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), store.Options{})
+	st, err := badger.OpenStore(t.TempDir(), badger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,14 +197,14 @@ func TestNothingRetainedNoTimer(t *testing.T) {
 // countingStore counts the batches (each one PruneOldest call, one
 // transaction) and can hold a pass between batches.
 type countingStore struct {
-	*store.Badger
+	*store.Store
 	batches atomic.Int32
 	// between, when set, runs after each batch has committed.
 	between func()
 }
 
 func (c *countingStore) PruneOldest(ctx context.Context, cl store.Retained, cutoff time.Time, limit int) (int, error) {
-	n, err := c.Badger.PruneOldest(ctx, cl, cutoff, limit)
+	n, err := c.Store.PruneOldest(ctx, cl, cutoff, limit)
 	c.batches.Add(1)
 	if c.between != nil {
 		c.between()
@@ -221,7 +222,7 @@ func TestBatchesAreBounded(t *testing.T) {
 	for i := range batch + 1 {
 		ids = append(ids, f.settled(t0.Add(-10*day+time.Duration(i)*time.Second)))
 	}
-	cs := &countingStore{Badger: f.st}
+	cs := &countingStore{Store: f.st}
 	u := newUpkeep(t, upkeep.Config{Store: cs, Clock: fakeclock.At(t0), Batch: batch, Classes: settledOnly(7 * day)})
 	if err := u.Prime(ctx); err != nil {
 		t.Fatal(err)
@@ -417,7 +418,7 @@ func TestLargePruneDoesNotBlockProbing(t *testing.T) {
 	inPass := make(chan struct{})
 	release := make(chan struct{})
 	var once sync.Once
-	cs := &countingStore{Badger: f.st}
+	cs := &countingStore{Store: f.st}
 	cs.between = func() {
 		once.Do(func() {
 			close(inPass)

@@ -15,6 +15,7 @@ import (
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 )
 
 // Clock is the clock every part of the stack reads.
@@ -28,13 +29,13 @@ type Config struct {
 	IDs io.Reader
 	// Deliver wraps the delivery the scheduler settles through (default:
 	// the delivery itself); it is given the stack's store.
-	Deliver func(*delivery.Delivery, *store.Badger) scheduler.Deliverer
+	Deliver func(*delivery.Delivery, *store.Store) scheduler.Deliverer
 }
 
 // Stack is the host behind the API: the core as serve builds it
 // (host/core), over fake kinds and a fake clock.
 type Stack struct {
-	Store      *store.Badger
+	Store      *store.Store
 	Delivery   *delivery.Delivery
 	Outbox     *delivery.Outbox
 	Scheduler  *scheduler.Scheduler
@@ -54,18 +55,18 @@ func NewStack(tb testing.TB, cfg Config) *Stack {
 	}
 	// The stack's backend is badger, opened here through the core's
 	// OpenStore so the tests can reach it as itself; the core closes it.
-	var st *store.Badger
-	open := func(context.Context) (core.Store, error) {
+	var st *store.Store
+	open := func(context.Context) (*store.Store, error) {
 		var err error
 		// fsync off, for speed: the store's tests cover the synced path.
-		if st, err = store.Open(tb.TempDir(), store.Options{SyncWrites: false}); err != nil {
+		if st, err = badger.OpenStore(tb.TempDir(), badger.Options{SyncWrites: false}); err != nil {
 			return nil, err
 		}
 		return st, nil
 	}
-	var deliver func(*delivery.Delivery, core.Store) scheduler.Deliverer
+	var deliver func(*delivery.Delivery, *store.Store) scheduler.Deliverer
 	if cfg.Deliver != nil {
-		deliver = func(d *delivery.Delivery, _ core.Store) scheduler.Deliverer { return cfg.Deliver(d, st) }
+		deliver = func(d *delivery.Delivery, _ *store.Store) scheduler.Deliverer { return cfg.Deliver(d, st) }
 	}
 	c, err := core.New(context.Background(), core.Config{
 		OpenStore: open, Kinds: cfg.Plugins, Clock: cfg.Clock, IDs: ids, Deliver: deliver,

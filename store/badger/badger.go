@@ -111,6 +111,20 @@ func Open(dir string, opt Options) (*KV, error) {
 	return s, nil
 }
 
+// OpenStore is the store (store.New) over the badger store in dir.
+func OpenStore(dir string, opt Options) (*store.Store, error) {
+	kv, err := Open(dir, opt)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.New(context.Background(), kv)
+	if err != nil {
+		_ = kv.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
 func classifyOpenError(dir string, err error) error {
 	msg := err.Error()
 	switch {

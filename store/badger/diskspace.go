@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"expvar"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -234,9 +233,9 @@ func (g *diskGuard) measure(seen *diskSnap) *diskSnap {
 	switch {
 	case s.Full && !g.full:
 		g.log.Warn("the data directory is nearly full: writes from clients are refused (507 insufficient_storage) until it has the space needed free; reads go on",
-			"dir", g.dir, "free", humanBytes(s.Free), "needed", humanBytes(s.Need), "reserve", humanBytes(s.Reserve))
+			"dir", g.dir, "free", store.FormatBytes(s.Free), "needed", store.FormatBytes(s.Need), "reserve", store.FormatBytes(s.Reserve))
 	case !s.Full && g.full:
-		g.log.Info("the data directory has room again: writes resume", "dir", g.dir, "free", humanBytes(s.Free), "needed", humanBytes(s.Need))
+		g.log.Info("the data directory has room again: writes resume", "dir", g.dir, "free", store.FormatBytes(s.Free), "needed", store.FormatBytes(s.Need))
 	}
 	g.full = s.Full
 	g.snap.Store(s)
@@ -427,16 +426,4 @@ func checkOpenRoom(dir string, fs fsProbe) error {
 		return &store.StorageFullError{Dir: dir, Free: free, Need: need + store.CommitMargin, Opening: true}
 	}
 	return nil
-}
-
-// humanBytes formats a byte count for the log: KiB with one decimal,
-// MiB or GiB with two.
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30 || n <= -1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20 || n <= -1<<20:
-		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 }

@@ -1,21 +1,3 @@
-// Package kvtest is the contract suite of the storage seam (store.KV):
-// what package store's transitions rely on of an adapter, each rule a
-// subtest, run by each adapter's own tests (store/badger,
-// store/natsstore) with Run. It knows nothing of the domain: its keys
-// are of the seam's families, its values bytes.
-//
-// What it pins: a transaction's own writes seen by its reads and a
-// commit of all of them or none; a key read and written, or fenced,
-// checked at the commit (a race lost is run again, and a race lost run
-// after run is store.ErrBusy); scans in key order, by prefix and from a
-// key, stopped when asked; the names an adapter keeps one way found
-// again by the key a scan gave; transactions of one hint run one at a
-// time, their thens in commit order, never for a commit that failed;
-// what was acknowledged there after a reopen; the optional sides (a
-// feed of changes, the raw copy of keys) where the adapter has them.
-//
-// What it must never do: depend on timing (the races are made, not
-// waited for), or test one adapter's engine (its files, its batches).
 package kvtest
 
 import (
@@ -662,6 +644,16 @@ func testOneWay(e *env) {
 	}
 	if _, ok := e.get(k); ok {
 		e.Fatal("deleted by its scanned key, it is still there")
+	}
+	// A range fixed on a long name gives its keys with the name as the
+	// range has it.
+	for n := range byte(3) {
+		e.put(store.Key{Fam: store.FamRecipientIndex, Name: long, ID: id(n)}, "")
+	}
+	e.put(store.Key{Fam: store.FamRecipientIndex, Name: long + "x", ID: id(9)}, "")
+	keys, _ = e.scan(store.Prefix(store.Key{Fam: store.FamRecipientIndex, Name: long}, 1))
+	if len(keys) != 3 || keys[0].Name != long || keys[0].OneWay != 0 || keys[2].ID != id(2) {
+		e.Fatalf("the keys of a long name: %+v", keys)
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 )
 
 // benchStore opens a Store on one embedded node (R1) or on three (R3).
-func benchStore(b *testing.B, replicas int) *Store {
+func benchStore(b *testing.B, replicas int) testStore {
 	b.Helper()
 	if replicas == 1 {
 		return openStore(b, Config{}, runServer(b))
@@ -22,7 +22,7 @@ func benchStore(b *testing.B, replicas int) *Store {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		s, err := Open(context.Background(), Config{URLs: urls, Replicas: replicas})
+		s, err := openDomain(context.Background(), Config{URLs: urls, Replicas: replicas})
 		if err == nil {
 			b.Cleanup(func() { _ = s.Close() })
 			return s

@@ -38,14 +38,14 @@ func TestThreeNodeClusterThroughALeaderChange(t *testing.T) {
 	}
 	start := time.Now()
 	servers := runCluster(t, 3)
-	var s *Store
+	var s testStore
 	checkFor(t, 20*time.Second, func() error {
 		var urls []string
 		for _, srv := range servers {
 			urls = append(urls, srv.ClientURL())
 		}
 		var err error
-		s, err = Open(context.Background(), Config{URLs: urls, Replicas: 3, Timeout: 2 * time.Second})
+		s, err = openDomain(context.Background(), Config{URLs: urls, Replicas: 3, Timeout: 2 * time.Second})
 		return err
 	})
 	t.Cleanup(func() { _ = s.Close() })
@@ -116,7 +116,7 @@ func TestThreeNodeClusterThroughALeaderChange(t *testing.T) {
 	a := openStore(t, Config{Timeout: 2 * time.Second}, alive[0])
 	b := openStore(t, Config{Timeout: 2 * time.Second}, alive[1])
 	woke := make(chan error, 1)
-	go func() { woke <- a.WaitMailbox(ctx, "r", 5) }()
+	go func() { woke <- a.feeds().WaitMailbox(ctx, "r", 5) }()
 	if m, _, err := b.AppendIfRunning(ctx, "r", firedMessage(t, ids)); err != nil || m.Seq != 6 {
 		t.Fatalf("append through another server: %+v %v", m, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -85,7 +86,7 @@ func TestEventKeyIsIdempotentAcrossStores(t *testing.T) {
 	a, b := openStore(t, Config{}, srv), openStore(t, Config{}, srv)
 	const n = 20
 	var wg sync.WaitGroup
-	for _, s := range []*Store{a, b} {
+	for _, s := range []testStore{a, b} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -108,7 +109,7 @@ func TestEventKeyIsIdempotentAcrossStores(t *testing.T) {
 	}
 }
 
-func workStep(seq uint64, thread, item string, ids seqReader) store.RouteStep {
+func workStep(seq uint64, thread, item string, ids io.Reader) store.RouteStep {
 	id, _ := store.NewID(t0, ids)
 	return store.RouteStep{
 		Cursor: "router", Seq: seq, ThreadKey: thread, OwnerKind: "review",
@@ -209,7 +210,7 @@ func TestRouteBatchOnceAcrossStores(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	results := make([][]store.Routed, 2)
-	for i, s := range []*Store{a, b} {
+	for i, s := range []testStore{a, b} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -64,7 +64,7 @@ func TestFollowPendingTellsOfNewRows(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	before := createdWatch(t, a, ids, "r", t0)
 	ctx, cancel := context.WithCancel(context.Background())
-	feed, err := a.FollowPending(ctx)
+	feed, err := a.feeds().FollowPending(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestFollowAppendsTellsOfAppends(t *testing.T) {
 	a := openStore(t, Config{}, srv)
 	b := openStore(t, Config{}, srv)
 	ctx, cancel := context.WithCancel(context.Background())
-	feed, err := a.FollowAppends(ctx, "observe")
+	feed, err := a.feeds().FollowAppends(ctx, "observe")
 	if err != nil {
 		t.Fatal(err)
 	}

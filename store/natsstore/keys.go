@@ -108,15 +108,15 @@ var layouts = map[store.Family]nlayout{
 	store.FamMarker:           {"", []nseg{{store.PartName, tkRaw}}},
 }
 
-var byPrefix = func() map[string]store.Family {
-	m := map[string]store.Family{}
+// familyOf is the family whose keys begin with pfx.
+func familyOf(pfx string) (store.Family, bool) {
 	for f, l := range layouts {
-		if l.pfx != "" {
-			m[l.pfx] = f
+		if l.pfx == pfx && pfx != "" {
+			return f, true
 		}
 	}
-	return m
-}()
+	return "", false
+}
 
 // markers are the keys of store.FamMarker.
 var markers = map[string]bool{"pkv": true}
@@ -142,7 +142,7 @@ func keyString(k store.Key, n int) (string, error) {
 		case tkSeq32:
 			fmt.Fprintf(&b, "%08x", uint32(k.Seq))
 		case tkTime:
-			b.WriteString(hex16(uint64(k.At) ^ (1 << 63)))
+			b.WriteString(timeTok(k.At))
 		case tkRaw, tkName:
 			name, bit := k.Name, store.OneWayName
 			if s.p == store.PartSub {
@@ -188,7 +188,7 @@ func parseKey(key string, val []byte) (store.Key, bool) {
 		return store.Key{Fam: store.FamMarker, Name: key}, true
 	}
 	parts := strings.Split(key, ".")
-	fam, ok := byPrefix[parts[0]]
+	fam, ok := familyOf(parts[0])
 	if !ok {
 		return store.Key{}, false
 	}

@@ -63,7 +63,7 @@ func (s *Store) Plan() store.Plan {
 }
 
 // stripe is the mutex of hint's stripe.
-func (s *Store) stripe(hint string) *sync.Mutex { return &s.countMu[stripe(hint, len(s.countMu))] }
+func (s *Store) stripe(hint string) *sync.Mutex { return &s.stripes[stripe(hint, len(s.stripes))] }
 
 func (t *txn) Get(k store.Key) ([]byte, bool, error) {
 	key, err := keyOf(k)
@@ -148,9 +148,23 @@ func (t *txn) Scan(r store.Range, fn func(store.Key, []byte) (bool, error)) erro
 		v []byte
 	}
 	keys := make([]found, 0, len(entries))
+	fixed := r.Prefix.Fam.Parts()[:min(r.Fixed, len(r.Prefix.Fam.Parts()))]
 	for _, e := range entries {
 		k, ok := parseKey(e.key, e.val)
-		if !ok || !r.Contains(k) {
+		if !ok {
+			continue
+		}
+		// The pattern matched the fixed parts' tokens: they are the
+		// prefix's, a name kept one way included.
+		for _, p := range fixed {
+			switch p {
+			case store.PartName:
+				k.Name, k.OneWay = r.Prefix.Name, k.OneWay&^store.OneWayName|r.Prefix.OneWay&store.OneWayName
+			case store.PartSub:
+				k.Sub, k.OneWay = r.Prefix.Sub, k.OneWay&^store.OneWaySub|r.Prefix.OneWay&store.OneWaySub
+			}
+		}
+		if !r.Contains(k) {
 			continue
 		}
 		if !metaOnly {
@@ -282,4 +296,34 @@ func (s *Store) ImportKeys(ctx context.Context, kvs []store.KeyValue) error {
 func (s *Store) OneWay(name string) (string, bool) {
 	t := tok(name)
 	return t, strings.HasPrefix(t, "=h")
+}
+
+// each calls fn with every live key of the bucket and its value, as a
+// watch delivers them, and returns once the watch has delivered what was
+// there when it started.
+func (s *Store) each(ctx context.Context, fn func(kvEntry) error) error {
+	w, err := s.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return fmt.Errorf("natsstore: reading the bucket: %w", err)
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errors.New("natsstore: reading the bucket: the watch ended early")
+			}
+			if e == nil {
+				return nil
+			}
+			if e.Operation() != jetstream.KeyValuePut {
+				continue
+			}
+			if err := fn(kvEntry{key: e.Key(), val: e.Value(), rev: e.Revision()}); err != nil {
+				return err
+			}
+		}
+	}
 }

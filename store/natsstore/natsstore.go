@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -157,25 +157,18 @@ type Store struct {
 	// clock paces a commit's waits between tries (Config.Clock).
 	clock Clock
 	log   *slog.Logger
-	// mailMu stripes this process's mail-writing commits by recipient:
-	// each is held across a commit and the callback after it, so
-	// SettleAndMailThen's then runs in mailbox order per recipient. The
-	// mailbox's order itself is the sequence key's fence; commits for one
-	// recipient would refuse each other anyway.
-	mailMu [64]sync.Mutex
-	// countMu stripes this process's commits that move a recipient's
-	// count of pending rows (pendingcount.go): every one of them rewrites
-	// the count key, so a burst of registrations or cancels for one
-	// recipient would refuse each other round after round; under the
-	// stripe they go one at a time, each on what the one before wrote.
-	// Taken after mailMu when both are, never before.
-	countMu [64]sync.Mutex
+	// stripes serialise this process's transitions that share a hint
+	// (store.Tx.Serialise): a recipient's mail and count of pending rows,
+	// an event stream's appends; each held across a commit and the then
+	// after it, so the thens of one hint come in commit order. Without
+	// them commits of one hint would refuse each other round after round
+	// (they all write its sequence or count key); across nodes they
+	// contend as they must.
+	stripes [64]sync.Mutex
 	// fences is each partition's fence this Store holds (fence.go), by
 	// partition: set when the node gains one, lost when it lets it go.
 	fenceMu sync.Mutex
 	fences  map[int]fenceState
-	// retained is OnRetained's fn, or nil.
-	retained atomic.Pointer[func(store.Retained, time.Time)]
 	// failpoint, set only by this package's tests, is called before a
 	// commit is sent, with the commit's kind; an error from it aborts the
 	// commit, and it may write through another Store meanwhile.
@@ -283,6 +276,20 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			return nil, err
 		}
 	}
+}
+
+// OpenStore is the store (store.New) over the bucket Open opens.
+func OpenStore(ctx context.Context, cfg Config) (*store.Store, error) {
+	kv, err := Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.New(ctx, kv)
+	if err != nil {
+		_ = kv.Close()
+		return nil, err
+	}
+	return st, nil
 }
 
 // waitingFor says what an unanswered attempt waits for: a server to
@@ -486,9 +493,6 @@ func (s *Store) checkMeta(ctx context.Context, cfg Config, created bool) error {
 	return nil
 }
 
-// mailLock is the stripe of mailMu that serialises rid's mail.
-func (s *Store) mailLock(rid string) *sync.Mutex { return &s.mailMu[stripe(rid, len(s.mailMu))] }
-
 // Partitions is the store's partition count.
 func (s *Store) Partitions() int { return s.partitions }
 
@@ -540,11 +544,23 @@ func parseHex16(s string) (uint64, bool) {
 	return n, err == nil
 }
 
-// timeTok is t as 16 hex digits that sort as the times do (a zero time
-// first).
-func timeTok(t time.Time) string { return hex16(uint64(atNanos(t)) ^ (1 << 63)) }
+// timeTok is a time's nanoseconds as 16 hex digits that sort as the
+// times do.
+func timeTok(nanos int64) string { return hex16(uint64(nanos) ^ (1 << 63)) }
 
 func parseTimeTok(s string) (int64, bool) {
 	n, ok := parseHex16(s)
 	return int64(n ^ (1 << 63)), ok
+}
+
+// untok reads a tok back; false for a hashed one, which is one way.
+func untok(t string) (string, bool) {
+	if t == "=" {
+		return "", true
+	}
+	if strings.HasPrefix(t, "=h") {
+		return "", false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(t)
+	return string(b), err == nil
 }

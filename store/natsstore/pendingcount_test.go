@@ -20,9 +20,13 @@ func TestAMissingPendingCountIsListedThenKept(t *testing.T) {
 	for range 3 {
 		createdWatch(t, s, ids, "r", t0)
 	}
+	countKey, err := keyOf(store.Key{Fam: store.FamPendingCount, Name: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	count := func() string {
 		t.Helper()
-		e, err := s.last(ctx, pendingCountKey("r"))
+		e, err := s.last(ctx, countKey)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,7 +38,7 @@ func TestAMissingPendingCountIsListedThenKept(t *testing.T) {
 	if got := count(); got != "3" {
 		t.Fatalf("the count key after three registrations: %s, want 3", got)
 	}
-	if err := s.kv.Delete(ctx, pendingCountKey("r")); err != nil {
+	if err := s.kv.Delete(ctx, countKey); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := s.CountPending(ctx, "r", 0); err != nil || n != 3 {
@@ -49,7 +53,7 @@ func TestAMissingPendingCountIsListedThenKept(t *testing.T) {
 	}
 	// A count key that says something else is what CountPending answers:
 	// it reads the key, not the index.
-	if _, err := s.kv.Put(ctx, pendingCountKey("r"), []byte("7")); err != nil {
+	if _, err := s.kv.Put(ctx, countKey, []byte("7")); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := s.CountPending(ctx, "r", 0); err != nil || n != 7 {
@@ -84,7 +88,7 @@ func TestAPendingCountWrittenOnAStaleReadIsRefused(t *testing.T) {
 	if runs != 2 {
 		t.Errorf("the registration ran %d times, want 2 (refused once)", runs)
 	}
-	for _, s := range []*Store{a, b} {
+	for _, s := range []testStore{a, b} {
 		if n, err := s.CountPending(ctx, "r", 0); err != nil || n != 3 {
 			t.Fatalf("CountPending: %d %v, want 3", n, err)
 		}
@@ -99,7 +103,7 @@ func TestAPendingCountWrittenOnAStaleReadIsRefused(t *testing.T) {
 
 // TestABurstForOneRecipientAllLands: 64 registrations for one recipient
 // at once through one Store each rewrite its count key; under the
-// recipient's count stripe they land one after another, none refused 16
+// recipient's stripe they land one after another, none refused 16
 // times, and the count is exact.
 func TestABurstForOneRecipientAllLands(t *testing.T) {
 	ctx := context.Background()
@@ -141,9 +145,9 @@ func TestAnImportResetsTheCountsItTouches(t *testing.T) {
 		createdWatch(t, from, ids, "r", t0)
 	}
 	createdWatch(t, to, ids, "r", t0)
-	var recs []store.Record
-	if err := from.ExportRecords(ctx, func(r store.Record) error {
-		if r.Family == store.FamRow || r.Family == store.FamState || r.Family == store.FamRecipientIndex {
+	var recs []store.KeyValue
+	if err := from.ExportRecords(ctx, func(r store.KeyValue) error {
+		if r.Key.Fam == store.FamRow || r.Key.Fam == store.FamState || r.Key.Fam == store.FamRecipientIndex {
 			recs = append(recs, r)
 		}
 		return nil

@@ -33,7 +33,7 @@ func TestFollowPushesTellsOfNewPushes(t *testing.T) {
 	settle := func() store.Push { t.Helper(); return settleFor("r") }
 	before := settle()
 	fctx, cancel := context.WithCancel(ctx)
-	feed, err := a.FollowPushes(fctx, func(rid string) bool { return rid == "r" })
+	feed, err := a.feeds().FollowPushes(fctx, func(rid string) bool { return rid == "r" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +73,56 @@ func TestFollowPushesTellsOfNewPushes(t *testing.T) {
 	}
 }
 
+// Each state of a push is told once: the change of its live entry the
+// settlement wrote, and the one BeginPush wrote, each read after the
+// FinishPush that followed them, find the push retrying, which the
+// FinishPush's own change tells again; the feed tells it once. The feed
+// reads nothing until every change waits for it, so each is read after
+// the last commit.
+func TestFollowPushesTellsEachStateOnce(t *testing.T) {
+	srv := runServer(t)
+	a := openStore(t, Config{}, srv)
+	b := openStore(t, Config{}, srv)
+	ctx := context.Background()
+	ids := newIDs()
+	runningFor(t, b, "r", "https://example.test/hook")
+	w := createdWatch(t, b, ids, "r", t0)
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	feed, err := a.feeds().FollowPushes(fctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, mailed, err := b.SettleAndMail(ctx, w.ID, fired(t0), firedMessage(t, ids))
+	if err != nil || mailed.Push == nil {
+		t.Fatalf("settle: %+v %v", mailed, err)
+	}
+	p, _, _, err := b.BeginPush(ctx, "r", mailed.Push.Seq, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := t0.Add(time.Minute)
+	p.State, p.NextAttempt = store.PushRetrying, &next
+	if err := b.FinishPush(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	told := make(chan store.Push, 16)
+	go func() { _ = feed(fctx, func(p store.Push) { told <- p }) }()
+	select {
+	case p := <-told:
+		if p.State != store.PushRetrying || p.Attempts != 1 {
+			t.Fatalf("told %+v, want the push retrying after one attempt", p)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the retrying push was not told")
+	}
+	select {
+	case p := <-told:
+		t.Fatalf("told the same state again: %+v", p)
+	case <-time.After(time.Second):
+	}
+}
+
 // BeginPush is fenced on the push's revision: two stores (two nodes)
 // racing to begin the same push never both win, and the loser is told
 // ErrPushState.
@@ -96,7 +146,7 @@ func TestBeginPushRacingStoresOneWins(t *testing.T) {
 	for _, seq := range seqs {
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
-		for i, s := range []*Store{a, b} {
+		for i, s := range []testStore{a, b} {
 			wg.Go(func() { _, _, _, errs[i] = s.BeginPush(ctx, "r", seq, t0) })
 		}
 		wg.Wait()
@@ -112,7 +162,13 @@ func TestBeginPushRacingStoresOneWins(t *testing.T) {
 		if won != 1 {
 			t.Fatalf("seq %d: %d stores began it (%v)", seq, won, errs)
 		}
-		p, err := getPush(a.newTxn(ctx), "r", seq)
+		var p store.Push
+		err := a.LivePushes(ctx, func(lp store.Push) error {
+			if lp.Seq == seq {
+				p = lp
+			}
+			return nil
+		})
 		if err != nil || p.State != store.PushSending || p.Attempts != 1 {
 			t.Fatalf("seq %d: %+v %v, want sending after one attempt", seq, p, err)
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/vigilhq/vigil/store"
 )
 
-func oldest(t *testing.T, s *Store, c store.Retained) (time.Time, bool) {
+func oldest(t *testing.T, s testStore, c store.Retained) (time.Time, bool) {
 	t.Helper()
 	at, ok, err := s.Oldest(context.Background(), c)
 	if err != nil {

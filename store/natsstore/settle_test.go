@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -13,20 +14,15 @@ import (
 
 	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/storetest"
 )
 
-func runningFor(t testing.TB, s *Store, id, hook string) {
+func runningFor(t testing.TB, s testStore, id, hook string) {
 	t.Helper()
-	r := store.RecipientRecord{ID: id, Status: store.StatusRunning, CreatedAt: t0, UpdatedAt: t0}
-	if hook != "" {
-		r.Webhook = &store.Webhook{URL: hook, Secret: "s"}
-	}
-	if _, _, err := s.PutRecipient(context.Background(), r); err != nil {
-		t.Fatal(err)
-	}
+	storetest.Running(t, s, id, hook)
 }
 
-func firedMessage(t testing.TB, ids seqReader) store.Message {
+func firedMessage(t testing.TB, ids io.Reader) store.Message {
 	t.Helper()
 	id, err := store.NewID(t0, ids)
 	if err != nil {
@@ -35,7 +31,7 @@ func firedMessage(t testing.TB, ids seqReader) store.Message {
 	return store.Message{ID: id, Kind: "timer", Type: store.MessageFired, Outcome: store.Outcome{Result: "fired"}, At: t0.Add(time.Minute)}
 }
 
-func pause(t testing.TB, s *Store, id string) {
+func pause(t testing.TB, s testStore, id string) {
 	t.Helper()
 	r, err := s.GetRecipient(context.Background(), id)
 	if err != nil {
@@ -178,7 +174,12 @@ func TestAStaleWriteIsRefused(t *testing.T) {
 
 	// The commit alone: a's read is stale once b has settled.
 	tx := a.newTxn(ctx)
-	row, err := getRow(tx, w.ID)
+	rowKey := store.Key{Fam: store.FamRow, ID: w.ID}
+	v, ok, err := tx.Get(rowKey)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	row, err := store.DecodeRow(w.ID[:], v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,9 +187,11 @@ func TestAStaleWriteIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	row.LastNote = "stale"
-	if err := rewriteRow(tx, store.Pending, row); err != nil {
+	b2, err := store.EncodeRow(row)
+	if err != nil {
 		t.Fatal(err)
 	}
+	tx.Put(rowKey, b2)
 	if err := tx.commit("test"); !errors.Is(err, errConflict) {
 		t.Fatalf("stale commit: %v, want a conflict", err)
 	}
@@ -222,7 +225,7 @@ func TestAStaleWriteIsRefused(t *testing.T) {
 	// A next check after a settlement elsewhere is refused too.
 	w3 := createdWatch(t, a, newIDs(), "r", t0.Add(2*time.Second))
 	a.failpoint = func(kind string) error {
-		if kind == "next" {
+		if kind == "next-check" {
 			a.failpoint = nil
 			if _, err := b.Settle(ctx, w3.ID, fired(t0)); err != nil {
 				t.Error(err)
@@ -241,7 +244,7 @@ func TestAStaleWriteIsRefused(t *testing.T) {
 	}
 }
 
-func (s *Store) CountKeysForTest(ctx context.Context, pattern string) (int, error) {
+func (s testStore) CountKeysForTest(ctx context.Context, pattern string) (int, error) {
 	return s.countKeys(ctx, pattern)
 }
 
@@ -328,7 +331,7 @@ func TestMailboxAcrossStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	woke := make(chan error, 1)
-	go func() { woke <- a.WaitMailbox(ctx, "r", 1) }()
+	go func() { woke <- a.feeds().WaitMailbox(ctx, "r", 1) }()
 	if _, _, err := b.AppendIfRunning(ctx, "r", firedMessage(t, ids)); err != nil {
 		t.Fatal(err)
 	}
@@ -337,18 +340,18 @@ func TestMailboxAcrossStores(t *testing.T) {
 	}
 	// A wait already satisfied returns at once; one that is not ends
 	// with its context.
-	if err := b.WaitMailbox(ctx, "r", 0); err != nil {
+	if err := b.feeds().WaitMailbox(ctx, "r", 0); err != nil {
 		t.Fatal(err)
 	}
 	short, stop := context.WithCancel(ctx)
 	stop()
-	if err := a.WaitMailbox(short, "r", 2); !errors.Is(err, context.Canceled) {
+	if err := a.feeds().WaitMailbox(short, "r", 2); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a wait past the last seq: %v", err)
 	}
 
 	var wg sync.WaitGroup
 	const per = 15
-	for _, s := range []*Store{a, b, a, b} {
+	for _, s := range []testStore{a, b, a, b} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -399,7 +402,7 @@ func TestSettleAndMailOnceAcrossStores(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	wins := make(chan store.ID, 2*n)
-	for _, s := range []*Store{a, b} {
+	for _, s := range []testStore{a, b} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -80,7 +80,7 @@ func TestOpenWaitsForAMetaLeader(t *testing.T) {
 	if !strings.Contains(logs.String(), "waiting for JetStream: no meta leader yet (attempt 1)") {
 		t.Errorf("no progress line for the first attempt:\n%s", logs.String())
 	}
-	if _, err := s.CountPending(ctx, "r", 0); err != nil {
+	if _, err := s.last(ctx, metaKey); err != nil {
 		t.Errorf("the store it opened: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package natsstore
 import (
 	"context"
 	"errors"
+	"io"
 	"testing"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -14,7 +15,7 @@ import (
 
 // createUntilRefused registers watches until the store refuses one, and
 // returns that refusal and the refused row.
-func createUntilRefused(t *testing.T, st *Store, ids seqReader) (store.Watch, error) {
+func createUntilRefused(t *testing.T, st testStore, ids io.Reader) (store.Watch, error) {
 	t.Helper()
 	for range 2000 {
 		w := pendingWatch(t, ids, "r", t0)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -57,12 +56,6 @@ const (
 	codeInsufficientResources  jetstream.ErrorCode = 10023
 	codeStorageResourcesExceed jetstream.ErrorCode = 10047
 )
-
-// DiskSpace is the badger store's report of its data directory, which a
-// JetStream store has none of: false, always. The servers keep their own
-// disks, and a batch one refuses for want of room is
-// store.ErrStorageFull.
-func (s *Store) DiskSpace() (store.DiskSpace, bool) { return store.DiskSpace{}, false }
 
 // storageFull wraps err with store.ErrStorageFull when the server
 // refused a message for want of room, and returns it as it is otherwise.
@@ -211,7 +204,7 @@ type txn struct {
 	// epoch, set by ownerOf, is the owner's fence on the row's partition:
 	// the epoch key must still be at the owner's token.
 	epoch *epochCheck
-	// held is the countMu stripe this transition's update holds, or nil;
+	// held is the stripe this transition's update holds, or nil;
 	// update releases it when it returns, so the runs after the first
 	// are under it from their start.
 	held *held
@@ -220,7 +213,7 @@ type txn struct {
 	err error
 }
 
-// held is the one countMu stripe an update holds across its runs.
+// held is the one stripe an update holds across its runs.
 type held struct{ mu *sync.Mutex }
 
 func (h *held) release() {
@@ -628,20 +621,4 @@ func (s *Store) view(ctx context.Context, f func(t *txn) error) error {
 		return err
 	}
 	return f(s.newTxn(ctx))
-}
-
-var (
-	minNanos = time.Unix(0, math.MinInt64).UTC()
-	maxNanos = time.Unix(0, math.MaxInt64).UTC()
-)
-
-// atNanos is t as nanoseconds since the epoch, clamped to an int64.
-func atNanos(t time.Time) int64 {
-	switch {
-	case t.Before(minNanos):
-		return math.MinInt64
-	case t.After(maxNanos):
-		return math.MaxInt64
-	}
-	return t.UnixNano()
 }

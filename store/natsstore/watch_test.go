@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -14,31 +14,19 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/storetest"
 )
 
-var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+var t0 = storetest.Epoch()
 
-type seqReader struct{ r *rand.ChaCha8 }
+func newIDs() io.Reader { return storetest.IDs(1) }
 
-func (s seqReader) Read(p []byte) (int, error) { return s.r.Read(p) }
-
-func newIDs() seqReader { return seqReader{rand.NewChaCha8([32]byte{1})} }
-
-func pendingWatch(t testing.TB, ids seqReader, recipient string, at time.Time) store.Watch {
+func pendingWatch(t testing.TB, ids io.Reader, recipient string, at time.Time) store.Watch {
 	t.Helper()
-	id, err := store.NewID(at, ids)
-	if err != nil {
-		t.Fatal(err)
-	}
-	exp := at.Add(15 * time.Minute)
-	return store.Watch{
-		ID: id, Kind: "timer", Params: json.RawMessage(`{"at":"2026-11-30T13:00:00Z"}`),
-		Recipient: store.Recipient{ID: recipient}, State: store.Pending, Receipt: store.ReceiptNone,
-		Every: store.Duration(time.Minute), CreatedAt: at, ExpiresAt: &exp,
-	}
+	return storetest.Pending(t, ids, recipient, at)
 }
 
-func createdWatch(t testing.TB, s *Store, ids seqReader, recipient string, at time.Time) store.Watch {
+func createdWatch(t testing.TB, s testStore, ids io.Reader, recipient string, at time.Time) store.Watch {
 	t.Helper()
 	w := pendingWatch(t, ids, recipient, at)
 	if err := s.Create(context.Background(), w); err != nil {
@@ -404,11 +392,12 @@ func TestHeldAsideRowsAreSkipped(t *testing.T) {
 	w := createdWatch(t, s, ids, "r1", t0)
 	other := createdWatch(t, s, ids, "r1", t0.Add(time.Second))
 	// A newer build's row: a field this build does not know.
-	if err := s.update(ctx, "test", func(tx *txn) error {
-		if _, err := tx.get(rowKey(w.ID)); err != nil {
+	if err := s.Update(ctx, store.TxOptions{Name: "test"}, func(tx store.Tx) error {
+		k := store.Key{Fam: store.FamRow, ID: w.ID}
+		if _, _, err := tx.Get(k); err != nil {
 			return err
 		}
-		tx.put(rowKey(w.ID), []byte(`{"v":2,"id":"`+w.ID.String()+`","state":"pending","receipt":"none","novel":1}`))
+		tx.Put(k, []byte(`{"v":2,"id":"`+w.ID.String()+`","state":"pending","receipt":"none","novel":1}`))
 		return nil
 	}); err != nil {
 		t.Fatal(err)

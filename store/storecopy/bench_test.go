@@ -10,6 +10,7 @@ import (
 
 	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 	"github.com/vigilhq/vigil/store/natsstore"
 	"github.com/vigilhq/vigil/store/storecopy"
 )
@@ -19,7 +20,7 @@ import (
 // records per second, verification and the second read included.
 func BenchmarkCopyToNATS(b *testing.B) {
 	ctx := context.Background()
-	src, err := store.Open(b.TempDir(), store.Options{})
+	src, err := badger.OpenStore(b.TempDir(), badger.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func BenchmarkCopyToNATS(b *testing.B) {
 	b.ResetTimer()
 	total := 0
 	for i := 0; b.Loop(); i++ {
-		dst, err := natsstore.Open(ctx, natsstore.Config{URLs: []string{srv.ClientURL()}, Bucket: fmt.Sprint("bench", i)})
+		dst, err := natsstore.OpenStore(ctx, natsstore.Config{URLs: []string{srv.ClientURL()}, Bucket: fmt.Sprint("bench", i)})
 		if err != nil {
 			b.Fatal(err)
 		}

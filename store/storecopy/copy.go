@@ -15,14 +15,14 @@ import (
 
 // Source is a store whose records can be read out.
 type Source interface {
-	ExportRecords(ctx context.Context, fn func(store.Record) error) error
+	ExportRecords(ctx context.Context, fn func(store.KeyValue) error) error
 }
 
 // Destination is a store records are written into (and read back, to
 // verify).
 type Destination interface {
 	Source
-	ImportRecords(ctx context.Context, recs []store.Record) error
+	ImportRecords(ctx context.Context, recs []store.KeyValue) error
 }
 
 // DefaultBatch is how many records one import holds.
@@ -114,15 +114,15 @@ type tally struct {
 
 func newTally() tally { return tally{counts: Counts{}, sums: map[store.Family]uint64{}} }
 
-func (t tally) add(r store.Record) {
-	t.counts[r.Family]++
-	t.sums[r.Family] += digest(r)
+func (t tally) add(r store.KeyValue) {
+	t.counts[r.Key.Fam]++
+	t.sums[r.Key.Fam] += digest(r)
 }
 
 // digest is r's SHA-256 (its key's parts, length-prefixed, and its
 // value), first 8 bytes: summed per family it is independent of the
 // order a backend lists its keys in.
-func digest(r store.Record) uint64 {
+func digest(r store.KeyValue) uint64 {
 	h := sha256.New()
 	var n [8]byte
 	put := func(b []byte) {
@@ -130,13 +130,14 @@ func digest(r store.Record) uint64 {
 		h.Write(n[:])
 		h.Write(b)
 	}
-	put([]byte(r.Family))
-	put(r.ID[:])
-	put([]byte(r.Name))
-	put([]byte(r.Sub))
-	binary.BigEndian.PutUint64(n[:], r.Seq)
+	k := r.Key
+	put([]byte(k.Fam))
+	put(k.ID[:])
+	put([]byte(k.Name))
+	put([]byte(k.Sub))
+	binary.BigEndian.PutUint64(n[:], k.Seq)
 	h.Write(n[:])
-	binary.BigEndian.PutUint64(n[:], uint64(r.At))
+	binary.BigEndian.PutUint64(n[:], uint64(k.At))
 	h.Write(n[:])
 	put(r.Value)
 	return binary.BigEndian.Uint64(h.Sum(nil))
@@ -144,7 +145,7 @@ func digest(r store.Record) uint64 {
 
 func count(ctx context.Context, s Source) (tally, error) {
 	t := newTally()
-	err := s.ExportRecords(ctx, func(r store.Record) error { t.add(r); return nil })
+	err := s.ExportRecords(ctx, func(r store.KeyValue) error { t.add(r); return nil })
 	return t, err
 }
 
@@ -174,7 +175,7 @@ func Copy(ctx context.Context, src Source, dst Destination, opt Options) (Summar
 		return Summary{}, ErrSourceEmpty
 	}
 	copied := newTally()
-	var buf []store.Record
+	var buf []store.KeyValue
 	flush := func() error {
 		if len(buf) == 0 {
 			return nil
@@ -185,13 +186,13 @@ func Copy(ctx context.Context, src Source, dst Destination, opt Options) (Summar
 		for _, r := range buf {
 			copied.add(r)
 		}
-		last := buf[len(buf)-1].Family
+		last := buf[len(buf)-1].Key.Fam
 		fmt.Fprintf(progress, "copied %d/%d records (%s %d/%d)\n",
 			copied.counts.Total(), all, last, copied.counts[last], totals.counts[last])
 		buf = buf[:0]
 		return nil
 	}
-	err = src.ExportRecords(ctx, func(r store.Record) error {
+	err = src.ExportRecords(ctx, func(r store.KeyValue) error {
 		buf = append(buf, r)
 		if len(buf) >= batch {
 			return flush()

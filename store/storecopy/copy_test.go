@@ -16,6 +16,7 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 	"github.com/vigilhq/vigil/store/natsstore"
 	"github.com/vigilhq/vigil/store/storecopy"
 )
@@ -59,7 +60,7 @@ func must[T any](t *testing.T, v T, err error) T {
 // longName is a name whose natsstore token is a hash, not the name.
 var longName = "agent-" + strings.Repeat("x", 200)
 
-func fill(t *testing.T, s *store.Badger) *fixture {
+func fill(t *testing.T, s *store.Store) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &fixture{t: t, ctx: ctx, ids: rand.NewChaCha8([32]byte{7})}
@@ -188,10 +189,10 @@ func fill(t *testing.T, s *store.Badger) *fixture {
 	f.held = f.id(t0)
 	row := []byte(`{"v":2,"id":"` + f.held.String() + `","kind":"phase_nudge","state":"snoozed","recipient":{"id":"a"}}`)
 	must(t, 0, func() error {
-		return s.ImportRecords(ctx, []store.Record{
-			{Family: store.FamRow, ID: f.held, Value: row},
-			{Family: store.FamState, Sub: "snoozed", ID: f.held},
-			{Family: store.FamRecipientIndex, Name: "a", ID: f.held},
+		return s.ImportRecords(ctx, []store.KeyValue{
+			{Key: store.Key{Fam: store.FamRow, ID: f.held}, Value: row},
+			{Key: store.Key{Fam: store.FamState, Sub: "snoozed", ID: f.held}},
+			{Key: store.Key{Fam: store.FamRecipientIndex, Name: "a", ID: f.held}},
 		})
 	}())
 	return f
@@ -317,18 +318,18 @@ func continues(t *testing.T, f *fixture, b backend, mailSeq, eventSeq uint64) {
 	}
 }
 
-func openBadger(t *testing.T, dir string) *store.Badger {
+func openBadger(t *testing.T, dir string) *store.Store {
 	t.Helper()
-	s, err := store.Open(dir, store.Options{})
+	s, err := badger.OpenStore(dir, badger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-func openNATS(t *testing.T, url, bucket string) *natsstore.Store {
+func openNATS(t *testing.T, url, bucket string) *store.Store {
 	t.Helper()
-	s, err := natsstore.Open(context.Background(), natsstore.Config{URLs: []string{url}, Bucket: bucket})
+	s, err := natsstore.OpenStore(context.Background(), natsstore.Config{URLs: []string{url}, Bucket: bucket})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,18 +463,18 @@ func TestCopyResumes(t *testing.T) {
 
 // failingAfter imports n batches, then fails.
 type failingAfter struct {
-	*store.Badger
+	*store.Store
 	done *int
 	n    int
 	err  error
 }
 
-func (f failingAfter) ImportRecords(ctx context.Context, recs []store.Record) error {
+func (f failingAfter) ImportRecords(ctx context.Context, recs []store.KeyValue) error {
 	if *f.done >= f.n {
 		return f.err
 	}
 	*f.done++
-	return f.Badger.ImportRecords(ctx, recs)
+	return f.Store.ImportRecords(ctx, recs)
 }
 
 // The verification catches a destination that did not keep a record.
@@ -492,16 +493,16 @@ func TestCopyVerifies(t *testing.T) {
 }
 
 // droppingValues writes every mailbox message with its value cut short.
-type droppingValues struct{ *store.Badger }
+type droppingValues struct{ *store.Store }
 
-func (d droppingValues) ImportRecords(ctx context.Context, recs []store.Record) error {
+func (d droppingValues) ImportRecords(ctx context.Context, recs []store.KeyValue) error {
 	out := slices.Clone(recs)
 	for i, r := range out {
-		if r.Family == store.FamMessage {
+		if r.Key.Fam == store.FamMessage {
 			out[i].Value = r.Value[:len(r.Value)-1]
 		}
 	}
-	return d.Badger.ImportRecords(ctx, out)
+	return d.Store.ImportRecords(ctx, out)
 }
 
 // A source written while it is copied (a host serving it) fails the
@@ -523,12 +524,12 @@ func TestCopyRefusesASourceThatChanged(t *testing.T) {
 // writingDuringCopy appends a message to the source once its second
 // export (the copy's own pass) has finished.
 type writingDuringCopy struct {
-	*store.Badger
+	*store.Store
 	f *fixture
 }
 
-func (w writingDuringCopy) ExportRecords(ctx context.Context, fn func(store.Record) error) error {
-	if err := w.Badger.ExportRecords(ctx, fn); err != nil {
+func (w writingDuringCopy) ExportRecords(ctx context.Context, fn func(store.KeyValue) error) error {
+	if err := w.Store.ExportRecords(ctx, fn); err != nil {
 		return err
 	}
 	w.f.exports++

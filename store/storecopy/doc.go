@@ -17,11 +17,15 @@
 // the records copied twice are the same, and the verification refuses a
 // destination holding anything the source does not.
 //
-// How records move: each backend exports and imports its own logical
-// records (store.Record: a family and its key's parts, with the value as
-// stored), translating its key layout; rows held aside, index entries,
-// mailbox, outbox and event seqs, Work and router cursors are records
-// like any other, so seqs stay dense and equal and cursors stay valid.
+// How records move: as keys. The store reads its adapter's keys out raw
+// and writes them into the other's (store.ExportRecords and
+// ImportRecords over each adapter's store.Copier: a key named by its
+// family and parts, with its value as stored), each adapter translating
+// its own layout; rows held aside, index entries, mailbox, outbox and
+// event seqs, Work and router cursors are keys like any other, so seqs
+// stay dense and equal and cursors stay valid. A store's derived keys (a
+// recipient's count and index of pending rows) are not copied: the
+// destination derives its own.
 //
 // What it must never do: decide anything about the records (it neither
 // decodes nor rewrites a value), or copy from a store being served: the

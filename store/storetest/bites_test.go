@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/store"
+	"github.com/vigilhq/vigil/store/badger"
 	"github.com/vigilhq/vigil/store/storetest"
 )
 
@@ -61,7 +62,7 @@ const brokenEnv = "VIGIL_STORETEST_BROKEN"
 
 func openBadger(t *testing.T) storetest.Backend {
 	t.Helper()
-	s, err := store.Open(t.TempDir(), store.Options{})
+	s, err := badger.OpenStore(t.TempDir(), badger.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func openBadger(t *testing.T) storetest.Backend {
 // The suite bites: run against each broken backend (in a child process,
 // since a failing subtest would fail this test too), it fails, in the
 // subtest of the rule that backend breaks. Unbroken, the same badger
-// passes the whole suite (store.TestBackendConformance), so each failure
+// passes the whole suite (store/badger's TestStoreConformance), so each failure
 // is its breakage's.
 func TestSuiteFailsBrokenBackends(t *testing.T) {
 	if name := os.Getenv(brokenEnv); name != "" {
@@ -80,7 +81,7 @@ func TestSuiteFailsBrokenBackends(t *testing.T) {
 		if !ok {
 			t.Fatalf("no broken backend %q", name)
 		}
-		storetest.Run(t, func(t *testing.T) storetest.Backend { return c.wrap(openBadger(t)) }, storetest.Options{})
+		storetest.RunBackend(t, func(t *testing.T) storetest.Backend { return c.wrap(openBadger(t)) }, storetest.Options{})
 		return
 	}
 	for name, c := range broken {

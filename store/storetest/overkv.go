@@ -9,12 +9,13 @@ import (
 	"github.com/vigilhq/vigil/store"
 )
 
-// RunKV runs the suite over the store on each adapter open gives
+// Run runs the suite over the store on each adapter open gives
 // (store.New over it), its hooks written through the adapter: a row
 // held aside is written raw, as a newer release would have; a failpoint
 // refuses the named transition after its writes, before its commit;
-// reopen (nil: skipped) reopens the same data.
-func RunKV(t *testing.T, open func(t *testing.T) store.KV, reopen func(t *testing.T, kv store.KV) store.KV) {
+// reopen (nil: skipped) reopens the same data. An adapter's tests run it
+// as store/badger's and store/natsstore's do.
+func Run(t *testing.T, open func(t *testing.T) store.KV, reopen func(t *testing.T, kv store.KV) store.KV) {
 	t.Helper()
 	build := func(t *testing.T, kv store.KV) Backend {
 		t.Helper()
@@ -60,7 +61,7 @@ func RunKV(t *testing.T, open func(t *testing.T) store.KV, reopen func(t *testin
 			return build(t, reopen(t, adapter(b).KV))
 		}
 	}
-	Run(t, func(t *testing.T) Backend { return build(t, open(t)) }, o)
+	RunBackend(t, func(t *testing.T) Backend { return build(t, open(t)) }, o)
 }
 
 // newerRow is the row a newer release would have written under w's id:

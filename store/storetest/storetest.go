@@ -7,24 +7,69 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/host/core"
 	"github.com/vigilhq/vigil/store"
 )
 
-// Backend is what the suite runs against: the core's Store, and the rest
-// of the rows' calls and the calls the host's tools and retention use
-// beside it. A backend that passes is a core.Store fit for
-// Config.OpenStore.
+// Backend is what the suite runs against: the store's calls it drives
+// (*store.Store is one, over any adapter). It is an interface so the
+// suite's own tests can break one rule of a store and see it fail.
 type Backend interface {
-	core.Store
-	SetReceipt(ctx context.Context, id store.ID, r store.Receipt) (store.Watch, error)
-	CarryBaseline(ctx context.Context, id store.ID, baseline json.RawMessage, attempts int, note string) error
-	List(ctx context.Context, f store.Filter) ([]store.Watch, int, error)
-	ForEach(ctx context.Context, f store.Filter, fn func(store.Watch) error) (int, error)
+	AppendEvent(ctx context.Context, e store.Event) (out store.Event, duplicate bool, err error)
 	AppendIfRunning(ctx context.Context, rid string, m store.Message) (store.Message, store.RecipientRecord, error)
-	PruneEvents(ctx context.Context, stream string, cutoff time.Time) (int, error)
-	PrunePushes(ctx context.Context, cutoff time.Time) (int, error)
+	BeginPush(ctx context.Context, rid string, seq uint64, at time.Time) (store.Push, store.Message, store.RecipientRecord, error)
+	CarryAndMail(ctx context.Context, id store.ID, baseline json.RawMessage, attempts int, note string, change *store.Message) (store.Mailed, error)
+	CarryBaseline(ctx context.Context, id store.ID, baseline json.RawMessage, attempts int, note string) error
+	ClaimWork(ctx context.Context, id store.ID, recipient string, now time.Time) (store.Work, error)
+	Close() error
 	CompleteWork(ctx context.Context, id store.ID, now time.Time) (store.Work, error)
+	CompleteWorkAs(ctx context.Context, id store.ID, now time.Time, claimedBy string) (store.Work, error)
+	ConsumeWork(ctx context.Context, id store.ID, recipient string, n int) (store.Work, error)
+	CountByState(ctx context.Context) (map[store.State]int, error)
+	CountPending(ctx context.Context, recipient string, upTo int) (int, error)
+	CountPendingByKind(ctx context.Context) (map[string]int, error)
+	Create(ctx context.Context, w store.Watch) error
+	CreateIfRunning(ctx context.Context, w store.Watch) error
+	DeleteRecipient(ctx context.Context, id string) error
+	DisableWebhook(ctx context.Context, rid, url, reason string, at time.Time) (bool, error)
+	EnsureRecipient(ctx context.Context, id string, now time.Time) (store.RecipientRecord, error)
+	EventByKey(ctx context.Context, stream, key string) (store.Event, error)
+	FinishPush(ctx context.Context, p store.Push) error
+	ForEach(ctx context.Context, f store.Filter, fn func(store.Watch) error) (int, error)
+	ForEachPending(ctx context.Context, fn func(store.Schedule) error) (int, error)
+	Get(ctx context.Context, id store.ID) (store.Watch, error)
+	GetIdem(ctx context.Context, principal, key string) (store.IdemRecord, error)
+	GetRecipient(ctx context.Context, id string) (store.RecipientRecord, error)
+	GetWork(ctx context.Context, id store.ID) (store.Work, error)
+	LastEventSeq(ctx context.Context, stream string) (uint64, error)
+	List(ctx context.Context, f store.Filter) ([]store.Watch, int, error)
+	ListPage(ctx context.Context, q store.Query) (store.Page, error)
+	ListRecipients(ctx context.Context) ([]store.RecipientRecord, error)
+	ListWork(ctx context.Context, scope string, st store.WorkState) ([]store.Work, error)
+	LivePushes(ctx context.Context, fn func(store.Push) error) error
+	LivePushesOf(ctx context.Context, keep func(rid string) bool, fn func(store.Push) error) error
+	Oldest(ctx context.Context, c store.Retained) (at time.Time, ok bool, err error)
+	OnRetained(fn func(c store.Retained, at time.Time))
+	PendingBySubject(ctx context.Context, subject string) ([]store.ID, error)
+	Prune(ctx context.Context, cutoff time.Time) (int, error)
+	PruneEvents(ctx context.Context, stream string, cutoff time.Time) (int, error)
+	PruneOldest(ctx context.Context, c store.Retained, cutoff time.Time, limit int) (int, error)
+	PrunePushes(ctx context.Context, cutoff time.Time) (int, error)
+	PutRecipient(ctx context.Context, r store.RecipientRecord) (prev store.RecipientRecord, existed bool, err error)
+	ReadEvents(ctx context.Context, stream string, after uint64, limit int) ([]store.Event, error)
+	ReadMailbox(ctx context.Context, rid string, after uint64, limit int) ([]store.Message, error)
+	RecordProbe(ctx context.Context, id store.ID, p store.Probe) error
+	RecoverPushes(ctx context.Context, at time.Time) ([]store.Push, error)
+	RecoverPushesOf(ctx context.Context, at time.Time, keep func(rid string) bool) ([]store.Push, error)
+	ReportActivity(ctx context.Context, id string, replies, toolCalls uint64, at time.Time) (store.RecipientRecord, error)
+	ReportPhase(ctx context.Context, id string, p store.Phase) (store.RecipientRecord, error)
+	RouteBatch(ctx context.Context, steps []store.RouteStep) ([]store.Routed, error)
+	RouterCursor(ctx context.Context, name string) (uint64, error)
+	SetNextCheck(ctx context.Context, id store.ID, next time.Time) error
+	SetReceipt(ctx context.Context, id store.ID, r store.Receipt) (store.Watch, error)
+	SetReminder(ctx context.Context, id string, every time.Duration) (store.RecipientRecord, error)
+	Settle(ctx context.Context, id store.ID, st store.Settlement) (store.Watch, error)
+	SettleAndMail(ctx context.Context, id store.ID, st store.Settlement, m store.Message) (store.Watch, store.Mailed, error)
+	WorkInputs(ctx context.Context, id store.ID, after int) ([]store.WorkInput, error)
 }
 
 // Options are a backend's hooks for what the interface cannot reach. A
@@ -48,11 +93,12 @@ type Options struct {
 	Reopen func(t *testing.T, b Backend) Backend
 }
 
-// Run runs the suite: each subtest on a backend of its own from open,
+// RunBackend runs the suite on backends open gives, with o's hooks:
+// each subtest on a backend of its own from open,
 // which must register the backend's Close with t.Cleanup. The suite may
 // close a backend itself first (the Close subtest, Reopen), so that
 // cleanup must accept a backend already closed.
-func Run(t *testing.T, open func(t *testing.T) Backend, o Options) {
+func RunBackend(t *testing.T, open func(t *testing.T) Backend, o Options) {
 	t.Helper()
 	for _, g := range groups() {
 		t.Run(g.name, func(t *testing.T) {

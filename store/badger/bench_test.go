@@ -1,9 +1,9 @@
-package store
+package badger
 
 // Benchmarks of the badger store. docs/BENCHMARKS.md has the results and
 // how to read them. Run with
 //
-//	go test -run XXX -bench . -benchmem ./store/
+//	go test -run XXX -bench . -benchmem ./store/badger/
 //
 // BenchmarkCreate is registration's write: new pending rows, from 1
 // goroutine and from several, with Options.SyncWrites off (sync=false), on
@@ -19,6 +19,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -29,7 +30,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	badgerdb "github.com/dgraph-io/badger/v4"
+
+	"github.com/vigilhq/vigil/store"
 )
 
 // benchRows makes timer rows: registered now, each for an instant an hour
@@ -37,7 +40,7 @@ import (
 type benchRows struct {
 	at         time.Time
 	params     json.RawMessage
-	recipients [64]Recipient
+	recipients [64]store.Recipient
 	// kinds, when set, are the rows' kinds in turn (else timer).
 	kinds []string
 }
@@ -46,37 +49,37 @@ func newBenchRows() *benchRows {
 	r := &benchRows{at: time.Now().UTC().Truncate(time.Second).Add(time.Hour)}
 	r.params = json.RawMessage(`{"at":"` + r.at.Format(time.RFC3339) + `"}`)
 	for i := range r.recipients {
-		r.recipients[i] = Recipient{ID: fmt.Sprintf("agent-%02d", i)}
+		r.recipients[i] = store.Recipient{ID: fmt.Sprintf("agent-%02d", i)}
 	}
 	return r
 }
 
-func (r *benchRows) row(ids seqReader, i int) (Watch, error) {
+func (r *benchRows) row(ids io.Reader, i int) (store.Watch, error) {
 	now := time.Now()
-	id, err := NewID(now, ids)
+	id, err := store.NewID(now, ids)
 	exp := r.at.Add(time.Minute)
 	kind := "timer"
 	if len(r.kinds) > 0 {
 		kind = r.kinds[i%len(r.kinds)]
 	}
-	return Watch{
+	return store.Watch{
 		ID: id, Kind: kind, Params: r.params, Recipient: r.recipients[i%len(r.recipients)],
-		State: Pending, Receipt: ReceiptNone, Every: Duration(time.Minute),
+		State: store.Pending, Receipt: store.ReceiptNone, Every: store.Duration(time.Minute),
 		CreatedAt: now.UTC(), ExpiresAt: &exp,
 	}, err
 }
 
 // createRows writes rows 0 … n-1 with Create from g goroutines and returns
 // their ids.
-func createRows(s *Badger, rows *benchRows, g, n int) ([]ID, error) {
+func createRows(s *store.Store, rows *benchRows, g, n int) ([]store.ID, error) {
 	ctx := context.Background()
-	ids := make([]ID, n)
+	ids := make([]store.ID, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, g)
 	for w := range g {
 		wg.Go(func() {
-			src := seqReader{rand.NewChaCha8([32]byte{byte(w), byte(w >> 8), 'c'})}
+			src := rand.NewChaCha8([32]byte{byte(w), byte(w >> 8), 'c'})
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= n {
@@ -112,11 +115,7 @@ func BenchmarkCreate(b *testing.B) {
 	} {
 		for _, g := range []int{1, 8, 64} {
 			b.Run(fmt.Sprintf("sync=%s/goroutines=%d", d.name, g), func(b *testing.B) {
-				s, err := Open(b.TempDir(), d.opt)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer s.Close()
+				s, _ := openStore(b, b.TempDir(), d.opt)
 				rows := newBenchRows()
 				b.ReportAllocs()
 				b.ResetTimer()
@@ -135,11 +134,7 @@ func BenchmarkCreate(b *testing.B) {
 func BenchmarkGet(b *testing.B) {
 	dir := b.TempDir()
 	ids := buildStore(b, dir, 100_000)
-	s, err := Open(dir, Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := openStore(b, dir, Options{})
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(1, 2))
 	b.ReportAllocs()
@@ -152,12 +147,9 @@ func BenchmarkGet(b *testing.B) {
 
 // buildStore writes n pending rows into dir with Create from 8 goroutines,
 // then closes the store (flushing its memtables), as before a restart.
-func buildStore(b *testing.B, dir string, n int) []ID {
+func buildStore(b *testing.B, dir string, n int) []store.ID {
 	b.Helper()
-	s, err := Open(dir, Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, _ := openStore(b, dir, Options{})
 	ids, err := createRows(s, newBenchRows(), 8, n)
 	if err != nil {
 		b.Fatal(err)
@@ -198,15 +190,12 @@ func BenchmarkList(b *testing.B) {
 	buildStore(b, dir, n)
 	ctx := context.Background()
 
-	run := func(b *testing.B, read func(s *Badger) (int, error)) {
-		s, err := Open(dir, Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
+	run := func(b *testing.B, read func(s *store.Store, kv *KV) (int, error)) {
+		s, kv := openStore(b, dir, Options{})
 		defer s.Close()
 		b.ReportAllocs()
 		for b.Loop() {
-			got, err := read(s)
+			got, err := read(s, kv)
 			if err != nil || got != n {
 				b.Fatalf("read %d rows, %v; want %d", got, err, n)
 			}
@@ -215,9 +204,9 @@ func BenchmarkList(b *testing.B) {
 		b.ReportMetric(float64(b.N)*float64(n)/b.Elapsed().Seconds(), "rows/s")
 	}
 	b.Run("foreach", func(b *testing.B) {
-		run(b, func(s *Badger) (int, error) {
+		run(b, func(s *store.Store, kv *KV) (int, error) {
 			n := 0
-			_, err := s.ForEach(ctx, Filter{State: Pending}, func(Watch) error {
+			_, err := s.ForEach(ctx, store.Filter{State: store.Pending}, func(store.Watch) error {
 				n++
 				return nil
 			})
@@ -225,17 +214,17 @@ func BenchmarkList(b *testing.B) {
 		})
 	})
 	b.Run("list", func(b *testing.B) {
-		run(b, func(s *Badger) (int, error) {
-			rows, _, err := s.List(ctx, Filter{State: Pending})
+		run(b, func(s *store.Store, kv *KV) (int, error) {
+			rows, _, err := s.List(ctx, store.Filter{State: store.Pending})
 			return len(rows), err
 		})
 	})
 	b.Run("scan-decode", func(b *testing.B) {
-		run(b, func(s *Badger) (int, error) {
-			var rows []Watch
-			err := scanRows(s, func(key, v []byte) error {
-				w, err := DecodeRow(key, v)
-				if err == nil && w.State == Pending {
+		run(b, func(s *store.Store, kv *KV) (int, error) {
+			var rows []store.Watch
+			err := scanRows(kv, func(key, v []byte) error {
+				w, err := store.DecodeRow(key, v)
+				if err == nil && w.State == store.Pending {
 					rows = append(rows, w)
 				}
 				return err
@@ -245,18 +234,18 @@ func BenchmarkList(b *testing.B) {
 	})
 	b.Run("scan-fields", func(b *testing.B) {
 		type fields struct {
-			ID        ID         `json:"id"`
-			State     State      `json:"state"`
-			Every     Duration   `json:"every"`
-			Attempts  int        `json:"attempts"`
-			ExpiresAt *time.Time `json:"expires_at"`
+			ID        store.ID       `json:"id"`
+			State     store.State    `json:"state"`
+			Every     store.Duration `json:"every"`
+			Attempts  int            `json:"attempts"`
+			ExpiresAt *time.Time     `json:"expires_at"`
 		}
-		run(b, func(s *Badger) (int, error) {
+		run(b, func(s *store.Store, kv *KV) (int, error) {
 			var rows []fields
-			err := scanRows(s, func(_, v []byte) error {
+			err := scanRows(kv, func(_, v []byte) error {
 				var f fields
 				err := json.Unmarshal(v, &f)
-				if err == nil && f.State == Pending {
+				if err == nil && f.State == store.Pending {
 					rows = append(rows, f)
 				}
 				return err
@@ -265,9 +254,9 @@ func BenchmarkList(b *testing.B) {
 		})
 	})
 	b.Run("scan-only", func(b *testing.B) {
-		run(b, func(s *Badger) (int, error) {
+		run(b, func(s *store.Store, kv *KV) (int, error) {
 			n, bytes := 0, 0
-			err := scanRows(s, func(_, v []byte) error {
+			err := scanRows(kv, func(_, v []byte) error {
 				n++
 				bytes += len(v)
 				return nil
@@ -276,14 +265,14 @@ func BenchmarkList(b *testing.B) {
 		})
 	})
 	b.Run("index-only", func(b *testing.B) {
-		run(b, func(s *Badger) (int, error) {
+		run(b, func(s *store.Store, kv *KV) (int, error) {
 			n := 0
-			prefix := append(append(append([]byte{}, statePrefix...), Pending...), '/')
-			err := s.db.View(func(txn *badger.Txn) error {
-				it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+			prefix := []byte("s/pending/")
+			err := kv.db.View(func(txn *badgerdb.Txn) error {
+				it := txn.NewIterator(badgerdb.IteratorOptions{Prefix: prefix})
 				defer it.Close()
 				for it.Rewind(); it.Valid(); it.Next() {
-					var id ID
+					var id store.ID
 					key := it.Item().Key()
 					copy(id[:], key[len(key)-16:])
 					n++
@@ -297,9 +286,9 @@ func BenchmarkList(b *testing.B) {
 
 // scanRows calls f with the key and value of every w/ row, in one
 // iterator with values prefetched.
-func scanRows(s *Badger, f func(key, v []byte) error) error {
-	return s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: rowPrefix, PrefetchValues: true, PrefetchSize: 100})
+func scanRows(kv *KV, f func(key, v []byte) error) error {
+	return kv.db.View(func(txn *badgerdb.Txn) error {
+		it := txn.NewIterator(badgerdb.IteratorOptions{Prefix: []byte("w/"), PrefetchValues: true, PrefetchSize: 100})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			item := it.Item()
@@ -321,10 +310,7 @@ func scanRows(s *Badger, f func(key, v []byte) error) error {
 func BenchmarkCount(b *testing.B) {
 	const n = 100_000
 	dir := b.TempDir()
-	s, err := Open(dir, Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, kv := openStore(b, dir, Options{})
 	rows := newBenchRows()
 	rows.kinds = []string{"timer", "github_pr", "url_up", "file_changed"}
 	if _, err := createRows(s, rows, 8, n); err != nil {
@@ -332,7 +318,7 @@ func BenchmarkCount(b *testing.B) {
 	}
 	// The rows and their indexes compacted into tables: what a pending
 	// row costs on disk.
-	if err := s.db.Flatten(2); err != nil {
+	if err := kv.db.Flatten(2); err != nil {
 		b.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -351,10 +337,7 @@ func BenchmarkCount(b *testing.B) {
 		size += fi.Size()
 	}
 	b.Logf("on disk: %.1f B per pending row in tables", float64(size)/n)
-	if s, err = Open(dir, Options{}); err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s, _ = openStore(b, dir, Options{})
 	ctx := context.Background()
 	run := func(b *testing.B, count func() (int, error)) {
 		b.ReportAllocs()
@@ -369,7 +352,7 @@ func BenchmarkCount(b *testing.B) {
 	b.Run("by-state", func(b *testing.B) {
 		run(b, func() (int, error) {
 			c, err := s.CountByState(ctx)
-			return c[Pending], err
+			return c[store.Pending], err
 		})
 	})
 	b.Run("pending-by-kind", func(b *testing.B) {

@@ -1,4 +1,4 @@
-package store
+package badger
 
 import (
 	"context"
@@ -7,15 +7,19 @@ import (
 	"encoding/json"
 	"errors"
 	"expvar"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	badgerdb "github.com/dgraph-io/badger/v4"
+
+	"github.com/vigilhq/vigil/store"
 )
 
 // fakeDisk is a filesystem whose free space the test sets; a file's
@@ -50,25 +54,25 @@ func (c *testClock) add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-func openOnFakeDisk(t *testing.T, free int64) (*Badger, *fakeDisk, *testClock) {
+// onFakeDisk is the store over a badger adapter on a fakeDisk.
+type onFakeDisk struct {
+	*store.Store
+	disk *diskGuard
+}
+
+func openOnFakeDisk(t *testing.T, free int64) (onFakeDisk, *fakeDisk, *testClock) {
 	t.Helper()
 	disk := &fakeDisk{}
 	disk.free.Store(free)
 	clock := &testClock{t: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
-	s, err := Open(t.TempDir(), Options{fs: disk, now: clock.now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s, disk, clock
+	s, kv := openStore(t, t.TempDir(), Options{fs: disk, now: clock.now})
+	return onFakeDisk{s, kv.disk}, disk, clock
 }
 
-func pendingRow(t *testing.T, ids seqReader, i int) Watch {
+func pendingRow(t *testing.T, ids io.Reader, i int) store.Watch {
 	t.Helper()
-	w, err := newBenchRows().row(ids, i)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := pendingWatch(t, ids, "agent-"+string(rune('a'+i%26)), t0)
+	w.Params = json.RawMessage(`{"at":"2026-11-30T13:00:00Z","n":` + strconv.Itoa(i) + `}`)
 	return w
 }
 
@@ -95,13 +99,13 @@ func TestBadgerCountsWrittenBytes(t *testing.T) {
 }
 
 // A data directory short of space refuses a client's write once the free
-// space is under the reserve and ClientMargin, and the host's own only
-// under the reserve and CommitMargin, with an error naming the directory
+// space is under the reserve and store.ClientMargin, and the host's own only
+// under the reserve and store.CommitMargin, with an error naming the directory
 // and the space; reads go on; and once space is back, writes resume on
 // the same open store.
 func TestAFullDiskRefusesWritesAndResumesWithoutReopen(t *testing.T) {
 	ctx := context.Background()
-	client := ClientWrite(ctx)
+	client := store.ClientWrite(ctx)
 	s, disk, clock := openOnFakeDisk(t, 1<<40)
 	ids := newIDs()
 	first := pendingRow(t, ids, 0)
@@ -109,15 +113,15 @@ func TestAFullDiskRefusesWritesAndResumesWithoutReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	sp, ok := s.DiskSpace()
-	if !ok || sp.Full || sp.Reserve <= 0 || sp.Need != sp.Reserve+ClientMargin || sp.Dir == "" {
+	if !ok || sp.Full || sp.Reserve <= 0 || sp.Need != sp.Reserve+store.ClientMargin || sp.Dir == "" {
 		t.Fatalf("a roomy disk: %+v %v", sp, ok)
 	}
 
-	disk.free.Store(sp.Reserve + ClientMargin/2)
+	disk.free.Store(sp.Reserve + store.ClientMargin/2)
 	clock.add(farAge)
 	err := s.Create(client, pendingRow(t, ids, 1))
-	var full *StorageFullError
-	if !errors.Is(err, ErrStorageFull) || !errors.As(err, &full) || full.Dir != sp.Dir || full.Need < sp.Reserve+ClientMargin || !strings.Contains(err.Error(), sp.Dir) {
+	var full *store.StorageFullError
+	if !errors.Is(err, store.ErrStorageFull) || !errors.As(err, &full) || full.Dir != sp.Dir || full.Need < sp.Reserve+store.ClientMargin || !strings.Contains(err.Error(), sp.Dir) {
 		t.Fatalf("a client's write with half its margin free: %v, want a *StorageFullError naming %s", err, sp.Dir)
 	}
 	if err := s.Create(ctx, pendingRow(t, ids, 2)); err != nil {
@@ -130,14 +134,14 @@ func TestAFullDiskRefusesWritesAndResumesWithoutReopen(t *testing.T) {
 		t.Fatalf("a read with the disk full: %v", err)
 	}
 
-	disk.free.Store(sp.Reserve + CommitMargin/2)
+	disk.free.Store(sp.Reserve + store.CommitMargin/2)
 	clock.add(nearAge)
-	if err := s.Create(ctx, pendingRow(t, ids, 3)); !errors.Is(err, ErrStorageFull) {
-		t.Fatalf("the host's own write with half its margin free: %v, want ErrStorageFull", err)
+	if err := s.Create(ctx, pendingRow(t, ids, 3)); !errors.Is(err, store.ErrStorageFull) {
+		t.Fatalf("the host's own write with half its margin free: %v, want store.ErrStorageFull", err)
 	}
 
 	disk.free.Store(1 << 40)
-	if err := s.Create(client, pendingRow(t, ids, 4)); !errors.Is(err, ErrStorageFull) {
+	if err := s.Create(client, pendingRow(t, ids, 4)); !errors.Is(err, store.ErrStorageFull) {
 		t.Fatalf("within a tenth of a second of a refusal: %v, want the refusal (measured at most that often)", err)
 	}
 	clock.add(nearAge)
@@ -177,11 +181,11 @@ func TestTheGuardMeasuresWhenItsMeasurementIsStale(t *testing.T) {
 	// Room for about 40 KiB of entries at writeCost before half is
 	// spent: 200 rows (some 300 bytes each) must measure again.
 	sp, _ := s.DiskSpace()
-	disk.free.Store(sp.Reserve + CommitMargin + 2*writeCost*40<<10)
+	disk.free.Store(sp.Reserve + store.CommitMargin + 2*writeCost*40<<10)
 	clock.add(farAge)
 	base = disk.calls.Load()
 	for i := range 200 {
-		if err := s.Create(ctx, pendingRow(t, ids, 300+i)); err != nil && !errors.Is(err, ErrStorageFull) {
+		if err := s.Create(ctx, pendingRow(t, ids, 300+i)); err != nil && !errors.Is(err, store.ErrStorageFull) {
 			t.Fatal(err)
 		}
 	}
@@ -198,19 +202,19 @@ func TestOpenRefusesADiskWithoutRoomToOpen(t *testing.T) {
 	disk := &fakeDisk{}
 	disk.free.Store(100 << 10)
 	_, err := Open(dir, Options{fs: disk})
-	var full *StorageFullError
-	if !errors.Is(err, ErrStorageFull) || !errors.As(err, &full) || full.Dir != dir || full.Free != 100<<10 || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "100.0 KiB free, opening the store needs") {
+	var full *store.StorageFullError
+	if !errors.Is(err, store.ErrStorageFull) || !errors.As(err, &full) || full.Dir != dir || full.Free != 100<<10 || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "100.0 KiB free, opening the store needs") {
 		t.Fatalf("Open with 100 KiB free: %v, want a *StorageFullError naming %s and its free space", err, dir)
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the refused Open made %s: %v", dir, err)
 	}
 	disk.free.Store(openNeed(t, dir, disk))
-	s, err := Open(dir, Options{fs: disk})
+	kv, err := Open(dir, Options{fs: disk})
 	if err != nil {
 		t.Fatalf("Open with the room it needs: %v", err)
 	}
-	_ = s.Close()
+	_ = kv.Close()
 }
 
 func openNeed(t *testing.T, dir string, fs fsProbe) int64 {
@@ -219,7 +223,7 @@ func openNeed(t *testing.T, dir string, fs fsProbe) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return need + CommitMargin
+	return need + store.CommitMargin
 }
 
 // The reserve's flush part covers the tables badger writes from the
@@ -227,21 +231,14 @@ func openNeed(t *testing.T, dir string, fs fsProbe) int64 {
 // compress poorly is no more than the reserve counted for it.
 func TestTheReserveCoversTheFlushOfTheLogs(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _ := openStore(t, dir, Options{})
 	ctx := context.Background()
 	ids := newIDs()
-	rows := newBenchRows()
 	for i := range 4000 {
 		b := make([]byte, 300)
 		_, _ = crand.Read(b)
-		rows.params = json.RawMessage(`{"x":"` + hex.EncodeToString(b) + `"}`)
-		w, err := rows.row(ids, i)
-		if err != nil {
-			t.Fatal(err)
-		}
+		w := pendingRow(t, ids, i)
+		w.Params = json.RawMessage(`{"x":"` + hex.EncodeToString(b) + `"}`)
 		if err := s.Create(ctx, w); err != nil {
 			t.Fatal(err)
 		}
@@ -287,23 +284,23 @@ func tableBytes(t *testing.T, dir string) int64 {
 // tables allow, and the two largest levels' together.
 func TestCompactionBound(t *testing.T) {
 	key := func(s string) []byte { return append([]byte(s), 0, 0, 0, 0, 0, 0, 0, 1) }
-	tbl := func(level int, left, right string, size uint32) badger.TableInfo {
-		return badger.TableInfo{Level: level, Left: key(left), Right: key(right), OnDiskSize: size}
+	tbl := func(level int, left, right string, size uint32) badgerdb.TableInfo {
+		return badgerdb.TableInfo{Level: level, Left: key(left), Right: key(right), OnDiskSize: size}
 	}
 	for _, tt := range []struct {
 		name   string
-		tables []badger.TableInfo
+		tables []badgerdb.TableInfo
 		flush  int64
 		logs   int
 		want   int64
 	}{
 		{"nothing", nil, 0, 0, 0},
-		{"L0 short of its trigger", []badger.TableInfo{tbl(0, "a", "z", 10), tbl(0, "a", "z", 10), tbl(6, "a", "z", 100)}, 5, 1, 300},
+		{"L0 short of its trigger", []badgerdb.TableInfo{tbl(0, "a", "z", 10), tbl(0, "a", "z", 10), tbl(6, "a", "z", 100)}, 5, 1, 300},
 		{"L0 at its trigger, with the flush to come",
-			[]badger.TableInfo{tbl(0, "a", "z", 10), tbl(0, "a", "z", 10), tbl(0, "a", "z", 10), tbl(0, "a", "z", 10), tbl(6, "a", "m", 100), tbl(6, "n", "z", 50)},
+			[]badgerdb.TableInfo{tbl(0, "a", "z", 10), tbl(0, "a", "z", 10), tbl(0, "a", "z", 10), tbl(0, "a", "z", 10), tbl(6, "a", "m", 100), tbl(6, "n", "z", 50)},
 			7, 1, (40 + 7 + 150) + 300},
 		{"Li into Li+1 by overlap",
-			[]badger.TableInfo{tbl(5, "a", "c", 10), tbl(5, "d", "f", 20), tbl(6, "a", "b", 100), tbl(6, "c", "d", 200), tbl(6, "e", "z", 400)},
+			[]badgerdb.TableInfo{tbl(5, "a", "c", 10), tbl(5, "d", "f", 20), tbl(6, "a", "b", 100), tbl(6, "c", "d", 200), tbl(6, "e", "z", 400)},
 			0, 0, (20 + 200 + 400) + 3*400},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -323,10 +320,9 @@ func BenchmarkDiskGuardAdmit(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	ctx := ClientWrite(context.Background())
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := s.disk.admit(ctx); err != nil {
+		if err := s.disk.admit(true); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package store
+package badger
 
 import (
 	"context"
@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	badgerdb "github.com/dgraph-io/badger/v4"
+
+	"github.com/vigilhq/vigil/store"
 )
 
 // recorder is a syncer that records, in one log, the order of writes,
@@ -24,7 +26,7 @@ import (
 // the key it wrote. check fails when an acknowledgement comes before a
 // finished sync that covers its key.
 type recorder struct {
-	st    atomic.Pointer[Badger]
+	st    atomic.Pointer[KV]
 	delay time.Duration // each sync takes this long
 	fail  atomic.Bool   // Sync fails while set
 
@@ -43,8 +45,8 @@ type record struct {
 func (r *recorder) Sync() error {
 	keys := map[string]bool{}
 	if st := r.st.Load(); st != nil {
-		_ = st.db.View(func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{})
+		_ = st.db.View(func(txn *badgerdb.Txn) error {
+			it := txn.NewIterator(badgerdb.IteratorOptions{})
 			defer it.Close()
 			for it.Rewind(); it.Valid(); it.Next() {
 				keys[string(it.Item().KeyCopy(nil))] = true
@@ -108,15 +110,11 @@ func (r *recorder) check(t *testing.T) int {
 }
 
 // openRecorded opens a store with SyncWrites over a recorder.
-func openRecorded(t *testing.T, delay time.Duration) (*Badger, *recorder) {
+func openRecorded(t *testing.T, delay time.Duration) (*store.Store, *recorder) {
 	t.Helper()
 	r := &recorder{delay: delay}
-	s, err := Open(t.TempDir(), Options{SyncWrites: true, syncer: func(syncer) syncer { return r }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.st.Store(s)
-	t.Cleanup(func() { _ = s.Close() })
+	s, kv := openStore(t, t.TempDir(), Options{SyncWrites: true, syncer: func(syncer) syncer { return r }})
+	r.st.Store(kv)
 	return s, r
 }
 
@@ -129,26 +127,26 @@ func TestAckComesAfterTheSyncThatCoversIt(t *testing.T) {
 		name string
 		// setup runs once; write makes writer w's i-th write and
 		// returns the key it wrote.
-		setup func(t *testing.T, s *Badger) func(ctx context.Context, w, i int) ([]byte, error)
+		setup func(t *testing.T, s *store.Store) func(ctx context.Context, w, i int) ([]byte, error)
 	}{
-		{"create", func(t *testing.T, s *Badger) func(context.Context, int, int) ([]byte, error) {
+		{"create", func(t *testing.T, s *store.Store) func(context.Context, int, int) ([]byte, error) {
 			rows := makeRows(t, writers*each)
 			return func(ctx context.Context, w, i int) ([]byte, error) {
 				row := rows[w*each+i]
-				return rowKey(row.ID), s.Create(ctx, row)
+				return rawKey(store.Key{Fam: store.FamRow, ID: row.ID}), s.Create(ctx, row)
 			}
 		}},
-		{"append", func(t *testing.T, s *Badger) func(context.Context, int, int) ([]byte, error) {
+		{"append", func(t *testing.T, s *store.Store) func(context.Context, int, int) ([]byte, error) {
 			for w := range writers {
 				runningRecipientFor(t, s, fmt.Sprintf("r%d", w%2), "")
 			}
 			return func(ctx context.Context, w, i int) ([]byte, error) {
 				rid := fmt.Sprintf("r%d", w%2)
-				m, _, err := s.AppendIfRunning(ctx, rid, Message{Kind: "k", Type: MessageFired, At: t0})
-				return mailKey(rid, m.Seq), err
+				m, _, err := s.AppendIfRunning(ctx, rid, store.Message{Kind: "k", Type: store.MessageFired, At: t0})
+				return rawKey(store.Key{Fam: store.FamMessage, Name: rid, Seq: m.Seq}), err
 			}
 		}},
-		{"settle and mail", func(t *testing.T, s *Badger) func(context.Context, int, int) ([]byte, error) {
+		{"settle and mail", func(t *testing.T, s *store.Store) func(context.Context, int, int) ([]byte, error) {
 			runningRecipientFor(t, s, "agent-1", "")
 			rows := makeRows(t, writers*each)
 			for _, row := range rows {
@@ -158,11 +156,11 @@ func TestAckComesAfterTheSyncThatCoversIt(t *testing.T) {
 			}
 			return func(ctx context.Context, w, i int) ([]byte, error) {
 				id := rows[w*each+i].ID
-				_, mailed, err := s.SettleAndMail(ctx, id, Settlement{State: Fired, Receipt: ReceiptNone, SettledAt: t0}, Message{Kind: "timer", Type: MessageFired, At: t0})
+				_, mailed, err := s.SettleAndMail(ctx, id, store.Settlement{State: store.Fired, Receipt: store.ReceiptNone, SettledAt: t0}, store.Message{Kind: "timer", Type: store.MessageFired, At: t0})
 				if err != nil {
 					return nil, err
 				}
-				return mailKey("agent-1", mailed.Message.Seq), nil
+				return rawKey(store.Key{Fam: store.FamMessage, Name: "agent-1", Seq: mailed.Message.Seq}), nil
 			}
 		}},
 	}
@@ -198,16 +196,6 @@ func TestAckComesAfterTheSyncThatCoversIt(t *testing.T) {
 	}
 }
 
-func makeRows(t *testing.T, n int) []Watch {
-	t.Helper()
-	ids := newIDs()
-	rows := make([]Watch, n)
-	for i := range rows {
-		rows[i] = pendingWatch(t, ids, "agent-1", t0)
-	}
-	return rows
-}
-
 // A lone writer gets a sync of its own for every commit: none skipped.
 func TestLoneWriterSyncsEachCommit(t *testing.T) {
 	s, r := openRecorded(t, 0)
@@ -216,7 +204,7 @@ func TestLoneWriterSyncsEachCommit(t *testing.T) {
 		if err := s.Create(context.Background(), row); err != nil {
 			t.Fatal(err)
 		}
-		r.ack(rowKey(row.ID))
+		r.ack(rawKey(store.Key{Fam: store.FamRow, ID: row.ID}))
 	}
 	r.check(t)
 	if got := r.syncCount() - before; got != 5 {
@@ -244,7 +232,11 @@ func TestSyncFailureIsSticky(t *testing.T) {
 // badger's own for a transaction that came late).
 func TestCloseWithWaitersReturns(t *testing.T) {
 	r := &recorder{delay: 5 * time.Millisecond}
-	s, err := Open(t.TempDir(), Options{SyncWrites: true, syncer: func(syncer) syncer { return r }})
+	kv, err := Open(t.TempDir(), Options{SyncWrites: true, syncer: func(syncer) syncer { return r }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.New(context.Background(), kv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,13 +282,10 @@ func (c *countingSyncer) Sync() error { c.n.Add(1); return c.real.Sync() }
 func TestGroupCommitOnDisk(t *testing.T) {
 	dir := t.TempDir()
 	var c *countingSyncer
-	s, err := Open(dir, Options{SyncWrites: true, syncer: func(real syncer) syncer {
+	s, _ := openStore(t, dir, Options{SyncWrites: true, syncer: func(real syncer) syncer {
 		c = &countingSyncer{real: real}
 		return c
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	rows := makeRows(t, 256)
 	before := c.n.Load()
 	var wg sync.WaitGroup
@@ -337,7 +326,7 @@ func TestMailboxReadReturnsOnlySyncedMessages(t *testing.T) {
 	for range writers {
 		wg.Go(func() {
 			for range each {
-				if _, _, err := s.AppendIfRunning(ctx, "a", Message{Kind: "k", Type: MessageFired, At: t0}); err != nil {
+				if _, _, err := s.AppendIfRunning(ctx, "a", store.Message{Kind: "k", Type: store.MessageFired, At: t0}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -351,7 +340,7 @@ func TestMailboxReadReturnsOnlySyncedMessages(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, m := range msgs {
-			r.ack(mailKey("a", m.Seq))
+			r.ack(rawKey(store.Key{Fam: store.FamMessage, Name: "a", Seq: m.Seq}))
 			cur = m.Seq
 		}
 	}
@@ -363,7 +352,7 @@ func TestMailboxReadReturnsOnlySyncedMessages(t *testing.T) {
 func TestQuietReadDoesNotSync(t *testing.T) {
 	s, r := openRecorded(t, 0)
 	runningRecipientFor(t, s, "a", "")
-	if _, _, err := s.AppendIfRunning(context.Background(), "a", Message{Kind: "k", Type: MessageFired, At: t0}); err != nil {
+	if _, _, err := s.AppendIfRunning(context.Background(), "a", store.Message{Kind: "k", Type: store.MessageFired, At: t0}); err != nil {
 		t.Fatal(err)
 	}
 	before := r.syncCount()
@@ -449,8 +438,8 @@ func TestSettleAndMailThenRunsInMailboxOrder(t *testing.T) {
 	before := r.syncCount()
 	var mu sync.Mutex
 	var seqs []uint64
-	then := func(m Mailed) {
-		r.ack(mailKey("agent-1", m.Message.Seq))
+	then := func(m store.Mailed) {
+		r.ack(rawKey(store.Key{Fam: store.FamMessage, Name: "agent-1", Seq: m.Message.Seq}))
 		// A then that dawdles must still not be overtaken by a later one.
 		time.Sleep(time.Duration(m.Message.Seq%3) * 100 * time.Microsecond)
 		mu.Lock()
@@ -462,7 +451,7 @@ func TestSettleAndMailThenRunsInMailboxOrder(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				_, _, err := s.SettleAndMailThen(context.Background(), rows[w*each+i].ID,
-					Settlement{State: Fired, Receipt: ReceiptNone, SettledAt: t0}, Message{Kind: "timer", Type: MessageFired, At: t0}, then)
+					store.Settlement{State: store.Fired, Receipt: store.ReceiptNone, SettledAt: t0}, store.Message{Kind: "timer", Type: store.MessageFired, At: t0}, then)
 				if err != nil {
 					t.Error(err)
 					return
