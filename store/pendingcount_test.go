@@ -42,7 +42,7 @@ func TestPendingCountFollowsTheCommits(t *testing.T) {
 			switch op := rapid.IntRange(0, 3).Draw(rt, "op"); {
 			case op == 0 || len(pending) == 0:
 				w := pendingWatch(t, ids, rapid.SampledFrom(recipients).Draw(rt, "recipient"), t0)
-				if err := s.CreateIfRunning(ctx, w); err != nil {
+				if err := s.CreateIfRunning(ctx, w, 0); err != nil {
 					rt.Fatal(err)
 				}
 				pending = append(pending, w)
@@ -120,7 +120,7 @@ func TestConcurrentCommitsOfOneRecipientKeepItsCount(t *testing.T) {
 			ids := idsOf(byte(w))
 			for i := range each {
 				row := pendingWatch(t, ids, "a", t0)
-				if err := s.CreateIfRunning(ctx, row); err != nil {
+				if err := s.CreateIfRunning(ctx, row, 0); err != nil {
 					t.Error(err)
 					return
 				}

@@ -264,19 +264,42 @@ func (t tx) addPending(rid string, d int) error {
 // request's idempotency key (IdemOf) is checked and kept in the same
 // transaction.
 func (s *Store) Create(ctx context.Context, w Watch) error {
-	return s.create(ctx, w, false)
+	return s.create(ctx, w, false, 0)
 }
 
 // CreateIfRunning writes a new row only if its recipient is running, read
 // in the same transaction (and fenced: a pause that commits first leaves
-// no row, and one that commits after finds the row and cancels it). A
-// *NotRunningError (errors.Is ErrNotRunning) if the recipient is not
-// running or does not exist; ErrExists if the id is taken.
-func (s *Store) CreateIfRunning(ctx context.Context, w Watch) error {
-	return s.create(ctx, w, true)
+// no row, and one that commits after finds the row and cancels it), and,
+// when maxPending is above zero, only if the recipient holds fewer than
+// maxPending pending rows, read in the same transaction from the count
+// its commits keep: registrations racing for the last place cannot pass
+// the bound. A *NotRunningError (errors.Is ErrNotRunning) if the
+// recipient is not running or does not exist; a *TooManyPendingError
+// (errors.Is ErrTooManyPending) at the bound; ErrExists if the id is
+// taken.
+func (s *Store) CreateIfRunning(ctx context.Context, w Watch, maxPending int) error {
+	return s.create(ctx, w, true, maxPending)
 }
 
-func (s *Store) create(ctx context.Context, w Watch, ifRunning bool) error {
+// ErrTooManyPending: a registration refused because its recipient
+// already holds the bound of pending rows it was given. The error is a
+// *TooManyPendingError.
+var ErrTooManyPending = errors.New("store: the recipient holds its bound of pending watches")
+
+// TooManyPendingError is a registration refused at its recipient's bound.
+type TooManyPendingError struct {
+	Recipient string
+	Max       int
+}
+
+func (e *TooManyPendingError) Error() string {
+	return fmt.Sprintf("store: recipient %q holds %d pending watches, the most it may", e.Recipient, e.Max)
+}
+
+// Is makes errors.Is(err, ErrTooManyPending) true.
+func (e *TooManyPendingError) Is(target error) bool { return target == ErrTooManyPending }
+
+func (s *Store) create(ctx context.Context, w Watch, ifRunning bool, maxPending int) error {
 	if !w.State.Valid() || !w.Receipt.Valid() {
 		return fmt.Errorf("store: create: state %q receipt %q", w.State, w.Receipt)
 	}
@@ -308,6 +331,18 @@ func (s *Store) create(ctx context.Context, w Watch, ifRunning bool) error {
 		if ifRunning {
 			if _, err := t.runningRecipient(w.Recipient.ID); err != nil {
 				return err
+			}
+		}
+		if maxPending > 0 && w.State == Pending {
+			// The count createRow moves, read first: the commit writes it,
+			// so a registration that read it before another's commit runs
+			// again on the new count.
+			n, err := t.pendingCount(w.Recipient.ID)
+			if err != nil {
+				return err
+			}
+			if n >= maxPending {
+				return &TooManyPendingError{Recipient: w.Recipient.ID, Max: maxPending}
 			}
 		}
 		if err := t.createRow(w); err != nil {

@@ -189,6 +189,7 @@ func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 	if c.Scheduler, err = scheduler.New(scheduler.Config{
 		Store: c.Store, Plugins: c.Kinds, Deliver: deliver, Recipients: c.Store, Clock: cfg.Clock,
 		Logger: cfg.Logger, Workers: cfg.Workers, Metrics: sm, IDs: cfg.IDs, Ownership: own, OnChange: onChange, OwnerSeen: ownerSeen,
+		MaxPending: cfg.Limits.Pending(),
 	}); err != nil {
 		return nil, err
 	}

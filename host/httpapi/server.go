@@ -441,10 +441,15 @@ func toAPIError(err error) *api.Error {
 		ce  *plugin.CallError
 		rge *plugin.RegistryError
 		fe  *fiber.Error
+		tmp *store.TooManyPendingError
 	)
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &tmp):
+		// Registrations that raced to the recipient's bound: the last
+		// place went to another, in the store's transaction.
+		return recipients.TooManyPending(tmp.Recipient, tmp.Max)
 	case errors.As(err, &ce):
 		return &api.Error{Code: api.CodePluginFault, Message: ce.Error()}
 	case errors.Is(err, observe.ErrUnknownScope):
@@ -522,7 +527,7 @@ func (s *server) createWatch(c *fiber.Ctx) error {
 		return err
 	}
 	reg := scheduler.Registration{Kind: req.Kind, Params: req.Params, Recipient: store.Recipient{ID: req.Recipient.ID},
-		RegisteredBy: Principal(c), Caller: caller(c), ExpiresAt: req.ExpiresAt}
+		RegisteredBy: Principal(c), Caller: caller(c), ExpiresAt: req.ExpiresAt, Bounded: true}
 	if req.Every != "" {
 		d, err := time.ParseDuration(req.Every)
 		if err != nil {

@@ -50,10 +50,11 @@ var faultedWrites = []string{"create-if-running", "settle", "put-recipient"}
 
 func faulted(o store.TxOptions) bool { return slices.Contains(faultedWrites, o.Name) }
 
-// faultCore is the core over a faultKV f, seeded with seed.
-func faultCore(t *testing.T, f *faultKV, seed byte) *core.Core {
+// faultCore is the core over a faultKV f, seeded with seed, its Config
+// changed by with.
+func faultCore(t *testing.T, f *faultKV, seed byte, with ...func(*core.Config)) *core.Core {
 	t.Helper()
-	c, err := core.New(context.Background(), core.Config{
+	cfg := core.Config{
 		OpenStore: func(ctx context.Context) (*store.Store, error) {
 			kv, err := badger.Open(t.TempDir(), badger.Options{})
 			if err != nil {
@@ -63,7 +64,11 @@ func faultCore(t *testing.T, f *faultKV, seed byte) *core.Core {
 			return store.New(ctx, f)
 		},
 		Kinds: fakePlugins{}, Clock: fixedClock{t0}, IDs: seededIDs{rand.NewChaCha8([32]byte{seed})},
-	})
+	}
+	for _, w := range with {
+		w(&cfg)
+	}
+	c, err := core.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,9 +32,10 @@
 //     runs it under a job lease).
 //   - A recipient is bounded: at most Limits.MaxRefs refs (a PUT past it
 //     is refused whole) and Limits.MaxPending pending watches
-//     (CheckPending refuses a registration at the bound; it counts the
-//     recipient's index, never every row). Both refusals name the setting
-//     that raises them.
+//     (CheckPending refuses a registration at the bound from the count the
+//     store keeps, and a client's registration is held to it again in its
+//     own transaction, so racing ones cannot pass it). Both refusals name
+//     the setting that raises them.
 //   - Every field of a PUT is bounded: a webhook URL at most
 //     MaxWebhookURL bytes and a secret whose key is of the Standard
 //     Webhooks sizes (webhooks.CheckSecret: 24 to 64 bytes), a workspace

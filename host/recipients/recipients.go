@@ -81,6 +81,9 @@ const (
 	SettingWebhookAllow = "webhook_allow"
 )
 
+// Pending is MaxPending, or its default when zero.
+func (l Limits) Pending() int { return l.withDefaults().MaxPending }
+
 func (l Limits) withDefaults() Limits {
 	if l.MaxRefs <= 0 {
 		l.MaxRefs = DefaultMaxRefs
@@ -295,9 +298,10 @@ func (s *Service) checkDestination(ctx context.Context, host string) error {
 
 // CheckPending refuses a new watch for a recipient that already holds
 // MaxPending pending watches: a *Error with CodeTooManyPending naming
-// recipient.id. The count reads the recipient's index, never every row;
-// with registrations racing, a recipient can pass the bound by the number
-// in flight at once.
+// recipient.id. The count is one key the store's commits keep. It is the
+// early answer; the registration's own transaction holds the bound too
+// (scheduler.Registration.Bounded), so registrations racing cannot pass
+// it.
 func (s *Service) CheckPending(ctx context.Context, recipient string) error {
 	if !scheduler.ValidRecipientID(recipient) {
 		return nil // Register refuses a malformed id, naming it
@@ -307,10 +311,17 @@ func (s *Service) CheckPending(ctx context.Context, recipient string) error {
 		return fmt.Errorf("recipients: counting the pending watches of %s: %w", recipient, err)
 	}
 	if n >= s.limits.MaxPending {
-		return &Error{Code: CodeTooManyPending, Field: "recipient.id", Setting: SettingMaxPending,
-			Message: fmt.Sprintf("recipient %s holds %d pending watches, the most it may; cancel some or let them settle", recipient, s.limits.MaxPending)}
+		return TooManyPending(recipient, s.limits.MaxPending)
 	}
 	return nil
+}
+
+// TooManyPending is the refusal of a registration for a recipient that
+// holds max pending watches, CheckPending's and the registration's own
+// (a *store.TooManyPendingError, when registrations raced to the bound).
+func TooManyPending(recipient string, max int) *Error {
+	return &Error{Code: CodeTooManyPending, Field: "recipient.id", Setting: SettingMaxPending,
+		Message: fmt.Sprintf("recipient %s holds %d pending watches, the most it may; cancel some or let them settle", recipient, max)}
 }
 
 // Reconcile makes a recipient's pending watches match its record: none

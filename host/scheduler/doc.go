@@ -67,7 +67,10 @@
 //     of the watch.
 //   - Registration writes the row only if the recipient is running in the
 //     transaction that writes it (Recipients.CreateIfRunning), so a pause
-//     landing after the early check leaves no live watch behind.
+//     landing after the early check leaves no live watch behind; a
+//     client's (Registration.Bounded) only while the recipient holds
+//     fewer than Config.MaxPending pending watches, in that transaction
+//     too.
 //   - Every wait has a deadline, resolved here, the one place that knows
 //     now: the plugin's natural deadline (a timer's instant plus a minute)
 //     or the open-ended default. A natural deadline already past at

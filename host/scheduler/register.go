@@ -32,6 +32,10 @@ type Registration struct {
 	Caller    kind.Caller
 	Every     *time.Duration
 	ExpiresAt *time.Time
+	// Bounded holds the registration to Config.MaxPending, in the
+	// transaction that writes it: a client's registration (the API's), not
+	// the host's own standing watches.
+	Bounded bool
 }
 
 // Refusal codes of registration, beside the kinds' (api's table of codes).
@@ -207,7 +211,7 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 		State: store.Pending, Receipt: store.ReceiptNone, Every: store.Duration(every),
 		Standing: info.Standing, CreatedAt: now, ExpiresAt: expires, Subject: adm.Subject,
 	}
-	if err := s.create(ctx, w); err != nil {
+	if err := s.create(ctx, w, r.Bounded); err != nil {
 		return store.Watch{}, err
 	}
 	e := &entry{id: id, due: now.UnixNano(), every: everyMillis(every)}
@@ -255,15 +259,21 @@ func (s *Scheduler) newID(now time.Time, key string) (store.ID, error) {
 
 // create writes the row; with Recipients, only if the recipient is running
 // in the same transaction, so a pause that lands after the check above
-// leaves no live watch behind.
-func (s *Scheduler) create(ctx context.Context, w store.Watch) error {
+// leaves no live watch behind, and, bounded, only while the recipient
+// holds fewer than MaxPending pending watches in that transaction too (a
+// *store.TooManyPendingError otherwise).
+func (s *Scheduler) create(ctx context.Context, w store.Watch, bounded bool) error {
 	if s.cfg.Recipients == nil {
 		if err := s.cfg.Store.Create(ctx, w); err != nil {
 			return fmt.Errorf("scheduler: register: %w", err)
 		}
 		return nil
 	}
-	err := s.cfg.Recipients.CreateIfRunning(ctx, w)
+	maxPending := 0
+	if bounded {
+		maxPending = s.cfg.MaxPending
+	}
+	err := s.cfg.Recipients.CreateIfRunning(ctx, w, maxPending)
 	var nr *store.NotRunningError
 	switch {
 	case errors.As(err, &nr):

@@ -13,7 +13,7 @@ import (
 // a pause that lands between registration's early check and its write.
 type pausingRecipients struct{ *store.Store }
 
-func (p pausingRecipients) CreateIfRunning(ctx context.Context, w store.Watch) error {
+func (p pausingRecipients) CreateIfRunning(ctx context.Context, w store.Watch, maxPending int) error {
 	rec, err := p.GetRecipient(ctx, w.Recipient.ID)
 	if err != nil {
 		return err
@@ -22,7 +22,7 @@ func (p pausingRecipients) CreateIfRunning(ctx context.Context, w store.Watch) e
 	if _, _, err := p.PutRecipient(ctx, rec); err != nil {
 		return err
 	}
-	return p.Store.CreateIfRunning(ctx, w)
+	return p.Store.CreateIfRunning(ctx, w, maxPending)
 }
 
 // Registration commits the row only if the recipient is running in the

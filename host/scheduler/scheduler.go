@@ -98,7 +98,7 @@ type Recipients interface {
 	EnsureRecipient(ctx context.Context, id string, now time.Time) (store.RecipientRecord, error)
 	// GetRecipient reads a record; store.ErrNotFound if there is none.
 	GetRecipient(ctx context.Context, id string) (store.RecipientRecord, error)
-	CreateIfRunning(ctx context.Context, w store.Watch) error
+	CreateIfRunning(ctx context.Context, w store.Watch, maxPending int) error
 }
 
 // Metrics is what the scheduler reports. Ready is called with the
@@ -181,6 +181,10 @@ type Config struct {
 	Jitter *mrand.Rand
 	// IDs is the randomness of new watch ids (default crypto/rand).
 	IDs io.Reader
+	// MaxPending bounds a recipient's pending watches, for the
+	// registrations that ask (Registration.Bounded): checked in the
+	// transaction that writes the row, with Recipients. Zero: none.
+	MaxPending int
 	// MaxWaiters bounds the requests waiting on a watch's change at once
 	// (WaitChange; default watchwait.DefaultLimit).
 	MaxWaiters int

@@ -538,7 +538,7 @@ func TestIdempotencyKeysKeptOneDay(t *testing.T) {
 	exp := t0.Add(time.Hour)
 	w := store.Watch{ID: f.id(t0), Kind: "timer", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "a"},
 		State: store.Pending, Receipt: store.ReceiptNone, Every: store.Duration(time.Minute), CreatedAt: t0, ExpiresAt: &exp}
-	if err := f.st.CreateIfRunning(store.WithIdem(ctx, idem), w); err != nil {
+	if err := f.st.CreateIfRunning(store.WithIdem(ctx, idem), w, 0); err != nil {
 		t.Fatal(err)
 	}
 	wantWake(t, u, t0.Add(oneDay))

@@ -60,7 +60,7 @@ func BenchmarkCreate(b *testing.B) {
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if err := s.CreateIfRunning(ctx, <-next); err != nil {
+					if err := s.CreateIfRunning(ctx, <-next, 0); err != nil {
 						b.Error(err)
 						return
 					}
@@ -133,7 +133,7 @@ func BenchmarkRegisterBesideManyPending(b *testing.B) {
 		if err != nil || n != 1000+i {
 			b.Fatalf("CountPending: %d %v, want %d", n, err, 1000+i)
 		}
-		if err := s.CreateIfRunning(ctx, ws[i]); err != nil {
+		if err := s.CreateIfRunning(ctx, ws[i], 0); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -81,7 +81,7 @@ func TestThreeNodeClusterThroughALeaderChange(t *testing.T) {
 	var after store.Watch
 	checkFor(t, 30*time.Second, func() error {
 		w := pendingWatch(t, ids, "r", t0.Add(time.Minute))
-		err := s.CreateIfRunning(ctx, w)
+		err := s.CreateIfRunning(ctx, w, 0)
 		if errors.Is(err, store.ErrExists) {
 			err = nil // the attempt before was stored, its answer lost
 		}

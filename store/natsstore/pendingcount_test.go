@@ -118,7 +118,7 @@ func TestABurstForOneRecipientAllLands(t *testing.T) {
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
 	for _, w := range ws {
-		wg.Go(func() { errs <- s.CreateIfRunning(ctx, w) })
+		wg.Go(func() { errs <- s.CreateIfRunning(ctx, w, 0) })
 	}
 	wg.Wait()
 	close(errs)

@@ -118,19 +118,19 @@ func TestCreateIfRunning(t *testing.T) {
 	ids := newIDs()
 	w := pendingWatch(t, ids, "a", t0)
 	var nr *store.NotRunningError
-	if err := s.CreateIfRunning(ctx, w); !errors.As(err, &nr) || !errors.Is(err, store.ErrNotRunning) || nr.Status != "" {
+	if err := s.CreateIfRunning(ctx, w, 0); !errors.As(err, &nr) || !errors.Is(err, store.ErrNotRunning) || nr.Status != "" {
 		t.Fatalf("for nobody: %v", err)
 	}
 	runningFor(t, s, "a", "")
-	if err := s.CreateIfRunning(ctx, w); err != nil {
+	if err := s.CreateIfRunning(ctx, w, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateIfRunning(ctx, w); !errors.Is(err, store.ErrExists) {
+	if err := s.CreateIfRunning(ctx, w, 0); !errors.Is(err, store.ErrExists) {
 		t.Fatalf("again: %v", err)
 	}
 	pause(t, s, "a")
 	w2 := pendingWatch(t, ids, "a", t0)
-	if err := s.CreateIfRunning(ctx, w2); !errors.As(err, &nr) || nr.Status != store.StatusPaused {
+	if err := s.CreateIfRunning(ctx, w2, 0); !errors.As(err, &nr) || nr.Status != store.StatusPaused {
 		t.Fatalf("paused: %v", err)
 	}
 	if _, err := s.Get(ctx, w2.ID); !errors.Is(err, store.ErrNotFound) {
@@ -155,7 +155,7 @@ func TestAPauseBetweenReadAndCommitRefusesTheRegistration(t *testing.T) {
 	}
 	w := pendingWatch(t, newIDs(), "r", t0)
 	var nr *store.NotRunningError
-	if err := a.CreateIfRunning(ctx, w); !errors.As(err, &nr) || nr.Status != store.StatusPaused {
+	if err := a.CreateIfRunning(ctx, w, 0); !errors.As(err, &nr) || nr.Status != store.StatusPaused {
 		t.Fatalf("create across a pause: %v, want not running (paused)", err)
 	}
 	if _, err := b.Get(ctx, w.ID); !errors.Is(err, store.ErrNotFound) {

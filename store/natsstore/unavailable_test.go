@@ -84,7 +84,7 @@ func TestAServerGoneIsUnavailable(t *testing.T) {
 	exp := time.Unix(3600, 0)
 	w := store.Watch{ID: store.ID{1}, Kind: "timer", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "a"},
 		State: store.Pending, Receipt: store.ReceiptNone, Every: store.Duration(time.Minute), ExpiresAt: &exp}
-	err = st.CreateIfRunning(ctx, w)
+	err = st.CreateIfRunning(ctx, w, 0)
 	if !errors.As(err, &ue) || ue.MayHaveWritten {
 		t.Fatalf("a registration with the server gone: %v, want store.ErrUnavailable, nothing written", err)
 	}

@@ -92,7 +92,7 @@ func fill(t *testing.T, s *store.Store) *fixture {
 		if i == 2 {
 			w.Kind, w.Subject = "work_done", "work/"+longName
 		}
-		must(t, 0, func() error { return s.CreateIfRunning(ctx, w) }())
+		must(t, 0, func() error { return s.CreateIfRunning(ctx, w, 0) }())
 		if i == 1 {
 			must(t, 0, func() error {
 				return s.RecordProbe(ctx, w.ID, store.Probe{Attempts: 3, Note: "still red", NextCheck: t0.Add(5 * time.Minute)})
@@ -106,7 +106,7 @@ func fill(t *testing.T, s *store.Store) *fixture {
 			Answer: func(v any) (store.Answer, error) {
 				return store.Answer{Status: 201, Location: "/w/1", Body: []byte(`{"id":1}`)}, nil
 			}}
-		must(t, 0, func() error { return s.CreateIfRunning(store.WithIdem(ctx, idem), watch("a", t0)) }())
+		must(t, 0, func() error { return s.CreateIfRunning(store.WithIdem(ctx, idem), watch("a", t0), 0) }())
 	}
 	// Settled rows: fired and mailed (with pushes), expired, cancelled.
 	mail := func(rid string, at time.Time) store.Mailed {

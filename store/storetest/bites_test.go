@@ -31,7 +31,7 @@ func (b brokenSettlesTwice) Settle(ctx context.Context, id store.ID, s store.Set
 // brokenCreatesForAnyone writes a row whatever its recipient's status.
 type brokenCreatesForAnyone struct{ storetest.Backend }
 
-func (b brokenCreatesForAnyone) CreateIfRunning(ctx context.Context, w store.Watch) error {
+func (b brokenCreatesForAnyone) CreateIfRunning(ctx context.Context, w store.Watch, _ int) error {
 	return b.Backend.Create(ctx, w)
 }
 

@@ -77,7 +77,7 @@ func testIdemCreate(e *env) {
 	e.running("a", "")
 	ctx, _ := e.keyed("p", "k1", "req-1", t0)
 	w1 := e.watch("a", t0)
-	if err := e.b.CreateIfRunning(ctx, w1); err != nil {
+	if err := e.b.CreateIfRunning(ctx, w1, 0); err != nil {
 		e.Fatal(err)
 	}
 	rec := e.idem("p", "k1")
@@ -87,7 +87,7 @@ func testIdemCreate(e *env) {
 		e.Fatalf("record %+v, want the answer of %s", rec, want)
 	}
 	w2 := e.watch("a", t0)
-	e.replayed("a registration", e.b.CreateIfRunning(ctx, w2), rec)
+	e.replayed("a registration", e.b.CreateIfRunning(ctx, w2, 0), rec)
 	e.replayed("a registration through Create", e.b.Create(ctx, w2), rec)
 	if _, err := e.b.Get(e.ctx, w2.ID); !errors.Is(err, store.ErrNotFound) {
 		e.Fatalf("the repeat's row: %v, want none", err)
@@ -98,7 +98,7 @@ func testIdemCreate(e *env) {
 
 	other, _ := e.keyed("p", "k1", "req-2", t0)
 	w3 := e.watch("a", t0)
-	if err := e.b.CreateIfRunning(other, w3); !errors.Is(err, store.ErrIdemReused) {
+	if err := e.b.CreateIfRunning(other, w3, 0); !errors.Is(err, store.ErrIdemReused) {
 		e.Fatalf("another request under the key: %v, want ErrIdemReused", err)
 	}
 	if _, err := e.b.Get(e.ctx, w3.ID); !errors.Is(err, store.ErrNotFound) {
@@ -110,7 +110,7 @@ func testIdemCreate(e *env) {
 
 	q, _ := e.keyed("q", "k1", "req-1", t0)
 	w4 := e.watch("a", t0)
-	if err := e.b.CreateIfRunning(q, w4); err != nil {
+	if err := e.b.CreateIfRunning(q, w4, 0); err != nil {
 		e.Fatalf("another principal's key of the same name: %v", err)
 	}
 	if _, err := e.b.Get(e.ctx, w4.ID); err != nil {
@@ -243,7 +243,7 @@ func testIdemConcurrent(e *env) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			errs[i] = e.b.CreateIfRunning(ctx, ws[i])
+			errs[i] = e.b.CreateIfRunning(ctx, ws[i], 0)
 			if id, _ := first.Load().(store.ID); id == ws[i].ID {
 				close(firstDone)
 			}
@@ -288,12 +288,12 @@ func testIdemRefused(e *env) {
 	e.setStatus("a", store.StatusPaused)
 	ctx, _ := e.keyed("p", "k", "req", t0)
 	var nr *store.NotRunningError
-	if err := e.b.CreateIfRunning(ctx, e.watch("a", t0)); !errors.As(err, &nr) {
+	if err := e.b.CreateIfRunning(ctx, e.watch("a", t0), 0); !errors.As(err, &nr) {
 		e.Fatalf("a keyed registration for a paused recipient: %v, want *store.NotRunningError", err)
 	}
 	e.noIdem("p", "k")
 	e.setStatus("a", store.StatusRunning)
-	if err := e.b.CreateIfRunning(ctx, e.watch("a", t0)); err != nil {
+	if err := e.b.CreateIfRunning(ctx, e.watch("a", t0), 0); err != nil {
 		e.Fatalf("the same request once the recipient runs: %v", err)
 	}
 	e.idem("p", "k")
@@ -362,11 +362,11 @@ func testIdemRetention(e *env) {
 		}
 	})
 	late, _ := e.keyed("p", "late", "req", t0.Add(2*time.Hour))
-	if err := e.b.CreateIfRunning(late, e.watch("a", t0)); err != nil {
+	if err := e.b.CreateIfRunning(late, e.watch("a", t0), 0); err != nil {
 		e.Fatal(err)
 	}
 	early, _ := e.keyed("p", "early", "req", t0)
-	if err := e.b.CreateIfRunning(early, e.watch("a", t0)); err != nil {
+	if err := e.b.CreateIfRunning(early, e.watch("a", t0), 0); err != nil {
 		e.Fatal(err)
 	}
 	e.b.OnRetained(nil)
@@ -387,7 +387,7 @@ func testIdemRetention(e *env) {
 		e.Fatalf("oldest key after the prune %v %v", at, ok)
 	}
 	// A pruned key names nothing: the request under it is written anew.
-	if err := e.b.CreateIfRunning(early, e.watch("a", t0)); err != nil {
+	if err := e.b.CreateIfRunning(early, e.watch("a", t0), 0); err != nil {
 		e.Fatalf("a request under a pruned key: %v", err)
 	}
 	if n := len(e.list(store.Filter{Recipient: "a"})); n != 3 {
@@ -399,10 +399,10 @@ func testIdemRetention(e *env) {
 func testIdemReopen(e *env) {
 	e.running("a", "")
 	ctx, _ := e.keyed("p", "k", "req", t0)
-	if err := e.b.CreateIfRunning(ctx, e.watch("a", t0)); err != nil {
+	if err := e.b.CreateIfRunning(ctx, e.watch("a", t0), 0); err != nil {
 		e.Fatal(err)
 	}
 	rec := e.idem("p", "k")
 	e.reopen()
-	e.replayed("a registration after a reopen", e.b.CreateIfRunning(ctx, e.watch("a", t0)), rec)
+	e.replayed("a registration after a reopen", e.b.CreateIfRunning(ctx, e.watch("a", t0), 0), rec)
 }

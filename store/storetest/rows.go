@@ -18,6 +18,7 @@ func rowCases() []testCase {
 		{"SettleAndCancelOnlyOneWins", testSettleCancelRace},
 		{"NextCheckAndProbeOnlyWhilePending", testNextCheckAndProbe},
 		{"CreateIfRunning", testCreateIfRunning},
+		{"TheBoundHoldsUnderRacingRegistrations", testPendingBound},
 		{"PendingSchedule", testPendingSchedule},
 		{"PendingBySubject", testPendingBySubject},
 		{"ListFilters", testListFilters},
@@ -234,19 +235,19 @@ func testNextCheckAndProbe(e *env) {
 // that checks it: a *store.NotRunningError naming the status otherwise.
 func testCreateIfRunning(e *env) {
 	e.running("a", "")
-	if err := e.b.CreateIfRunning(e.ctx, e.watch("a", t0)); err != nil {
+	if err := e.b.CreateIfRunning(e.ctx, e.watch("a", t0), 0); err != nil {
 		e.Fatal(err)
 	}
 	for _, status := range []store.RecipientStatus{store.StatusPaused, store.StatusStopped} {
 		e.setStatus("a", status)
-		err := e.b.CreateIfRunning(e.ctx, e.watch("a", t0))
+		err := e.b.CreateIfRunning(e.ctx, e.watch("a", t0), 0)
 		var nr *store.NotRunningError
 		if !errors.As(err, &nr) || nr.Status != status || nr.Recipient != "a" || !errors.Is(err, store.ErrNotRunning) {
 			e.Fatalf("%s: %v, want a *NotRunningError", status, err)
 		}
 	}
 	var nr *store.NotRunningError
-	if err := e.b.CreateIfRunning(e.ctx, e.watch("nobody", t0)); !errors.As(err, &nr) || nr.Status != "" {
+	if err := e.b.CreateIfRunning(e.ctx, e.watch("nobody", t0), 0); !errors.As(err, &nr) || nr.Status != "" {
 		e.Fatalf("an absent recipient: %v, want a *NotRunningError with no status", err)
 	}
 	if rows := e.list(store.Filter{}); len(rows) != 1 {
@@ -254,11 +255,66 @@ func testCreateIfRunning(e *env) {
 	}
 	w := e.watch("a", t0)
 	e.setStatus("a", store.StatusRunning)
-	if err := e.b.CreateIfRunning(e.ctx, w); err != nil {
+	if err := e.b.CreateIfRunning(e.ctx, w, 0); err != nil {
 		e.Fatal(err)
 	}
-	if err := e.b.CreateIfRunning(e.ctx, w); !errors.Is(err, store.ErrExists) {
+	if err := e.b.CreateIfRunning(e.ctx, w, 0); !errors.Is(err, store.ErrExists) {
 		e.Fatalf("a second CreateIfRunning of the id: %v, want ErrExists", err)
+	}
+}
+
+// A registration bounded by maxPending lands only while its recipient
+// holds fewer pending rows, decided in its own transaction: of many
+// racing for the last places, exactly those places land and the others
+// are a *store.TooManyPendingError; a cancel frees a place; an unbounded
+// one (maxPending 0) is not held.
+func testPendingBound(e *env) {
+	e.running("a", "")
+	const bound, racing = 5, 12
+	for range bound - 2 {
+		if err := e.b.CreateIfRunning(e.ctx, e.watch("a", t0), bound); err != nil {
+			e.Fatal(err)
+		}
+	}
+	ws := make([]store.Watch, racing)
+	for i := range ws {
+		ws[i] = e.watch("a", t0)
+	}
+	errs := make([]error, racing)
+	var wg sync.WaitGroup
+	for i := range ws {
+		wg.Go(func() { errs[i] = e.b.CreateIfRunning(e.ctx, ws[i], bound) })
+	}
+	wg.Wait()
+	landed := 0
+	for _, err := range errs {
+		var tmp *store.TooManyPendingError
+		switch {
+		case err == nil:
+			landed++
+		case errors.As(err, &tmp) && errors.Is(err, store.ErrTooManyPending) && tmp.Recipient == "a" && tmp.Max == bound:
+		default:
+			e.Fatalf("a racing registration: %v", err)
+		}
+	}
+	if landed != 2 {
+		e.Fatalf("%d of %d racing registrations landed with 2 places left", landed, racing)
+	}
+	if n, err := e.b.CountPending(e.ctx, "a", 0); err != nil || n != bound || len(e.list(store.Filter{Recipient: "a", State: store.Pending})) != bound {
+		e.Fatalf("%d pending (%v), want the bound %d", n, err, bound)
+	}
+	pending := e.list(store.Filter{Recipient: "a", State: store.Pending})
+	if _, err := e.b.Settle(e.ctx, pending[0].ID, store.Settlement{State: store.Cancelled, Receipt: store.ReceiptNone, SettledAt: t0}); err != nil {
+		e.Fatal(err)
+	}
+	if err := e.b.CreateIfRunning(e.ctx, e.watch("a", t0), bound); err != nil {
+		e.Fatalf("after a cancel freed a place: %v", err)
+	}
+	if err := e.b.CreateIfRunning(e.ctx, e.watch("a", t0), bound); !errors.Is(err, store.ErrTooManyPending) {
+		e.Fatalf("at the bound again: %v", err)
+	}
+	if err := e.b.CreateIfRunning(e.ctx, e.watch("a", t0), 0); err != nil {
+		e.Fatalf("an unbounded registration at the bound: %v", err)
 	}
 }
 
@@ -515,7 +571,7 @@ func testPendingByKind(e *env) {
 	}
 	for range 3 {
 		w := of("github_pr", "b")
-		if err := e.b.CreateIfRunning(e.ctx, w); err != nil {
+		if err := e.b.CreateIfRunning(e.ctx, w, 0); err != nil {
 			e.Fatal(err)
 		}
 		prs = append(prs, w)
@@ -615,7 +671,7 @@ func testPendingCount(e *env) {
 		}
 		as = append(as, w)
 		w = e.watch("b", t0)
-		if err := e.b.CreateIfRunning(e.ctx, w); err != nil {
+		if err := e.b.CreateIfRunning(e.ctx, w, 0); err != nil {
 			e.Fatal(err)
 		}
 		bs = append(bs, w)
@@ -660,7 +716,7 @@ func testPendingCount(e *env) {
 	if _, err := e.b.Settle(e.ctx, as[0].ID, store.Settlement{State: store.Cancelled, Receipt: store.ReceiptNone, SettledAt: t0}); !errors.Is(err, store.ErrNotPending) {
 		e.Fatalf("a second cancel: %v, want ErrNotPending", err)
 	}
-	if err := e.b.CreateIfRunning(e.ctx, e.watch("b", t0)); err == nil {
+	if err := e.b.CreateIfRunning(e.ctx, e.watch("b", t0), 0); err == nil {
 		e.Fatal("a registration for a paused recipient landed")
 	}
 	check("refused")
@@ -674,7 +730,7 @@ func testPendingCount(e *env) {
 	var wg sync.WaitGroup
 	errs := make(chan error, burst)
 	for _, w := range cs {
-		wg.Go(func() { errs <- e.b.CreateIfRunning(e.ctx, w) })
+		wg.Go(func() { errs <- e.b.CreateIfRunning(e.ctx, w, 0) })
 	}
 	wg.Wait()
 	for range burst {

@@ -28,7 +28,7 @@ type Backend interface {
 	CountPending(ctx context.Context, recipient string, upTo int) (int, error)
 	CountPendingByKind(ctx context.Context) (map[string]int, error)
 	Create(ctx context.Context, w store.Watch) error
-	CreateIfRunning(ctx context.Context, w store.Watch) error
+	CreateIfRunning(ctx context.Context, w store.Watch, maxPending int) error
 	DeleteRecipient(ctx context.Context, id string) error
 	DisableWebhook(ctx context.Context, rid, url, reason string, at time.Time) (bool, error)
 	EnsureRecipient(ctx context.Context, id string, now time.Time) (store.RecipientRecord, error)
