@@ -118,7 +118,7 @@ func (s *Store) AppendEvent(ctx context.Context, e Event) (out Event, duplicate 
 	idem := IdemOf(ctx)
 	lookup := func(t tx) error {
 		if idem != nil {
-			if err := t.Prefetch(kIdem(idem.Principal, idem.Key), kEventKey(e.Stream, e.Key)); err != nil {
+			if err := t.prefetch(kIdem(idem.Principal, idem.Key), kEventKey(e.Stream, e.Key)); err != nil {
 				return err
 			}
 		}

@@ -129,7 +129,8 @@ func learnNames(f Family, v []byte, learn func(string)) {
 // (the retention's floors) it leaves as they were, so the store is to be
 // closed and opened again before it is served. A pending row brings its
 // entry of its recipient's pending rows where the plan keeps them, and
-// its recipient's count is dropped, to be counted again at its next use.
+// its recipient's count is dropped (here and in memory), to be counted
+// again at its next use.
 func (s *Store) ImportRecords(ctx context.Context, recs []KeyValue) error {
 	c, err := s.copier()
 	if err != nil {
@@ -153,5 +154,12 @@ func (s *Store) ImportRecords(ctx context.Context, recs []KeyValue) error {
 			out = append(out, KeyValue{Key: kPendingCount(w.Recipient.ID), Deleted: true})
 		}
 	}
+	defer func() {
+		for _, kv := range out {
+			if kv.Key.Fam == FamPendingCount {
+				s.counts.forget(kv.Key.Name)
+			}
+		}
+	}()
 	return c.ImportKeys(ctx, out)
 }

@@ -295,6 +295,10 @@ type TxOptions struct {
 	// row's partition is still this process's, or refuses with
 	// ErrNotOwner.
 	Owner ID
+	// Committed, when set, is called once the commit has succeeded,
+	// before a later transaction of the same hint runs (and before its
+	// sync): for what a process keeps in memory of its own commits.
+	Committed func()
 	// Then, when set, is called once the commit is durable, before
 	// Update returns, in commit order among the transactions that
 	// serialised on the same hint (as a group, their syncs may be
@@ -336,6 +340,13 @@ type Plan struct {
 	// only them, where reading every row's state by key would be a
 	// request each.
 	RecipientPending bool
+	// Exclusive: one process alone opens the store (badger's lock on its
+	// directory), so what a hint's serialised commits wrote is what the
+	// next of them reads: the domain keeps it in memory (Committed) and
+	// reads it there, where a read of a key rewritten by every commit of
+	// the hint (a recipient's count of pending rows) would search every
+	// level of the engine.
+	Exclusive bool
 	// Floors: a deleted key still costs a scan that passes it, until the
 	// engine compacts it (badger's tombstones), so the retention's scans
 	// start from where this process last pruned.

@@ -257,7 +257,7 @@ func (s *Store) BeginPush(ctx context.Context, rid string, seq uint64, at time.T
 	var m Message
 	var rec RecipientRecord
 	err := s.update(ctx, TxOptions{Name: "begin-push"}, func(t tx) error {
-		if err := t.Prefetch(kPush(rid, seq), kMessage(rid, seq), kRecipientRec(rid)); err != nil {
+		if err := t.prefetch(kPush(rid, seq), kMessage(rid, seq), kRecipientRec(rid)); err != nil {
 			return err
 		}
 		var err error

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"github.com/vigilhq/vigil/store/badger"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -80,7 +81,8 @@ func TestPendingCountFollowsTheCommits(t *testing.T) {
 // commits keep from then on.
 func TestAMissingPendingCountIsCountedThenKept(t *testing.T) {
 	ctx := context.Background()
-	s := openTest(t, t.TempDir())
+	dir := t.TempDir()
+	s := openTest(t, dir)
 	ids := newIDs()
 	var ws []store.Watch
 	for range 5 {
@@ -88,6 +90,8 @@ func TestAMissingPendingCountIsCountedThenKept(t *testing.T) {
 	}
 	count := store.Key{Fam: store.FamPendingCount, Name: "a"}
 	raw(t, s, func(tx store.Tx) { tx.Delete(count) })
+	_ = s.Close() // and what this process kept of its count
+	s = openTest(t, dir)
 	if n, err := s.CountPending(ctx, "a", 0); err != nil || n != 5 {
 		t.Fatalf("counted from the index: %d %v, want 5", n, err)
 	}
@@ -137,5 +141,45 @@ func TestConcurrentCommitsOfOneRecipientKeepItsCount(t *testing.T) {
 	n, err := s.CountPending(ctx, "a", 0)
 	if want := pendingOf(t, s, "a"); err != nil || n != want || want != writers*each*3/4 {
 		t.Fatalf("the count %d (%v), the rows %d, want %d", n, err, want, writers*each*3/4)
+	}
+}
+
+// An import that brings a recipient pending rows drops its count, here
+// and where the process keeps it in memory: the next count is of every
+// pending row, the imported ones too.
+func TestImportRecordsDropsTheCountKeptInMemory(t *testing.T) {
+	ctx := context.Background()
+	var stores [2]*store.Store
+	for i := range stores {
+		s, err := badger.OpenStore(t.TempDir(), badger.Options{}) // with its copier
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		stores[i] = s
+	}
+	src, dst := stores[0], stores[1]
+	ids := newIDs()
+	for range 3 {
+		createdWatch(t, src, ids, "a", t0)
+	}
+	for range 2 {
+		createdWatch(t, dst, ids, "a", t0)
+	}
+	if n, err := dst.CountPending(ctx, "a", 0); err != nil || n != 2 {
+		t.Fatalf("before: %d %v", n, err)
+	}
+	var recs []store.KeyValue
+	if err := src.ExportRecords(ctx, func(kv store.KeyValue) error {
+		recs = append(recs, kv)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.ImportRecords(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := dst.CountPending(ctx, "a", 0); err != nil || n != 5 {
+		t.Fatalf("after the import: %d %v, want 5", n, err)
 	}
 }

@@ -233,7 +233,7 @@ func (s *Store) editRecipient(ctx context.Context, idem *Idem, id string, f func
 	var out RecipientRecord
 	err := s.update(ctx, TxOptions{Name: "edit-recipient"}, func(t tx) error {
 		if idem != nil {
-			if err := t.Prefetch(kIdem(idem.Principal, idem.Key), kRecipientRec(id)); err != nil {
+			if err := t.prefetch(kIdem(idem.Principal, idem.Key), kRecipientRec(id)); err != nil {
 				return err
 			}
 		}

@@ -215,6 +215,18 @@ func (t tx) editSubject(subject string, id ID, add bool) error {
 // writes the count (addPending), so a commit that writes the count from
 // that counting is refused if another wrote one since.
 func (t tx) pendingCount(rid string) (int, error) {
+	if t.r != nil {
+		for i := len(t.r.counts) - 1; i >= 0; i-- {
+			if t.r.counts[i].rid == rid {
+				return t.r.counts[i].n, nil // this run's own
+			}
+		}
+	}
+	if t.s.plan.Exclusive {
+		if n, ok := t.s.counts.get(rid); ok {
+			return n, nil // what this process's last commit of it wrote
+		}
+	}
 	v, ok, err := t.Get(kPendingCount(rid))
 	if err != nil {
 		return 0, err
@@ -256,7 +268,11 @@ func (t tx) addPending(rid string, d int) error {
 	if err != nil {
 		return err
 	}
-	t.Put(kPendingCount(rid), strconv.AppendInt(nil, int64(max(n+d, 0)), 10))
+	n = max(n+d, 0)
+	t.Put(kPendingCount(rid), strconv.AppendInt(nil, int64(n), 10))
+	if t.r != nil {
+		t.r.counts = append(t.r.counts, countSet{rid, n})
+	}
 	return nil
 }
 
@@ -312,18 +328,20 @@ func (s *Store) create(ctx context.Context, w Watch, ifRunning bool, maxPending 
 		o.Serial = recipientHint(w.Recipient.ID)
 	}
 	err := s.update(ctx, o, func(t tx) error {
-		keys := []Key{kRow(w.ID)}
-		if idem != nil {
-			keys = append(keys, kIdem(idem.Principal, idem.Key))
-		}
-		if ifRunning {
-			keys = append(keys, kRecipientRec(w.Recipient.ID))
-		}
-		if w.State == Pending {
-			keys = append(keys, kPendingCount(w.Recipient.ID))
-		}
-		if err := t.Prefetch(keys...); err != nil {
-			return err
+		if s.plan.Remote {
+			keys := []Key{kRow(w.ID)}
+			if idem != nil {
+				keys = append(keys, kIdem(idem.Principal, idem.Key))
+			}
+			if ifRunning {
+				keys = append(keys, kRecipientRec(w.Recipient.ID))
+			}
+			if w.State == Pending {
+				keys = append(keys, kPendingCount(w.Recipient.ID))
+			}
+			if err := t.Prefetch(keys...); err != nil {
+				return err
+			}
 		}
 		if err := t.checkIdem(idem); err != nil {
 			return err

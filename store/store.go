@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -113,6 +114,60 @@ type Store struct {
 	// floors say where each retained class's live records begin, as far
 	// as this process has pruned it (Plan.Floors; retention).
 	floors floors
+	// counts are the recipients' counts of pending rows this process's
+	// commits wrote (Plan.Exclusive).
+	counts counts
+}
+
+// counts are the counts of pending rows this process's own commits wrote,
+// by recipient, where the plan lets the domain keep them (Plan.Exclusive):
+// each is set in its commit's Committed, under the recipient's
+// serialisation, so the next commit of the recipient reads what the last
+// one wrote.
+type counts struct {
+	mu sync.Mutex // guards n
+	n  map[string]int
+}
+
+func (c *counts) get(rid string) (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.n[rid]
+	return n, ok
+}
+
+func (c *counts) forget(rid string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.n, rid)
+}
+
+func (c *counts) set(rid string, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[rid] = n
+}
+
+// run is what one Update's current run wrote that the process keeps
+// once it commits.
+type run struct {
+	s      *Store
+	counts []countSet
+}
+
+type countSet struct {
+	rid string
+	n   int
+}
+
+// committed keeps what the run wrote (TxOptions.Committed).
+func (r *run) committed() {
+	for _, c := range r.counts {
+		r.s.counts.set(c.rid, c.n)
+	}
 }
 
 // New is the store over kv. It indexes, once, the pending rows an older
@@ -146,22 +201,34 @@ func (s *Store) DiskSpace() (DiskSpace, bool) {
 	return DiskSpace{}, false
 }
 
-// tx is a transaction of the domain: the adapter's, and the store it
-// belongs to (its plan).
+// tx is a transaction of the domain: the adapter's, the store it
+// belongs to (its plan), and, in an Update of an exclusive store, what
+// the run wrote that the process keeps.
 type tx struct {
 	Tx
 	s *Store
+	r *run
 }
 
 // update runs fn in a transaction of the adapter; a write the context
 // marks as a client's (ClientWrite) is told as one.
 func (s *Store) update(ctx context.Context, o TxOptions, fn func(t tx) error) error {
 	o.Client = o.Client || IsClientWrite(ctx)
-	return s.kv.Update(ctx, o, func(t Tx) error { return fn(tx{t, s}) })
+	var r *run
+	if s.plan.Exclusive {
+		r = &run{s: s}
+		o.Committed = r.committed
+	}
+	return s.kv.Update(ctx, o, func(t Tx) error {
+		if r != nil {
+			r.counts = r.counts[:0]
+		}
+		return fn(tx{t, s, r})
+	})
 }
 
 func (s *Store) view(ctx context.Context, fn func(t tx) error) error {
-	return s.kv.View(ctx, func(t Tx) error { return fn(tx{t, s}) })
+	return s.kv.View(ctx, func(t Tx) error { return fn(tx{t, s, nil}) })
 }
 
 // batch is how many records one transaction of a batched transition
@@ -169,11 +236,21 @@ func (s *Store) view(ctx context.Context, fn func(t tx) error) error {
 func (s *Store) batch() int { return s.plan.MaxWrites / 4 }
 
 // The serialisation hints (Tx.Serialise): a recipient's commits that
-// move its mailbox's sequence or its count of pending rows, an event
-// stream's appends. One transaction moves one recipient's, or one
-// stream's, never two.
-func recipientHint(rid string) string { return "r\x00" + rid }
-func streamHint(stream string) string { return "e\x00" + stream }
+// move its mailbox's sequence or its count of pending rows (the hint is
+// its id), an event stream's appends (its name). One transaction moves
+// one recipient's, or one stream's, never two; a recipient and a stream
+// of one name share a hint, which only serialises them.
+func recipientHint(rid string) string { return rid }
+func streamHint(stream string) string { return stream }
+
+// prefetch reads keys a transaction will Get at once, where the adapter's
+// reads are requests (Plan.Remote); a local adapter's Gets need none.
+func (t tx) prefetch(ks ...Key) error {
+	if !t.s.plan.Remote {
+		return nil
+	}
+	return t.Prefetch(ks...)
+}
 
 // The keys of each family, by their parts.
 func kRow(id ID) Key                   { return Key{Fam: FamRow, ID: id} }

@@ -423,7 +423,7 @@ func (s *Store) transitionWork(ctx context.Context, idem *Idem, id ID, f func(w 
 	var out Work
 	err := s.update(ctx, TxOptions{Name: "work"}, func(t tx) error {
 		if idem != nil {
-			if err := t.Prefetch(kIdem(idem.Principal, idem.Key), kWork(id)); err != nil {
+			if err := t.prefetch(kIdem(idem.Principal, idem.Key), kWork(id)); err != nil {
 				return err
 			}
 		}

@@ -163,7 +163,7 @@ func (s *KV) checkVersion() error {
 			return fmt.Errorf("%w: store version %d, this build reads up to %d", store.ErrStoreTooNew, n, Version)
 		}
 		return nil
-	}, nil)
+	}, nil, nil)
 }
 
 func nonEmpty(txn *badgerdb.Txn) bool {
@@ -173,12 +173,12 @@ func nonEmpty(txn *badgerdb.Txn) bool {
 	return it.Valid()
 }
 
-// Plan implements store.KV: badger scans by seeking in its ordered
-// tables, its deleted keys cost a scan until compacted, and stores an
-// older build wrote hold pending rows without their pending-by-kind
-// entry.
+// Plan implements store.KV: one process holds the directory, badger
+// scans by seeking in its ordered tables, its deleted keys cost a scan
+// until compacted, and stores an older build wrote hold pending rows
+// without their pending-by-kind entry.
 func (s *KV) Plan() store.Plan {
-	return store.Plan{Floors: true, Backfill: true, MaxWrites: 4000}
+	return store.Plan{Exclusive: true, Floors: true, Backfill: true, MaxWrites: 4000}
 }
 
 // DiskSpace is the data directory's free space and what the store needs

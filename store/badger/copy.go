@@ -68,7 +68,7 @@ func (s *KV) ImportKeys(ctx context.Context, kvs []store.KeyValue) error {
 			}
 		}
 		return nil
-	}, nil)
+	}, nil, nil)
 	if errors.Is(err, badgerdb.ErrTxnTooBig) && len(kvs) > 1 {
 		if err := s.ImportKeys(ctx, kvs[:len(kvs)/2]); err != nil {
 			return err

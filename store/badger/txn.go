@@ -31,9 +31,10 @@ type hold struct {
 	st *stripe
 }
 
-// take locks hint's stripe, unless the update holds one already.
+// take locks hint's stripe, unless the update holds one already (or is
+// a view's).
 func (h *hold) take(hint string) {
-	if h == nil || h.st != nil {
+	if h.kv == nil || h.st != nil {
 		return
 	}
 	st := &h.kv.stripes[int(store.SlotOf(hint))%len(h.kv.stripes)]
@@ -54,24 +55,24 @@ func (h *hold) release() {
 // after the commit has finished. o.Then is called after that, after the
 // then of every earlier commit of the same stripe.
 func (s *KV) Update(ctx context.Context, o store.TxOptions, fn func(store.Tx) error) error {
-	h := &hold{kv: s}
+	t := &tx{h: hold{kv: s}} // one for every run: the stripe is held across them
 	if o.Serial != "" {
-		h.take(o.Serial)
+		t.h.take(o.Serial)
 	}
-	return s.update(ctx, o.Client, h, func(txn *badgerdb.Txn) error {
-		t := &tx{txn: txn, h: h}
+	return s.update(ctx, o.Client, &t.h, func(txn *badgerdb.Txn) error {
+		t.txn, t.err = txn, nil
 		if err := fn(t); err != nil {
 			return err
 		}
 		return t.err
-	}, o.Then)
+	}, o.Committed, o.Then)
 }
 
 // update runs f and commits it as Update does, with h's stripe (when it
 // holds one: it may take it during a run) released once committed, not
 // around the wait for the sync: writers serialised on a stripe still
 // share syncs. Every write of the store goes through it.
-func (s *KV) update(ctx context.Context, client bool, h *hold, f func(txn *badgerdb.Txn) error, then func()) (err error) {
+func (s *KV) update(ctx context.Context, client bool, h *hold, f func(txn *badgerdb.Txn) error, committed, then func()) (err error) {
 	if h == nil {
 		h = &hold{kv: s}
 	}
@@ -84,6 +85,9 @@ func (s *KV) update(ctx context.Context, client bool, h *hold, f func(txn *badge
 		s.group.begin()
 	}
 	err = s.commit(ctx, f, func() {
+		if committed != nil {
+			committed()
+		}
 		if then != nil && h.st != nil {
 			prev, mine = h.st.tail, make(chan struct{})
 			h.st.tail = mine
@@ -142,16 +146,19 @@ func (s *KV) View(ctx context.Context, fn func(store.Tx) error) error {
 // fence is a read.
 type tx struct {
 	txn *badgerdb.Txn
-	h   *hold // nil in a View
+	h   hold // a View's holds nothing
 	// err is the first write's error, returned at the commit.
 	err error
+	// buf is a Get's key, which badger does not keep.
+	buf []byte
 }
 
 func (t *tx) Get(k store.Key) ([]byte, bool, error) {
-	key, err := keyOf(k)
+	key, err := appendKey(t.buf[:0], k, len(layouts[k.Fam].segs))
 	if err != nil {
 		return nil, false, err
 	}
+	t.buf = key
 	item, err := t.txn.Get(key)
 	if errors.Is(err, badgerdb.ErrKeyNotFound) {
 		return nil, false, nil

@@ -560,21 +560,29 @@ func testSerialised(e *env) {
 	}
 }
 
-// The thens of one hint's commits are called in commit order, each
-// before its Update returns.
+// The committeds and the thens of one hint's commits are each called in
+// commit order, a commit's committed before its then, each before its
+// Update returns.
 func testThenOrder(e *env) {
 	k := counter("seq")
 	var mu sync.Mutex
-	var order []int
+	var order, committed []int
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
 			for range 15 {
 				var wrote int
 				called := false
-				err := e.kv.Update(e.ctx, store.TxOptions{Name: "append", Then: func() {
+				err := e.kv.Update(e.ctx, store.TxOptions{Name: "append", Committed: func() {
+					mu.Lock()
+					committed = append(committed, wrote)
+					mu.Unlock()
+				}, Then: func() {
 					mu.Lock()
 					order = append(order, wrote)
+					if committed[len(committed)-1] < wrote {
+						e.Errorf("then of %d before its committed", wrote)
+					}
 					mu.Unlock()
 					called = true
 				}}, func(tx store.Tx) error {
@@ -595,13 +603,17 @@ func testThenOrder(e *env) {
 	if !slices.IsSorted(order) || len(order) != 60 {
 		e.Fatalf("thens out of commit order: %v", order)
 	}
+	if !slices.IsSorted(committed) || len(committed) != 60 {
+		e.Fatalf("committeds out of commit order: %v", committed)
+	}
 }
 
-// No then for a transaction that failed or was refused.
+// No committed and no then for a transaction that failed or was
+// refused.
 func testThenOnlyOnSuccess(e *env) {
 	called := false
 	refused := errors.New("refused")
-	err := e.kv.Update(e.ctx, store.TxOptions{Name: "refused", Then: func() { called = true }}, func(tx store.Tx) error {
+	err := e.kv.Update(e.ctx, store.TxOptions{Name: "refused", Committed: func() { called = true }, Then: func() { called = true }}, func(tx store.Tx) error {
 		tx.Put(counter("x"), []byte("1"))
 		return refused
 	})

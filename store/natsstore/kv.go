@@ -25,8 +25,9 @@ var (
 // expected at the revision read, run again on what is there now each
 // time the batch loses a race (store.ErrBusy after maxAttempts runs); an
 // owner's transition also fenced on its row's partition (fence.go).
-// o.Then is called once the batch is stored, with the transition's
-// stripe still held, so the thens of one hint come in commit order.
+// o.Committed and then o.Then are called once the batch is stored, with
+// the transition's stripe still held, so those of one hint come in
+// commit order.
 func (s *Store) Update(ctx context.Context, o store.TxOptions, fn func(store.Tx) error) error {
 	var h held
 	defer h.release()
@@ -43,10 +44,16 @@ func (s *Store) Update(ctx context.Context, o store.TxOptions, fn func(store.Tx)
 		}
 		return fn(t)
 	})
-	if err == nil && o.Then != nil {
+	if err != nil {
+		return err
+	}
+	if o.Committed != nil {
+		o.Committed()
+	}
+	if o.Then != nil {
 		o.Then()
 	}
-	return err
+	return nil
 }
 
 // View implements store.KV: fn on reads alone, each from the stream's
