@@ -341,11 +341,12 @@ type Plan struct {
 	// request each.
 	RecipientPending bool
 	// Exclusive: one process alone opens the store (badger's lock on its
-	// directory), so what a hint's serialised commits wrote is what the
-	// next of them reads: the domain keeps it in memory (Committed) and
-	// reads it there, where a read of a key rewritten by every commit of
-	// the hint (a recipient's count of pending rows) would search every
-	// level of the engine.
+	// directory), so the domain keeps each recipient's count of pending
+	// rows in memory: set by the commit that moves it (Committed, under
+	// the recipient's serialisation), counted from the recipient's index
+	// at its first use since the store opened, and written to no key,
+	// which every such commit would rewrite and a build that does not
+	// keep it could leave stale.
 	Exclusive bool
 	// Floors: a deleted key still costs a scan that passes it, until the
 	// engine compacts it (badger's tombstones), so the retention's scans

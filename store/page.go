@@ -255,18 +255,38 @@ func (s *Store) CountByState(ctx context.Context) (map[State]int, error) {
 	out := map[State]int{}
 	err := s.view(ctx, func(t tx) error {
 		clear(out)
-		n := 0
-		return t.Scan(Range{Prefix: Key{Fam: FamState}, KeysOnly: true}, func(k Key, _ []byte) (bool, error) {
-			if n++; n%4096 == 0 {
-				if err := ctx.Err(); err != nil {
-					return false, err
-				}
-			}
-			out[State(k.Sub)]++
-			return true, nil
-		})
+		return countRuns(ctx, t, Range{Prefix: Key{Fam: FamState}, KeysOnly: true},
+			func(k Key) string { return k.Sub },
+			func(sub string, n int) { out[State(sub)] += n })
 	})
 	return out, err
+}
+
+// countRuns counts r's keys by the name of(k) gives each, a run of equal
+// names at a time (the keys come in order, so the name's part is a run
+// when it is the first the range leaves open).
+func countRuns(ctx context.Context, t tx, r Range, of func(Key) string, add func(string, int)) error {
+	var name string
+	run, n := 0, 0
+	err := t.Scan(r, func(k Key, _ []byte) (bool, error) {
+		if n++; n%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+		}
+		if v := of(k); run == 0 || v != name {
+			if run > 0 {
+				add(name, run)
+			}
+			name, run = v, 0
+		}
+		run++
+		return true, nil
+	})
+	if run > 0 {
+		add(name, run)
+	}
+	return err
 }
 
 // CountPendingByKind counts the pending rows by kind from the
@@ -276,16 +296,9 @@ func (s *Store) CountPendingByKind(ctx context.Context) (map[string]int, error) 
 	out := map[string]int{}
 	err := s.view(ctx, func(t tx) error {
 		clear(out)
-		n := 0
-		return t.Scan(Range{Prefix: Key{Fam: FamPendingKind}, KeysOnly: true}, func(k Key, _ []byte) (bool, error) {
-			if n++; n%4096 == 0 {
-				if err := ctx.Err(); err != nil {
-					return false, err
-				}
-			}
-			out[k.Name]++
-			return true, nil
-		})
+		return countRuns(ctx, t, Range{Prefix: Key{Fam: FamPendingKind}, KeysOnly: true},
+			func(k Key) string { return k.Name },
+			func(kind string, n int) { out[kind] += n })
 	})
 	return out, err
 }

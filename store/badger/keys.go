@@ -151,9 +151,21 @@ func appendKey(b []byte, k store.Key, n int) ([]byte, error) {
 	return b, nil
 }
 
-// keyOf is k's whole key.
+// keyOf is k's whole key, in a slice of its own (badger keeps the
+// slices a write passes it) and of its size.
 func keyOf(k store.Key) ([]byte, error) {
-	return appendKey(make([]byte, 0, 64), k, len(layouts[k.Fam].segs))
+	l := layouts[k.Fam]
+	n := len(l.pfx)
+	for _, s := range l.segs {
+		n += s.w + 1 // a name's separator, at most
+		switch s.p {
+		case store.PartName:
+			n += len(k.Name)
+		case store.PartSub:
+			n += len(k.Sub)
+		}
+	}
+	return appendKey(make([]byte, 0, n), k, len(l.segs))
 }
 
 // parsed is a key read back: its parts, names as the key's bytes.
@@ -178,24 +190,30 @@ func parseKey(key []byte) (parsed, bool) {
 	if !ok {
 		return p, false
 	}
-	p.k.Fam = fam
 	l := layouts[fam]
-	rest := key[i+1:]
+	ok = p.in(fam, &l, key[i+1:])
+	return p, ok
+}
+
+// in reads back into p a key of fam (layout l) from what follows its
+// prefix.
+func (p *parsed) in(fam store.Family, l *layout, rest []byte) bool {
+	*p = parsed{k: store.Key{Fam: fam}}
 	// Fixed-width parts from the front, then from the back; what is left
 	// is the names, each but the layout's last ended by its separator.
 	f, e := 0, len(l.segs)
 	for f < e && l.segs[f].w > 0 {
-		s := l.segs[f]
+		s := &l.segs[f]
 		if len(rest) < s.w {
-			return p, false
+			return false
 		}
 		p.fixed(s, rest[:s.w])
 		rest, f = rest[s.w:], f+1
 	}
 	for e > f && l.segs[e-1].w > 0 {
-		s := l.segs[e-1]
+		s := &l.segs[e-1]
 		if len(rest) < s.w {
-			return p, false
+			return false
 		}
 		p.fixed(s, rest[len(rest)-s.w:])
 		rest, e = rest[:len(rest)-s.w], e-1
@@ -204,16 +222,16 @@ func parseKey(key []byte) (parsed, bool) {
 		// The last name is followed by fixed parts: it ends with its
 		// separator.
 		if len(rest) == 0 || rest[len(rest)-1] != l.segs[e-1].sep {
-			return p, false
+			return false
 		}
 		rest = rest[:len(rest)-1]
 	}
 	switch e - f {
 	case 0:
-		return p, len(rest) == 0
+		return len(rest) == 0
 	case 1:
 		p.set(l.segs[f].p, rest)
-		return p, true
+		return true
 	case 2:
 		var j int
 		if l.splitLast {
@@ -222,16 +240,16 @@ func parseKey(key []byte) (parsed, bool) {
 			j = bytes.IndexByte(rest, l.segs[f].sep)
 		}
 		if j < 0 {
-			return p, false
+			return false
 		}
 		p.set(l.segs[f].p, rest[:j])
 		p.set(l.segs[f+1].p, rest[j+1:])
-		return p, true
+		return true
 	}
-	return p, false
+	return false
 }
 
-func (p *parsed) fixed(s seg, b []byte) {
+func (p *parsed) fixed(s *seg, b []byte) {
 	switch s.p {
 	case store.PartID:
 		copy(p.k.ID[:], b)

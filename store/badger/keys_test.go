@@ -93,3 +93,30 @@ func FuzzParseKey(f *testing.F) {
 		}
 	})
 }
+
+// No family's prefix begins another's, nor a marker or the version's key:
+// a scan reads every key under a family's prefix as that family's.
+func TestNoPrefixBeginsAnother(t *testing.T) {
+	var all []string
+	for _, l := range layouts {
+		if l.pfx != "" {
+			all = append(all, l.pfx)
+		}
+	}
+	others := []string{string(versionKey)}
+	for m := range markers {
+		others = append(others, m)
+	}
+	for i, a := range all {
+		for j, b := range all {
+			if i != j && strings.HasPrefix(b, a) {
+				t.Errorf("%q begins %q", a, b)
+			}
+		}
+		for _, o := range others {
+			if strings.HasPrefix(o, a) {
+				t.Errorf("%q begins %q", a, o)
+			}
+		}
+	}
+}

@@ -240,10 +240,18 @@ func (t *tx) Scan(r store.Range, fn func(store.Key, []byte) (bool, error)) error
 	// are made strings once per run of equal ones.
 	fixesName, fixesSub := fixesPart(l, fixed, store.PartName), fixesPart(l, fixed, store.PartSub)
 	var names, subs interned
+	var p parsed
 	for ; it.Valid(); it.Next() {
 		item := it.Item()
-		p, ok := parseKey(item.Key())
-		if !ok || p.k.Fam != r.Prefix.Fam {
+		if l.pfx == "" {
+			p, ok = parseKey(item.Key())
+			ok = ok && p.k.Fam == r.Prefix.Fam
+		} else {
+			// No family's prefix begins another's: every key under
+			// this one is of the range's family.
+			ok = p.in(r.Prefix.Fam, &l, item.Key()[len(l.pfx):])
+		}
+		if !ok {
 			continue
 		}
 		k := p.k
