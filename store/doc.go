@@ -15,10 +15,13 @@
 //     cancel and a settlement never both win, a registration and a mailed
 //     message land only while their recipient runs (its record fenced),
 //     and a settlement with its message and push is all or nothing.
-//   - Each recipient's count of pending rows is a key the transitions that
-//     move one of its rows keep, in their own transaction, so a bound on
-//     it holds however many registrations race; a store written before
-//     the count is counted from its index at first use.
+//   - Each recipient's count of pending rows is kept by the transitions
+//     that move one of its rows, in their own transaction (serialised on
+//     the recipient), so a bound on it holds however many registrations
+//     race: a key on JetStream; on badger, whose directory one process
+//     alone opens (Plan.Exclusive), the process's memory, set at each
+//     commit. A recipient with none is counted from its index at first
+//     use.
 //   - A row this build cannot decode is held aside: reads, lists and
 //     prunes step over it, and nothing rewrites it.
 //   - Retention is by class (Retained), oldest first, a bounded batch a

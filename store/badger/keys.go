@@ -19,7 +19,7 @@ import (
 //	s/<state>/<id>                   state index
 //	r/<recipient>\x00<id>            recipient index
 //	rp/<recipient>\x00<id>           a recipient's pending rows (natsstore's plan; unused here)
-//	pc/<recipient>                   a recipient's count of pending rows
+//	pc/<recipient>                   a recipient's count of pending rows (natsstore's plan; unused here)
 //	pk/<kind>/<id>                   pending rows by kind
 //	sj/<subject>                     a subject's pending ids
 //	mb/<recipient>\x00<seq>          mailbox messages
