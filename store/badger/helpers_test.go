@@ -1,7 +1,6 @@
 package badger
 
 import (
-	"context"
 	"io"
 	"testing"
 	"time"
@@ -10,24 +9,19 @@ import (
 	"github.com/vigilhq/vigil/store/storetest"
 )
 
-var t0 = storetest.Epoch()
-
-func newIDs() io.Reader { return storetest.IDs(1) }
+// The suite's epoch, and its ids from one seed.
+var t0, newIDs = storetest.Epoch(), func() io.Reader { return storetest.IDs(1) }
 
 // openStore opens the store over the badger adapter in dir, closed when
 // the test ends.
 func openStore(t testing.TB, dir string, opt Options) (*store.Store, *KV) {
 	t.Helper()
-	kv, err := Open(dir, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.New(context.Background(), kv)
+	st, err := OpenStore(dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	return st, kv
+	return st, st.KV().(*KV)
 }
 
 func openTest(t *testing.T, dir string) *store.Store {

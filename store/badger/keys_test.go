@@ -55,12 +55,8 @@ func TestKeysRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		k := kvtest.AnyKey(t, false)
 		b, err := keyOf(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, ok := parseKey(b)
-		if !ok || p.key() != k {
-			t.Fatalf("key %q reads as %+v %v, want %+v", b, p.key(), ok, k)
+		if p, ok := parseKey(b); err != nil || !ok || p.key() != k {
+			t.Fatalf("key %q (%v) reads as %+v %v, want %+v", b, err, p.key(), ok, k)
 		}
 		for n := range len(k.Fam.Parts()) {
 			pfx, err := appendKey(nil, k, n)
