@@ -35,7 +35,7 @@ conformance FILE *ARGS:
 
 # Run the benchmarks reported in docs/BENCHMARKS.md (about 13 min).
 bench:
-    go test -run XXX -bench . -benchmem ./host/plugin/ ./plugins/timer/ ./store/ ./host/scheduler/
+    go test -run XXX -bench . -benchmem ./host/plugin/ ./plugins/timer/ ./store/badger/ ./host/scheduler/
     go test -run XXX -bench . -benchmem ./host/delivery/ ./host/httpapi/ ./host/observe/ ./host/authz/
     go test -run XXX -bench . -benchmem -benchtime 2s ./host/fetch/ ./host/runner/
     go test -run XXX -bench CheckTimer -benchtime 10x ./conformance/

@@ -10,7 +10,7 @@ import (
 // ErrStorageFull: the write was refused, and nothing of it written,
 // because the store's disk has no room for it: on badger, the data
 // directory's free space is under what badger may still write on its own
-// plus the write's margin (see "A full disk" in the package doc); on
+// plus the write's margin (see "A full disk" in store/badger's package doc); on
 // JetStream, the server refused the message for its stream's or its own
 // storage limits. Reads go on, and the same write succeeds once space is
 // freed, without a restart. The badger store's error is a

@@ -8,23 +8,19 @@
 // fakes for the kinds and the clock, so a test runs the same wiring as the
 // product.
 //
-// The storage seam is here. The core holds its backend as a Store (store.go),
-// the union of what the components use of it, each through the small
-// interface it declares where it uses it (scheduler.Store, delivery.Store
-// and OutboxStore, recipients.Store and PhaseStore, observe.Store,
-// fetch.EventLog, upkeep.Store, metrics.StateCounter, httpapi.Watches and
-// IdemReader):
-// no component names a backend. Config.OpenStore chooses the backend;
-// without it the core opens badger in StoreDir (OpenBadger). A backend is
-// fit to be returned there when it passes store/storetest, the suite that
-// pins what the components rely on (conditional transitions, the pending
-// schedule, mailbox sequences and cursors, held-aside rows, events
-// idempotent by key, Work routing, retention).
+// The store is package store's *store.Store, every transition written once
+// over an adapter of its key-value seam (store.go); each component takes
+// it through the small interface it declares where it uses it
+// (scheduler.Store, delivery.Store and OutboxStore, recipients.Store and
+// PhaseStore, observe.Store, fetch.EventLog, upkeep.Store,
+// metrics.StateCounter, httpapi.Watches and IdemReader): no component
+// names a backend. Config.OpenStore chooses the adapter; without it the
+// core opens badger in StoreDir (OpenBadger). An adapter is fit when it
+// passes store/kvtest and the store over it store/storetest.
 //
-// On a cluster (Config.Cluster, cluster.go) the backend is the
-// ClusterStore Cluster.Open returns (serve opens store/natsstore; the core
-// does not import it, since natsstore's imports reach observe, whose tests
-// build the core) and the core is also a node: the leases bucket is
+// On a cluster (Config.Cluster, cluster.go) the adapter is the
+// ClusterStore Cluster.Open returns (serve opens store/natsstore), the
+// core builds the store over it, and the core is also a node: the leases bucket is
 // opened on the store's connection, the scheduler's Ownership is the node's partition leases,
 // each fenced in the store (a gained partition's epoch is written,
 // ClusterStore.FencePartition, before the scheduler holds it or arms any

@@ -18,8 +18,8 @@ import (
 	"github.com/vigilhq/vigil/store"
 )
 
-// The guard's numbers (the package doc, "A full disk", says where each
-// comes from in badger's source).
+// The guard's numbers (docs/RELIABILITY.md, "Where badger's reserve
+// comes from", says where each comes from in badger's source).
 const (
 	// tableSlack is, with a tenth of the log, what a table written from
 	// a write-ahead log may take beyond the log's own bytes (its index,
@@ -258,8 +258,8 @@ func (g *diskGuard) space() (store.DiskSpace, bool) {
 
 // reserveOf is what badger may still write in dir with no further
 // commit: the flush of every write-ahead log there, the compactions its
-// tables allow, and the first pages of new files (the package doc, "A
-// full disk").
+// tables allow, and the first pages of new files (docs/RELIABILITY.md,
+// "Where badger's reserve comes from").
 func reserveOf(dir string, fs fsProbe, tables []badgerdb.TableInfo) (int64, error) {
 	l, err := logsOf(dir, fs)
 	if err != nil {
