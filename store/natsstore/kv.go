@@ -313,24 +313,5 @@ func (s *Store) each(ctx context.Context, fn func(kvEntry) error) error {
 	if err != nil {
 		return fmt.Errorf("natsstore: reading the bucket: %w", err)
 	}
-	defer func() { _ = w.Stop() }()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case e, ok := <-w.Updates():
-			if !ok {
-				return errors.New("natsstore: reading the bucket: the watch ended early")
-			}
-			if e == nil {
-				return nil
-			}
-			if e.Operation() != jetstream.KeyValuePut {
-				continue
-			}
-			if err := fn(kvEntry{key: e.Key(), val: e.Value(), rev: e.Revision()}); err != nil {
-				return err
-			}
-		}
-	}
+	return drain(ctx, w, "reading the bucket", fn)
 }

@@ -158,24 +158,37 @@ func (s *Store) scan(ctx context.Context, pattern string, metaOnly bool) ([]kvEn
 	if err != nil {
 		return nil, unavailable(ctx, "scanning "+pattern, fmt.Errorf("natsstore: scanning %s: %w", pattern, err), false)
 	}
-	defer func() { _ = w.Stop() }()
 	var out []kvEntry
+	err = drain(ctx, w, "scanning "+pattern, func(e kvEntry) error {
+		out = append(out, e)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b kvEntry) int { return strings.Compare(a.key, b.key) })
+	return out, nil
+}
+
+// drain calls fn with each live key w delivers, until it has delivered
+// the keys present when it started, and stops w.
+func drain(ctx context.Context, w jetstream.KeyWatcher, what string, fn func(kvEntry) error) error {
+	defer func() { _ = w.Stop() }()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, fmt.Errorf("natsstore: scanning %s: the watch ended early", pattern)
+			switch {
+			case !ok:
+				return fmt.Errorf("natsstore: %s: the watch ended early", what)
+			case e == nil:
+				return nil
+			case e.Operation() == jetstream.KeyValuePut:
+				if err := fn(kvEntry{key: e.Key(), val: e.Value(), rev: e.Revision()}); err != nil {
+					return err
+				}
 			}
-			if e == nil {
-				slices.SortFunc(out, func(a, b kvEntry) int { return strings.Compare(a.key, b.key) })
-				return out, nil
-			}
-			if e.Operation() != jetstream.KeyValuePut {
-				continue
-			}
-			out = append(out, kvEntry{key: e.Key(), val: e.Value(), rev: e.Revision()})
 		}
 	}
 }
