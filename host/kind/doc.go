@@ -1,8 +1,13 @@
 // Package kind is the one seam between the host and the predicates it
 // serves: what a kind of watch is (Kind: describe, admit, observe, and the
-// optional Settled hook), the answers those calls give (Info, Admission,
-// Observation) and their errors (Refusal, CallError), and the Registry
-// that the scheduler and the recipients look kinds up in.
+// optional Settled hook and Waker), the answers those calls give (Info,
+// Admission, Observation) and their errors (Refusal, CallError), and the
+// Registry that the scheduler and the recipients look kinds up in.
+//
+// A Waker maps an inbound event to the partition keys of the watches it
+// concerns (Info.Wakes says a kind can); Registry.Wake asks it. An
+// Admission may carry the watch's first check (NextCheck), which the
+// scheduler arms the new watch at instead of probing it at once.
 //
 // Two sources register kinds: the wasm runtime (host/plugin), one Kind per
 // loaded plugin, replaced as a whole on every reload; and the host's own

@@ -140,6 +140,10 @@ type Info struct {
 	// Pushed kinds are built into the host, not plugins: their watches are
 	// woken when their subject changes, never probed on a cadence.
 	Pushed bool `json:"pushed,omitempty"`
+	// Wakes says the kind maps an inbound event to the partition keys of
+	// the watches it concerns (its plugin exports wake): the kind is a
+	// Waker, and a hook source may name it.
+	Wakes bool `json:"wakes,omitempty"`
 	// Source is where the plugin came from: "bundled" (embedded in the
 	// binary), the plugin directory's path, the path of a file loaded on
 	// its own (vigil plugin try FILE), or "pushed" for a kind built into
@@ -164,6 +168,11 @@ type Admission struct {
 	// partition of a cluster, so one node reads the resource for all of
 	// them. Empty: the watch's partition is random.
 	PartitionKey string
+	// NextCheck is the first time the watch is worth probing (a timer's
+	// instant), when the kind can tell: the scheduler arms the new watch
+	// there, clamped to [now, the deadline], instead of at once. Zero:
+	// at once.
+	NextCheck time.Time
 }
 
 // Observation is the answer of one observe call.

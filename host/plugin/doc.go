@@ -1,7 +1,9 @@
 // Package plugin is vigil's plugin runtime: it loads predicate plugins
 // (.wasm, Extism calling convention, ABI vigil.predicate/v1), keeps the
 // registry of kinds and their grants, and makes the bounded calls the rest
-// of the host needs: Admit at registration, Observe when a watch is due.
+// of the host needs: Admit at registration, Observe when a watch is due,
+// and Wake when an inbound event names the kind (the optional export
+// wake, read from each module's exports at load: Info.Wakes).
 //
 // What it guarantees:
 //   - Every call is bounded: a wall-clock timeout that interrupts a running
@@ -51,7 +53,12 @@
 //     LiteralResolver); a name is left to each fetch's own guard.
 //   - Blame the caller for the plugin. A refusal (*Refusal, a 422) is
 //     about the params or the operator's settings; an answer off the
-//     contract, destinations included, is a *CallError (a fault, 503).
+//     contract, destinations, partition key and first check included, is
+//     a *CallError (a fault, 503).
+//   - Let a wake answer off the contract wake anything: more than
+//     abi.MaxWakeKeys keys, an empty key or one over abi.MaxPartitionKey,
+//     an error, a timeout (the admit bound) or an output over the cap is
+//     a *CallError, and no key is returned.
 //
 // Why a goroutine-free timeout was not used: wazero can only interrupt
 // compiled code that checks the module's state at loop entries, and it

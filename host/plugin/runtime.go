@@ -666,6 +666,7 @@ func (r *Runtime) load(ctx context.Context, c candidate, reg Registry, prev *mod
 		Standing: d.Standing, DefaultEvery: every, Capabilities: d.Capabilities,
 		Grants: entry.grants(), Observable: true, Example: d.Example, Schema: d.ParamsSchema,
 	}
+	info.Wakes = exportsWake(c.bytes)
 	for _, need := range d.Capabilities {
 		if !slices.Contains(entry.Capabilities, need) {
 			info.Observable = false
@@ -823,6 +824,9 @@ func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage
 		if err := checkPartitionKey(resp); err != nil {
 			return err
 		}
+		if err := checkNextCheck(resp); err != nil {
+			return err
+		}
 		var err error
 		eps, err = checkDestinations(resp, l.info.Capabilities)
 		return err
@@ -840,6 +844,9 @@ func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage
 		a := Admission{Destinations: resp.Destinations, PartitionKey: resp.PartitionKey}
 		if resp.Deadline != nil {
 			a.Deadline = *resp.Deadline
+		}
+		if resp.NextCheck != nil {
+			a.NextCheck = resp.NextCheck.UTC()
 		}
 		return a, nil
 	case resp.Code == abi.CodeUnobservable:
