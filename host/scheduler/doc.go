@@ -40,6 +40,12 @@
 //     the pending index entry, once per new value, and the write is made
 //     on the worker after the probe, never under the lock. A hint that is
 //     only the cadence clears it.
+//   - Register arms a new watch at its kind's first check (admit's
+//     next_check: a timer's instant), clamped to [now, the deadline], and
+//     keeps one later than now as the row's durable next check, written
+//     with the row; a kind that cannot tell is probed at once. So a timer
+//     an hour away is probed once, at its instant, not at registration to
+//     hear "not yet".
 //   - Prime arms each recovered watch at its durable next check; a watch
 //     never probed at once (it was due at registration); only a watch
 //     without a next check at a random point of its own interval, so a

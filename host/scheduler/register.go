@@ -207,10 +207,16 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 		State: store.Pending, Receipt: store.ReceiptNone, Every: store.Duration(every),
 		Standing: info.Standing, CreatedAt: now, ExpiresAt: expires, Subject: adm.Subject,
 	}
+	first := firstCheck(now, adm.NextCheck, expires)
+	if first.After(now) {
+		// Durable from the start, so a restart arms the watch there too,
+		// not at its registration.
+		w.NextCheck = first
+	}
 	if err := s.create(ctx, w); err != nil {
 		return store.Watch{}, err
 	}
-	e := &entry{id: id, due: now.UnixNano(), every: everyMillis(every)}
+	e := &entry{id: id, due: first.UnixNano(), every: everyMillis(every)}
 	if expires != nil {
 		e.deadline = expires.UnixNano()
 	}
