@@ -37,11 +37,13 @@
 //     docs/writing-a-plugin.md) and the rules the host relies on. A check
 //     the suite cannot make for every plugin (a changed subject, which
 //     needs a payload the plugin reads) is advisory, not required.
-//   - Reach past the runtime without need. Three things only a direct call
+//   - Reach past the runtime without need. Four things only a direct call
 //     can see, and the suite's probe makes them under the same bounds:
 //     which functions the module exports, describe's raw answer (the
-//     runtime refuses a bad describe at its first broken rule), and a call
-//     for another kind (the runtime routes by kind, so it never sends one).
+//     runtime refuses a bad describe at its first broken rule), a call
+//     for another kind (the runtime routes by kind, so it never sends one),
+//     and wake's inputs the host would never write (an empty input, one
+//     that is not JSON) beside the junk bodies any sender may sign.
 //
 // Why a fake fetch that answers the same body for every request, and not
 // fixtures per plugin: the suite knows no plugin's payloads. The generic

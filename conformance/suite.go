@@ -113,6 +113,9 @@ type suite struct {
 	// badDests are admit answers whose destinations broke the contract
 	// (under admitMu).
 	badDests []string
+	// badNextChecks are admit answers whose next_check broke the
+	// contract (under admitMu).
+	badNextChecks []string
 	// exampleAdm is the example's admission, when it was admitted.
 	exampleAdm *plugin.Admission
 
@@ -266,7 +269,7 @@ func (s *suite) skipAll(msg string, ids ...string) {
 var (
 	describeIDs = []string{DescribeABI, DescribeKindGrammar, DescribeSemver, DescribeSchema,
 		DescribeCapabilities, DescribeDefaultEvery, DescribeDeterministic}
-	admitIDs   = []string{AdmitExample, AdmitRefusesInvalid, AdmitDeterministic, AdmitDestinations, AdmitNamesDests, AdmitNoFetch}
+	admitIDs   = []string{AdmitExample, AdmitRefusesInvalid, AdmitDeterministic, AdmitDestinations, AdmitNamesDests, AdmitNextCheck, AdmitNoFetch}
 	observeIDs = []string{ObserveValidResult, ObserveFetchFailure, ObserveExecFailure, ObserveDeterministic,
 		ObserveNoWallClock, ObserveBudget, ObserveDeadline}
 	standingIDs = []string{StandingFirstSilent, StandingUnchanged, StandingChanged}
@@ -286,7 +289,7 @@ func (s *suite) all(ctx context.Context, cases []caseSource) error {
 	for i, c := range cases {
 		caseIDs[i] = c.id
 	}
-	rest := append(append(append(append(slices.Clone(admitIDs), needsExample...), ObserveWrongKind), caseIDs...), describeIDs...)
+	rest := append(append(append(append(append(slices.Clone(admitIDs), needsExample...), ObserveWrongKind), wakeIDs...), caseIDs...), describeIDs...)
 
 	t := time.Now()
 	pr, err := openProbe(ctx, s.wasm, cache, s.fetch)
@@ -318,6 +321,7 @@ func (s *suite) all(ctx context.Context, cases []caseSource) error {
 	}
 	s.admitChecks(ctx)
 	s.timed(ObserveWrongKind, func() (Status, string) { return s.wrongKind(ctx, pr) })
+	s.wakeChecks(ctx, pr)
 	s.observeChecks(ctx)
 	if s.selected(RobustnessGenerated) {
 		s.robustness(ctx)
@@ -329,6 +333,7 @@ func (s *suite) all(ctx context.Context, cases []caseSource) error {
 	}
 	// Last: every admit the suite made counts.
 	s.timed(AdmitDestinations, s.destinationsOnContract)
+	s.timed(AdmitNextCheck, s.nextCheckOnContract)
 	s.timed(AdmitNoFetch, func() (Status, string) {
 		s.admitMu.Lock()
 		defer s.admitMu.Unlock()
@@ -350,8 +355,10 @@ func (s *suite) describeChecks(took time.Duration) {
 		return
 	case len(d.missing) > 0:
 		s.record(DescribeExports, Fail, took, "missing export(s): %s", strings.Join(d.missing, ", "))
+	case d.wake:
+		s.record(DescribeExports, Pass, took, "describe, admit and observe are exported, and the optional wake")
 	default:
-		s.record(DescribeExports, Pass, took, "describe, admit and observe are exported")
+		s.record(DescribeExports, Pass, took, "describe, admit and observe are exported (the optional wake is not)")
 	}
 	if slices.Contains(d.missing, abi.ExportDescribe) {
 		s.skipAll("there is no describe to call (describe.exports)", describeIDs...)
@@ -605,6 +612,11 @@ func (s *suite) admit(ctx context.Context, params json.RawMessage) (plugin.Admis
 	if errors.Is(err, plugin.ErrBadDestinations) {
 		s.admitMu.Lock()
 		s.badDests = append(s.badDests, fmt.Sprintf("admitting %s: %v", clip(params), err))
+		s.admitMu.Unlock()
+	}
+	if errors.Is(err, plugin.ErrBadNextCheck) {
+		s.admitMu.Lock()
+		s.badNextChecks = append(s.badNextChecks, fmt.Sprintf("admitting %s: %v", clip(params), err))
 		s.admitMu.Unlock()
 	}
 	return a, err

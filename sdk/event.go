@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
+	"strings"
 
 	"github.com/vigilhq/vigil/sdk/abi"
 )
@@ -24,15 +27,84 @@ type Event struct {
 	Body json.RawMessage
 }
 
-// DecodeBody decodes the body into v with encoding/json (unknown fields
-// ignored: a forge's payload carries far more than a plugin reads). It
-// reports false for a body that is absent, null or not what v can hold:
-// such an event concerns no watch, and a Wake answers no keys for it.
+// DecodeBody decodes the body into v as encoding/json does (unknown
+// fields ignored: a forge's payload carries far more than a plugin
+// reads). It reports false for a body that is absent, null or not what v
+// can hold: such an event concerns no watch, and a Wake answers no keys
+// for it.
+//
+// When v points to a struct, the body is scanned once with the SDK's own
+// decoder and only the top-level members the struct names (by their json
+// tags, matched without regard to case as encoding/json matches them)
+// are handed to encoding/json: a body of a megabyte costs one scan, not
+// encoding/json's several, inside wake's one-second bound. The scan is
+// stricter than encoding/json on junk: a body whose top-level object
+// repeats a key, or that nests deeper than the SDK's decoder reads
+// (128), reads as one v cannot hold.
 func (e Event) DecodeBody(v any) bool {
 	if len(e.Body) == 0 || string(e.Body) == "null" {
 		return false
 	}
-	return json.Unmarshal(e.Body, v) == nil
+	names := memberNames(v)
+	if names == nil {
+		return json.Unmarshal(e.Body, v) == nil
+	}
+	sub := append(make([]byte, 0, 512), '{')
+	err := DecodeFields(e.Body, func(key string, val Value) error {
+		if !slices.ContainsFunc(names, func(n string) bool { return strings.EqualFold(n, key) }) {
+			return nil
+		}
+		if len(sub) > 1 {
+			sub = append(sub, ',')
+		}
+		sub = append(appendString(sub, key), ':')
+		sub = append(sub, val.Raw()...)
+		return nil
+	})
+	if err != nil {
+		return false
+	}
+	return json.Unmarshal(append(sub, '}'), v) == nil
+}
+
+// memberNames lists the JSON member names a struct v points to decodes
+// (its embedded structs' included), or nil when v is not a pointer to a
+// struct.
+func memberNames(v any) []string {
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	return appendMemberNames(make([]string, 0, t.Elem().NumField()), t.Elem())
+}
+
+func appendMemberNames(out []string, t reflect.Type) []string {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				out = appendMemberNames(out, ft)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, name)
+	}
+	return out
 }
 
 // wake runs the plugin's Wake and holds its keys to the contract. An

@@ -249,3 +249,75 @@ func FuzzWake(f *testing.F) {
 		}
 	})
 }
+
+type bodyExtra struct {
+	Extra string `json:"extra"`
+}
+
+type bodyOf struct {
+	Action string `json:"action"`
+	Repo   struct {
+		FullName string `json:"full_name"`
+	} `json:"repository"`
+	Number  int      `json:"number"`
+	Keys    []string `json:"keys"`
+	Ignored string   `json:"-"`
+	Plain   string
+	bodyExtra
+}
+
+// DecodeBody, scanning once and decoding only the members the struct
+// names, decodes what encoding/json decodes, keys matched without regard
+// to case as encoding/json matches them.
+func TestDecodeBodyMatchesEncodingJSON(t *testing.T) {
+	members := []string{"action", "ACTION", "repository", "number", "keys", "Plain", "plain", "extra", "other", "Ignored", "-", "bodyExtra"}
+	values := func(t *prop) string {
+		switch t.r.IntN(6) {
+		case 0:
+			b, _ := json.Marshal(t.string())
+			return string(b)
+		case 1:
+			return fmt.Sprint(t.intRange(-5, 5000))
+		case 2:
+			b, _ := json.Marshal(map[string]any{"full_name": t.string(), "n": t.float()})
+			return string(b)
+		case 3:
+			b, _ := json.Marshal(t.strings())
+			return string(b)
+		case 4:
+			return "null"
+		}
+		return `{"a":[1,{"b":true}],"c":"\u00e9"}`
+	}
+	check(t, func(t *prop) {
+		var b strings.Builder
+		b.WriteByte('{')
+		for i, k := range t.r.Perm(len(members))[:t.intRange(0, len(members))] {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			kb, _ := json.Marshal(members[k])
+			b.Write(kb)
+			b.WriteByte(':')
+			b.WriteString(values(t))
+		}
+		b.WriteByte('}')
+		body := []byte(b.String())
+		var got, want bodyOf
+		ok := Event{Body: body}.DecodeBody(&got)
+		wantOK := json.Unmarshal(body, &want) == nil
+		if ok != wantOK || (ok && !reflect.DeepEqual(got, want)) {
+			t.Fatalf("%s: decoded %+v (%v), encoding/json %+v (%v)", body, got, ok, want, wantOK)
+		}
+	})
+	var m map[string]any
+	if !(Event{Body: json.RawMessage(`{"a":1}`)}).DecodeBody(&m) || m["a"] != 1.0 {
+		t.Fatalf("a map decodes as encoding/json decodes it: %v", m)
+	}
+	for _, body := range []string{``, `null`, `[1]`, `{"action":1}`, `{"action":"a","action":"b"}`, `{"repository":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}`} {
+		var v bodyOf
+		if (Event{Body: json.RawMessage(body)}).DecodeBody(&v) {
+			t.Errorf("%.40s decoded as %+v, want false", body, v)
+		}
+	}
+}
