@@ -49,8 +49,9 @@ func TestIdleSchedule(t *testing.T) {
 	}
 }
 
-// A timer an hour away is probed twice: once at registration, once at its
-// instant, because the scheduler honours the plugin's next_check.
+// A timer an hour away whose admit names no first check is probed twice:
+// once at registration, once at its instant, because the scheduler
+// honours observe's next_check.
 func TestNextCheckHintIsHonoured(t *testing.T) {
 	h := newHarness(t)
 	at := t0.Add(time.Hour)
