@@ -51,6 +51,8 @@ type tryReport struct {
 	Load    *tryLoad    `json:"load_error,omitempty"`
 	Admit   *tryAdmit   `json:"admit,omitempty"`
 	Observe *tryObserve `json:"observe,omitempty"`
+	// Wake is the event tried (--event) and the keys it woke.
+	Wake *tryWake `json:"wake,omitempty"`
 	// Fetches and Commands are what the plugin asked the host for, in
 	// order, admit's and observe's alike.
 	Fetches  []tryFetch   `json:"fetches"`
@@ -78,6 +80,9 @@ type tryAdmit struct {
 	// its grace), if any.
 	Deadline     *time.Time        `json:"deadline,omitempty"`
 	Destinations []abi.Destination `json:"destinations,omitempty"`
+	// NextCheck is the first check admit gave (a timer's instant): serve
+	// arms the watch there instead of probing it at once.
+	NextCheck *time.Time `json:"next_check,omitempty"`
 }
 
 type tryObserve struct {
@@ -198,6 +203,7 @@ func (x recordingExecer) Exec(ctx context.Context, call plugin.ExecCall) abi.Exe
 
 func newPluginTry(stdout io.Writer) *cobra.Command {
 	var params, baseline, workspace, every string
+	var ev eventFlags
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "try KIND_OR_FILE",
@@ -225,12 +231,19 @@ deadline, and when serve would probe next), every fetch the plugin made
 any was refused, the commands it ran, and a warning when a pending answer
 would leave the watch to expire at its deadline.
 
+With --event FILE (- for standard input), it admits and observes nothing:
+it hands the recorded event in FILE (its JSON body, at most 1 MiB, as a
+hook source would receive it) to the kind's wake, as event --event-name
+from a source of scheme --source, and prints the partition keys it
+answered: the watches the event would make due now.
+
 Exit codes:
   0  the plugin answered (pending, settled or changed)
   2  admit refused: invalid_params, watch_unobservable, destination_refused
   3  the plugin faulted (timeout, trap, memory, an answer off the contract)
-     or raised an error, in admit or observe
-  4  nothing to try: the settings, the plugin file or the kind did not load
+     or raised an error, in admit, observe or wake
+  4  nothing to try: the settings, the plugin file or the kind did not load,
+     or (--event) the kind does not wake
   64 a usage error (bad flags, params that are not JSON)`,
 		Args: exactArgs("KIND_OR_FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -244,6 +257,10 @@ Exit codes:
 			}
 			if params == "-" && baseline == "-" {
 				return usagef("--params and --baseline cannot both read standard input")
+			}
+			event, err := ev.read(cmd, params, baseline, every)
+			if err != nil {
+				return err
 			}
 			raw, err := readParams(params, cmd.InOrStdin())
 			if err != nil {
@@ -260,7 +277,7 @@ Exit codes:
 			} else if workspace, err = filepath.Abs(workspace); err != nil {
 				return err
 			}
-			rep := tryPlugin(cmd.Context(), cmd, tryInput{target: args[0], params: raw, baseline: base, workspace: workspace, every: cadence, clock: wallClock{}})
+			rep := tryPlugin(cmd.Context(), cmd, tryInput{target: args[0], params: raw, baseline: base, workspace: workspace, every: cadence, clock: wallClock{}, event: event})
 			if err := cmd.Context().Err(); err != nil {
 				return err
 			}
@@ -293,6 +310,7 @@ Exit codes:
 	cmd.Flags().StringVar(&workspace, "workspace", "", "the directory commands run in (vigil_exec), as a recipient's workspace (default: the current directory)")
 	cmd.Flags().StringVar(&every, "every", "", "the watch's cadence, as a registration's every (default: the kind's default_every)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	ev.register(cmd)
 	return cmd
 }
 
@@ -343,6 +361,9 @@ type tryInput struct {
 	workspace string
 	every     time.Duration
 	clock     tryClock
+	// event, when set, is tried with the kind's wake instead of admit
+	// and observe.
+	event *tryEvent
 }
 
 // isPluginFile says whether a KIND_OR_FILE names a file: a kind has no
@@ -407,6 +428,9 @@ func tryPlugin(ctx context.Context, cmd *cobra.Command, in tryInput) (rep tryRep
 		return loadFailed(l)
 	}
 	rep.Kind, rep.File, rep.Source, rep.SHA256, rep.Version = info.Kind, info.File, info.Source, info.SHA256, info.Version
+	if in.event != nil {
+		return tryWakeEvent(ctx, rt, info, in.event, rep)
+	}
 	params := in.params
 	if params == nil {
 		params = info.Example
@@ -432,6 +456,10 @@ func tryPlugin(ctx context.Context, cmd *cobra.Command, in tryInput) (rep tryRep
 	if !adm.Deadline.IsZero() {
 		d := adm.Deadline.UTC()
 		rep.Admit.Deadline = &d
+	}
+	if !adm.NextCheck.IsZero() {
+		n := adm.NextCheck.UTC()
+		rep.Admit.NextCheck = &n
 	}
 
 	every := in.every
@@ -528,7 +556,9 @@ func (r tryReport) writeText(w io.Writer) error {
 	line := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, args...)) }
 	if r.Kind != "" {
 		line("kind", "%s %s (%s, sha256 %s, %s)", r.Kind, r.Version, r.Source, shortSum(r.SHA256), r.File)
-		line("params", "%s", clipText(string(r.Params), 200))
+		if len(r.Params) > 0 {
+			line("params", "%s", clipText(string(r.Params), 200))
+		}
 	}
 	if l := r.Load; l != nil {
 		msg := l.Error
@@ -546,6 +576,9 @@ func (r tryReport) writeText(w io.Writer) error {
 			line("admit", "ok")
 			if a.Deadline != nil {
 				line("", "natural deadline %s", a.Deadline.Format(time.RFC3339))
+			}
+			if a.NextCheck != nil {
+				line("", "first check %s", a.NextCheck.Format(time.RFC3339))
 			}
 			for _, d := range a.Destinations {
 				if d.Field != "" {
@@ -600,6 +633,9 @@ func (r tryReport) writeText(w io.Writer) error {
 		if o.NextProbe != nil {
 			line("", "next probe %s", o.NextProbe.Format(time.RFC3339))
 		}
+	}
+	if r.Wake != nil {
+		r.Wake.writeText(line)
 	}
 	if len(r.Fetches) == 0 && r.Observe != nil {
 		line("fetches", "none")

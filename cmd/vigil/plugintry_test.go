@@ -336,3 +336,68 @@ func TestClipTextKeepsRunesWhole(t *testing.T) {
 		t.Errorf("clipped: %q (%d runes)", got, utf8.RuneCountInString(got))
 	}
 }
+
+// --event hands a recorded event to the kind's wake and prints the keys:
+// the ci kind, built from its source, names the commit a completed check
+// suite is about, as its admit keys a watch on it; an event it does not
+// read names none; a kind without wake is nothing to try (exit 4).
+func TestPluginTryWakesOnARecordedEvent(t *testing.T) {
+	wasm := testPlugins.Build(t, filepath.Join("..", "..", "plugins", "ci"))
+	events := filepath.Join("..", "..", "plugins", "ci", "testdata", "events")
+	const key = "https://api.github.com/repos/vigilhq/vigil/commits/0123456789abcdef0123456789abcdef01234567"
+	rep, code := tryJSON(t, wasm, "--event", filepath.Join(events, "github-check_suite-completed.json"), "--event-name", "check_suite")
+	if code != tryAnswered || rep.Kind != "ci" || rep.Wake == nil || rep.Admit != nil || rep.Observe != nil ||
+		rep.Wake.Event != "check_suite" || rep.Wake.Source != abi.SourceGitHub || !reflect.DeepEqual(rep.Wake.Keys, []string{key}) {
+		t.Fatalf("exit %d: %+v %+v", code, rep, rep.Wake)
+	}
+	rep, code = tryJSON(t, wasm, "--event", filepath.Join(events, "gitea-status-pending.json"), "--event-name", "status", "--source", "gitea")
+	if code != tryAnswered || rep.Wake == nil || rep.Wake.Keys == nil || len(rep.Wake.Keys) != 0 {
+		t.Fatalf("a pending status: exit %d: %+v", code, rep.Wake)
+	}
+	out, _, err := run(t, context.Background(), "plugin", "try", wasm, "--event", filepath.Join(events, "github-check_suite-completed.json"), "--event-name", "check_suite")
+	if err != nil || !strings.Contains(out, "1 key(s)") || !strings.Contains(out, key) || strings.Contains(out, "params") {
+		t.Fatalf("text: %v\n%s", err, out)
+	}
+	rep, code = tryJSON(t, "timer", "--event", filepath.Join(events, "github-check_suite-completed.json"), "--event-name", "check_suite")
+	if code != tryLoadError || rep.Load == nil || !strings.Contains(rep.Load.Error, "does not wake") || rep.Wake != nil {
+		t.Fatalf("a kind without wake: exit %d: %+v", code, rep.Load)
+	}
+}
+
+// --event's flags are checked before anything loads: a name is needed,
+// the source is a known scheme, the body is JSON of at most 1 MiB, and a
+// watch's flags have no part in a wake.
+func TestPluginTryEventFlags(t *testing.T) {
+	dir := t.TempDir()
+	body := filepath.Join(dir, "event.json")
+	if err := os.WriteFile(body, []byte(`{"action":"completed"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notJSON := filepath.Join(dir, "form.txt")
+	if err := os.WriteFile(notJSON, []byte(`payload=%7B%7D`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, []byte(`"`+strings.Repeat("x", maxEventBody)+`"`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--event", body}, "--event-name"},
+		{[]string{"--event", body, "--event-name", "push", "--source", "gitlab"}, "--source"},
+		{[]string{"--event", body, "--event-name", "check suite"}, "printable"},
+		{[]string{"--event", body, "--event-name", strings.Repeat("e", abi.MaxWakeEvent+1)}, "at most"},
+		{[]string{"--event", notJSON, "--event-name", "push"}, "not JSON"},
+		{[]string{"--event", big, "--event-name", "push"}, "more than 1 MiB"},
+		{[]string{"--event", filepath.Join(dir, "missing.json"), "--event-name", "push"}, "missing.json"},
+		{[]string{"--event", body, "--event-name", "push", "--params", `{}`}, "--params"},
+		{[]string{"--event-name", "push"}, "--event FILE"},
+	} {
+		_, _, err := run(t, context.Background(), append([]string{"plugin", "try", "timer"}, tt.args...)...)
+		if code := exitCodeOf(err); code != ExitUsage || !strings.Contains(err.Error(), tt.says) {
+			t.Errorf("%v: exit %d, %v; want a usage error saying %q", tt.args, code, err, tt.says)
+		}
+	}
+}
