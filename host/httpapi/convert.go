@@ -143,7 +143,7 @@ func toPlugin(i plugin.Info) api.Plugin {
 		every = i.DefaultEvery.String()
 	}
 	return api.Plugin{Kind: i.Kind, Version: i.Version, Summary: i.Summary, Standing: i.Standing,
-		DefaultEvery: every, Capabilities: caps, Observable: i.Observable, Setting: i.Setting, File: i.File, Source: i.Source, SHA256: i.SHA256}
+		DefaultEvery: every, Capabilities: caps, Observable: i.Observable, Setting: i.Setting, Wakes: i.Wakes, File: i.File, Source: i.Source, SHA256: i.SHA256}
 }
 
 func toPluginList(infos []plugin.Info, problems []*plugin.LoadError) api.PluginList {

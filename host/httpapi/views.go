@@ -168,7 +168,7 @@ func toPluginDetail(i plugin.Info) api.PluginDetail {
 		schema = json.RawMessage("{}")
 	}
 	return api.PluginDetail{Kind: p.Kind, Version: p.Version, Summary: p.Summary, File: p.File, SHA256: p.SHA256,
-		Standing: p.Standing, Pushed: i.Pushed, DefaultEvery: p.DefaultEvery, Capabilities: p.Capabilities, Grants: grants,
+		Standing: p.Standing, Pushed: i.Pushed, Wakes: i.Wakes, DefaultEvery: p.DefaultEvery, Capabilities: p.Capabilities, Grants: grants,
 		Observable: p.Observable, Setting: p.Setting, ParamsSchema: schema, Example: i.Example}
 }
 
