@@ -6,11 +6,12 @@ import (
 	"github.com/vigilhq/vigil/sdk/abi"
 )
 
-// Harness runs a plugin's describe, admit, observe and wake natively, through the
-// same JSON dispatch the wasm exports use. It is for an author's unit tests:
-// what passes here differs from the built plugin only in the ABI glue, and
-// in one step the host adds: before admit, the host validates params
-// against the plugin's Schema, which the harness does not.
+// Harness runs a plugin's describe, admit, observe and wake natively,
+// through the same JSON dispatch the wasm exports use. It is for an
+// author's unit tests: what passes here differs from the built plugin
+// only in the ABI glue, and in one step the host adds: before admit, the
+// host validates params against the plugin's Schema, which the harness
+// does not.
 type Harness struct{ h handler }
 
 // NewHarness validates p as Register would and wraps it.
