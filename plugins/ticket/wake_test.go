@@ -27,3 +27,23 @@ func TestWakeNamesTheWatchAdmitKeys(t *testing.T) {
 			return r.Keys, err
 		})
 }
+
+// FuzzWake: whatever the event's name, source and body, wake answers
+// keys on the contract (the SDK's checks) and never an error, seeded with
+// the recorded events.
+func FuzzWake(f *testing.F) {
+	cases, bodies := plugintest.ReadWakeCases(f, filepath.Join("testdata", "events"))
+	for _, c := range cases {
+		f.Add(c.Event, c.Source, []byte(bodies[c.File]))
+	}
+	f.Add("check_suite", "github", []byte(`{"action":"completed","repository":{"full_name":"a/b","url":"http://[::1"}}`))
+	h := sdk.NewHarness(Plugin)
+	f.Fuzz(func(t *testing.T, event, source string, body []byte) {
+		if !json.Valid(body) {
+			body = nil
+		}
+		if _, err := h.Wake(abi.WakeRequest{Event: event, Source: source, Body: body}); err != nil {
+			t.Fatalf("%q %q %q: %v", event, source, body, err)
+		}
+	})
+}
