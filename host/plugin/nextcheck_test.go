@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/vigilhq/vigil/host/kind"
 )
 
 // Admit's next_check is the Admission's NextCheck, in UTC; none is zero.
@@ -44,9 +46,9 @@ func TestANextCheckOffTheContractIsAFault(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := admitAnswer(r, answer)
-			var ce *CallError
-			var ref *Refusal
-			if !errors.As(err, &ce) || ce.Reason != FaultContract || errors.As(err, &ref) {
+			var ce *kind.CallError
+			var ref *kind.Refusal
+			if !errors.As(err, &ce) || ce.Reason != kind.FaultContract || errors.As(err, &ref) {
 				t.Fatalf("admit = %v; want a bad_output fault", err)
 			}
 			if name != "not an RFC 3339 time" && !errors.Is(err, ErrBadNextCheck) {

@@ -59,7 +59,7 @@ func TestWakeIsReadFromTheExports(t *testing.T) {
 	if _, err := r.Wake(context.Background(), "test.none", wakeBody(`{}`)); !errors.Is(err, kind.ErrUnknownKind) {
 		t.Fatalf("an unknown kind: %v, want ErrUnknownKind", err)
 	}
-	if n := m.count("test.dests", abi.ExportWake, "ok") + m.count("test.dests", abi.ExportWake, FaultRaised); n != 0 {
+	if n := m.count("test.dests", abi.ExportWake, "ok") + m.count("test.dests", abi.ExportWake, kind.FaultRaised); n != 0 {
 		t.Fatalf("the plugin without wake was called %d times", n)
 	}
 	// The runtime's kinds are Wakers, as the kinds registry serves them.
@@ -129,18 +129,18 @@ func TestWakeOffTheContractIsAFault(t *testing.T) {
 		name, body, reason string
 		bad                bool // answers ErrBadWake
 	}{
-		{"not JSON", `{"answer":"keys"}`, FaultContract, true},
-		{"an unknown field", `{"answer":{"keys":[],"more":1}}`, FaultContract, true},
-		{"keys of another type", `{"answer":{"keys":"a"}}`, FaultContract, true},
-		{"too many keys", `{"answer":` + manyKeys(abi.MaxWakeKeys+1) + `}`, FaultContract, true},
-		{"an empty key", `{"answer":{"keys":["a",""]}}`, FaultContract, true},
-		{"a key over the bound", `{"answer":{"keys":["` + strings.Repeat("k", abi.MaxPartitionKey+1) + `"]}}`, FaultContract, true},
-		{"an error", `{"raise":"cannot read it"}`, FaultRaised, false},
-		{"output over the cap", `{"answer":{"keys":["` + strings.Repeat("k", 70<<10) + `"]}}`, FaultTooLarge, false},
+		{"not JSON", `{"answer":"keys"}`, kind.FaultContract, true},
+		{"an unknown field", `{"answer":{"keys":[],"more":1}}`, kind.FaultContract, true},
+		{"keys of another type", `{"answer":{"keys":"a"}}`, kind.FaultContract, true},
+		{"too many keys", `{"answer":` + manyKeys(abi.MaxWakeKeys+1) + `}`, kind.FaultContract, true},
+		{"an empty key", `{"answer":{"keys":["a",""]}}`, kind.FaultContract, true},
+		{"a key over the bound", `{"answer":{"keys":["` + strings.Repeat("k", abi.MaxPartitionKey+1) + `"]}}`, kind.FaultContract, true},
+		{"an error", `{"raise":"cannot read it"}`, kind.FaultRaised, false},
+		{"output over the cap", `{"answer":{"keys":["` + strings.Repeat("k", 70<<10) + `"]}}`, kind.FaultTooLarge, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			keys, err := r.Wake(context.Background(), "test.wake", wakeBody(tt.body))
-			var ce *CallError
+			var ce *kind.CallError
 			if keys != nil || !errors.As(err, &ce) || ce.Reason != tt.reason || ce.Export != abi.ExportWake || errors.Is(err, ErrBadWake) != tt.bad {
 				t.Fatalf("wake = %q, %v; want a %s fault (ErrBadWake %v)", keys, err, tt.reason, tt.bad)
 			}
@@ -149,7 +149,7 @@ func TestWakeOffTheContractIsAFault(t *testing.T) {
 	if keys, err := r.Wake(context.Background(), "test.wake", wakeBody(`{"answer":`+manyKeys(abi.MaxWakeKeys)+`}`)); err != nil || len(keys) != abi.MaxWakeKeys {
 		t.Fatalf("%d keys at the bound: %v", len(keys), err)
 	}
-	if n := m.count("test.wake", abi.ExportWake, FaultContract); n != 6 {
+	if n := m.count("test.wake", abi.ExportWake, kind.FaultContract); n != 6 {
 		t.Fatalf("%d wake calls counted bad_output, want 6", n)
 	}
 }
@@ -161,8 +161,8 @@ func TestWakeIsBoundedByTheCallTimeout(t *testing.T) {
 	r := wakeRuntime(t, Limits{CallTimeout: 300 * time.Millisecond}, nil)
 	start := time.Now()
 	_, err := r.Wake(context.Background(), "test.wake", wakeBody(`{"loop":true}`))
-	var ce *CallError
-	if !errors.As(err, &ce) || ce.Reason != FaultTimeout {
+	var ce *kind.CallError
+	if !errors.As(err, &ce) || ce.Reason != kind.FaultTimeout {
 		t.Fatalf("wake = %v, want a timeout", err)
 	}
 	if took := time.Since(start); took > 5*time.Second {
