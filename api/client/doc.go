@@ -23,7 +23,8 @@
 // ClaimWork, CompleteWork, ReportPhase, ReportActivity: retry.go). Each
 // carries a fresh Idempotency-Key (128 random bits) and is sent again
 // under the same key after an answer it may have missed (a reset
-// connection, a timeout) and after 503 store_unavailable or store_busy
+// connection, a timeout, a gateway's own 502, 503 or 504) and after 503
+// store_unavailable or store_busy
 // (honouring Retry-After), at most Retry.Attempts times within
 // Retry.Within (8 within 30 s by default): the host writes it at most
 // once and answers each repeat with the first answer, so an agent's

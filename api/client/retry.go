@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"math/rand/v2"
+	"net/http"
 	"time"
 
 	"github.com/vigilhq/vigil/api"
@@ -17,8 +18,9 @@ import (
 // attempt, so the host writes it at most once however often it is sent,
 // and answers a repeat of a written one with its first answer. It is
 // sent again after an answer it may have missed (the connection failed
-// or timed out before the answer came) and after a 503 store_unavailable
-// or store_busy, waiting a backoff that doubles from Backoff (with
+// or timed out before the answer came, or a gateway in front of the host
+// answered 502, 503 or 504 in its own words) and after a 503
+// store_unavailable or store_busy, waiting a backoff that doubles from Backoff (with
 // jitter, up to 8 s), or the answer's Retry-After when that is longer;
 // at most Attempts times in all, and never once Within has passed since
 // the first (a wait that would end past it is not waited). The caller's
@@ -83,9 +85,22 @@ func (c *Client) create(ctx context.Context, method, path string, in, out any) e
 // retryable says whether a creating call that answered err may be sent
 // again under its key, and how long the host asked to wait first.
 func retryable(ctx context.Context, err error) (after time.Duration, again bool) {
-	var ae *api.Error
+	var (
+		ae   *api.Error
+		bare *bareAnswer
+	)
 	switch {
 	case err == nil || ctx.Err() != nil:
+		return 0, false
+	case errors.As(err, &bare):
+		// A gateway's 502, 503 or 504 in its own words: the host's answer
+		// never reached it, so the request may or may not have been
+		// written, as with an answer lost on the way. Any other bare
+		// answer is returned as it came.
+		switch bare.status {
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return 0, true
+		}
 		return 0, false
 	case errors.As(err, &ae):
 		// Only the store's own "not now": anything else the host
