@@ -5,6 +5,7 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -57,10 +58,31 @@ func NewIdempotencyKey() string {
 	return hex.EncodeToString(b[:])
 }
 
-// create makes a creating call under a fresh idempotency key, sent again
-// as c.retry says.
+// idemKeyContext is the context key WithIdempotencyKey sets.
+type idemKeyContext struct{}
+
+// WithIdempotencyKey returns ctx carrying key, the caller's own key for
+// the creating call made under ctx: it is sent under key rather than a
+// fresh one. A caller that lost a call's answer (an MCP client whose
+// tool call went unanswered) makes the same call again under the same
+// key and is answered the first answer, with nothing written twice. A
+// key that is not api.ValidIdempotencyKey is refused before anything is
+// sent, as 400 invalid_idempotency_key.
+func WithIdempotencyKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, idemKeyContext{}, key)
+}
+
+// create makes a creating call under the caller's key (WithIdempotencyKey)
+// or a fresh one, sent again as c.retry says.
 func (c *Client) create(ctx context.Context, method, path string, in, out any) error {
-	key := NewIdempotencyKey()
+	key, given := ctx.Value(idemKeyContext{}).(string)
+	switch {
+	case !given:
+		key = NewIdempotencyKey()
+	case !api.ValidIdempotencyKey(key):
+		return &api.Error{Code: api.CodeInvalidIdempotencyKey, Field: api.HeaderIdempotencyKey,
+			Message: fmt.Sprintf("want 1 to %d bytes of visible ASCII", api.MaxIdempotencyKey)}
+	}
 	began := time.Now()
 	for attempt := 1; ; attempt++ {
 		err := c.doKeyed(ctx, method, path, nil, in, out, key)

@@ -142,6 +142,31 @@ func TestAGatewaysAnswerIsALostAnswer(t *testing.T) {
 	}
 }
 
+// A caller's own key (WithIdempotencyKey) is sent, the same on every
+// attempt, in place of a fresh one; one that is not a key is refused
+// before anything is sent.
+func TestTheCallersKeyIsSent(t *testing.T) {
+	f := &flaky{answers: []string{"unavailable", "ok"}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	c := client.New(srv.URL, fast)
+	ctx := client.WithIdempotencyKey(context.Background(), `my"key\`)
+	if _, err := c.CreateWatch(ctx, api.WatchRequest{Kind: "ci"}); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := f.seen(); len(keys) != 2 || keys[0] != `"my\"key\\"` || keys[1] != keys[0] {
+		t.Fatalf("keys %q: want the caller's, on both attempts", keys)
+	}
+	_, err := c.CreateWatch(client.WithIdempotencyKey(context.Background(), "two\nlines"), api.WatchRequest{Kind: "ci"})
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Code != api.CodeInvalidIdempotencyKey {
+		t.Fatalf("a key that is not one: %v, want invalid_idempotency_key", err)
+	}
+	if keys, _ := f.seen(); len(keys) != 2 {
+		t.Fatalf("a key that is not one was sent: %q", keys)
+	}
+}
+
 // Every creating call carries a key and retries; a call that creates
 // nothing (a cancel, a read) carries none and is sent once.
 func TestEveryCreatingCallIsKeyed(t *testing.T) {
