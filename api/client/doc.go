@@ -23,12 +23,14 @@
 // ClaimWork, CompleteWork, ReportPhase, ReportActivity: retry.go). Each
 // carries a fresh Idempotency-Key (128 random bits) and is sent again
 // under the same key after an answer it may have missed (a reset
-// connection, a timeout) and after 503 store_unavailable or store_busy
+// connection, a timeout, a gateway's own 502, 503 or 504) and after 503
+// store_unavailable or store_busy
 // (honouring Retry-After), at most Retry.Attempts times within
 // Retry.Within (8 within 30 s by default): the host writes it at most
 // once and answers each repeat with the first answer, so an agent's
 // registration through a cluster's leader election makes exactly one
-// watch. Any other call is sent once: a cancel, a PUT of a recipient and
+// watch. A caller that must repeat a call itself (an MCP client whose
+// tool call went unanswered) gives its own key, WithIdempotencyKey. Any other call is sent once: a cancel, a PUT of a recipient and
 // every read are the caller's to repeat. Rejected: retrying without a
 // key, which turns a lost answer into a second watch; and leaving every
 // caller (the CLI, the MCP server, each agent) to write its own loop,

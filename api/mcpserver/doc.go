@@ -11,7 +11,10 @@
 // A creating tool's call (register, record, claim, complete) is the
 // client's creating call: under a fresh idempotency key, sent again under
 // it after a lost answer or a 503 store_unavailable or store_busy, so a
-// tool call through a cluster's election makes one watch.
+// tool call through a cluster's election makes one watch. register_watch
+// also takes the agent's own key (idempotency_key), for the answer lost
+// between the agent and this server: the same call again under it is
+// answered the first watch (client.WithIdempotencyKey).
 // A refusal comes back as a tool result with IsError set, its text the
 // API's "code: message", its structured content {"error":{code, message,
 // field, setting}}: an agent reads it and corrects itself. Protocol

@@ -144,7 +144,11 @@
 // failures never collapse into one. A held or coalesced answer records
 // nothing: it made no request. Facts and log lines carry header names,
 // never values; the secret by name only. An event log that fails is
-// logged and never fails the fetch.
+// logged and never fails the fetch. Facts and dead letters are written
+// with a client's margin (store.ClientWrite): on a disk nearly full they
+// stop with the clients' writes, leaving the room the store keeps for the
+// host to the settlements of acknowledged watches, and the refusal is
+// logged once, not per fetch.
 //
 // Bounds, and the memory they trade: the held and stored bodies stay under
 // Config.MaxCacheBytes (default 64 MiB), on access, with no goroutine of

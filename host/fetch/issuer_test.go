@@ -451,6 +451,83 @@ func TestEventLogFailureNeverFailsTheFetch(t *testing.T) {
 	}
 }
 
+// fakeNearlyFullLog is the badger event log on a disk the test fills, as
+// the store decides on one: while clientsRefused is set, a write with a
+// client's margin (store.ClientWrite) is refused, as the store refuses
+// one once the free space is under its reserve plus ClientMargin; while
+// full is set, every write is. For tests only.
+type fakeNearlyFullLog struct {
+	*store.Badger
+	clientsRefused, full atomic.Bool
+}
+
+func (l *fakeNearlyFullLog) AppendEvent(ctx context.Context, e store.Event) (store.Event, bool, error) {
+	if l.full.Load() || (l.clientsRefused.Load() && store.IsClientWrite(ctx)) {
+		return store.Event{}, false, &store.StorageFullError{Dir: "/var/lib/vigil/store", Free: 1 << 20, Need: 2 << 20}
+	}
+	return l.Badger.AppendEvent(ctx, e)
+}
+
+// A fetch's facts and dead letters yield to the settlements of the
+// watches already acknowledged: they are written with a client's margin,
+// so once a nearly full disk refuses clients' writes a fetch records
+// nothing, and the room the store keeps for the host's own writes is
+// left to the settlements and their mail (on a disk left so, 200 http
+// watches' facts spent that room in about 20 s, and no timer fired
+// after). The fetch itself goes on.
+func TestFactsYieldToSettlementsOnANearlyFullDisk(t *testing.T) {
+	srv := newOrigin(t, nil)
+	log := &fakeNearlyFullLog{Badger: mustOpenStore(t)}
+	h := newHarness(t, Config{Log: log})
+	h.log = log.Badger
+	log.clientsRefused.Store(true)
+	if resp := h.Fetch(t.Context(), get(srv.URL+"/a")); resp.Failure != nil || resp.Status != 200 {
+		t.Fatalf("answer %+v", resp)
+	}
+	if resp := h.Fetch(t.Context(), get("ftp://example.com/")); resp.Failure == nil {
+		t.Fatalf("a refused command answered %+v", resp)
+	}
+	if n, d := len(h.events(t, StreamFacts)), len(h.events(t, StreamDeadLetters)); n != 0 || d != 0 {
+		t.Fatalf("with clients' writes refused, %d facts and %d dead letters were written with the host's margin", n, d)
+	}
+	log.clientsRefused.Store(false)
+	if resp := h.Fetch(t.Context(), get(srv.URL+"/b")); resp.Failure != nil {
+		t.Fatalf("answer %+v", resp)
+	}
+	if n := len(h.events(t, StreamFacts)); n != 1 {
+		t.Fatalf("with room again, %d facts, want 1", n)
+	}
+}
+
+// A disk that refuses facts is said once, not per fetch, and once more
+// when facts are recorded again; any other failure of the event log is
+// still said per event.
+func TestAFullDiskIsLoggedOnceByTheIssuer(t *testing.T) {
+	srv := newOrigin(t, nil)
+	log := &fakeNearlyFullLog{Badger: mustOpenStore(t)}
+	h := newHarness(t, Config{Log: log})
+	refused := func() int { return strings.Count(h.out.String(), "not recorded while the store's disk is full") }
+	again := func() int { return strings.Count(h.out.String(), "recorded again") }
+	for round := 1; round <= 2; round++ {
+		log.full.Store(true)
+		for i := range 5 {
+			if resp := h.Fetch(t.Context(), get(fmt.Sprintf("%s/%d/%d", srv.URL, round, i))); resp.Failure != nil {
+				t.Fatalf("answer %+v", resp)
+			}
+		}
+		if refused() != round || strings.Contains(h.out.String(), "event not recorded") {
+			t.Fatalf("round %d, five fetches on a full disk: %d lines saying so, want %d:\n%s", round, refused(), round, h.out)
+		}
+		log.full.Store(false)
+		for i := range 2 {
+			_ = h.Fetch(t.Context(), get(fmt.Sprintf("%s/%d/again/%d", srv.URL, round, i)))
+		}
+		if again() != round {
+			t.Fatalf("round %d, facts recorded again: %d lines saying so, want %d:\n%s", round, again(), round, h.out)
+		}
+	}
+}
+
 func TestBodyCap(t *testing.T) {
 	srv := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(strings.Repeat("b", len(r.URL.Path)-1)))

@@ -473,3 +473,56 @@ func TestAnUnavailableStoreIs503(t *testing.T) {
 		t.Errorf("%d commits left unanswered, %d watches registered through MCP, want 1 and 1", fake.lost.Load(), n)
 	}
 }
+
+// Over a real connection, every creating route under one key, sent
+// sixteen times at once: every answer is the same status and body, and
+// the route's effect happened once (one watch, one record, one activity
+// report).
+func TestConcurrentKeyedRequestsOverHTTPAnswerAlike(t *testing.T) {
+	f, work := idemFixture(t)
+	url := apitest.Serve(t, f.app)
+	ctx := context.Background()
+	for _, r := range []struct{ method, path, body string }{
+		{"POST", "/api/v1/watches", `{"kind":"ci","params":{},"recipient":{"id":"agent-1"}}`},
+		{"POST", "/api/v1/scopes/support/observe", `{"item":"m9","thread":"T1","text":"more"}`},
+		{"POST", "/api/v1/work/" + work + "/claim", `{"recipient":{"id":"agent-1"}}`},
+		{"POST", "/api/v1/recipients/agent-1/activity", `{"replies":1}`},
+		{"PUT", "/api/v1/recipients/agent-1/phase", `{"name":"build","text":"x"}`},
+		{"POST", "/api/v1/work/" + work + "/complete", ""},
+	} {
+		answers := make([]string, 16)
+		var wg sync.WaitGroup
+		for i := range answers {
+			wg.Go(func() {
+				req, _ := http.NewRequest(r.method, url+r.path, strings.NewReader(r.body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set(api.HeaderIdempotencyKey, "at-once"+r.path)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					answers[i] = err.Error()
+					return
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				answers[i] = fmt.Sprint(resp.StatusCode, " ", resp.Header.Get("Location"), " ", string(b))
+			})
+		}
+		wg.Wait()
+		for i, a := range answers {
+			if a != answers[0] || !strings.HasPrefix(a, "20") {
+				t.Errorf("%s %s: answer %d is %.200s, answer 0 %.200s: want one 2xx answer for all", r.method, r.path, i, a, answers[0])
+			}
+		}
+	}
+	ws, _, err := f.st.List(ctx, store.Filter{Recipient: "agent-1"})
+	if err != nil || len(ws) != 1 {
+		t.Errorf("%d watches (%v), want 1", len(ws), err)
+	}
+	evs, err := f.st.ReadEvents(ctx, observe.Stream, 0, 100)
+	if err != nil || len(evs) != 2 { // the fixture's opener, and this one
+		t.Errorf("%d observed records (%v), want 2", len(evs), err)
+	}
+	if rec, _ := f.st.GetRecipient(ctx, "agent-1"); rec.Activity.Replies != 1 {
+		t.Errorf("activity %+v, want one report of one reply", rec.Activity)
+	}
+}

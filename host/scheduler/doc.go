@@ -141,7 +141,9 @@
 // A due
 // watch whose read or settlement the store did not answer is tried again
 // after the least interval (MinEvery), not its cadence: an election on
-// the servers is over in seconds. On a cluster a row not found within
+// the servers is over in seconds. A write refused for a full disk
+// (store.ErrStorageFull) is logged once until a settlement is taken
+// again, not per watch per attempt. On a cluster a row not found within
 // seconds of its registration is read again rather than forgotten, since
 // a node told of another's registration may read before the servers
 // show it.

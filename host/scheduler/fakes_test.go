@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -97,6 +98,9 @@ type recordingDeliverer struct {
 	mu sync.Mutex
 	// failSettles makes that many settlements fail first, unwritten.
 	failSettles int
+	// full refuses every settlement as a store on a full disk does
+	// (store.ErrStorageFull), unwritten.
+	full bool
 	// notOwner makes every settlement refused as another node's now.
 	notOwner bool
 	got      []store.Message
@@ -109,10 +113,13 @@ func (d *recordingDeliverer) Settle(ctx context.Context, id store.ID, st store.S
 	if fail {
 		d.failSettles--
 	}
-	notOwner := d.notOwner
+	notOwner, full := d.notOwner, d.full
 	d.mu.Unlock()
 	if fail {
 		return store.Watch{}, errors.New("fake: the store did not answer")
+	}
+	if full {
+		return store.Watch{}, &store.StorageFullError{Dir: "/var/lib/vigil/store", Free: 1 << 20, Need: 2 << 20}
 	}
 	if notOwner {
 		return store.Watch{}, fmt.Errorf("fake: %w", store.ErrNotOwner)
@@ -272,6 +279,8 @@ type harness struct {
 	ownership Ownership
 	// onChange, when set before open, is the scheduler's OnChange.
 	onChange func(store.ID)
+	// logger, when set before open, is the scheduler's.
+	logger *slog.Logger
 }
 
 func newHarness(t *testing.T) *harness {
@@ -330,7 +339,7 @@ func (h *harness) open() {
 	cfg := Config{
 		Store: h.counted, Plugins: h.plugins, Deliver: h.deliver, Clock: h.clock,
 		Jitter: rand.New(rand.NewPCG(1, 2)), IDs: idSource{rand.NewChaCha8([32]byte{7})},
-		Ownership: h.ownership, OnChange: h.onChange,
+		Ownership: h.ownership, OnChange: h.onChange, Logger: h.logger,
 	}
 	if h.realDelivery {
 		d, err := delivery.New(delivery.Config{Store: st, Clock: h.clock, IDs: idSource{rand.NewChaCha8([32]byte{9})}})

@@ -264,6 +264,9 @@ type Scheduler struct {
 
 	wake    chan struct{}
 	running atomic.Bool
+	// diskFull is set while the store refuses the scheduler's writes
+	// for a full disk, so that is logged once (storeFailed).
+	diskFull atomic.Bool
 	// changes wakes the waiters on a watch after each change the
 	// scheduler makes to it.
 	changes *watchwait.Notifier

@@ -411,11 +411,14 @@ func (s *Scheduler) durableNext(e *entry, start, end, hint time.Time) time.Time 
 // is no longer pending (a cancel committed first).
 func (s *Scheduler) record(ctx context.Context, e *entry, w store.Watch, attempts int, note string, fault *store.Fault, next time.Time) bool {
 	var err error
+	wrote := true
 	switch {
 	case note != w.LastNote || !fault.Equal(w.LastFault) || w.Attempts == 0:
 		err = s.cfg.Store.RecordProbe(ctx, e.id, store.Probe{Attempts: attempts, Note: note, Fault: fault, NextCheck: next})
 	case !next.Equal(w.NextCheck):
 		err = s.cfg.Store.SetNextCheck(ctx, e.id, next)
+	default:
+		wrote = false
 	}
 	switch {
 	case errors.Is(err, store.ErrNotPending), errors.Is(err, store.ErrNotOwner):
@@ -424,9 +427,37 @@ func (s *Scheduler) record(ctx context.Context, e *entry, w store.Watch, attempt
 	case err != nil && ctx.Err() == nil:
 		// The schedule in memory is still right; only a restart would
 		// miss what this probe saw.
-		s.log.Error("recording a probe", "watch", e.id, "err", err)
+		s.storeFailed("recording a probe", e.id, err)
+	case err == nil && wrote:
+		s.storeWrote()
 	}
 	return true
+}
+
+// storeFailed logs a write of the scheduler's that the store did not
+// take. One refused for a full disk (store.ErrStorageFull) is said once,
+// until a write is taken again (storeWrote): every watch whose
+// outcome waits is tried again each second, and a line per watch per
+// attempt would bury the store's own line, which says how much space is
+// missing and where. Any other failure is said per watch.
+func (s *Scheduler) storeFailed(what string, id store.ID, err error) {
+	if !errors.Is(err, store.ErrStorageFull) {
+		s.log.Error(what, "watch", id, "err", err)
+		return
+	}
+	if s.diskFull.CompareAndSwap(false, true) {
+		s.log.Warn(what+" was refused: the store's disk is full. Each watch waiting on it is tried again every second, and settles and mails once space is freed; this is not said again until the scheduler writes again",
+			"watch", id, "err", err)
+	}
+}
+
+// storeWrote notes a write the store took (a settlement, a baseline, a
+// probe's record): after a full disk, it says once that the scheduler
+// writes again.
+func (s *Scheduler) storeWrote() {
+	if s.diskFull.CompareAndSwap(true, false) {
+		s.log.Info("the store takes the scheduler's writes again")
+	}
 }
 
 // expiry is the outcome of a watch whose final observation was still
@@ -557,10 +588,11 @@ func (s *Scheduler) settle(ctx context.Context, e *entry, w store.Watch, state s
 	}
 	if err != nil {
 		// Neither persisted nor mailed: try again soon.
-		s.log.Error("persisting an outcome", "watch", e.id, "err", err)
+		s.storeFailed("persisting an outcome", e.id, err)
 		s.rearm(e, now.Add(s.storeRetry(e)), time.Time{})
 		return
 	}
+	s.storeWrote()
 	s.drop(e)
 	s.cfg.Plugins.Settled(ctx, settled)
 }
@@ -585,12 +617,15 @@ func (s *Scheduler) carry(ctx context.Context, e *entry, w store.Watch, obs kind
 			return
 		}
 		// Neither persisted nor mailed: look again at the next interval.
-		s.log.Error("persisting a baseline", "watch", e.id, "err", err)
-	} else if next := s.durableNext(e, start, now, obs.NextCheck); !next.Equal(w.NextCheck) {
-		// The baseline keeps the row's next check; a new one is written
-		// beside it.
-		if !s.record(ctx, e, store.Watch{Attempts: attempts, LastNote: obs.Note, NextCheck: w.NextCheck}, attempts, obs.Note, nil, next) {
-			return
+		s.storeFailed("persisting a baseline", e.id, err)
+	} else {
+		s.storeWrote()
+		if next := s.durableNext(e, start, now, obs.NextCheck); !next.Equal(w.NextCheck) {
+			// The baseline keeps the row's next check; a new one is
+			// written beside it.
+			if !s.record(ctx, e, store.Watch{Attempts: attempts, LastNote: obs.Note, NextCheck: w.NextCheck}, attempts, obs.Note, nil, next) {
+				return
+			}
 		}
 	}
 	s.mu.Lock()
