@@ -45,35 +45,35 @@ type fakePlugins struct{}
 
 func (fakePlugins) Settled(context.Context, store.Watch) {}
 
-func (fakePlugins) Lookup(kind string) (plugin.Info, bool) {
-	if kind == "ci" {
-		return plugin.Info{Kind: "ci", Version: "1.0.0", DefaultEvery: 30 * time.Second, Observable: true}, true
+func (fakePlugins) Lookup(kindName string) (kind.Info, bool) {
+	if kindName == "ci" {
+		return kind.Info{Kind: "ci", Version: "1.0.0", DefaultEvery: 30 * time.Second, Observable: true}, true
 	}
-	return plugin.Info{}, false
+	return kind.Info{}, false
 }
 
-func (f fakePlugins) Admit(_ context.Context, kind string, req kind.AdmitRequest) (plugin.Admission, error) {
-	if _, ok := f.Lookup(kind); !ok {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeWatchUnobservable, Setting: "kinds." + kind + ".wasm", Message: "no plugin serves " + kind}
+func (f fakePlugins) Admit(_ context.Context, kindName string, req kind.AdmitRequest) (kind.Admission, error) {
+	if _, ok := f.Lookup(kindName); !ok {
+		return kind.Admission{}, &api.Error{Code: api.CodeWatchUnobservable, Setting: "kinds." + kindName + ".wasm", Message: "no plugin serves " + kindName}
 	}
 	if strings.Contains(string(req.Params), `"bad"`) {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeInvalidParams, Field: "params.bad", Message: "bad"}
+		return kind.Admission{}, &api.Error{Code: api.CodeInvalidParams, Field: "params.bad", Message: "bad"}
 	}
-	return plugin.Admission{}, nil
+	return kind.Admission{}, nil
 }
 
-func (fakePlugins) Observe(_ context.Context, req abi.ObserveRequest) (plugin.Observation, error) {
+func (fakePlugins) Observe(_ context.Context, req abi.ObserveRequest) (kind.Observation, error) {
 	var p struct{ Result string }
 	_ = json.Unmarshal(req.Params, &p)
 	if p.Result == "" {
 		p.Result = "success"
 	}
-	return plugin.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: p.Result, Summary: "done"}}, nil
+	return kind.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: p.Result, Summary: "done"}}, nil
 }
 
-func (f fakePlugins) Plugins() []plugin.Info {
+func (f fakePlugins) Plugins() []kind.Info {
 	a, _ := f.Lookup("ci")
-	return []plugin.Info{a}
+	return []kind.Info{a}
 }
 
 func (fakePlugins) Problems() []*plugin.LoadError { return nil }

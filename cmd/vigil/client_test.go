@@ -43,42 +43,42 @@ type cliPlugins struct{}
 
 func (cliPlugins) Settled(context.Context, store.Watch) {}
 
-func (cliPlugins) Lookup(kind string) (plugin.Info, bool) {
-	switch kind {
+func (cliPlugins) Lookup(kindName string) (kind.Info, bool) {
+	switch kindName {
 	case "ci", "slow", "gone":
-		return plugin.Info{Kind: kind, Version: "1.0.0", DefaultEvery: 30 * time.Second, Observable: true, File: kind + ".wasm",
-			Source: "bundled", SHA256: fmt.Sprintf("%x", sha256.Sum256([]byte(kind)))}, true
+		return kind.Info{Kind: kindName, Version: "1.0.0", DefaultEvery: 30 * time.Second, Observable: true, File: kindName + ".wasm",
+			Source: "bundled", SHA256: fmt.Sprintf("%x", sha256.Sum256([]byte(kindName)))}, true
 	}
-	return plugin.Info{}, false
+	return kind.Info{}, false
 }
 
-func (p cliPlugins) Admit(_ context.Context, kind string, params json.RawMessage) (plugin.Admission, error) {
-	if _, ok := p.Lookup(kind); !ok {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeWatchUnobservable, Setting: "kinds." + kind + ".wasm", Message: "no plugin serves " + kind}
+func (p cliPlugins) Admit(_ context.Context, kindName string, params json.RawMessage) (kind.Admission, error) {
+	if _, ok := p.Lookup(kindName); !ok {
+		return kind.Admission{}, &api.Error{Code: api.CodeWatchUnobservable, Setting: "kinds." + kindName + ".wasm", Message: "no plugin serves " + kindName}
 	}
 	if strings.Contains(string(params), `"bad"`) {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeInvalidParams, Field: "params.bad", Message: "bad"}
+		return kind.Admission{}, &api.Error{Code: api.CodeInvalidParams, Field: "params.bad", Message: "bad"}
 	}
-	return plugin.Admission{}, nil
+	return kind.Admission{}, nil
 }
 
-func (cliPlugins) Observe(_ context.Context, req abi.ObserveRequest) (plugin.Observation, error) {
+func (cliPlugins) Observe(_ context.Context, req abi.ObserveRequest) (kind.Observation, error) {
 	switch req.Kind {
 	case "slow":
-		return plugin.Observation{Status: abi.StatusPending}, nil
+		return kind.Observation{Status: abi.StatusPending}, nil
 	case "gone":
-		return plugin.Observation{}, plugin.ErrUnknownKind
+		return kind.Observation{}, kind.ErrUnknownKind
 	}
 	var p struct{ Result string }
 	_ = json.Unmarshal(req.Params, &p)
 	if p.Result == "" {
 		p.Result = "success"
 	}
-	return plugin.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: p.Result, Summary: "ci says " + p.Result}}, nil
+	return kind.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: p.Result, Summary: "ci says " + p.Result}}, nil
 }
 
-func (p cliPlugins) Plugins() []plugin.Info {
-	var out []plugin.Info
+func (p cliPlugins) Plugins() []kind.Info {
+	var out []kind.Info
 	for _, k := range []string{"ci", "slow", "gone"} {
 		i, _ := p.Lookup(k)
 		out = append(out, i)

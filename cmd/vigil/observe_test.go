@@ -34,7 +34,7 @@ func newObserveFixture(t *testing.T) *observeFixture {
 	reg := kind.NewRegistry()
 	st := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: cliClock{now}, IDs: cliIDs{rand.NewChaCha8([32]byte{5})}})
 	cfg := observe.Config{Scopes: map[string]observe.Scope{"support": {
-		Observe: []observe.Entry{{Sources: []observe.Source{{Name: "slack-help", Reporters: []string{httpapi.LocalPrincipal}}}}},
+		Observe: []observe.Entry{{Sources: []observe.Source{{Name: "slack-help", Reporters: []string{kind.LocalPrincipal}}}}},
 		Routes:  []observe.Route{{Source: "slack-help"}},
 	}}}
 	ob, err := observe.New(observe.Options{Store: st.Store, Clock: cliClock{now}}, cfg)
@@ -61,7 +61,7 @@ func newObserveFixture(t *testing.T) *observeFixture {
 // runtime registers the plugins'.
 func registerAll(reg *kind.Registry, fake interface {
 	kind.Multi
-	Plugins() []plugin.Info
+	Plugins() []kind.Info
 }) error {
 	var ks []kind.Kind
 	for _, in := range fake.Plugins() {

@@ -417,7 +417,7 @@ func tryPlugin(ctx context.Context, cmd *cobra.Command, in tryInput) (rep tryRep
 	rep.Params = params
 
 	adm, err := rt.Admit(ctx, info.Kind, params)
-	var ref *plugin.Refusal
+	var ref *api.Error
 	switch {
 	case errors.As(err, &ref):
 		rep.Admit = &tryAdmit{Code: ref.Code, Field: ref.Field, Setting: ref.Setting, Message: ref.Message}
@@ -472,7 +472,7 @@ func tryPlugin(ctx context.Context, cmd *cobra.Command, in tryInput) (rep tryRep
 	switch {
 	case err != nil:
 		o.Status, o.Note = "", ""
-		var ce *plugin.CallError
+		var ce *kind.CallError
 		if errors.As(err, &ce) {
 			o.Fault = &tryFaultInfo{Reason: ce.Reason, Message: ce.Err.Error()}
 		} else {
@@ -510,7 +510,7 @@ func latest(a, b time.Time) time.Time {
 
 // findTried is the kind a dry run tries: the one the extra file serves,
 // or the kind named.
-func findTried(rt *plugin.Runtime, target, extra string) (plugin.Info, bool) {
+func findTried(rt *plugin.Runtime, target, extra string) (kind.Info, bool) {
 	if extra == "" {
 		return rt.Lookup(target)
 	}
@@ -519,7 +519,7 @@ func findTried(rt *plugin.Runtime, target, extra string) (plugin.Info, bool) {
 			return i, true
 		}
 	}
-	return plugin.Info{}, false
+	return kind.Info{}, false
 }
 
 // writeText prints the report for a person.

@@ -55,9 +55,6 @@ type Token struct {
 // MinTokenLen is the shortest token a Policy accepts.
 const MinTokenLen = 16
 
-// LocalName is the principal of every request to a server without tokens.
-const LocalName = kind.LocalPrincipal
-
 // ConfigError names the token entry and field at fault:
 // "tokens[2].roles[0]".
 type ConfigError struct {
@@ -77,7 +74,7 @@ type Policy struct {
 // Local is the policy of a server without tokens: every request is the
 // local principal, which may do everything.
 func Local() *Policy {
-	return &Policy{local: newPrincipal(Principal{Name: LocalName, actFor: []string{"*"}, admin: true, operator: true, orchestrator: true})}
+	return &Policy{local: newPrincipal(Principal{Name: kind.LocalPrincipal, actFor: []string{"*"}, admin: true, operator: true, orchestrator: true})}
 }
 
 // Compile checks every token and grant, returning every problem (each a
@@ -95,7 +92,7 @@ func Compile(tokens []Token) (*Policy, error) {
 		switch {
 		case !scheduler.ValidRecipientID(t.Principal):
 			bad(at+".principal", fmt.Errorf("%q: %s", t.Principal, scheduler.RecipientIDGrammar))
-		case t.Principal == LocalName:
+		case t.Principal == kind.LocalPrincipal:
 			// The tokenless principal: rows it registered, and the
 			// workspace rule, mean it and no token's principal.
 			bad(at+".principal", fmt.Errorf("%q is the principal of a server without tokens; name this one otherwise", t.Principal))
@@ -198,7 +195,7 @@ func (p *Policy) Principals() int { return len(p.tokens) }
 
 // Principal is an authenticated principal and what its grant allows.
 type Principal struct {
-	// Name is never empty (Compile checks it, Local's is LocalName), so a
+	// Name is never empty (Compile checks it, Local's is kind.LocalPrincipal), so a
 	// row no principal registered (RegisteredBy "") is nobody's.
 	Name                          string
 	actFor, registerFor, scopes   []string

@@ -180,7 +180,7 @@ func TestAuthenticate(t *testing.T) {
 		t.Fatal(pr.Name)
 	}
 	local, ok := Local().Authenticate("")
-	if !ok || local.Name != LocalName || !local.Allows(Action{Verb: Administer}) || !local.Allows(Action{Verb: ActFor, Recipient: "anyone"}) {
+	if !ok || local.Name != kind.LocalPrincipal || !local.Allows(Action{Verb: Administer}) || !local.Allows(Action{Verb: ActFor, Recipient: "anyone"}) {
 		t.Fatalf("the local principal: %+v %v", local, ok)
 	}
 }

@@ -84,7 +84,7 @@ type wasmHost struct {
 	rt *plugin.Runtime
 }
 
-func (h wasmHost) Plugins() []plugin.Info                            { return h.rt.Plugins() }
+func (h wasmHost) Plugins() []kind.Info                              { return h.rt.Plugins() }
 func (h wasmHost) Problems() []*plugin.LoadError                     { return h.rt.Problems() }
 func (h wasmHost) Reload(ctx context.Context) (plugin.Report, error) { return h.rt.Reload(ctx) }
 func (h wasmHost) Close(ctx context.Context) error                   { return h.rt.Close(ctx) }
@@ -93,30 +93,30 @@ func (h wasmHost) Close(ctx context.Context) error                   { return h.
 // with the deadline at + 1 min, pending with the next check at at.
 type timerFake struct{}
 
-var timerFakeInfo = plugin.Info{Kind: "timer", DefaultEvery: time.Minute, Observable: true}
+var timerFakeInfo = kind.Info{Kind: "timer", DefaultEvery: time.Minute, Observable: true}
 
-func (timerFake) Lookup(kind string) (plugin.Info, bool) {
+func (timerFake) Lookup(kind string) (kind.Info, bool) {
 	return timerFakeInfo, kind == "timer"
 }
 
-func (timerFake) Admit(_ context.Context, kind string, req kind.AdmitRequest) (plugin.Admission, error) {
-	if kind != "timer" {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeWatchUnobservable, Message: "no plugin serves " + kind}
+func (timerFake) Admit(_ context.Context, kindName string, req kind.AdmitRequest) (kind.Admission, error) {
+	if kindName != "timer" {
+		return kind.Admission{}, &api.Error{Code: api.CodeWatchUnobservable, Message: "no plugin serves " + kindName}
 	}
 	var p struct {
 		At time.Time `json:"at"`
 	}
 	if err := json.Unmarshal(req.Params, &p); err != nil || p.At.IsZero() {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeInvalidParams, Field: "params.at", Message: "required"}
+		return kind.Admission{}, &api.Error{Code: api.CodeInvalidParams, Field: "params.at", Message: "required"}
 	}
-	return plugin.Admission{Deadline: p.At.Add(time.Minute)}, nil
+	return kind.Admission{Deadline: p.At.Add(time.Minute)}, nil
 }
 
-func (timerFake) Observe(_ context.Context, req abi.ObserveRequest) (plugin.Observation, error) {
-	return plugin.Observation{Status: abi.StatusPending, Note: "not yet", NextCheck: req.Now.Add(time.Hour)}, nil
+func (timerFake) Observe(_ context.Context, req abi.ObserveRequest) (kind.Observation, error) {
+	return kind.Observation{Status: abi.StatusPending, Note: "not yet", NextCheck: req.Now.Add(time.Hour)}, nil
 }
 
-func (timerFake) Plugins() []plugin.Info               { return []plugin.Info{timerFakeInfo} }
+func (timerFake) Plugins() []kind.Info                 { return []kind.Info{timerFakeInfo} }
 func (timerFake) Problems() []*plugin.LoadError        { return nil }
 func (timerFake) Settled(context.Context, store.Watch) {}
 func (f timerFake) Reload(context.Context) (plugin.Report, error) {

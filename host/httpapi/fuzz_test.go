@@ -343,7 +343,7 @@ func FuzzRecordObserved(f *testing.F) {
 			t.Fatalf("%q recorded, and DecodeRecord refuses it: %v", body, err)
 		}
 		var res api.ObserveResult
-		if err := strictUnmarshal(b, &res); err != nil || res.Duplicate != (status == 200) || res.ThreadKey == "" || res.Event.Reporter != LocalPrincipal {
+		if err := strictUnmarshal(b, &res); err != nil || res.Duplicate != (status == 200) || res.ThreadKey == "" || res.Event.Reporter != kind.LocalPrincipal {
 			t.Fatalf("%+v recorded as %d %s (%v)", rec, status, b, err)
 		}
 	})

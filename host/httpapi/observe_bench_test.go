@@ -99,7 +99,7 @@ func startObserveServer(b *testing.B, o observeServerOpts) *observeServer {
 		b.Fatal(err)
 	}
 	srv := &observeServer{st: st, del: del}
-	reporters := []string{LocalPrincipal}
+	reporters := []string{kind.LocalPrincipal}
 	var tokens map[string]string
 	if o.principals > 0 {
 		tokens = map[string]string{}
@@ -300,7 +300,7 @@ func openWorks(b *testing.B, ob *observe.Observer, n int, recipient string) []st
 	ctx := context.Background()
 	for k := range n {
 		rec := observe.Record{Item: fmt.Sprint("opener-", k), Thread: fmt.Sprint("W", k), Text: "printer on fire"}
-		if _, err := ob.Record(ctx, LocalPrincipal, "support", rec); err != nil {
+		if _, err := ob.Record(ctx, kind.LocalPrincipal, "support", rec); err != nil {
 			b.Fatal(err)
 		}
 	}

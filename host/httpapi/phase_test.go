@@ -73,7 +73,7 @@ func TestPhaseReportedAsSelfOrSeeded(t *testing.T) {
 	_, _ = local.as(t, "", "PUT", "/api/v1/recipients/w", `{"status":"running"}`)
 	code, b := local.as(t, "", "PUT", "/api/v1/recipients/w/phase", `{"name":"review"}`)
 	var p api.Phase
-	if err := json.Unmarshal(b, &p); code != 200 || err != nil || p.ReportedBy != LocalPrincipal || p.Seeded {
+	if err := json.Unmarshal(b, &p); code != 200 || err != nil || p.ReportedBy != kind.LocalPrincipal || p.Seeded {
 		t.Fatalf("local: %d %s", code, b)
 	}
 }

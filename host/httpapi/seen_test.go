@@ -13,7 +13,6 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/sdk/abi"
@@ -24,16 +23,16 @@ import (
 type scriptedPlugins struct {
 	fakePlugins
 	mu     sync.Mutex
-	answer func() (plugin.Observation, error)
+	answer func() (kind.Observation, error)
 }
 
-func (p *scriptedPlugins) Observe(context.Context, abi.ObserveRequest) (plugin.Observation, error) {
+func (p *scriptedPlugins) Observe(context.Context, abi.ObserveRequest) (kind.Observation, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.answer()
 }
 
-func (p *scriptedPlugins) set(f func() (plugin.Observation, error)) {
+func (p *scriptedPlugins) set(f func() (kind.Observation, error)) {
 	p.mu.Lock()
 	p.answer = f
 	p.mu.Unlock()
@@ -46,8 +45,8 @@ func (p *scriptedPlugins) set(f func() (plugin.Observation, error)) {
 // schema.
 func TestAPIShowsWhatAPendingWatchHasSeen(t *testing.T) {
 	pl := &scriptedPlugins{}
-	pl.set(func() (plugin.Observation, error) {
-		return plugin.Observation{Status: abi.StatusPending, Note: "run 7 in progress"}, nil
+	pl.set(func() (kind.Observation, error) {
+		return kind.Observation{Status: abi.StatusPending, Note: "run 7 in progress"}, nil
 	})
 	st := apitest.NewStack(t, apitest.Config{Plugins: pl, Clock: fixedClock{t0}})
 	f := &fixture{app: New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: pl}, Options{})}
@@ -59,9 +58,9 @@ func TestAPIShowsWhatAPendingWatchHasSeen(t *testing.T) {
 	_ = json.Unmarshal(b, &w)
 	ctx := context.Background()
 	st.Scheduler.Tick(ctx, t0) // pending, with a note: written
-	pl.set(func() (plugin.Observation, error) {
+	pl.set(func() (kind.Observation, error) {
 		ce := &kind.CallError{Kind: "ci", Export: "observe", Reason: kind.FaultTimeout, Err: errors.New("observe ran past 5s")}
-		return plugin.Observation{Status: abi.StatusPending, Note: "plugin fault: timeout: observe ran past 5s", Fault: ce}, nil
+		return kind.Observation{Status: abi.StatusPending, Note: "plugin fault: timeout: observe ran past 5s", Fault: ce}, nil
 	})
 	st.Scheduler.Tick(ctx, t0.Add(30*time.Second)) // a fault: written
 	last := t0.Add(90 * time.Second)               // backed off to twice the cadence
@@ -90,8 +89,8 @@ func TestAPIShowsWhatAPendingWatchHasSeen(t *testing.T) {
 	validateAgainst(t, "Watch", b)
 
 	// An answer ends the fault.
-	pl.set(func() (plugin.Observation, error) {
-		return plugin.Observation{Status: abi.StatusPending, Note: "run 7 in progress"}, nil
+	pl.set(func() (kind.Observation, error) {
+		return kind.Observation{Status: abi.StatusPending, Note: "run 7 in progress"}, nil
 	})
 	next, _ := st.Scheduler.NextWake()
 	st.Scheduler.Tick(ctx, next)

@@ -93,7 +93,7 @@ type Recipients interface {
 
 // Plugins is the plugin runtime as the API sees it.
 type Plugins interface {
-	Plugins() []plugin.Info
+	Plugins() []kind.Info
 	Problems() []*plugin.LoadError
 	Reload(ctx context.Context) (plugin.Report, error)
 }
@@ -438,7 +438,7 @@ func clientWrites(c *fiber.Ctx) error {
 func toAPIError(err error) *api.Error {
 	var (
 		ae  *api.Error // every service's refusal: scheduler, recipients, kinds, observe
-		ce  *plugin.CallError
+		ce  *kind.CallError
 		rge *plugin.RegistryError
 		fe  *fiber.Error
 	)

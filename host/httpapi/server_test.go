@@ -41,34 +41,34 @@ type fakePlugins struct{}
 
 func (fakePlugins) Settled(context.Context, store.Watch) {}
 
-func (fakePlugins) Lookup(kind string) (plugin.Info, bool) {
-	switch kind {
+func (fakePlugins) Lookup(kindName string) (kind.Info, bool) {
+	switch kindName {
 	case "ci":
-		return plugin.Info{Kind: "ci", DefaultEvery: 30 * time.Second, Observable: true, Source: "bundled", SHA256: strings.Repeat("c", 64)}, true
+		return kind.Info{Kind: "ci", DefaultEvery: 30 * time.Second, Observable: true, Source: "bundled", SHA256: strings.Repeat("c", 64)}, true
 	case "ticket":
-		return plugin.Info{Kind: "ticket", Standing: true, DefaultEvery: time.Minute, Observable: true, Source: "/plugins", SHA256: strings.Repeat("7", 64)}, true
+		return kind.Info{Kind: "ticket", Standing: true, DefaultEvery: time.Minute, Observable: true, Source: "/plugins", SHA256: strings.Repeat("7", 64)}, true
 	}
-	return plugin.Info{}, false
+	return kind.Info{}, false
 }
 
-func (f fakePlugins) Admit(_ context.Context, kind string, req kind.AdmitRequest) (plugin.Admission, error) {
-	if _, ok := f.Lookup(kind); !ok {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeWatchUnobservable, Setting: "kinds." + kind + ".wasm", Message: "no plugin serves " + kind}
+func (f fakePlugins) Admit(_ context.Context, kindName string, req kind.AdmitRequest) (kind.Admission, error) {
+	if _, ok := f.Lookup(kindName); !ok {
+		return kind.Admission{}, &api.Error{Code: api.CodeWatchUnobservable, Setting: "kinds." + kindName + ".wasm", Message: "no plugin serves " + kindName}
 	}
 	if strings.Contains(string(req.Params), `"bad"`) {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeInvalidParams, Field: "params.bad", Message: "bad"}
+		return kind.Admission{}, &api.Error{Code: api.CodeInvalidParams, Field: "params.bad", Message: "bad"}
 	}
-	return plugin.Admission{}, nil
+	return kind.Admission{}, nil
 }
 
-func (fakePlugins) Observe(context.Context, abi.ObserveRequest) (plugin.Observation, error) {
-	return plugin.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: "success"}}, nil
+func (fakePlugins) Observe(context.Context, abi.ObserveRequest) (kind.Observation, error) {
+	return kind.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: "success"}}, nil
 }
 
-func (f fakePlugins) Plugins() []plugin.Info {
+func (f fakePlugins) Plugins() []kind.Info {
 	a, _ := f.Lookup("ci")
 	b, _ := f.Lookup("ticket")
-	return []plugin.Info{a, b}
+	return []kind.Info{a, b}
 }
 
 func (fakePlugins) Problems() []*plugin.LoadError { return nil }
@@ -90,7 +90,7 @@ type fixture struct {
 // (a server without tokens) reports, and scope closed, which it does not.
 func observeConfig() observe.Config {
 	return observe.Config{Scopes: map[string]observe.Scope{
-		"support": {Observe: []observe.Entry{{Sources: []observe.Source{{Name: "slack-help", Reporters: []string{LocalPrincipal, "tester"}}}}}, Routes: []observe.Route{{Source: "slack-help"}}},
+		"support": {Observe: []observe.Entry{{Sources: []observe.Source{{Name: "slack-help", Reporters: []string{kind.LocalPrincipal, "tester"}}}}}, Routes: []observe.Route{{Source: "slack-help"}}},
 		"closed":  {Observe: []observe.Entry{{Sources: []observe.Source{{Name: "mail", Reporters: []string{"someone-else"}}}}}},
 		"gone":    {Routes: []observe.Route{{Source: "mail"}}}, // its last observe entry removed
 	}}
@@ -422,7 +422,7 @@ func TestBearerTokens(t *testing.T) {
 	open := &server{o: Options{Auth: authz.NewGuard(authz.Local())}}
 	probe = fiber.New()
 	probe.Get("/whoami", open.authenticate, func(c *fiber.Ctx) error { seen = Principal(c); return nil })
-	if _, err := probe.Test(httptest.NewRequest("GET", "/whoami", nil)); err != nil || seen != LocalPrincipal {
+	if _, err := probe.Test(httptest.NewRequest("GET", "/whoami", nil)); err != nil || seen != kind.LocalPrincipal {
 		t.Fatalf("principal without tokens %q %v", seen, err)
 	}
 	// Health stays open for probes.

@@ -14,7 +14,6 @@ import (
 	"github.com/vigilhq/vigil/host/authz"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/observe"
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/recipients"
 )
 
@@ -160,7 +159,7 @@ func (s *server) getPlugin(c *fiber.Ctx) error {
 	return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no kind %q is loaded", k)}
 }
 
-func toPluginDetail(i plugin.Info) api.PluginDetail {
+func toPluginDetail(i kind.Info) api.PluginDetail {
 	p := toPlugin(i)
 	grants, _ := json.Marshal(i.Grants) // a struct of strings: an object, never an error
 	schema := i.Schema

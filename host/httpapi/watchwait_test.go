@@ -15,7 +15,6 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/authz"
 	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/host/watchwait"
 	"github.com/vigilhq/vigil/internal/apitest"
@@ -30,26 +29,26 @@ type slowKinds struct{}
 
 func (slowKinds) Settled(context.Context, store.Watch) {}
 
-func (slowKinds) Lookup(kind string) (plugin.Info, bool) {
-	switch kind {
+func (slowKinds) Lookup(kindName string) (kind.Info, bool) {
+	switch kindName {
 	case "slow", "done":
-		return plugin.Info{Kind: kind, DefaultEvery: 30 * time.Second, Observable: true}, true
+		return kind.Info{Kind: kindName, DefaultEvery: 30 * time.Second, Observable: true}, true
 	}
-	return plugin.Info{}, false
+	return kind.Info{}, false
 }
 
-func (k slowKinds) Admit(_ context.Context, kind string, _ kind.AdmitRequest) (plugin.Admission, error) {
-	if _, ok := k.Lookup(kind); !ok {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeWatchUnobservable, Message: "no plugin serves " + kind}
+func (k slowKinds) Admit(_ context.Context, kindName string, _ kind.AdmitRequest) (kind.Admission, error) {
+	if _, ok := k.Lookup(kindName); !ok {
+		return kind.Admission{}, &api.Error{Code: api.CodeWatchUnobservable, Message: "no plugin serves " + kindName}
 	}
-	return plugin.Admission{}, nil
+	return kind.Admission{}, nil
 }
 
-func (slowKinds) Observe(_ context.Context, r abi.ObserveRequest) (plugin.Observation, error) {
+func (slowKinds) Observe(_ context.Context, r abi.ObserveRequest) (kind.Observation, error) {
 	if r.Kind == "done" {
-		return plugin.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: "success"}}, nil
+		return kind.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: "success"}}, nil
 	}
-	return plugin.Observation{Status: abi.StatusPending, Note: fmt.Sprintf("seen %d", r.Attempt)}, nil
+	return kind.Observation{Status: abi.StatusPending, Note: fmt.Sprintf("seen %d", r.Attempt)}, nil
 }
 
 // readSignal tells the test each time the wait has read the watch, so it

@@ -1,7 +1,8 @@
 // Package kind is the one seam between the host and the predicates it
 // serves: what a kind of watch is (Kind: describe, admit, observe, and the
 // optional Settled hook), the answers those calls give (Info, Admission,
-// Observation) and their errors (Refusal, CallError), and the Registry
+// Observation) and their error (CallError; a refusal is an *api.Error),
+// and the Registry
 // that the scheduler and the recipients look kinds up in.
 //
 // Two sources register kinds: the wasm runtime (host/plugin), one Kind per

@@ -15,7 +15,6 @@ import (
 	"github.com/vigilhq/vigil/internal/fakeclock"
 
 	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/sdk/abi"
@@ -27,12 +26,12 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 // noPlugins is a plugin runtime with no kinds: only the built-in one.
 type noPlugins struct{}
 
-func (noPlugins) Lookup(string) (plugin.Info, bool) { return plugin.Info{}, false }
-func (noPlugins) Admit(_ context.Context, kind string, _ kind.AdmitRequest) (plugin.Admission, error) {
-	return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeWatchUnobservable, Message: "no plugin serves " + kind}
+func (noPlugins) Lookup(string) (kind.Info, bool) { return kind.Info{}, false }
+func (noPlugins) Admit(_ context.Context, kindName string, _ kind.AdmitRequest) (kind.Admission, error) {
+	return kind.Admission{}, &api.Error{Code: api.CodeWatchUnobservable, Message: "no plugin serves " + kindName}
 }
-func (noPlugins) Observe(_ context.Context, req abi.ObserveRequest) (plugin.Observation, error) {
-	return plugin.Observation{}, fmt.Errorf("%w %q", plugin.ErrUnknownKind, req.Kind)
+func (noPlugins) Observe(_ context.Context, req abi.ObserveRequest) (kind.Observation, error) {
+	return kind.Observation{}, fmt.Errorf("%w %q", kind.ErrUnknownKind, req.Kind)
 }
 
 type seeded struct{ r *rand.ChaCha8 }
@@ -317,7 +316,7 @@ func TestThreadWatchAdmission(t *testing.T) {
 		"unknown":      {`{"work_id":"` + w.ID.String() + `","x":1}`, api.CodeInvalidParams},
 	} {
 		_, err := r.stack.Scheduler.Register(ctx, scheduler.Registration{Kind: WorkKind, Params: json.RawMessage(c.params), Recipient: store.Recipient{ID: "a"}, Caller: kind.HostCaller{}})
-		var ref *plugin.Refusal
+		var ref *api.Error
 		if !errors.As(err, &ref) || ref.Code != c.code {
 			t.Errorf("%s: %v, want %s", name, err, c.code)
 		}
@@ -333,7 +332,7 @@ func TestThreadWatchAdmission(t *testing.T) {
 	}
 	r.complete(other.ID)
 	_, err := r.stack.Scheduler.Register(ctx, scheduler.Registration{Kind: WorkKind, Params: json.RawMessage(`{"work_id":"` + other.ID.String() + `"}`), Recipient: store.Recipient{ID: "a"}, Caller: kind.HostCaller{}})
-	var ref *plugin.Refusal
+	var ref *api.Error
 	if !errors.As(err, &ref) || ref.Field != "params.work_id" || !strings.Contains(ref.Message, "completed") {
 		t.Fatalf("a wait on a completed work: %v", err)
 	}

@@ -49,9 +49,9 @@
 //     destination guard refuses. Destinations are judged without DNS
 //     (literals, localhost and the inet_aton forms, through netguard's
 //     LiteralResolver); a name is left to each fetch's own guard.
-//   - Blame the caller for the plugin. A refusal (*Refusal, a 422) is
+//   - Blame the caller for the plugin. A refusal (*api.Error, a 422) is
 //     about the params or the operator's settings; an answer off the
-//     contract, destinations included, is a *CallError (a fault, 503).
+//     contract, destinations included, is a *kind.CallError (a fault, 503).
 //
 // Why a goroutine-free timeout was not used: wazero can only interrupt
 // compiled code that checks the module's state at loop entries, and it

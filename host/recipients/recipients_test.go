@@ -14,7 +14,6 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/api/webhooks"
 	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
@@ -35,17 +34,17 @@ type fakePlugins struct {
 	admitted []kind.AdmitRequest
 }
 
-func (f *fakePlugins) Lookup(kind string) (plugin.Info, bool) {
-	switch kind {
+func (f *fakePlugins) Lookup(kindName string) (kind.Info, bool) {
+	switch kindName {
 	case "ci":
-		return plugin.Info{Kind: "ci", DefaultEvery: 30 * time.Second}, true
+		return kind.Info{Kind: "ci", DefaultEvery: 30 * time.Second}, true
 	case "ticket":
-		return plugin.Info{Kind: "ticket", Standing: true, DefaultEvery: time.Minute}, true
+		return kind.Info{Kind: "ticket", Standing: true, DefaultEvery: time.Minute}, true
 	}
-	return plugin.Info{}, false
+	return kind.Info{}, false
 }
 
-func (f *fakePlugins) Admit(_ context.Context, _ string, req kind.AdmitRequest) (plugin.Admission, error) {
+func (f *fakePlugins) Admit(_ context.Context, _ string, req kind.AdmitRequest) (kind.Admission, error) {
 	f.mu.Lock()
 	f.admitted = append(f.admitted, req)
 	f.mu.Unlock()
@@ -53,22 +52,22 @@ func (f *fakePlugins) Admit(_ context.Context, _ string, req kind.AdmitRequest) 
 		// Params naming a record: admitted only for a caller that may
 		// read it, hidden as an unknown id otherwise.
 		if err := kind.MayRead(req.Caller, kind.Object{Class: kind.ObjectWork, ID: "w1", Scope: "support"}); err != nil {
-			return plugin.Admission{}, &kind.HiddenError{NotFound: &api.Error{Code: api.CodeNotFound, Message: `no work item "w1"`}, Reason: err}
+			return kind.Admission{}, &kind.HiddenError{NotFound: &api.Error{Code: api.CodeNotFound, Message: `no work item "w1"`}, Reason: err}
 		}
 	}
 	if strings.Contains(string(req.Params), `"bad"`) {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeInvalidParams, Field: "params.bad", Message: "bad"}
+		return kind.Admission{}, &api.Error{Code: api.CodeInvalidParams, Field: "params.bad", Message: "bad"}
 	}
-	return plugin.Admission{}, nil
+	return kind.Admission{}, nil
 }
 
 func (f *fakePlugins) Settled(context.Context, store.Watch) {}
 
-func (f *fakePlugins) Observe(context.Context, abi.ObserveRequest) (plugin.Observation, error) {
+func (f *fakePlugins) Observe(context.Context, abi.ObserveRequest) (kind.Observation, error) {
 	f.mu.Lock()
 	f.probes++
 	f.mu.Unlock()
-	return plugin.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: "success"}}, nil
+	return kind.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: "success"}}, nil
 }
 
 // countingDeliverer settles and carries on the store, and counts what it
@@ -335,7 +334,7 @@ func TestPutValidates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := f.svc.Put(ctx, tt.u)
-			var e *Error
+			var e *api.Error
 			if !errors.As(err, &e) || e.Field != tt.field {
 				t.Fatalf("err = %v", err)
 			}

@@ -132,12 +132,12 @@ func (p *timers) due(i int) time.Time {
 // deadline at + 1 min, pending with the next check an hour ahead.
 func timerFakes(at time.Time) *fakePlugins {
 	return &fakePlugins{
-		kinds: map[string]plugin.Info{"timer": {Kind: "timer", DefaultEvery: time.Minute}},
-		observe: func(req abi.ObserveRequest) (plugin.Observation, error) {
-			return plugin.Observation{Status: abi.StatusPending, Note: "not yet", NextCheck: req.Now.Add(time.Hour)}, nil
+		kinds: map[string]kind.Info{"timer": {Kind: "timer", DefaultEvery: time.Minute}},
+		observe: func(req abi.ObserveRequest) (kind.Observation, error) {
+			return kind.Observation{Status: abi.StatusPending, Note: "not yet", NextCheck: req.Now.Add(time.Hour)}, nil
 		},
-		admit: func(string, json.RawMessage) (plugin.Admission, error) {
-			return plugin.Admission{Deadline: at.Add(time.Minute)}, nil
+		admit: func(string, json.RawMessage) (kind.Admission, error) {
+			return kind.Admission{Deadline: at.Add(time.Minute)}, nil
 		},
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -41,16 +41,16 @@ func newIsolation(t *testing.T, slowKinds ...string) *isolation {
 		release: make(chan struct{}),
 		mailed:  make(chan store.Message, 4096),
 	}
-	iso.plugins.kinds["timer"] = plugin.Info{Kind: "timer", DefaultEvery: time.Minute}
+	iso.plugins.kinds["timer"] = kind.Info{Kind: "timer", DefaultEvery: time.Minute}
 	for _, k := range slowKinds {
-		iso.plugins.kinds[k] = plugin.Info{Kind: k, DefaultEvery: time.Minute}
+		iso.plugins.kinds[k] = kind.Info{Kind: k, DefaultEvery: time.Minute}
 	}
 	iso.plugins.observe = iso.observe
 	iso.deliver.before = func(m store.Message) { iso.mailed <- m }
 	return iso
 }
 
-func (iso *isolation) observe(req abi.ObserveRequest) (plugin.Observation, error) {
+func (iso *isolation) observe(req abi.ObserveRequest) (kind.Observation, error) {
 	id, _ := store.ParseID(req.WatchID)
 	w, _ := iso.store.Get(context.Background(), id)
 	iso.entered <- probeStart{kind: req.Kind, recipient: w.Recipient.ID, now: req.Now}
@@ -59,8 +59,8 @@ func (iso *isolation) observe(req abi.ObserveRequest) (plugin.Observation, error
 	}
 	<-iso.release
 	if iso.fault {
-		return plugin.Observation{Status: abi.StatusPending, Note: "plugin fault: timeout",
-			Fault: &plugin.CallError{Kind: req.Kind, Export: "observe", Reason: plugin.FaultTimeout, Err: context.DeadlineExceeded}}, nil
+		return kind.Observation{Status: abi.StatusPending, Note: "plugin fault: timeout",
+			Fault: &kind.CallError{Kind: req.Kind, Export: "observe", Reason: kind.FaultTimeout, Err: context.DeadlineExceeded}}, nil
 	}
 	return pending("still slow")
 }
@@ -162,7 +162,7 @@ func TestABusyRecipientDoesNotHoldBackAnother(t *testing.T) {
 func TestSlowFaultsDoNotHoldBackATimer(t *testing.T) {
 	iso := newIsolation(t)
 	iso.fault = true
-	iso.plugins.kinds["flaky"] = plugin.Info{Kind: "flaky", Standing: true, DefaultEvery: time.Minute}
+	iso.plugins.kinds["flaky"] = kind.Info{Kind: "flaky", Standing: true, DefaultEvery: time.Minute}
 	for i := range 1000 {
 		iso.registerFor("flaky", fmt.Sprintf("agent-%d", i))
 	}
@@ -240,7 +240,7 @@ func TestHammerCapsAndCancels(t *testing.T) {
 	h := newHarness(t)
 	kinds := []string{"k0", "k1", "k2"}
 	for _, k := range kinds {
-		h.plugins.kinds[k] = plugin.Info{Kind: k, DefaultEvery: time.Minute}
+		h.plugins.kinds[k] = kind.Info{Kind: k, DefaultEvery: time.Minute}
 	}
 	var mu sync.Mutex
 	inFlight, peak := map[string]int{}, 0
@@ -259,7 +259,7 @@ func TestHammerCapsAndCancels(t *testing.T) {
 			inFlight[k]--
 		}
 	}
-	h.plugins.observe = func(req abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.observe = func(req abi.ObserveRequest) (kind.Observation, error) {
 		id, _ := store.ParseID(req.WatchID)
 		w, _ := h.store.Get(context.Background(), id)
 		keys := []string{"kind/" + req.Kind, "recipient/" + w.Recipient.ID}
@@ -404,7 +404,7 @@ func TestABacklogIsProbedWhileItIsRead(t *testing.T) {
 	}
 	readAtFirst := -1
 	var once sync.Once
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) {
 		once.Do(func() { readAtFirst = cg.count() })
 		return pending("not yet")
 	}

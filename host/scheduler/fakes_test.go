@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/internal/fakeclock"
 
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -25,34 +25,34 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 // answers. observe is called for every probe.
 type fakePlugins struct {
 	mu      sync.Mutex
-	kinds   map[string]plugin.Info
-	observe func(req abi.ObserveRequest) (plugin.Observation, error)
-	admit   func(kind string, params json.RawMessage) (plugin.Admission, error)
+	kinds   map[string]kind.Info
+	observe func(req abi.ObserveRequest) (kind.Observation, error)
+	admit   func(kind string, params json.RawMessage) (kind.Admission, error)
 	// observeCtx, when set, sees each probe's context.
 	observeCtx func(ctx context.Context)
 	probes     int
 }
 
-func (f *fakePlugins) Lookup(kind string) (plugin.Info, bool) {
+func (f *fakePlugins) Lookup(kind string) (kind.Info, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	i, ok := f.kinds[kind]
 	return i, ok
 }
 
-func (f *fakePlugins) Admit(_ context.Context, kind string, req kind.AdmitRequest) (plugin.Admission, error) {
-	if _, ok := f.Lookup(kind); !ok {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeWatchUnobservable, Setting: "kinds." + kind + ".wasm", Message: "no plugin"}
+func (f *fakePlugins) Admit(_ context.Context, kindName string, req kind.AdmitRequest) (kind.Admission, error) {
+	if _, ok := f.Lookup(kindName); !ok {
+		return kind.Admission{}, &api.Error{Code: api.CodeWatchUnobservable, Setting: "kinds." + kindName + ".wasm", Message: "no plugin"}
 	}
 	if f.admit != nil {
-		return f.admit(kind, req.Params)
+		return f.admit(kindName, req.Params)
 	}
-	return plugin.Admission{}, nil
+	return kind.Admission{}, nil
 }
 
 func (f *fakePlugins) Settled(context.Context, store.Watch) {}
 
-func (f *fakePlugins) Observe(ctx context.Context, req abi.ObserveRequest) (plugin.Observation, error) {
+func (f *fakePlugins) Observe(ctx context.Context, req abi.ObserveRequest) (kind.Observation, error) {
 	if f.observeCtx != nil {
 		f.observeCtx(ctx)
 	}
@@ -62,7 +62,7 @@ func (f *fakePlugins) Observe(ctx context.Context, req abi.ObserveRequest) (plug
 	obs := f.observe
 	f.mu.Unlock()
 	if !ok {
-		return plugin.Observation{}, fmt.Errorf("%w %q", plugin.ErrUnknownKind, req.Kind)
+		return kind.Observation{}, fmt.Errorf("%w %q", kind.ErrUnknownKind, req.Kind)
 	}
 	return obs(req)
 }
@@ -79,12 +79,12 @@ func (f *fakePlugins) remove(kind string) {
 	f.mu.Unlock()
 }
 
-func pending(note string) (plugin.Observation, error) {
-	return plugin.Observation{Status: abi.StatusPending, Note: note}, nil
+func pending(note string) (kind.Observation, error) {
+	return kind.Observation{Status: abi.StatusPending, Note: note}, nil
 }
 
-func settled(result string) (plugin.Observation, error) {
-	return plugin.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: result}}, nil
+func settled(result string) (kind.Observation, error) {
+	return kind.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: result}}, nil
 }
 
 // recordingDeliverer settles and carries on the store it is given (st,
@@ -300,12 +300,12 @@ func newHarnessUnopened(t *testing.T) *harness {
 		t:   t,
 		dir: t.TempDir(),
 		plugins: &fakePlugins{
-			kinds: map[string]plugin.Info{
+			kinds: map[string]kind.Info{
 				"ci":       {Kind: "ci", DefaultEvery: 30 * time.Second},
 				"ticket":   {Kind: "ticket", Standing: true, DefaultEvery: time.Minute},
 				"no-every": {Kind: "no-every"},
 			},
-			observe: func(abi.ObserveRequest) (plugin.Observation, error) { return pending("not yet") },
+			observe: func(abi.ObserveRequest) (kind.Observation, error) { return pending("not yet") },
 		},
 		deliver: &recordingDeliverer{},
 		clock:   fakeclock.At(t0),

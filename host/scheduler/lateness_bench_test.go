@@ -27,7 +27,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/internal/benchtest"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
@@ -58,7 +58,7 @@ func BenchmarkLateness(b *testing.B) {
 }
 
 // latenessPass is one pass: it returns each timer's lateness.
-func latenessPass(b *testing.B, design string, timers int, kind string, n int, probe time.Duration) []time.Duration {
+func latenessPass(b *testing.B, design string, timers int, kindName string, n int, probe time.Duration) []time.Duration {
 	b.StopTimer()
 	ctx := context.Background()
 	st, err := store.Open(b.TempDir(), store.Options{})
@@ -76,12 +76,12 @@ func latenessPass(b *testing.B, design string, timers int, kind string, n int, p
 	)
 	probed.Add(timers)
 	pl := &fakePlugins{
-		kinds: map[string]plugin.Info{
+		kinds: map[string]kind.Info{
 			"timer": {Kind: "timer", DefaultEvery: time.Minute},
 			"slow":  {Kind: "slow", DefaultEvery: time.Minute},
 			"flaky": {Kind: "flaky", Standing: true, DefaultEvery: time.Minute},
 		},
-		observe: func(req abi.ObserveRequest) (plugin.Observation, error) {
+		observe: func(req abi.ObserveRequest) (kind.Observation, error) {
 			if req.Kind == "timer" {
 				mu.Lock()
 				due, ok := dueOf[req.WatchID]
@@ -110,15 +110,15 @@ func latenessPass(b *testing.B, design string, timers int, kind string, n int, p
 		b.Fatal(err)
 	}
 	kindOf := map[store.ID]string{}
-	register := func(kind string, i int) {
-		w, err := s.Register(ctx, Registration{Kind: kind, Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: fmt.Sprintf("agent-%d", i%64)}})
+	register := func(kindName string, i int) {
+		w, err := s.Register(ctx, Registration{Kind: kindName, Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: fmt.Sprintf("agent-%d", i%64)}})
 		if err != nil {
 			b.Fatal(err)
 		}
-		kindOf[w.ID] = kind
+		kindOf[w.ID] = kindName
 	}
 	for i := range n {
-		register(kind, i)
+		register(kindName, i)
 	}
 	for i := range timers {
 		register("timer", i)

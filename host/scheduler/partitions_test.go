@@ -10,7 +10,8 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -187,7 +188,7 @@ func TestADueWatchWhosePartitionMovedIsNotProbed(t *testing.T) {
 func TestAProbeWhosePartitionMovesWritesNothing(t *testing.T) {
 	own := owning(1, 0)
 	h := clusteredHarness(t, own)
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) {
 		own.set(0, false)
 		return settled("success")
 	}
@@ -240,10 +241,10 @@ func TestAdoptArmsOnlyOwnedWatches(t *testing.T) {
 // Every watch admit gives one partition key lands in one partition.
 func TestAPartitionKeyPicksThePartition(t *testing.T) {
 	h := clusteredHarness(t, owning(64, 0))
-	h.plugins.admit = func(_ string, params json.RawMessage) (plugin.Admission, error) {
+	h.plugins.admit = func(_ string, params json.RawMessage) (kind.Admission, error) {
 		var p struct{ Key string }
 		_ = json.Unmarshal(params, &p)
-		return plugin.Admission{PartitionKey: p.Key}, nil
+		return kind.Admission{PartitionKey: p.Key}, nil
 	}
 	parts := map[string]map[int]bool{}
 	for i := range 30 {
@@ -270,10 +271,10 @@ func TestAPartitionKeyPicksThePartition(t *testing.T) {
 // under 1e-14); a watch with no key keeps its id's random slot.
 func TestPartitionKeysLandTogetherAndSpread(t *testing.T) {
 	h := clusteredHarness(t, owning(64, 0))
-	h.plugins.admit = func(_ string, params json.RawMessage) (plugin.Admission, error) {
+	h.plugins.admit = func(_ string, params json.RawMessage) (kind.Admission, error) {
 		var p struct{ Key string }
 		_ = json.Unmarshal(params, &p)
-		return plugin.Admission{PartitionKey: p.Key}, nil
+		return kind.Admission{PartitionKey: p.Key}, nil
 	}
 	register := func(t *rapid.T, key string) store.Watch {
 		params, _ := json.Marshal(map[string]string{"key": key})
@@ -324,11 +325,11 @@ var _ Gate = (*gatedOwnership)(nil)
 // registrations go through.
 func TestAGateRefusesRegistrations(t *testing.T) {
 	g := &gatedOwnership{fakeOwnership: owning(8, 0, 1, 2, 3, 4, 5, 6, 7)}
-	refusal := &Error{Code: "plugin_set_mismatch", Message: "another set"}
+	refusal := &api.Error{Code: "plugin_set_mismatch", Message: "another set"}
 	g.refusal = refusal
 	h := clusteredHarness(t, g)
 	admitted := 0
-	h.plugins.admit = func(string, json.RawMessage) (plugin.Admission, error) { admitted++; return plugin.Admission{}, nil }
+	h.plugins.admit = func(string, json.RawMessage) (kind.Admission, error) { admitted++; return kind.Admission{}, nil }
 	_, err := h.s.Register(context.Background(), Registration{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "agent-1"}})
 	if err != refusal || admitted != 0 || h.counted.count() != 0 || h.s.Pending() != 0 {
 		t.Fatalf("register = %v, admitted %d, writes %d, pending %d; want the gate's refusal and nothing done", err, admitted, h.counted.count(), h.s.Pending())

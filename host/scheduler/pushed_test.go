@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -32,13 +32,13 @@ func (r *settledRecorder) Settled(_ context.Context, w store.Watch) {
 func TestPushedWatchIsWokenByPokeOnly(t *testing.T) {
 	h := newHarness(t)
 	ready := false
-	h.plugins.kinds["observe.thread"] = plugin.Info{Kind: "observe.thread", Pushed: true}
-	h.plugins.admit = func(kind string, params json.RawMessage) (plugin.Admission, error) {
-		return plugin.Admission{Subject: "work/1", Params: json.RawMessage(`{"work_id":"1","after":0}`)}, nil
+	h.plugins.kinds["observe.thread"] = kind.Info{Kind: "observe.thread", Pushed: true}
+	h.plugins.admit = func(kindName string, params json.RawMessage) (kind.Admission, error) {
+		return kind.Admission{Subject: "work/1", Params: json.RawMessage(`{"work_id":"1","after":0}`)}, nil
 	}
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) {
 		if ready {
-			return plugin.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: "new_items"}}, nil
+			return kind.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: "new_items"}}, nil
 		}
 		return pending("nothing new")
 	}
@@ -90,10 +90,10 @@ func TestPushedWatchIsWokenByPokeOnly(t *testing.T) {
 // A pushed kind takes no cadence from the registration.
 func TestPushedWatchRefusesEvery(t *testing.T) {
 	h := newHarness(t)
-	h.plugins.kinds["observe.thread"] = plugin.Info{Kind: "observe.thread", Pushed: true}
+	h.plugins.kinds["observe.thread"] = kind.Info{Kind: "observe.thread", Pushed: true}
 	every := time.Minute
 	_, err := h.s.Register(context.Background(), Registration{Kind: "observe.thread", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "agent-1"}, Every: &every})
-	var se *Error
+	var se *api.Error
 	if !errors.As(err, &se) || se.Field != "every" {
 		t.Fatalf("err = %v", err)
 	}
@@ -103,12 +103,12 @@ func TestPushedWatchRefusesEvery(t *testing.T) {
 // watch is due again as soon as that probe ends.
 func TestPokeDuringAProbeIsKept(t *testing.T) {
 	h := newHarness(t)
-	h.plugins.kinds["observe.thread"] = plugin.Info{Kind: "observe.thread", Pushed: true}
-	h.plugins.admit = func(string, json.RawMessage) (plugin.Admission, error) {
-		return plugin.Admission{Subject: "work/1"}, nil
+	h.plugins.kinds["observe.thread"] = kind.Info{Kind: "observe.thread", Pushed: true}
+	h.plugins.admit = func(string, json.RawMessage) (kind.Admission, error) {
+		return kind.Admission{Subject: "work/1"}, nil
 	}
 	first := true
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) {
 		if first {
 			first = false
 			if n, err := h.s.Poke(context.Background(), "work/1"); err != nil || n != 1 {

@@ -129,7 +129,7 @@ const (
 
 // DefaultRetention is how long a settled row is kept after it settled
 // (seed 002: seven days): Config.Retention's default, for the start-time
-// backstop prune, and the upkeep's SettledRetention, so the two cannot
+// backstop prune, and the upkeep's settled class, so the two cannot
 // drift apart.
 const DefaultRetention = 7 * 24 * time.Hour
 

@@ -11,7 +11,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -54,14 +55,14 @@ func TestIdleSchedule(t *testing.T) {
 func TestNextCheckHintIsHonoured(t *testing.T) {
 	h := newHarness(t)
 	at := t0.Add(time.Hour)
-	h.plugins.observe = func(req abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.observe = func(req abi.ObserveRequest) (kind.Observation, error) {
 		if req.Now.Before(at) {
-			return plugin.Observation{Status: abi.StatusPending, NextCheck: at}, nil
+			return kind.Observation{Status: abi.StatusPending, NextCheck: at}, nil
 		}
 		return settled("fired")
 	}
-	h.plugins.admit = func(string, json.RawMessage) (plugin.Admission, error) {
-		return plugin.Admission{Deadline: at.Add(time.Minute)}, nil
+	h.plugins.admit = func(string, json.RawMessage) (kind.Admission, error) {
+		return kind.Admission{Deadline: at.Add(time.Minute)}, nil
 	}
 	w := h.register("ci")
 	if w.ExpiresAt == nil || !w.ExpiresAt.Equal(at.Add(time.Minute)) {
@@ -84,8 +85,8 @@ func TestNextCheckHintIsHonoured(t *testing.T) {
 func TestNextCheckIsClamped(t *testing.T) {
 	h := newHarness(t)
 	var hint time.Time
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) {
-		return plugin.Observation{Status: abi.StatusPending, NextCheck: hint}, nil
+	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) {
+		return kind.Observation{Status: abi.StatusPending, NextCheck: hint}, nil
 	}
 	w := h.register("ci") // deadline: now + 15 min
 
@@ -134,7 +135,7 @@ func TestPendingRewritesNothing(t *testing.T) {
 // row (store/settle.go).
 func TestOutcomeIsSettledAndMailedTogether(t *testing.T) {
 	h := newStoreHarness(t)
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("success") }
+	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) { return settled("success") }
 	w := h.register("ci")
 	rec, err := h.store.GetRecipient(context.Background(), "agent-1")
 	if err != nil {
@@ -172,7 +173,7 @@ func TestOutcomeIsSettledAndMailedTogether(t *testing.T) {
 
 func TestRestartDoesNotResendASettledWatch(t *testing.T) {
 	h := newHarness(t)
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("success") }
+	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) { return settled("success") }
 	h.register("ci")
 	h.tick(t0)
 	_ = h.store.Close()
@@ -197,7 +198,7 @@ func TestCancelWinsOverAProbeInFlight(t *testing.T) {
 func testCancelWins(t *testing.T, answer string) {
 	h := newHarness(t)
 	entered, release := make(chan struct{}), make(chan struct{})
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) {
 		close(entered)
 		<-release
 		if answer == abi.StatusPending {
@@ -229,12 +230,12 @@ func testCancelWins(t *testing.T, answer string) {
 // A probe that settles first makes a later cancel a conflict.
 func TestCancelAfterSettlementIsAConflict(t *testing.T) {
 	h := newHarness(t)
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("success") }
+	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) { return settled("success") }
 	w := h.register("ci")
 	h.tick(t0)
 	_, err := h.s.Cancel(context.Background(), w.ID, "test")
-	var se *Error
-	if !errors.As(err, &se) || se.Code != CodeAlreadySettled {
+	var se *api.Error
+	if !errors.As(err, &se) || se.Code != api.CodeAlreadySettled {
 		t.Fatalf("cancel: %v", err)
 	}
 	if got := h.row(w.ID); got.State != store.Fired {
@@ -287,7 +288,7 @@ func TestRemovedKindSettlesUnwatchable(t *testing.T) {
 // (store/settle.go).
 func TestRejectedDeliverySettlesUndeliverable(t *testing.T) {
 	h := newStoreHarness(t)
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("success") }
+	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) { return settled("success") }
 	w := h.register("ci")
 	h.setStatus("agent-1", store.StatusPaused)
 	h.tick(t0)
@@ -306,8 +307,8 @@ func TestRejectedDeliverySettlesUndeliverable(t *testing.T) {
 // pending and loud, never settled on a guess.
 func TestPluginErrorKeepsTheWatchPending(t *testing.T) {
 	h := newHarness(t)
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) {
-		return plugin.Observation{}, &plugin.CallError{Kind: "ci", Export: "observe", Reason: plugin.FaultRaised, Err: errors.New("wrong kind")}
+	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) {
+		return kind.Observation{}, &kind.CallError{Kind: "ci", Export: "observe", Reason: kind.FaultRaised, Err: errors.New("wrong kind")}
 	}
 	w := h.register("ci")
 	h.tick(t0)
@@ -332,17 +333,17 @@ func TestStandingWatch(t *testing.T) {
 	h := newStoreHarness(t)
 	type snap struct{ Title string }
 	title := "a"
-	h.plugins.observe = func(req abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.observe = func(req abi.ObserveRequest) (kind.Observation, error) {
 		var prev snap
 		_ = json.Unmarshal(req.Baseline, &prev)
 		cur, _ := json.Marshal(snap{title})
 		switch {
 		case len(req.Baseline) == 0:
-			return plugin.Observation{Status: abi.StatusPending, Baseline: cur}, nil
+			return kind.Observation{Status: abi.StatusPending, Baseline: cur}, nil
 		case prev.Title == title:
 			return pending("unchanged")
 		default:
-			return plugin.Observation{Status: abi.StatusChanged, Outcome: &abi.Outcome{Result: "changed", Summary: title}, Baseline: cur}, nil
+			return kind.Observation{Status: abi.StatusChanged, Outcome: &abi.Outcome{Result: "changed", Summary: title}, Baseline: cur}, nil
 		}
 	}
 	w := h.register("ticket")
@@ -389,11 +390,11 @@ func TestStandingWatch(t *testing.T) {
 // mailed.
 func TestPendingBaselineIsRecordedOnceSilently(t *testing.T) {
 	h := newHarness(t)
-	h.plugins.observe = func(req abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.observe = func(req abi.ObserveRequest) (kind.Observation, error) {
 		if len(req.Baseline) == 0 {
-			return plugin.Observation{Status: abi.StatusPending, Baseline: json.RawMessage(`{"fp":"a"}`)}, nil
+			return kind.Observation{Status: abi.StatusPending, Baseline: json.RawMessage(`{"fp":"a"}`)}, nil
 		}
-		return plugin.Observation{Status: abi.StatusPending, Baseline: req.Baseline}, nil
+		return kind.Observation{Status: abi.StatusPending, Baseline: req.Baseline}, nil
 	}
 	w := h.register("ci")
 	writes := h.counted.count()
@@ -421,36 +422,36 @@ func TestRegistrationRules(t *testing.T) {
 		code  string
 		field string
 	}{
-		{"every below the minimum", Registration{Kind: "ci", Every: dur(500 * time.Millisecond)}, CodeInvalidField, "every"},
-		{"deadline too far", Registration{Kind: "ci", ExpiresAt: at(8 * 24 * time.Hour)}, CodeDeadlineTooFar, "expires_at"},
-		{"deadline passed", Registration{Kind: "ci", ExpiresAt: at(-time.Second)}, CodeInvalidField, "expires_at"},
-		{"standing with a deadline", Registration{Kind: "ticket", ExpiresAt: at(time.Hour)}, CodeInvalidField, "expires_at"},
-		{"bad recipient", Registration{Kind: "ci", Recipient: store.Recipient{ID: "a b"}}, CodeInvalidRecipient, "recipient.id"},
-		{"empty recipient", Registration{Kind: "ci", Recipient: store.Recipient{}}, CodeInvalidRecipient, "recipient.id"},
+		{"every below the minimum", Registration{Kind: "ci", Every: dur(500 * time.Millisecond)}, api.CodeInvalidField, "every"},
+		{"deadline too far", Registration{Kind: "ci", ExpiresAt: at(8 * 24 * time.Hour)}, api.CodeDeadlineTooFar, "expires_at"},
+		{"deadline passed", Registration{Kind: "ci", ExpiresAt: at(-time.Second)}, api.CodeInvalidField, "expires_at"},
+		{"standing with a deadline", Registration{Kind: "ticket", ExpiresAt: at(time.Hour)}, api.CodeInvalidField, "expires_at"},
+		{"bad recipient", Registration{Kind: "ci", Recipient: store.Recipient{ID: "a b"}}, api.CodeInvalidRecipient, "recipient.id"},
+		{"empty recipient", Registration{Kind: "ci", Recipient: store.Recipient{}}, api.CodeInvalidRecipient, "recipient.id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.reg.Recipient.ID == "" && tt.code != CodeInvalidRecipient {
+			if tt.reg.Recipient.ID == "" && tt.code != api.CodeInvalidRecipient {
 				tt.reg.Recipient.ID = "agent-1"
 			}
 			_, err := h.s.Register(ctx, tt.reg)
-			var se *Error
+			var se *api.Error
 			if !errors.As(err, &se) || se.Code != tt.code || se.Field != tt.field {
 				t.Fatalf("err = %v", err)
 			}
 		})
 	}
 	// The plugin runtime's refusal passes through.
-	var ref *plugin.Refusal
+	var ref *api.Error
 	if _, err := h.s.Register(ctx, Registration{Kind: "nope", Recipient: store.Recipient{ID: "a"}}); !errors.As(err, &ref) {
 		t.Fatalf("unknown kind: %v", err)
 	}
 	// A plugin's natural deadline beyond the maximum is refused too.
-	h.plugins.admit = func(string, json.RawMessage) (plugin.Admission, error) {
-		return plugin.Admission{Deadline: t0.Add(30 * 24 * time.Hour)}, nil
+	h.plugins.admit = func(string, json.RawMessage) (kind.Admission, error) {
+		return kind.Admission{Deadline: t0.Add(30 * 24 * time.Hour)}, nil
 	}
-	var se *Error
-	if _, err := h.s.Register(ctx, Registration{Kind: "ci", Recipient: store.Recipient{ID: "a"}}); !errors.As(err, &se) || se.Code != CodeDeadlineTooFar {
+	var se *api.Error
+	if _, err := h.s.Register(ctx, Registration{Kind: "ci", Recipient: store.Recipient{ID: "a"}}); !errors.As(err, &se) || se.Code != api.CodeDeadlineTooFar {
 		t.Fatalf("far natural deadline: %v", err)
 	}
 	h.plugins.admit = nil
@@ -522,7 +523,7 @@ func TestPrimeExpiresOverdueWatches(t *testing.T) {
 
 func TestPrimePrunesOldSettledRows(t *testing.T) {
 	h := newHarness(t)
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("x") }
+	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) { return settled("x") }
 	w := h.register("ci")
 	h.tick(t0)
 	h.open()
@@ -545,7 +546,7 @@ func TestWorkersBoundConcurrentProbes(t *testing.T) {
 	inFlight, peak := 0, 0
 	gate := make(chan struct{})
 	entered := make(chan struct{}, 6)
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) {
 		mu.Lock()
 		inFlight++
 		peak = max(peak, inFlight)
@@ -558,9 +559,9 @@ func TestWorkersBoundConcurrentProbes(t *testing.T) {
 		return pending("")
 	}
 	for i := range 6 {
-		kind := fmt.Sprintf("k%d", i)
-		h.plugins.kinds[kind] = plugin.Info{Kind: kind}
-		h.registerFor(kind, fmt.Sprintf("agent-%d", i))
+		kindName := fmt.Sprintf("k%d", i)
+		h.plugins.kinds[kindName] = kind.Info{Kind: kindName}
+		h.registerFor(kindName, fmt.Sprintf("agent-%d", i))
 	}
 	done := make(chan int)
 	go func() { done <- h.tick(t0) }()
@@ -588,7 +589,7 @@ func TestWorkersBoundConcurrentProbes(t *testing.T) {
 func TestStartRunsTheLoop(t *testing.T) {
 	h := newHarness(t)
 	h.s.cfg.Clock = wallClock{}
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("done") }
+	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) { return settled("done") }
 	delivered := make(chan store.Message, 1)
 	h.deliver.before = func(m store.Message) { delivered <- m }
 	if _, err := h.s.Prime(context.Background()); err != nil {
@@ -621,8 +622,8 @@ func TestRegistrationEnsuresARunningRecipient(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = h.s.Register(ctx, Registration{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "agent-1"}})
-	var se *Error
-	if !errors.As(err, &se) || se.Code != CodeRecipientNotRunning {
+	var se *api.Error
+	if !errors.As(err, &se) || se.Code != api.CodeRecipientNotRunning {
 		t.Fatalf("paused recipient: %v", err)
 	}
 }
@@ -647,7 +648,7 @@ func TestTickStopsProbingWhenCancelled(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	probes := 0
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) {
 		probes++
 		cancel() // the host is shutting down after the first probe
 		return pending("")

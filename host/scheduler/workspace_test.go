@@ -10,7 +10,6 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
@@ -29,8 +28,8 @@ func TestCommandsRunWhereTheyWereRegistered(t *testing.T) {
 	t.Cleanup(func() { _ = st.Close() })
 	var registrants []string
 	plugins := &fakePlugins{
-		kinds:   map[string]plugin.Info{"command": {Kind: "command", DefaultEvery: time.Minute, Capabilities: []string{abi.CapabilityExec}}},
-		observe: func(abi.ObserveRequest) (plugin.Observation, error) { return pending("not yet") },
+		kinds:   map[string]kind.Info{"command": {Kind: "command", DefaultEvery: time.Minute, Capabilities: []string{abi.CapabilityExec}}},
+		observe: func(abi.ObserveRequest) (kind.Observation, error) { return pending("not yet") },
 		observeCtx: func(ctx context.Context) {
 			registrants = append(registrants, kind.WorkspaceOwner(kind.RecipientFrom(ctx), kind.RegistrantFrom(ctx)))
 		},

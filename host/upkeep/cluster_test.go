@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/host/fetch"
+	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/host/upkeep"
 	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/internal/natstest"
@@ -66,15 +67,15 @@ func TestTheUpkeepHearsOtherNodesRecords(t *testing.T) {
 	clock := fakeclock.At(t0)
 	u, err := upkeep.New(upkeep.Config{Store: a, Clock: clock, Classes: []upkeep.Class{
 		{Class: store.RetainedEvents(fetch.StreamFacts), Retention: upkeep.EventRetention},
-		{Class: store.RetainedSettled, Retention: upkeep.SettledRetention},
+		{Class: store.RetainedSettled, Retention: scheduler.DefaultRetention},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := u.Start(ctx)
 	defer func() { cancel(); <-done }()
-	armedAt("the upkeep's first read of b's row", t0.Add(upkeep.SettledRetention), u)
-	if _, err := u.Tick(ctx, t0.Add(upkeep.SettledRetention)); err != nil {
+	armedAt("the upkeep's first read of b's row", t0.Add(scheduler.DefaultRetention), u)
+	if _, err := u.Tick(ctx, t0.Add(scheduler.DefaultRetention)); err != nil {
 		t.Fatal(err)
 	}
 	if at, armed := u.NextWake(); armed {
@@ -86,7 +87,7 @@ func TestTheUpkeepHearsOtherNodesRecords(t *testing.T) {
 
 	settledAt := t0.Add(time.Minute)
 	id := settled(settledAt)
-	due := settledAt.Add(upkeep.SettledRetention)
+	due := settledAt.Add(scheduler.DefaultRetention)
 	armedAt("the upkeep on a armed by b's settled row", due, u)
 	factAt := t0.Add(-time.Hour)
 	if _, _, err := b.AppendEvent(ctx, store.Event{Stream: fetch.StreamFacts, Key: "k", Type: "fact", OccurredAt: factAt, Payload: json.RawMessage(`{}`)}); err != nil {
@@ -161,7 +162,7 @@ func TestTheUpkeepFollowsAgainWhenTheFeedEnds(t *testing.T) {
 	// The second send is taken once the first has reached Notify.
 	f.records <- store.RetainedSettled
 	f.records <- store.RetainedSettled
-	if at, armed := u.NextWake(); !armed || !at.Equal(t0.Add(upkeep.SettledRetention)) {
+	if at, armed := u.NextWake(); !armed || !at.Equal(t0.Add(scheduler.DefaultRetention)) {
 		t.Fatalf("after a record on the second feed: %s %v, want armed at its retention", at, armed)
 	}
 }

@@ -16,11 +16,10 @@ import (
 	"github.com/vigilhq/vigil/store"
 )
 
-// The retentions, one place for every class.
+// The retentions of the classes the upkeep alone keeps; a settled row's
+// is the scheduler's (scheduler.DefaultRetention), which its start-time
+// backstop prune uses too.
 const (
-	// SettledRetention keeps a settled row this long after it settled:
-	// the scheduler's, which its start-time backstop prune uses too.
-	SettledRetention = scheduler.DefaultRetention
 	// MessageRetention keeps a mailbox message this long after it was
 	// written.
 	MessageRetention = 7 * 24 * time.Hour
@@ -81,7 +80,7 @@ type Class struct {
 // retention. The observe streams are not among them, and never may be.
 func DefaultClasses() []Class {
 	return []Class{
-		{store.RetainedSettled, SettledRetention},
+		{store.RetainedSettled, scheduler.DefaultRetention},
 		{store.RetainedMessages, MessageRetention},
 		{store.RetainedPushes, PushRetention},
 		{store.RetainedEvents(fetch.StreamFacts), EventRetention},

@@ -178,7 +178,7 @@ func TestNothingRetainedNoTimer(t *testing.T) {
 	f.event(fetch.StreamFacts, "fact2", t0.Add(time.Hour))
 	wantWake(t, u, t0.Add(time.Minute+upkeep.EventRetention))
 	id := f.settled(t0)
-	wantWake(t, u, t0.Add(upkeep.SettledRetention))
+	wantWake(t, u, t0.Add(scheduler.DefaultRetention))
 
 	// Everything comes due and is pruned: no timer again.
 	later := t0.Add(30 * day)
