@@ -29,6 +29,7 @@ import (
 	"github.com/vigilhq/vigil/host/runner"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/host/upkeep"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -106,10 +107,6 @@ type Host struct {
 	stopStreams context.CancelFunc
 }
 
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
-
 // New builds the host and primes its schedule; ctx bounds the build (the
 // outbox's workers stop when it ends, or at Close). On an error everything
 // built so far is closed.
@@ -121,7 +118,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	if cfg.Data == "" && cfg.OpenStore == nil {
 		return nil, errors.New("host: the data directory must not be empty")
 	}
-	h := &Host{log: log, node: newNode(wallClock{}.Now())}
+	h := &Host{log: log, node: newNode(clock.Wall{}.Now())}
 	policy, err := policyOf(cfg.Tokens)
 	if err != nil {
 		return nil, fmt.Errorf("tokens: %w", err)
@@ -169,7 +166,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		return nil, err
 	}
 	if h.Observer, err = observe.New(observe.Options{
-		Store: st, Clock: wallClock{}, Logger: log, Rate: cfg.ObserveRate, Burst: cfg.ObserveBurst, RunPerMinute: cfg.ObserveRunPerMinute,
+		Store: st, Clock: clock.Wall{}, Logger: log, Rate: cfg.ObserveRate, Burst: cfg.ObserveBurst, RunPerMinute: cfg.ObserveRunPerMinute,
 		Principal: scheduler.ValidRecipientID, Metrics: h.Metrics,
 	}, observe.Config{Scopes: cfg.Scopes}); err != nil {
 		return nil, fmt.Errorf("scopes: %w", err)

@@ -29,15 +29,12 @@ import (
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/authztest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-
-type fixedClock struct{ t time.Time }
-
-func (c fixedClock) Now() time.Time { return c.t }
 
 // fakePlugins serves "ci", which settles on the first probe with the
 // result its params name (default "success") and refuses {"bad":…}.
@@ -115,7 +112,7 @@ func newFixture(t *testing.T, opts ...client.Option) *fixture {
 
 func newFixtureWith(t *testing.T, o httpapi.Options, opts ...client.Option) *fixture {
 	t.Helper()
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fakeclock.At(t0)})
 	o.StreamWait = 50 * time.Millisecond
 	base, stop := context.WithCancel(context.Background())
 	waiting := make(chan struct{}, 1)

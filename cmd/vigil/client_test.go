@@ -24,13 +24,10 @@ import (
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/authztest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
-
-type cliClock struct{ t time.Time }
-
-func (c cliClock) Now() time.Time { return c.t }
 
 type cliIDs struct{ r *rand.ChaCha8 }
 
@@ -177,7 +174,7 @@ type cliFixture struct {
 func newCLIFixture(t *testing.T, o httpapi.Options) *cliFixture {
 	t.Helper()
 	now := time.Now().UTC().Truncate(time.Second)
-	st := apitest.NewStack(t, apitest.Config{Plugins: cliKinds{}, Clock: cliClock{now}, IDs: cliIDs{rand.NewChaCha8([32]byte{3})},
+	st := apitest.NewStack(t, apitest.Config{Plugins: cliKinds{}, Clock: fakeclock.At(now), IDs: cliIDs{rand.NewChaCha8([32]byte{3})},
 		Deliver: func(d *delivery.Delivery, st *store.Badger) scheduler.Deliverer { return lossyDelivery{d, st} }})
 	mail := &pollingMailboxes{Delivery: st.Delivery, polls: map[string]chan struct{}{}}
 	base, stop := context.WithCancel(context.Background())

@@ -16,6 +16,7 @@ import (
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
 
@@ -32,12 +33,12 @@ func newObserveFixture(t *testing.T) *observeFixture {
 	t.Helper()
 	now := time.Now().UTC().Truncate(time.Second)
 	reg := kind.NewRegistry()
-	st := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: cliClock{now}, IDs: cliIDs{rand.NewChaCha8([32]byte{5})}})
+	st := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: fakeclock.At(now), IDs: cliIDs{rand.NewChaCha8([32]byte{5})}})
 	cfg := observe.Config{Scopes: map[string]observe.Scope{"support": {
 		Observe: []observe.Entry{{Sources: []observe.Source{{Name: "slack-help", Reporters: []string{kind.LocalPrincipal}}}}},
 		Routes:  []observe.Route{{Source: "slack-help"}},
 	}}}
-	ob, err := observe.New(observe.Options{Store: st.Store, Clock: cliClock{now}}, cfg)
+	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fakeclock.At(now)}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -125,17 +126,11 @@ type tryCommand struct {
 	Failure    *abi.FetchFailure `json:"failure,omitempty"`
 }
 
-// tryClock is the dry run's time: the instant observed and how long each
-// fetch and command took.
-type tryClock interface{ Now() time.Time }
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
-
 // recorder keeps what the plugin asked the host for, in order.
 type recorder struct {
-	clock tryClock
+	// clock is the dry run's time: the instant observed and how long
+	// each fetch and command took.
+	clock clock.Clock
 	mu    sync.Mutex // guards fetches, commands
 	// fetches and commands are appended as each call returns.
 	fetches  []tryFetch
@@ -260,7 +255,7 @@ Exit codes:
 			} else if workspace, err = filepath.Abs(workspace); err != nil {
 				return err
 			}
-			rep := tryPlugin(cmd.Context(), cmd, tryInput{target: args[0], params: raw, baseline: base, workspace: workspace, every: cadence, clock: wallClock{}})
+			rep := tryPlugin(cmd.Context(), cmd, tryInput{target: args[0], params: raw, baseline: base, workspace: workspace, every: cadence, clock: clock.Wall{}})
 			if err := cmd.Context().Err(); err != nil {
 				return err
 			}
@@ -342,7 +337,7 @@ type tryInput struct {
 	baseline  json.RawMessage // nil: the first check
 	workspace string
 	every     time.Duration
-	clock     tryClock
+	clock     clock.Clock
 }
 
 // isPluginFile says whether a KIND_OR_FILE names a file: a kind has no

@@ -19,6 +19,7 @@ import (
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/probeshare"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -254,7 +255,7 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 		infos, changed = j.PluginSet()
 		j.Plugins, kinds = kind.SetDigest(infos), kindLines(infos)
 	}
-	h := &holder{c: c, jobs: jobs, running: map[string]runningJob{}, queue: newPartitionQueue()}
+	h := &holder{c: c, jobs: jobs, running: map[string]runningJob{}, queue: newPartitionQueue(c.clock)}
 	node, err := cluster.New(cluster.Config{
 		KV: cl.kv, TTL: cl.cfg.LeaseTTL, Margin: cl.cfg.Margin,
 		Info:   cluster.Info{Node: cl.cfg.Node, Addr: j.Addr, StartedAt: c.clock.Now(), Plugins: j.Plugins, Kinds: kinds},
@@ -386,7 +387,7 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 	go func() {
 		defer wg.Done()
 		defer h.stopJobs()
-		runNode(runCtx, node, c.log)
+		runNode(runCtx, c.clock, node, c.log)
 	}()
 	go func() {
 		wg.Wait()
@@ -445,7 +446,7 @@ func (c *Core) reconcileOnce(ctx context.Context) <-chan struct{} {
 				return
 			}
 			c.log.Error("cluster: reconciling the recipients failed; trying again", "err", err)
-			if !sleepCtx(ctx, retryGain) {
+			if !sleepCtx(ctx, c.clock, retryGain) {
 				return
 			}
 		}
@@ -488,7 +489,7 @@ func (c *Core) keepFollowing(ctx context.Context, what string, run func(context.
 		}
 		for {
 			c.log.Error("cluster: a feed stopped; subscribing to it again", "feed", what, "err", err, "after", delay)
-			if !sleepCtx(ctx, delay) {
+			if !sleepCtx(ctx, c.clock, delay) {
 				return
 			}
 			delay = min(delay*2, most)
@@ -506,29 +507,22 @@ func (c *Core) keepFollowing(ctx context.Context, what string, run func(context.
 	}
 }
 
-// sleepCtx waits d; false when ctx ends first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+// sleepCtx waits d on clk; false when ctx ends first.
+func sleepCtx(ctx context.Context, clk clock.Clock, d time.Duration) bool {
+	return clk.Sleep(ctx, d) == nil
 }
 
 // runNode runs the node's loop until ctx ends, starting it again a second
 // after it fails (the servers' watcher ended): its leases' trust runs out
 // meanwhile, so nothing is acted on without them.
-func runNode(ctx context.Context, node *cluster.Node, log *slog.Logger) {
+func runNode(ctx context.Context, clk clock.Clock, node *cluster.Node, log *slog.Logger) {
 	for {
 		err := node.Run(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		log.Error("cluster: the lease loop stopped; starting it again", "err", err)
-		if !sleepCtx(ctx, time.Second) {
+		if !sleepCtx(ctx, clk, time.Second) {
 			return
 		}
 	}
@@ -638,14 +632,15 @@ func (h *holder) stopJobs() {
 // in order; a partition's latest news replaces what it had queued (a gain
 // then a loss is a loss), so it holds at most one entry per partition.
 type partitionQueue struct {
+	clock clock.Clock
 	mu    sync.Mutex
 	want  map[int]bool
 	order []int
 	wake  chan struct{}
 }
 
-func newPartitionQueue() *partitionQueue {
-	return &partitionQueue{want: map[int]bool{}, wake: make(chan struct{}, 1)}
+func newPartitionQueue(clk clock.Clock) *partitionQueue {
+	return &partitionQueue{clock: clk, want: map[int]bool{}, wake: make(chan struct{}, 1)}
 }
 
 func (q *partitionQueue) put(p int, gained bool) {
@@ -680,7 +675,7 @@ const retryGain = time.Second
 // retryAfter waits d (false when ctx ends first), then queues p's gain
 // again unless newer news of p is queued.
 func (q *partitionQueue) retryAfter(ctx context.Context, p int, d time.Duration) bool {
-	if !sleepCtx(ctx, d) {
+	if !sleepCtx(ctx, q.clock, d) {
 		return false
 	}
 	q.mu.Lock()

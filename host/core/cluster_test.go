@@ -18,6 +18,7 @@ import (
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
@@ -444,7 +445,7 @@ func (f fakeOwnership) Holds(p int) bool { return f[p] }
 // partitions first came, and arms a gained partition only while it is
 // still held.
 func TestPartitionQueueKeepsTheLatestInOrder(t *testing.T) {
-	q := newPartitionQueue()
+	q := newPartitionQueue(clock.Wall{})
 	q.put(1, true)
 	q.put(2, true)
 	q.put(1, false) // 1 lost before it was armed: a loss
@@ -464,7 +465,7 @@ func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // A gain whose arming failed is tried again until it is armed.
 func TestPartitionQueueRetriesAFailedGain(t *testing.T) {
-	q := newPartitionQueue()
+	q := newPartitionQueue(clock.Wall{})
 	q.put(5, true)
 	f := &fakePartitions{fail: 2}
 	ctx, cancel := context.WithCancel(context.Background())

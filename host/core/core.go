@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"time"
 
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/kind"
@@ -14,11 +13,9 @@ import (
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/reminder"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/store"
 )
-
-// Clock tells the time to every component.
-type Clock interface{ Now() time.Time }
 
 // Metrics is what the core's components count.
 type Metrics interface {
@@ -42,7 +39,7 @@ type Config struct {
 	Kinds scheduler.Kinds
 	// Clock (default the wall clock) and Logger (default discard) reach
 	// every component.
-	Clock  Clock
+	Clock  clock.Clock
 	Logger *slog.Logger
 	// Metrics, when set, makes the metrics every component counts into,
 	// from the opened store (which counts the watches by state).
@@ -83,7 +80,7 @@ type Core struct {
 	Recipients *recipients.Service
 
 	log     *slog.Logger
-	clock   Clock
+	clock   clock.Clock
 	cluster *clustered // nil on one host
 	closed  bool
 }
@@ -98,9 +95,7 @@ func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = wallClock{}
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	c := &Core{log: cfg.Logger, clock: cfg.Clock}
 	if cfg.Cluster != nil {
 		cc := *cfg.Cluster
@@ -190,10 +185,6 @@ func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 	}
 	return c, nil
 }
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
 
 // Prime arms the pending watches and reconciles every recipient's watches
 // with its record; it returns how many watches are pending. On a cluster

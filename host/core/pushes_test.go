@@ -18,6 +18,7 @@ import (
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/netguard"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/store"
 )
@@ -325,7 +326,7 @@ func TestTheOutboxFollowsTheLeasesAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(o.Stop)
-	h := &holder{c: &Core{Outbox: o}, queue: newPartitionQueue()} // the queue is not running
+	h := &holder{c: &Core{Outbox: o}, queue: newPartitionQueue(clock.Wall{})} // the queue is not running
 	h.Gained(cluster.PartitionLease(3))
 	if _, err := o.Gain(ctx, 3); err != nil { // the queue's turn
 		t.Fatal(err)

@@ -10,16 +10,13 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/host/netguard"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/store"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-
-type fixedClock struct{ t time.Time }
-
-func (c fixedClock) Now() time.Time { return c.t }
 
 type idSource struct{ r *rand.ChaCha8 }
 
@@ -31,7 +28,7 @@ func loopbackGuard() *netguard.Guard {
 
 func newDelivery(t *testing.T, st Store, outbox Enqueuer) *Delivery {
 	t.Helper()
-	d, err := New(Config{Store: st, Outbox: outbox, Clock: fixedClock{t0}, IDs: idSource{rand.NewChaCha8([32]byte{3})}})
+	d, err := New(Config{Store: st, Outbox: outbox, Clock: fakeclock.At(t0), IDs: idSource{rand.NewChaCha8([32]byte{3})}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/vigilhq/vigil/api/webhooks"
 	"github.com/vigilhq/vigil/host/netguard"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -37,24 +38,6 @@ type OutboxStore interface {
 	FinishPush(ctx context.Context, p store.Push) error
 	DisableWebhook(ctx context.Context, rid, url, reason string, at time.Time) (bool, error)
 }
-
-// Timer is one armed timer.
-type Timer interface {
-	C() <-chan time.Time
-	Stop() bool
-}
-
-// Timers is implemented by a Clock that also arms timers (a fake clock in
-// tests, so a retry comes due when the test moves the clock). With a Clock
-// that does not, the outbox arms the runtime's timers.
-type Timers interface {
-	NewTimer(d time.Duration) Timer
-}
-
-type runtimeTimer struct{ t *time.Timer }
-
-func (r runtimeTimer) C() <-chan time.Time { return r.t.C }
-func (r runtimeTimer) Stop() bool          { return r.t.Stop() }
 
 // RetrySchedule is the Standard Webhooks schedule: the delay before each
 // attempt after a failed one, the first attempt being immediate. A push
@@ -87,7 +70,7 @@ type OutboxConfig struct {
 	// and Start recovers nothing (each Gain recovers its partition's).
 	// Zero: one host, whose outbox owns every recipient's pushes.
 	Partitions int
-	Clock      Clock
+	Clock      clock.Clock
 	Logger     *slog.Logger
 }
 
@@ -192,9 +175,7 @@ func NewOutbox(cfg OutboxConfig) (*Outbox, error) {
 	if len(cfg.Schedule) == 0 {
 		cfg.Schedule = RetrySchedule()
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = wallClock{}
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -589,10 +570,10 @@ func (o *Outbox) NextRetry() (time.Time, bool) {
 func (o *Outbox) loop(ctx context.Context) {
 	for {
 		next, ok := o.promote(o.cfg.Clock.Now())
-		var t Timer
+		var t clock.Timer
 		var fire <-chan time.Time
 		if ok {
-			t = o.newTimer(next.Sub(o.cfg.Clock.Now()))
+			t = o.cfg.Clock.NewTimer(next.Sub(o.cfg.Clock.Now()))
 			fire = t.C()
 			if !o.cfg.Clock.Now().Before(next) {
 				// It came due while the timer was armed (a clock moved
@@ -619,13 +600,6 @@ func (o *Outbox) loop(ctx context.Context) {
 			return
 		}
 	}
-}
-
-func (o *Outbox) newTimer(d time.Duration) Timer {
-	if ts, ok := o.cfg.Clock.(Timers); ok {
-		return ts.NewTimer(d)
-	}
-	return runtimeTimer{time.NewTimer(d)}
 }
 
 // take returns the next push to send, marking its recipient busy; false

@@ -25,6 +25,7 @@ import (
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -106,8 +107,8 @@ func newGrantsFixture(t *testing.T, base context.Context) *grantsFixture {
 			t.Fatal(err)
 		}
 	}
-	st := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: fixedClock{t0}})
-	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fixedClock{t0}, Waker: st.Scheduler, Rate: -1}, observe.Config{Scopes: map[string]observe.Scope{
+	st := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: fakeclock.At(t0)})
+	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fakeclock.At(t0), Waker: st.Scheduler, Rate: -1}, observe.Config{Scopes: map[string]observe.Scope{
 		"support": {Observe: []observe.Entry{{Sources: []observe.Source{{Name: "slack-help", Reporters: []string{"agent-1"}}}}}, Routes: []observe.Route{{Source: "slack-help"}}},
 	}})
 	if err != nil {
@@ -455,7 +456,7 @@ func (m blockingMailboxes) Read(ctx context.Context, _ string, _ uint64, _ int, 
 // A revoked token ends its long polls (401) and streams at once, and
 // stops working; a token the reload kept goes on.
 func TestRevocationEndsLongPollsAndStreams(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fakeclock.At(t0)})
 	hour := time.Hour
 	if _, err := st.Scheduler.Register(context.Background(), scheduler.Registration{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "agent-1"}, Every: &hour}); err != nil {
 		t.Fatal(err)

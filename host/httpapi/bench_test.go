@@ -64,6 +64,7 @@ import (
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/benchtest"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 	"github.com/vigilhq/vigil/plugins"
 	"github.com/vigilhq/vigil/sdk/abi"
@@ -188,7 +189,7 @@ func startServer(b *testing.B, st *store.Badger, pl benchPlugins, o serverOpts) 
 		mb = o.mailboxes(del)
 	}
 	base, wake := context.WithCancel(context.Background())
-	recips := recipients.New(st, sched, pl, wallClockBench{}, nil)
+	recips := recipients.New(st, sched, pl, clock.Wall{}, nil)
 	app := New(Deps{Scheduler: sched, Watches: st, Mailboxes: mb, Recipients: recips, Plugins: pl, Base: base}, Options{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -212,10 +213,6 @@ func startServer(b *testing.B, st *store.Badger, pl benchPlugins, o serverOpts) 
 	b.Cleanup(srv.stop)
 	return srv
 }
-
-type wallClockBench struct{}
-
-func (wallClockBench) Now() time.Time { return time.Now() }
 
 // openBenchStore opens a store in dir with the default options (fsync
 // off); the benchmark's cleanup closes it (after the servers over it have

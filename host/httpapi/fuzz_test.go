@@ -20,6 +20,7 @@ import (
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 )
 
 // The fuzz targets of the REST API's parsers of outside input: the
@@ -39,8 +40,8 @@ type fuzzAPI struct {
 
 func newFuzzAPI(f *testing.F) *fuzzAPI {
 	f.Helper()
-	st := apitest.NewStack(f, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
-	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fixedClock{t0}, Waker: st.Scheduler, Rate: -1, RunPerMinute: -1}, observeConfig())
+	st := apitest.NewStack(f, apitest.Config{Plugins: fakePlugins{}, Clock: fakeclock.At(t0)})
+	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fakeclock.At(t0), Waker: st.Scheduler, Rate: -1, RunPerMinute: -1}, observeConfig())
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -478,7 +479,7 @@ func FuzzMailboxCursor(f *testing.F) {
 // The targets' in-process requests reach the handlers as a socket's do:
 // a guard on the harness, so a target cannot pass by never arriving.
 func TestFuzzAPIHarness(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fakeclock.At(t0)})
 	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}}, Options{})
 	a := &fuzzAPI{app: app, h: app.Handler()}
 	status, b := a.do("POST", "/api/v1/watches", nil, []byte(`{"kind":"ci","params":{},"recipient":{"id":"agent-1"}}`))

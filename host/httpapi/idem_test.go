@@ -24,6 +24,7 @@ import (
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/authztest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/internal/mcptest"
 	"github.com/vigilhq/vigil/store"
 )
@@ -76,7 +77,7 @@ func errCode(t *testing.T, a keyedAnswer) string {
 func idemFixture(t *testing.T) (*fixture, string) {
 	t.Helper()
 	f := newFixture(t)
-	f.app = New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins{}, Observe: f.ob, Clock: fixedClock{t0}},
+	f.app = New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins{}, Observe: f.ob, Clock: fakeclock.At(t0)},
 		Options{BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
 	if code, b := f.do(t, "PUT", "/api/v1/recipients/agent-1", `{"status":"running"}`); code != 200 {
 		t.Fatalf("%d %s", code, b)
@@ -246,7 +247,7 @@ func TestInvalidIdempotencyKey(t *testing.T) {
 // Keys are per principal: another principal's request under the same
 // key is its own, and never sees the first one's answer.
 func TestIdempotencyKeysArePerPrincipal(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fakeclock.At(t0)})
 	guard := authztest.Guard(t, map[string]string{"token-of-principal-a": "a", "token-of-principal-b": "b"}, authz.Admin)
 	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}},
 		Options{Auth: guard})
@@ -298,7 +299,7 @@ func TestConcurrentKeyedRequestsWriteOnce(t *testing.T) {
 			fake = &fakeGateStore{Badger: b, n: n, all: make(chan struct{})}
 			return fake, nil
 		},
-		Kinds: fakePlugins{}, Clock: fixedClock{t0}, IDs: seededIDs{rand.NewChaCha8([32]byte{9})},
+		Kinds: fakePlugins{}, Clock: fakeclock.At(t0), IDs: seededIDs{rand.NewChaCha8([32]byte{9})},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -386,7 +387,7 @@ func TestAnUnavailableStoreIs503(t *testing.T) {
 			fake.mode.Store("")
 			return fake, nil
 		},
-		Kinds: fakePlugins{}, Clock: fixedClock{t0}, IDs: seededIDs{rand.NewChaCha8([32]byte{9})},
+		Kinds: fakePlugins{}, Clock: fakeclock.At(t0), IDs: seededIDs{rand.NewChaCha8([32]byte{9})},
 	})
 	if err != nil {
 		t.Fatal(err)

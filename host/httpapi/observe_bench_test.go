@@ -66,6 +66,7 @@ import (
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/authztest"
 	"github.com/vigilhq/vigil/internal/benchtest"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -115,7 +116,7 @@ func startObserveServer(b *testing.B, o observeServerOpts) *observeServer {
 		Observe: []observe.Entry{{Sources: []observe.Source{{Name: "slack-help", Reporters: reporters}}}},
 		Routes:  []observe.Route{{Source: "slack-help"}},
 	}}}
-	oo := observe.Options{Store: st, Clock: wallClockBench{}, Rate: o.rate, Principal: scheduler.ValidRecipientID}
+	oo := observe.Options{Store: st, Clock: clock.Wall{}, Rate: o.rate, Principal: scheduler.ValidRecipientID}
 	if o.rate < 0 {
 		oo.RunPerMinute = -1
 	}
@@ -144,7 +145,7 @@ func startObserveServer(b *testing.B, o observeServerOpts) *observeServer {
 		routed = ob.Start(ctx)
 	}
 	base, wake := context.WithCancel(context.Background())
-	recips := recipients.New(st, sched, kinds, wallClockBench{}, nil)
+	recips := recipients.New(st, sched, kinds, clock.Wall{}, nil)
 	app := New(Deps{Scheduler: sched, Watches: st, Mailboxes: del, Recipients: recips, Plugins: timerFake{}, Observe: ob, Base: base},
 		Options{Auth: benchGuard(b, tokens)})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -13,6 +13,7 @@ import (
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/authztest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 )
 
 // recordApp serves the API with an observer of observeConfig whose
@@ -21,8 +22,8 @@ import (
 func recordApp(t *testing.T, burst int, logs io.Writer) func(token, scope, body string) (*http.Response, []byte) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
-	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fixedClock{t0}, Logger: log, Rate: 0.001, Burst: burst}, observeConfig())
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fakeclock.At(t0)})
+	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fakeclock.At(t0), Logger: log, Rate: 0.001, Burst: burst}, observeConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/reminder"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -22,7 +23,7 @@ import (
 func phaseFixture(t *testing.T, tokens bool) *fixture {
 	t.Helper()
 	reg := kind.NewRegistry()
-	st := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: fixedClock{t0}})
+	st := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: fakeclock.At(t0)})
 	if err := reminder.New(st.Store).Register(reg); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -48,7 +49,7 @@ func TestAPIShowsWhatAPendingWatchHasSeen(t *testing.T) {
 	pl.set(func() (kind.Observation, error) {
 		return kind.Observation{Status: abi.StatusPending, Note: "run 7 in progress"}, nil
 	})
-	st := apitest.NewStack(t, apitest.Config{Plugins: pl, Clock: fixedClock{t0}})
+	st := apitest.NewStack(t, apitest.Config{Plugins: pl, Clock: fakeclock.At(t0)})
 	f := &fixture{app: New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: pl}, Options{})}
 	code, b := f.do(t, "POST", "/api/v1/watches", `{"kind":"ci","params":{},"recipient":{"id":"agent-1"}}`)
 	if code != 201 {
@@ -128,7 +129,7 @@ func (f *fakeClusterSeen) Seen(context.Context, store.ID) (scheduler.Seen, strin
 // owner's, with its probes and last probe time, or the store's, with the
 // row's count and no last probe time; a settled watch's says nothing.
 func TestAPIShowsWhoseCountOnACluster(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fakeclock.At(t0)})
 	seen := &fakeClusterSeen{}
 	f := &fixture{app: New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}, Seen: seen}, Options{})}
 	code, b := f.do(t, "POST", "/api/v1/watches", `{"kind":"ci","params":{},"recipient":{"id":"agent-1"}}`)

@@ -31,6 +31,7 @@ import (
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/host/watchwait"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -143,7 +144,7 @@ type Deps struct {
 	// an IdemReader; else a keyed request is decided by its write alone).
 	Idem IdemReader
 	// Clock dates a keyed request (default the wall clock).
-	Clock Clock
+	Clock clock.Clock
 }
 
 // Options tune the server.
@@ -191,7 +192,7 @@ type server struct {
 	routes   []fiber.Route
 	cursors  cursorCodec
 	idem     IdemReader
-	clock    Clock
+	clock    clock.Clock
 }
 
 // New builds the fiber app with every route.
@@ -225,7 +226,7 @@ func New(d Deps, o Options) *fiber.App {
 		s.idem, _ = d.Watches.(IdemReader)
 	}
 	if s.clock == nil {
-		s.clock = wallClock{}
+		s.clock = clock.Wall{}
 	}
 	app := fiber.New(fiber.Config{
 		AppName:               "vigil",

@@ -25,15 +25,12 @@ import (
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/authztest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-
-type fixedClock struct{ t time.Time }
-
-func (c fixedClock) Now() time.Time { return c.t }
 
 // fakePlugins serves "ci" (settles on the first probe, refuses params
 // {"bad":true}) and the standing "ticket".
@@ -98,10 +95,10 @@ func observeConfig() observe.Config {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fakeclock.At(t0)})
 	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}},
 		Options{BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
-	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fixedClock{t0}, Waker: st.Scheduler, Rate: 0.001, Burst: 3}, observeConfig())
+	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fakeclock.At(t0), Waker: st.Scheduler, Rate: 0.001, Burst: 3}, observeConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +473,7 @@ func (fakeDeadLetters) DeadLetters(_ context.Context, after uint64, limit int) (
 }
 
 func TestDeadLettersRead(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fakeclock.At(t0)})
 	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}, DeadLetters: fakeDeadLetters{}}, Options{})
 	f := &fixture{app: app}
 	code, b := f.do(t, "GET", "/api/v1/fetch/dead-letters?limit=1", "")

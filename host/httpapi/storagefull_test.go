@@ -13,6 +13,7 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/core"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/internal/mcptest"
 	"github.com/vigilhq/vigil/store"
 )
@@ -77,7 +78,7 @@ func TestAFullDiskWriteIs507InsufficientStorage(t *testing.T) {
 			fake = &fakeFullStore{Badger: b}
 			return fake, nil
 		},
-		Kinds: fakePlugins{}, Clock: fixedClock{t0}, IDs: seededIDs{rand.NewChaCha8([32]byte{7})},
+		Kinds: fakePlugins{}, Clock: fakeclock.At(t0), IDs: seededIDs{rand.NewChaCha8([32]byte{7})},
 	})
 	if err != nil {
 		t.Fatal(err)

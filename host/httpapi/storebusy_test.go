@@ -15,6 +15,7 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/core"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/internal/mcptest"
 	"github.com/vigilhq/vigil/store"
 )
@@ -71,7 +72,7 @@ func TestAStoreBusyWriteIs503StoreBusy(t *testing.T) {
 			fake = &fakeBusyStore{Badger: b}
 			return fake, nil
 		},
-		Kinds: fakePlugins{}, Clock: fixedClock{t0}, IDs: seededIDs{rand.NewChaCha8([32]byte{9})},
+		Kinds: fakePlugins{}, Clock: fakeclock.At(t0), IDs: seededIDs{rand.NewChaCha8([32]byte{9})},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/vigilhq/vigil/host/authz"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 )
 
 // fakeOverview is a fixed overview, for the routes' tests.
@@ -104,7 +105,7 @@ func TestClusterIsOneNode(t *testing.T) {
 // A principal lists only the recipients it may read; the operator all of
 // them, each with its pending watches.
 func TestRecipientListShowsWhatThePrincipalMayRead(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fakeclock.At(t0)})
 	policy, err := authz.Compile([]authz.Token{
 		{Principal: "agent-1", Token: "token-of-agent-1-000000"},
 		{Principal: "root", Token: "token-of-the-admin-000000", Grant: authz.Grant{Roles: []authz.Role{authz.Admin}}},

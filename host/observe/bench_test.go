@@ -49,12 +49,9 @@ import (
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/benchtest"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/store"
 )
-
-type benchWallClock struct{}
-
-func (benchWallClock) Now() time.Time { return time.Now() }
 
 // benchText is an item's text: a short chat message, as a source reports.
 const benchText = "printer on fire in room 4\nsince 9am; the queue is stuck and jobs pile up"
@@ -76,7 +73,7 @@ func BenchmarkRecord(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.Cleanup(func() { _ = st.Close() })
-				o := Options{Store: st, Clock: benchWallClock{}, Rate: -1, RunPerMinute: -1, Principal: scheduler.ValidRecipientID}
+				o := Options{Store: st, Clock: clock.Wall{}, Rate: -1, RunPerMinute: -1, Principal: scheduler.ValidRecipientID}
 				if items == "duplicate-spent" {
 					o.Rate, o.Burst = 1e-9, repeats
 				}
@@ -168,9 +165,9 @@ func newWakeRig(b *testing.B) *wakeRig {
 	b.Helper()
 	reg := kind.NewRegistry()
 	stamps := &wakeStamps{}
-	stack := apitest.NewStack(b, apitest.Config{Plugins: reg, Clock: benchWallClock{},
+	stack := apitest.NewStack(b, apitest.Config{Plugins: reg, Clock: clock.Wall{},
 		Deliver: func(d *delivery.Delivery, _ *store.Badger) scheduler.Deliverer { return stampDeliver{d, stamps} }})
-	ob, err := New(Options{Store: stampStore{stack.Store, stamps}, Clock: benchWallClock{}, Rate: -1, RunPerMinute: -1, Principal: scheduler.ValidRecipientID}, helpConfig("watcher"))
+	ob, err := New(Options{Store: stampStore{stack.Store, stamps}, Clock: clock.Wall{}, Rate: -1, RunPerMinute: -1, Principal: scheduler.ValidRecipientID}, helpConfig("watcher"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -41,14 +42,11 @@ type Waker interface {
 	Poke(ctx context.Context, subject string) (int, error)
 }
 
-// Clock tells the time.
-type Clock interface{ Now() time.Time }
-
 // Options configure an Observer.
 type Options struct {
 	Store  Store
 	Waker  Waker
-	Clock  Clock
+	Clock  clock.Clock
 	Logger *slog.Logger
 	// Rate and Burst bound recording per principal (default 100 items/s,
 	// burst 200). A negative Rate is no limit.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/internal/clock"
 
 	"github.com/vigilhq/vigil/api/webhooks"
 	"github.com/vigilhq/vigil/host/kind"
@@ -46,9 +47,6 @@ type Kinds interface {
 	Lookup(kind string) (kind.Info, bool)
 	Admit(ctx context.Context, name string, req kind.AdmitRequest) (kind.Admission, error)
 }
-
-// Clock tells the time.
-type Clock interface{ Now() time.Time }
 
 // Destinations judges the addresses a webhook may be delivered to: the
 // delivery guard, *netguard.Guard.
@@ -97,7 +95,7 @@ type Service struct {
 	store  Store
 	sched  Scheduler
 	kinds  Kinds
-	clock  Clock
+	clock  clock.Clock
 	log    *slog.Logger
 	limits Limits
 	// dests, when set, refuses webhook URLs whose host the guard always
@@ -106,11 +104,11 @@ type Service struct {
 }
 
 // New builds a Service with the default limits and no destination check.
-func New(st Store, sched Scheduler, kinds Kinds, clock Clock, log *slog.Logger) *Service {
+func New(st Store, sched Scheduler, kinds Kinds, clk clock.Clock, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: st, sched: sched, kinds: kinds, clock: clock, log: log.With("component", "recipients"), limits: Limits{}.withDefaults()}
+	return &Service{store: st, sched: sched, kinds: kinds, clock: clock.Or(clk), log: log.With("component", "recipients"), limits: Limits{}.withDefaults()}
 }
 
 // WithLimits returns a copy of s bounded by l (zero fields: the defaults).

@@ -15,15 +15,12 @@ import (
 	"github.com/vigilhq/vigil/api/webhooks"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-
-type fixedClock struct{ t time.Time }
-
-func (c fixedClock) Now() time.Time { return c.t }
 
 // fakePlugins serves a wait kind "ci" that never settles and a standing
 // kind "ticket".
@@ -115,11 +112,11 @@ func newFixture(t *testing.T) *fixture {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	f := &fixture{st: st, plugins: &fakePlugins{}, mail: &countingDeliverer{st: st}}
-	f.sched, err = scheduler.New(scheduler.Config{Store: st, Plugins: f.plugins, Deliver: f.mail, Recipients: st, Clock: fixedClock{t0}})
+	f.sched, err = scheduler.New(scheduler.Config{Store: st, Plugins: f.plugins, Deliver: f.mail, Recipients: st, Clock: fakeclock.At(t0)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.svc = New(st, f.sched, f.plugins, fixedClock{t0}, nil)
+	f.svc = New(st, f.sched, f.plugins, fakeclock.At(t0), nil)
 	return f
 }
 

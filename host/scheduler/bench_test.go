@@ -56,6 +56,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/internal/fakeclock"
 
 	"github.com/vigilhq/vigil/host/kind"
@@ -195,16 +196,19 @@ func (g *genStore) List(ctx context.Context, f store.Filter) ([]store.Watch, int
 // it twice per pass (to move what is due to the ready queue, then to arm
 // its timer), and nothing else does while the benchmark watches (an idle
 // worker reads no clock), so reads / 2 is how often it woke.
-type countingClock struct{ reads atomic.Int64 }
+type countingClock struct {
+	clock.Wall
+	reads atomic.Int64
+}
 
 func (c *countingClock) Now() time.Time {
 	c.reads.Add(1)
 	return time.Now()
 }
 
-func benchScheduler(tb testing.TB, st store.Store, pl Kinds, clock Clock, workers int) *Scheduler {
+func benchScheduler(tb testing.TB, st store.Store, pl Kinds, clk clock.Clock, workers int) *Scheduler {
 	tb.Helper()
-	s, err := New(Config{Store: st, Plugins: pl, Deliver: &recordingDeliverer{st: st}, Clock: clock, Workers: workers})
+	s, err := New(Config{Store: st, Plugins: pl, Deliver: &recordingDeliverer{st: st}, Clock: clk, Workers: workers})
 	if err != nil {
 		tb.Fatal(err)
 	}

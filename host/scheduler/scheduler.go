@@ -18,18 +18,10 @@ import (
 
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/watchwait"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
-
-// Clock tells the time. The product uses the wall clock; tests a fake one.
-type Clock interface {
-	Now() time.Time
-}
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
 
 // Kinds is what the scheduler needs of the kinds it serves: the host's
 // kind.Registry, where the plugin runtime and the built-in kinds register.
@@ -151,7 +143,7 @@ type Config struct {
 	// Recipients, when set, makes Register create an unknown recipient and
 	// refuse one that is not running.
 	Recipients Recipients
-	Clock      Clock
+	Clock      clock.Clock
 	Logger     *slog.Logger
 	// Workers is the fixed pool of long-lived probe workers (default 4, at
 	// most 16), never scaled with the watches. No kind and no recipient
@@ -199,9 +191,7 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Clock == nil {
-		c.Clock = wallClock{}
-	}
+	c.Clock = clock.Or(c.Clock)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -588,7 +589,7 @@ func TestWorkersBoundConcurrentProbes(t *testing.T) {
 // The background loop: register, be woken, stop.
 func TestStartRunsTheLoop(t *testing.T) {
 	h := newHarness(t)
-	h.s.cfg.Clock = wallClock{}
+	h.s.cfg.Clock = clock.Wall{}
 	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) { return settled("done") }
 	delivered := make(chan store.Message, 1)
 	h.deliver.before = func(m store.Message) { delivered <- m }

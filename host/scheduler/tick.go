@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -84,7 +85,7 @@ func (s *Scheduler) Start(ctx context.Context) <-chan struct{} {
 
 // loop is the heap's one goroutine.
 func (s *Scheduler) loop(ctx context.Context) {
-	var timer *time.Timer
+	var timer clock.Timer
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -105,11 +106,11 @@ func (s *Scheduler) loop(ctx context.Context) {
 		var fire <-chan time.Time
 		if armed {
 			if timer == nil {
-				timer = time.NewTimer(wait)
+				timer = s.cfg.Clock.NewTimer(wait)
 			} else {
 				timer.Reset(wait)
 			}
-			fire = timer.C
+			fire = timer.C()
 		}
 		select {
 		case <-ctx.Done():

@@ -147,7 +147,8 @@ func TestTheUpkeepFollowsAgainWhenTheFeedEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	fx := newFixture(t)
 	f := &fakeFollower{Badger: fx.st, subscribed: make(chan int, 4), records: make(chan store.Retained)}
-	u, err := upkeep.New(upkeep.Config{Store: f, Clock: fakeclock.At(t0)})
+	clk := fakeclock.At(t0)
+	u, err := upkeep.New(upkeep.Config{Store: f, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,6 +157,9 @@ func TestTheUpkeepFollowsAgainWhenTheFeedEnds(t *testing.T) {
 	if n := <-f.subscribed; n != 1 {
 		t.Fatalf("subscription %d, want 1", n)
 	}
+	// The feed ended: the upkeep follows again a second on.
+	clk.AwaitTimer(t, time.Second)
+	clk.Add(time.Second)
 	if n := <-f.subscribed; n != 2 {
 		t.Fatalf("subscription %d, want 2 after the first feed ended", n)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/vigilhq/vigil/host/fetch"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -63,13 +64,6 @@ type Follower interface {
 // after its feed ended (the servers ended it).
 const refollowAfter = time.Second
 
-// Clock tells the time. The product uses the wall clock; tests a fake one.
-type Clock interface{ Now() time.Time }
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
-
 // Class is one retained class and how long its records are kept.
 type Class struct {
 	Class     store.Retained
@@ -96,7 +90,7 @@ type Config struct {
 	Classes []Class
 	// Batch bounds how many records one transaction prunes (default 256).
 	Batch  int
-	Clock  Clock
+	Clock  clock.Clock
 	Logger *slog.Logger
 }
 
@@ -166,9 +160,7 @@ func New(cfg Config) (*Upkeep, error) {
 	if cfg.Batch <= 0 {
 		cfg.Batch = DefaultBatch
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = wallClock{}
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -397,12 +389,12 @@ func (u *Upkeep) follow(ctx context.Context, f Follower, classes []store.Retaine
 			}
 			u.log.Error("the feed of retained records ended; following again after "+refollowAfter.String(), "err", err)
 		}
-		t := time.NewTimer(refollowAfter)
+		t := u.cfg.Clock.NewTimer(refollowAfter)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		var err error
 		if run, err = f.FollowRetained(ctx, classes); err != nil {
@@ -418,7 +410,7 @@ func (u *Upkeep) follow(ctx context.Context, f Follower, classes []store.Retaine
 // loop is the upkeep's one goroutine: a batch whenever a class is due,
 // else one timer for the earliest, else none.
 func (u *Upkeep) loop(ctx context.Context) {
-	var timer *time.Timer
+	var timer clock.Timer
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -438,11 +430,11 @@ func (u *Upkeep) loop(ctx context.Context) {
 		var fire <-chan time.Time
 		if armed {
 			if timer == nil {
-				timer = time.NewTimer(next.Sub(now))
+				timer = u.cfg.Clock.NewTimer(next.Sub(now))
 			} else {
 				timer.Reset(next.Sub(now))
 			}
-			fire = timer.C
+			fire = timer.C()
 		}
 		select {
 		case <-ctx.Done():

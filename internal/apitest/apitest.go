@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"testing"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -14,16 +13,14 @@ import (
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/store"
 )
-
-// Clock is the clock every part of the stack reads.
-type Clock interface{ Now() time.Time }
 
 // Config shapes a Stack. Plugins and Clock are required.
 type Config struct {
 	Plugins scheduler.Kinds
-	Clock   Clock
+	Clock   clock.Clock
 	// IDs is the randomness of watch ids (default: a fixed seed).
 	IDs io.Reader
 	// Deliver wraps the delivery the scheduler settles through (default:
