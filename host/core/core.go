@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/kind"
@@ -14,6 +15,7 @@ import (
 	"github.com/vigilhq/vigil/host/reminder"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/clock"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -82,12 +84,12 @@ type Core struct {
 	log     *slog.Logger
 	clock   clock.Clock
 	cluster *clustered // nil on one host
+	running atomic.Bool
 	closed  bool
 }
 
-// New builds the core: it opens the store (Config.OpenStore) and starts the outbox's workers
-// (with nothing to send they wait, without a timer). The scheduler's loop
-// is not started: Prime, then Start (or drive Tick, in tests).
+// New builds the core: it opens the store (Config.OpenStore) and starts
+// nothing. Prime, then Run (or, in tests, drive the scheduler's Tick).
 func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 	if cfg.OpenStore == nil && cfg.StoreDir == "" && cfg.Cluster == nil {
 		return nil, errors.New("core: OpenStore or StoreDir is required")
@@ -151,9 +153,6 @@ func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 	if c.cluster == nil {
 		enqueue = c.Outbox
 	}
-	if err = c.Outbox.Start(ctx); err != nil {
-		return nil, err
-	}
 	if c.Delivery, err = delivery.New(delivery.Config{Store: c.Store, Outbox: enqueue, Clock: cfg.Clock, Logger: cfg.Logger, Metrics: dm}); err != nil {
 		return nil, err
 	}
@@ -205,25 +204,38 @@ func (c *Core) Prime(ctx context.Context) (int, error) {
 	return pending, nil
 }
 
-// Start runs the scheduler's loop until ctx ends; the channel closes when
-// its workers have stopped.
-func (c *Core) Start(ctx context.Context) <-chan struct{} { return c.Scheduler.Start(ctx) }
+// Run runs the outbox and the scheduler's loop and workers until ctx
+// ends and, on a cluster, what Join set up: the node, its feeds and its
+// jobs. When ctx ends the scheduler finishes its probes in flight and the
+// outbox stops; only then does the node leave the cluster, so the leases
+// stand while the probes settle. Run returns once all of it has stopped:
+// nil, or the first error (the outbox's recovery). Run once.
+func (c *Core) Run(ctx context.Context) error {
+	if !c.running.CompareAndSwap(false, true) {
+		return errors.New("core: already running")
+	}
+	if c.cluster != nil {
+		if run := c.cluster.takeRun(); run != nil {
+			leave := lifecycle.Go(context.WithoutCancel(ctx), func(ctx context.Context) error {
+				run(ctx)
+				return nil
+			})
+			defer func() { _ = leave() }()
+		}
+	}
+	return lifecycle.Group(ctx, c.Outbox.Run, c.Scheduler.Run)
+}
 
-// Close leaves the cluster (on one), stops the outbox, then closes the store. Stop the scheduler's loop
-// first (end its context and wait on Start's channel). Close is safe to
-// call more than once.
+// Close releases what New and Join acquired: Join's subscriptions, if
+// nothing ran them, then the store. Stop Run first (end its context and
+// wait for it to return). Close is safe to call more than once.
 func (c *Core) Close() error {
 	if c.closed {
 		return nil
 	}
 	c.closed = true
 	if c.cluster != nil {
-		// Leave the cluster first: the leases go back while the
-		// connection they are written on is open.
-		c.cluster.leave()
-	}
-	if c.Outbox != nil {
-		c.Outbox.Stop()
+		c.cluster.releaseUnrun()
 	}
 	if c.Store == nil {
 		return nil

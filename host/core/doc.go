@@ -1,8 +1,8 @@
 // Package core is the composition root of the host's core: the store, the
 // kind registry (with the host's phase reminder kind in it, whose watches
 // the recipients keep), delivery with its outbox, the scheduler and the
-// recipients, built in one place and in one order, with the goroutines
-// they own started and stopped here. `vigil serve` builds it through
+// recipients, built in one place and in one order (New starts nothing),
+// with the goroutines they own run by Run. `vigil serve` builds it through
 // package host (which adds the plugin runtime, fetch, exec, observe and
 // the API); the tests' stack (internal/apitest) builds it directly, with
 // fakes for the kinds and the clock, so a test runs the same wiring as the
@@ -54,7 +54,8 @@
 // pass over every recipient that one host makes in Prime is on a cluster
 // the core's own job (JobReconcile), run by one node at a time, since
 // nodes starting together would each register the same missing standing
-// watch. Close leaves the cluster before it closes the store. Rejected:
+// watch. Run's node leaves the cluster once the scheduler's probes in
+// flight have settled, before Run returns. Rejected:
 // one Gain per lease on a goroutine each, which could arm a partition
 // after its loss was handled; trusting the lease's TTL minus its margin
 // without a fence, which a pause between the check and the write defeats; a feed that stops left stopped until the
@@ -70,7 +71,7 @@
 // a gained partition's pushes after its watches, in the queue.
 //
 // What it must never do: decide anything (each component owns its rules),
-// or start a goroutine it does not stop in Close.
+// or start a goroutine outside Run.
 //
 // It is its own package, below host, because observe's tests build the
 // core and host imports observe: one package would be an import cycle.

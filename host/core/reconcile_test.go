@@ -100,7 +100,7 @@ func TestNodesStartingTogetherRegisterOneStandingWatch(t *testing.T) {
 // The core's own job name is refused for a host's job.
 func TestJoinRefusesTheCoresOwnJobName(t *testing.T) {
 	c := &Core{clock: clock.Wall{}, log: slogDiscard(), cluster: &clustered{}}
-	_, err := c.Join(context.Background(), Join{Jobs: map[string]func(context.Context) <-chan struct{}{JobReconcile: nil}})
+	err := c.Join(context.Background(), Join{Jobs: map[string]func(context.Context) error{JobReconcile: nil}})
 	if err == nil {
 		t.Fatal("a host's job named reconcile was taken")
 	}

@@ -22,7 +22,7 @@
 //     first attempts go out in mailbox order; a push waiting for a retry
 //     waits on the retry heap, not in its recipient's line, and holds back
 //     nothing after it.
-//   - A push is marked sending durably before its request goes out. Start
+//   - A push is marked sending durably before its request goes out. Run
 //     (on a cluster, Gain, for its partition) records every push found
 //     sending unknown (a request may have gone out before the host
 //     stopped) and never sends it again.
@@ -46,9 +46,9 @@
 //   - A long-poll reader waits on one channel per recipient that an append
 //     closes, and on its own deadline: no polling loop, no goroutine or
 //     timer per reader beyond that deadline.
-//   - The Outbox's goroutines (one loop, its workers) are started by Start
-//     and stopped by Stop, which waits for them; a request in flight at
-//     Stop is unknown if its headers went out, else put back for the next
+//   - The Outbox's goroutines (one loop, its workers) run in Run, which
+//     returns once they have stopped; a request in flight when its context
+//     ends is unknown if its headers went out, else put back for the next
 //     start.
 //
 // On a cluster (OutboxConfig.Partitions) the Outbox of each node sends the
@@ -59,7 +59,7 @@
 // partition's pushes left sending (unknown) and loads its live ones
 // before sending any of them; and Drop (as the lease is lost) forgets what
 // it queued of a partition and starts no new attempt of it (one in flight
-// finishes). Start then recovers nothing: a node that
+// finishes). Run then recovers nothing: a node that
 // restarts never turns unknown a push another live node is sending. Which
 // partitions are held is the cluster's (host/core gains and drops them
 // with the leases), and two nodes never both begin one attempt because

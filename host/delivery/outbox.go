@@ -67,7 +67,7 @@ type OutboxConfig struct {
 	// Partitions, on a cluster node, is the cluster's partition count: the
 	// outbox then sends only the pushes of recipients whose push partition
 	// (store.PushPartition) it holds (Claim, Gain, Drop), none before,
-	// and Start recovers nothing (each Gain recovers its partition's).
+	// and Run recovers nothing (each Gain recovers its partition's).
 	// Zero: one host, whose outbox owns every recipient's pushes.
 	Partitions int
 	Clock      clock.Clock
@@ -153,11 +153,9 @@ type Outbox struct {
 
 	wake    chan struct{} // the loop re-reads the retry heap
 	started atomic.Bool
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
 }
 
-// NewOutbox builds an Outbox. Call Start to send, Stop to end.
+// NewOutbox builds an Outbox; it starts nothing. Run sends.
 func NewOutbox(cfg OutboxConfig) (*Outbox, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("delivery: outbox: Store is required")
@@ -213,16 +211,18 @@ func NewOutbox(cfg OutboxConfig) (*Outbox, error) {
 
 var _ Enqueuer = (*Outbox)(nil)
 
-// Start recovers the outbox and starts its loop and workers, which run
-// until Stop (or ctx ends). Recovery happens before Start returns: every
-// push found sending is recorded unknown and never sent again (a request
-// may have gone out before the host stopped), and every pending or
-// retrying push is queued, first attempts in mailbox order. On a cluster
-// (Partitions) it only starts the loop and workers: recovery and loading
-// are per push partition, in Gain. Start may be called once.
-func (o *Outbox) Start(ctx context.Context) error {
+// Run recovers the outbox and runs its loop and workers until ctx ends;
+// it returns nil once they have stopped, or recovery's error. Recovery
+// comes first: every push found sending is recorded unknown and never
+// sent again (a request may have gone out before the host stopped), and
+// every pending or retrying push is queued, first attempts in mailbox
+// order. On a cluster (Partitions) it recovers nothing: recovery and
+// loading are per push partition, in Gain. A request in flight when ctx
+// ends is abandoned: if its headers had gone out it is recorded unknown,
+// otherwise it is put back to be sent after the next start. Run once.
+func (o *Outbox) Run(ctx context.Context) error {
 	if !o.started.CompareAndSwap(false, true) {
-		return errors.New("delivery: outbox already started")
+		return errors.New("delivery: outbox already running")
 	}
 	if o.parts != nil {
 		// A cluster node: each push partition is recovered when it is
@@ -255,35 +255,14 @@ func (o *Outbox) Start(ctx context.Context) error {
 	return nil
 }
 
-// run starts the loop and the workers.
+// run runs the loop and the workers until ctx ends and they have stopped.
 func (o *Outbox) run(ctx context.Context) {
-	ctx, o.cancel = context.WithCancel(ctx)
-	o.wg.Add(1)
-	go func() {
-		defer o.wg.Done()
-		o.loop(ctx)
-	}()
+	var wg sync.WaitGroup
+	wg.Go(func() { o.loop(ctx) })
 	for range o.cfg.Workers {
-		o.wg.Add(1)
-		go func() {
-			defer o.wg.Done()
-			o.work(ctx)
-		}()
+		wg.Go(func() { o.work(ctx) })
 	}
-}
-
-// Stop ends the loop and the workers and waits for them. A request in
-// flight is abandoned: if its headers had gone out it is recorded
-// unknown, otherwise it is put back to be sent after the next start.
-func (o *Outbox) Stop() {
-	if o.cancel != nil {
-		o.cancel()
-	}
-	o.mu.Lock()
-	o.stopping = true
-	o.cond.Broadcast()
-	o.mu.Unlock()
-	o.wg.Wait()
+	wg.Wait()
 }
 
 // Enqueue implements Enqueuer: it queues a push that is pending (for its

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vigilhq/vigil/api/webhooks"
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -109,10 +110,12 @@ func (r *rig) open(workers int, schedule []time.Duration) {
 
 func (r *rig) start() {
 	r.t.Helper()
-	if err := r.outbox.Start(context.Background()); err != nil {
-		r.t.Fatal(err)
-	}
-	r.t.Cleanup(r.outbox.Stop) // before the store closes
+	stop := lifecycle.Go(context.Background(), r.outbox.Run)
+	r.t.Cleanup(func() { // before the store closes
+		if err := stop(); err != nil {
+			r.t.Error(err)
+		}
+	})
 }
 
 // push reads the push of rid's message seq.
@@ -453,6 +456,7 @@ func TestSendingIsUnknownAfterARestart(t *testing.T) {
 
 	r.open(2, nil) // restart on the same directory
 	r.start()
+	r.metrics.await(t, store.PushUnknown, 1) // Run recovers first
 	if p := r.push("a", 1); p.State != store.PushUnknown || p.Attempts != 1 {
 		t.Fatalf("push 1 after the restart: %+v", p)
 	}

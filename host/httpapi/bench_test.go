@@ -65,6 +65,7 @@ import (
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/benchtest"
 	"github.com/vigilhq/vigil/internal/clock"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 	"github.com/vigilhq/vigil/plugins"
 	"github.com/vigilhq/vigil/sdk/abi"
@@ -176,13 +177,13 @@ func startServer(b *testing.B, st *store.Badger, pl benchPlugins, o serverOpts) 
 		b.Fatal(err)
 	}
 	ctx, stopLoop := context.WithCancel(context.Background())
-	loop := make(<-chan struct{})
+	loop := func() error { return nil }
 	if o.loop {
-		// As vigil serve: prime, then start the loop.
+		// As vigil serve: prime, then run the loop.
 		if _, err := sched.Prime(ctx); err != nil {
 			b.Fatal(err)
 		}
-		loop = sched.Start(ctx)
+		loop = lifecycle.Go(ctx, sched.Run)
 	}
 	var mb Mailboxes = del
 	if o.mailboxes != nil {
@@ -207,7 +208,7 @@ func startServer(b *testing.B, st *store.Badger, pl benchPlugins, o serverOpts) 
 		<-served
 		stopLoop()
 		if o.loop {
-			<-loop
+			_ = loop()
 		}
 	})
 	b.Cleanup(srv.stop)

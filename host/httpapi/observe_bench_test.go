@@ -67,6 +67,7 @@ import (
 	"github.com/vigilhq/vigil/internal/authztest"
 	"github.com/vigilhq/vigil/internal/benchtest"
 	"github.com/vigilhq/vigil/internal/clock"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -139,10 +140,10 @@ func startObserveServer(b *testing.B, o observeServerOpts) *observeServer {
 	if _, err := sched.Prime(ctx); err != nil {
 		b.Fatal(err)
 	}
-	loop := sched.Start(ctx)
-	routed := make(<-chan struct{})
+	loop := lifecycle.Go(ctx, sched.Run)
+	routed := func() error { return nil }
 	if o.router {
-		routed = ob.Start(ctx)
+		routed = lifecycle.Go(ctx, ob.Run)
 	}
 	base, wake := context.WithCancel(context.Background())
 	recips := recipients.New(st, sched, kinds, clock.Wall{}, nil)
@@ -165,9 +166,9 @@ func startObserveServer(b *testing.B, o observeServerOpts) *observeServer {
 		_ = app.ShutdownWithTimeout(5 * time.Second)
 		<-served
 		stopLoops()
-		<-loop
+		_ = loop()
 		if o.router {
-			<-routed
+			_ = routed()
 		}
 	})
 	return srv

@@ -50,6 +50,7 @@ import (
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/benchtest"
 	"github.com/vigilhq/vigil/internal/clock"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -180,13 +181,13 @@ func newWakeRig(b *testing.B) *wakeRig {
 	if _, err := stack.Scheduler.Prime(ctx); err != nil {
 		b.Fatal(err)
 	}
-	loop := stack.Scheduler.Start(ctx)
-	routed := ob.Start(ctx)
+	loop := lifecycle.Go(ctx, stack.Scheduler.Run)
+	routed := lifecycle.Go(ctx, ob.Run)
 	// Registered after the stack's store cleanup, so it runs first.
 	b.Cleanup(func() {
 		stop()
-		<-loop
-		<-routed
+		_ = loop()
+		_ = routed()
 	})
 	return &wakeRig{stack: stack, ob: ob, stamps: stamps}
 }

@@ -58,6 +58,7 @@ import (
 
 	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
@@ -719,11 +720,11 @@ func childRestart(t *testing.T, dir, design string) map[string]float64 {
 
 	window := benchIdle(t)
 	loopCtx, cancel := context.WithCancel(ctx)
-	done := s.Start(loopCtx)
+	done := lifecycle.Go(loopCtx, s.Run)
 	time.Sleep(window)
 	probes := fp.probeCount()
 	cancel()
-	<-done
+	_ = done()
 	mib := func(v int64) float64 { return float64(v) / (1 << 20) }
 	return map[string]float64{
 		"open-ms":             float64(open.Microseconds()) / 1000,
@@ -810,7 +811,7 @@ func childIdle(t *testing.T, c, dir string) map[string]float64 {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	reads := clock.reads.Load()
-	done := s.Start(ctx)
+	done := lifecycle.Go(ctx, s.Run)
 	for clock.reads.Load() < reads+2 { // the first pass: what is due, then the timer
 		time.Sleep(time.Millisecond)
 	}
@@ -824,7 +825,7 @@ func childIdle(t *testing.T, c, dir string) map[string]float64 {
 	next, ok := s.NextWake()
 	pending := s.Pending()
 	cancel()
-	<-done
+	_ = done()
 
 	res := map[string]float64{
 		"cpu-ms":         float64((cpu1 - cpu0).Microseconds()) / 1000,

@@ -13,7 +13,7 @@
 //     long-lived workers (Config.Workers, default 4, at most 16, never
 //     scaled with the watches) drains it continuously. No batch and no
 //     barrier: a slow probe holds one worker, never the next due watch.
-//     The workers belong to the scheduler: Start's channel closes once
+//     The workers belong to the scheduler: Run returns once
 //     they have all exited.
 //   - Fairness by kind and by recipient. A worker reads a due row (the
 //     probe needs it anyway) and files it under its kind and recipient; a
@@ -145,10 +145,10 @@
 // Deliverer's); hold its lock across a store commit, a plugin call or a
 // delivery; or start a goroutine per watch or per batch outside Tick.
 //
-// Prime (ready) is split from Start (running) so tests drive Tick with a
+// Prime (ready) is split from Run (running) so tests drive Tick with a
 // fake clock: Tick moves what is due into the ready queue and drains it on
 // the workers' own code (the same fairness and caps), returning when it is
-// done. The isolation tests run Start itself on the fake clock, waiting on
+// done. The isolation tests run the scheduler's Run itself on the fake clock, waiting on
 // channels for the probes they hold.
 //
 // Rejected alternatives:

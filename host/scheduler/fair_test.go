@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -82,7 +83,7 @@ func (iso *isolation) next() probeStart {
 // stops them at the end of the test, releasing what is held.
 func (iso *isolation) start() {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := iso.s.Start(ctx)
+	done := lifecycle.Go(ctx, iso.s.Run)
 	iso.t.Cleanup(func() {
 		select {
 		case <-iso.release:
@@ -90,7 +91,7 @@ func (iso *isolation) start() {
 			close(iso.release)
 		}
 		cancel()
-		<-done
+		_ = done()
 	})
 }
 
@@ -275,7 +276,7 @@ func TestHammerCapsAndCancels(t *testing.T) {
 	}
 	h.s.cfg.IDs = crand.Reader // the seeded source of the harness is for one goroutine
 	ctx, cancel := context.WithCancel(context.Background())
-	done := h.s.Start(ctx)
+	done := lifecycle.Go(ctx, h.s.Run)
 
 	const perGoroutine = 150
 	ids := make(chan store.ID, 4*perGoroutine)
@@ -333,7 +334,7 @@ func TestHammerCapsAndCancels(t *testing.T) {
 	}
 	awaitSettledWorkers(t, h.s)
 	cancel()
-	<-done
+	_ = done()
 
 	if limit := h.s.cfg.Workers - 1; peak > limit {
 		t.Fatalf("%d probes of one kind or recipient at once, cap %d", peak, limit)

@@ -29,6 +29,7 @@ import (
 
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/internal/benchtest"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -140,20 +141,17 @@ func latenessPass(b *testing.B, design string, timers int, kindName string, n in
 	s.mu.Unlock()
 
 	runCtx, cancel := context.WithCancel(ctx)
-	var done <-chan struct{}
+	run := s.Run
 	if design == "batch" {
-		ch := make(chan struct{})
-		go func() { defer close(ch); s.batchLoop(runCtx) }()
-		done = ch
-	} else {
-		done = s.Start(runCtx)
+		run = func(ctx context.Context) error { s.batchLoop(ctx); return nil }
 	}
+	done := lifecycle.Go(runCtx, run)
 	b.StartTimer()
 	probed.Wait()
 	b.StopTimer()
 	close(stopped)
 	cancel()
-	<-done
+	_ = done()
 	return late
 }
 

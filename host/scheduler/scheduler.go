@@ -259,7 +259,8 @@ type Scheduler struct {
 	changes *watchwait.Notifier
 }
 
-// New builds a scheduler. Call Prime, then Start (or Tick, in tests).
+// New builds a scheduler; it starts nothing. Call Prime, then Run (or
+// Tick, in tests).
 func New(cfg Config) (*Scheduler, error) {
 	if cfg.Store == nil || cfg.Plugins == nil || cfg.Deliver == nil {
 		return nil, errors.New("scheduler: Store, Plugins and Deliver are required")

@@ -14,6 +14,7 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/internal/clock"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -597,7 +598,7 @@ func TestStartRunsTheLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	stopped := h.s.Start(ctx)
+	stopped := lifecycle.Go(ctx, h.s.Run)
 	w, err := h.s.Register(context.Background(), Registration{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "a"}})
 	if err != nil {
 		t.Fatal(err)
@@ -606,7 +607,7 @@ func TestStartRunsTheLoop(t *testing.T) {
 		t.Fatalf("delivered %+v", m)
 	}
 	cancel()
-	<-stopped
+	_ = stopped()
 }
 
 func TestRegistrationEnsuresARunningRecipient(t *testing.T) {
@@ -685,12 +686,12 @@ func TestStartWaitsForItsWorkers(t *testing.T) {
 		h.register("ci")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := h.s.Start(ctx)
+	done := lifecycle.Go(ctx, h.s.Run)
 	<-entered
 	cancel()
-	<-done
+	_ = done()
 	if !returned.Load() {
-		t.Fatal("Start's channel closed while a probe was in flight")
+		t.Fatal("Run returned while a probe was in flight")
 	}
 	if n := h.plugins.probeCount(); n != 1 {
 		t.Fatalf("%d probes", n)

@@ -12,6 +12,7 @@ import (
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/host/upkeep"
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/natsstore"
@@ -72,8 +73,8 @@ func TestTheUpkeepHearsOtherNodesRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := u.Start(ctx)
-	defer func() { cancel(); <-done }()
+	done := lifecycle.Go(ctx, u.Run)
+	defer func() { cancel(); _ = done() }()
 	armedAt("the upkeep's first read of b's row", t0.Add(scheduler.DefaultRetention), u)
 	if _, err := u.Tick(ctx, t0.Add(scheduler.DefaultRetention)); err != nil {
 		t.Fatal(err)
@@ -152,8 +153,8 @@ func TestTheUpkeepFollowsAgainWhenTheFeedEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := u.Start(ctx)
-	defer func() { cancel(); <-done }()
+	done := lifecycle.Go(ctx, u.Run)
+	defer func() { cancel(); _ = done() }()
 	if n := <-f.subscribed; n != 1 {
 		t.Fatalf("subscription %d, want 1", n)
 	}

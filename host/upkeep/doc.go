@@ -4,7 +4,7 @@
 // default), and idempotency keys' records after 24 hours, without a
 // restart.
 //
-// What it owns: one goroutine (Start), and a small heap of the retained
+// What it owns: one goroutine (Run), and a small heap of the retained
 // classes keyed by when each one's oldest record comes due (the oldest
 // record's time plus the class's retention), with at most one timer,
 // armed for the heap's minimum. Its mutex guards that heap only.
@@ -40,7 +40,7 @@
 // of that node's commits only: a class that read empty would never be
 // armed by a record another node wrote, and would keep it for ever (until
 // the lease moved). So when the store is a Follower (natsstore, whose
-// bucket every node writes), Start first subscribes to the retained
+// bucket every node writes), Run first subscribes to the retained
 // records any node commits (FollowRetained: JetStream's push of the
 // classes' time indexes and event streams, no polling) and feeds them to
 // Notify on a second goroutine it owns, then primes: a record committed

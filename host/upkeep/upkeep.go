@@ -149,7 +149,8 @@ type Upkeep struct {
 	wake chan struct{}
 }
 
-// New builds an Upkeep. Call Start (or, in tests, Prime and Tick).
+// New builds an Upkeep; it starts nothing. Call Run (or, in tests,
+// Prime and Tick).
 func New(cfg Config) (*Upkeep, error) {
 	if cfg.Store == nil {
 		return nil, &ConfigError{Field: "Store", Reason: "is required"}
@@ -269,7 +270,7 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
-// Prime reads every class's oldest record and arms the heap. Start calls
+// Prime reads every class's oldest record and arms the heap. Run calls
 // it; tests call it before Tick.
 func (u *Upkeep) Prime(ctx context.Context) error {
 	now := u.cfg.Clock.Now()
@@ -342,38 +343,32 @@ func (u *Upkeep) Tick(ctx context.Context, now time.Time) (int, error) {
 	return n, nil
 }
 
-// Start primes the heap and runs the loop on its own goroutine until ctx
-// ends; the channel closes when it has. On a store that is a Follower it
-// first subscribes to the retained records every process commits, and
-// keeps a second goroutine reading them into Notify, so a class that
-// read empty is armed by another node's record; the channel closes once
-// both have stopped.
-func (u *Upkeep) Start(ctx context.Context) <-chan struct{} {
-	done := make(chan struct{})
+// Run primes the heap and runs the loop until ctx ends, then returns nil.
+// On a store that is a Follower it first subscribes to the retained
+// records every process commits, and keeps a second goroutine reading
+// them into Notify, so a class that read empty is armed by another node's
+// record; Run returns once both have stopped.
+func (u *Upkeep) Run(ctx context.Context) error {
 	var classes []store.Retained
 	for _, c := range u.cfg.Classes {
 		classes = append(classes, c.Class)
 	}
-	f, follows := u.cfg.Store.(Follower)
-	go func() {
-		defer close(done)
-		var wg sync.WaitGroup
-		defer wg.Wait()
-		if follows {
-			// Subscribe before Prime reads: a record committed after the
-			// read is told by the feed, one before it is in the read.
-			run, err := f.FollowRetained(ctx, classes)
-			if err != nil {
-				u.log.Error("following the retained records of other nodes; following again after "+refollowAfter.String(), "err", err)
-			}
-			wg.Go(func() { u.follow(ctx, f, classes, run) })
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if f, follows := u.cfg.Store.(Follower); follows {
+		// Subscribe before Prime reads: a record committed after the
+		// read is told by the feed, one before it is in the read.
+		run, err := f.FollowRetained(ctx, classes)
+		if err != nil {
+			u.log.Error("following the retained records of other nodes; following again after "+refollowAfter.String(), "err", err)
 		}
-		if err := u.Prime(ctx); err != nil {
-			u.log.Error("reading the oldest records", "err", err)
-		}
-		u.loop(ctx)
-	}()
-	return done
+		wg.Go(func() { u.follow(ctx, f, classes, run) })
+	}
+	if err := u.Prime(ctx); err != nil {
+		u.log.Error("reading the oldest records", "err", err)
+	}
+	u.loop(ctx)
+	return nil
 }
 
 // follow reads the store's feed of retained records into Notify until

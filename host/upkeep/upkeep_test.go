@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/fetch"
@@ -260,8 +261,8 @@ func TestPrunedWhileRunning(t *testing.T) {
 	u := newUpkeep(t, upkeep.Config{Store: f.st, Clock: clock})
 	f.st.OnRetained(u.Notify)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := u.Start(ctx)
-	defer func() { cancel(); <-done }()
+	done := lifecycle.Go(ctx, u.Run)
+	defer func() { cancel(); _ = done() }()
 
 	eventually(t, "the old row pruned", func() bool { return !f.exists(old) })
 	// Armed for the young row (and its message), six days ahead.
@@ -426,8 +427,8 @@ func TestLargePruneDoesNotBlockProbing(t *testing.T) {
 	}
 	u := newUpkeep(t, upkeep.Config{Store: cs, Clock: clock, Batch: batch, Classes: settledOnly(7 * day)})
 	ctx, cancel := context.WithCancel(context.Background())
-	done := u.Start(ctx)
-	defer func() { cancel(); <-done }()
+	done := lifecycle.Go(ctx, u.Run)
+	defer func() { cancel(); _ = done() }()
 
 	<-inPass
 	w, err := sched.Register(ctx, scheduler.Registration{Kind: "now", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "a"}})

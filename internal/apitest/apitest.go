@@ -14,6 +14,7 @@ import (
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/clock"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -71,6 +72,14 @@ func NewStack(tb testing.TB, cfg Config) *Stack {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = c.Close() })
+	// The outbox runs, as serve's does; the scheduler's loop does not:
+	// the tests drive Tick. Stopped before the core closes.
+	stop := lifecycle.Go(context.Background(), c.Outbox.Run)
+	tb.Cleanup(func() {
+		if err := stop(); err != nil {
+			tb.Error(err)
+		}
+	})
 	return &Stack{Store: st, Delivery: c.Delivery, Outbox: c.Outbox, Scheduler: c.Scheduler, Recipients: c.Recipients}
 }
 
