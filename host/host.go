@@ -27,7 +27,6 @@ import (
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/runner"
-	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/host/upkeep"
 	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/internal/lifecycle"
@@ -168,7 +167,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	}
 	if h.Observer, err = observe.New(observe.Options{
 		Store: st, Clock: clock.Wall{}, Logger: log, Rate: cfg.ObserveRate, Burst: cfg.ObserveBurst, RunPerMinute: cfg.ObserveRunPerMinute,
-		Principal: scheduler.ValidRecipientID, Metrics: h.Metrics,
+		Principal: store.ValidRecipientID, Metrics: h.Metrics,
 	}, observe.Config{Scopes: cfg.Scopes}); err != nil {
 		return nil, fmt.Errorf("scopes: %w", err)
 	}

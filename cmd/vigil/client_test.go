@@ -625,7 +625,7 @@ func TestErrorOutput(t *testing.T) {
 	}{
 		{[]string{"watch", "add", "ci", "--param", "bad=true", "--for", "agent-1"}, "vigil: invalid_params: bad (field: params.bad)"},
 		{[]string{"watch", "add", "gitlab", "--for", "agent-1"}, "vigil: watch_unobservable: no plugin serves gitlab (setting: kinds.gitlab.wasm)"},
-		{[]string{"watch", "add", "ci", "--for", "a/b"}, "vigil: invalid_recipient: " + scheduler.RecipientIDGrammar + " (field: recipient.id)"},
+		{[]string{"watch", "add", "ci", "--for", "a/b"}, "vigil: invalid_recipient: " + store.RecipientIDGrammar + " (field: recipient.id)"},
 		{[]string{"watch", "ls", "--state", "done"}, "vigil: invalid_field: want pending, fired, expired, cancelled, undeliverable or unwatchable (field: state)"},
 	}
 	for _, tt := range tests {

@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/sdk/abi"
+	"github.com/vigilhq/vigil/store"
 )
 
 // Role is a right beyond acting for recipients.
@@ -90,8 +90,8 @@ func Compile(tokens []Token) (*Policy, error) {
 	for i, t := range tokens {
 		at := fmt.Sprintf("tokens[%d]", i)
 		switch {
-		case !scheduler.ValidRecipientID(t.Principal):
-			bad(at+".principal", fmt.Errorf("%q: %s", t.Principal, scheduler.RecipientIDGrammar))
+		case !store.ValidRecipientID(t.Principal):
+			bad(at+".principal", fmt.Errorf("%q: %s", t.Principal, store.RecipientIDGrammar))
 		case t.Principal == kind.LocalPrincipal:
 			// The tokenless principal: rows it registered, and the
 			// workspace rule, mean it and no token's principal.
@@ -135,16 +135,16 @@ func compileGrant(at string, t Token) (*Principal, error) {
 		}
 	}
 	for i, pat := range g.Recipients {
-		if !validPattern(pat, scheduler.ValidRecipientID) {
-			bad(fmt.Sprintf("recipients[%d]", i), fmt.Errorf("%q: want a recipient id or a pattern of one with * (%s)", pat, scheduler.RecipientIDGrammar))
+		if !validPattern(pat, store.ValidRecipientID) {
+			bad(fmt.Sprintf("recipients[%d]", i), fmt.Errorf("%q: want a recipient id or a pattern of one with * (%s)", pat, store.RecipientIDGrammar))
 		}
 	}
 	if len(g.RegisterFor) > 0 && !slices.Contains(g.Roles, Orchestrator) && !slices.Contains(g.Roles, Admin) {
 		bad("register_for", errors.New("narrows the orchestrator role, which this token does not have (add roles: [orchestrator])"))
 	}
 	for i, pat := range g.RegisterFor {
-		if !validPattern(pat, scheduler.ValidRecipientID) {
-			bad(fmt.Sprintf("register_for[%d]", i), fmt.Errorf("%q: want a recipient id or a pattern of one with * (%s)", pat, scheduler.RecipientIDGrammar))
+		if !validPattern(pat, store.ValidRecipientID) {
+			bad(fmt.Sprintf("register_for[%d]", i), fmt.Errorf("%q: want a recipient id or a pattern of one with * (%s)", pat, store.RecipientIDGrammar))
 		}
 	}
 	for i, pat := range g.Scopes {

@@ -117,7 +117,7 @@ func startObserveServer(b *testing.B, o observeServerOpts) *observeServer {
 		Observe: []observe.Entry{{Sources: []observe.Source{{Name: "slack-help", Reporters: reporters}}}},
 		Routes:  []observe.Route{{Source: "slack-help"}},
 	}}}
-	oo := observe.Options{Store: st, Clock: clock.Wall{}, Rate: o.rate, Principal: scheduler.ValidRecipientID}
+	oo := observe.Options{Store: st, Clock: clock.Wall{}, Rate: o.rate, Principal: store.ValidRecipientID}
 	if o.rate < 0 {
 		oo.RunPerMinute = -1
 	}

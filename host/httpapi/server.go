@@ -502,8 +502,8 @@ func param(c *fiber.Ctx, name string) (v string, ok bool) {
 
 func recipientParam(c *fiber.Ctx) (string, error) {
 	id, ok := param(c, "id")
-	if !ok || !scheduler.ValidRecipientID(id) {
-		return "", &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: fmt.Sprintf("recipient id %q: %s", id, scheduler.RecipientIDGrammar)}
+	if !ok || !store.ValidRecipientID(id) {
+		return "", &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: fmt.Sprintf("recipient id %q: %s", id, store.RecipientIDGrammar)}
 	}
 	return id, nil
 }
@@ -516,8 +516,8 @@ func (s *server) createWatch(c *fiber.Ctx) error {
 	if req.Kind == "" {
 		return &api.Error{Code: api.CodeInvalidField, Field: "kind", Message: "required"}
 	}
-	if !scheduler.ValidRecipientID(req.Recipient.ID) {
-		return &api.Error{Code: api.CodeInvalidRecipient, Field: "recipient.id", Message: scheduler.RecipientIDGrammar}
+	if !store.ValidRecipientID(req.Recipient.ID) {
+		return &api.Error{Code: api.CodeInvalidRecipient, Field: "recipient.id", Message: store.RecipientIDGrammar}
 	}
 	if err := s.allow(c, authz.Action{Verb: authz.Register, Recipient: req.Recipient.ID}); err != nil {
 		return err
@@ -549,11 +549,11 @@ func (s *server) createWatch(c *fiber.Ctx) error {
 // of the next page when there may be more.
 func (s *server) listWatches(c *fiber.Ctx) error {
 	f := store.Filter{Recipient: c.Query("recipient"), State: store.State(c.Query("state")), Kind: c.Query("kind"), RegisteredBy: c.Query("registered_by")}
-	if f.Recipient != "" && !scheduler.ValidRecipientID(f.Recipient) {
-		return &api.Error{Code: api.CodeInvalidRecipient, Field: "recipient", Message: fmt.Sprintf("recipient id %q: %s", f.Recipient, scheduler.RecipientIDGrammar)}
+	if f.Recipient != "" && !store.ValidRecipientID(f.Recipient) {
+		return &api.Error{Code: api.CodeInvalidRecipient, Field: "recipient", Message: fmt.Sprintf("recipient id %q: %s", f.Recipient, store.RecipientIDGrammar)}
 	}
-	if f.RegisteredBy != "" && !scheduler.ValidRecipientID(f.RegisteredBy) {
-		return &api.Error{Code: api.CodeInvalidField, Field: "registered_by", Message: fmt.Sprintf("principal %q: %s", f.RegisteredBy, scheduler.RecipientIDGrammar)}
+	if f.RegisteredBy != "" && !store.ValidRecipientID(f.RegisteredBy) {
+		return &api.Error{Code: api.CodeInvalidField, Field: "registered_by", Message: fmt.Sprintf("principal %q: %s", f.RegisteredBy, store.RecipientIDGrammar)}
 	}
 	if f.State != "" && !f.State.Valid() {
 		return &api.Error{Code: api.CodeInvalidField, Field: "state", Message: "want pending, fired, expired, cancelled, undeliverable or unwatchable"}

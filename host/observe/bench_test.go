@@ -74,7 +74,7 @@ func BenchmarkRecord(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.Cleanup(func() { _ = st.Close() })
-				o := Options{Store: st, Clock: clock.Wall{}, Rate: -1, RunPerMinute: -1, Principal: scheduler.ValidRecipientID}
+				o := Options{Store: st, Clock: clock.Wall{}, Rate: -1, RunPerMinute: -1, Principal: store.ValidRecipientID}
 				if items == "duplicate-spent" {
 					o.Rate, o.Burst = 1e-9, repeats
 				}
@@ -168,7 +168,7 @@ func newWakeRig(b *testing.B) *wakeRig {
 	stamps := &wakeStamps{}
 	stack := apitest.NewStack(b, apitest.Config{Plugins: reg, Clock: clock.Wall{},
 		Deliver: func(d *delivery.Delivery, _ *store.Badger) scheduler.Deliverer { return stampDeliver{d, stamps} }})
-	ob, err := New(Options{Store: stampStore{stack.Store, stamps}, Clock: clock.Wall{}, Rate: -1, RunPerMinute: -1, Principal: scheduler.ValidRecipientID}, helpConfig("watcher"))
+	ob, err := New(Options{Store: stampStore{stack.Store, stamps}, Clock: clock.Wall{}, Rate: -1, RunPerMinute: -1, Principal: store.ValidRecipientID}, helpConfig("watcher"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func helpConfig(reporters ...string) Config {
 func newRig(t *testing.T, cfg Config, opts ...func(*Options)) *rig {
 	t.Helper()
 	clock := fakeclock.At(t0)
-	o := Options{Clock: clock, IDs: seeded{rand.NewChaCha8([32]byte{3})}, Principal: scheduler.ValidRecipientID}
+	o := Options{Clock: clock, IDs: seeded{rand.NewChaCha8([32]byte{3})}, Principal: store.ValidRecipientID}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -428,13 +428,13 @@ func TestConfigErrorsNameTheEntry(t *testing.T) {
 		"bad route source": {Config{Scopes: map[string]Scope{"s": {Routes: []Route{{Source: "A"}}}}}, "scopes.s.routes[0].source"},
 	}
 	for name, tt := range tests {
-		err := tt.cfg.Validate(scheduler.ValidRecipientID)
+		err := tt.cfg.Validate(store.ValidRecipientID)
 		var ce *ConfigError
 		if !errors.As(err, &ce) || ce.Path != tt.path {
 			t.Errorf("%s: %v, want an error at %s", name, err, tt.path)
 		}
 	}
-	if err := helpConfig("p").Validate(scheduler.ValidRecipientID); err != nil {
+	if err := helpConfig("p").Validate(store.ValidRecipientID); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/reminder"
-	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -82,8 +81,8 @@ func (s *Service) phaseStore() (PhaseStore, error) {
 // must exist (store.ErrNotFound otherwise: a report creates nothing). It
 // changes no watch: the reminder reads the phase at its next check.
 func (s *Service) ReportPhase(ctx context.Context, id string, r PhaseReport) (store.Phase, error) {
-	if !scheduler.ValidRecipientID(id) {
-		return store.Phase{}, &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: scheduler.RecipientIDGrammar}
+	if !store.ValidRecipientID(id) {
+		return store.Phase{}, &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: store.RecipientIDGrammar}
 	}
 	if !ValidPhaseName(r.Name) {
 		return store.Phase{}, &api.Error{Code: api.CodeInvalidField, Field: "name", Message: PhaseNameGrammar}
@@ -108,8 +107,8 @@ func (s *Service) ReportPhase(ctx context.Context, id string, r PhaseReport) (st
 // ReportActivity adds to a recipient's activity counts. Each count is 0
 // to MaxActivityStep; the recipient must exist.
 func (s *Service) ReportActivity(ctx context.Context, id string, replies, toolCalls int64) (store.Activity, error) {
-	if !scheduler.ValidRecipientID(id) {
-		return store.Activity{}, &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: scheduler.RecipientIDGrammar}
+	if !store.ValidRecipientID(id) {
+		return store.Activity{}, &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: store.RecipientIDGrammar}
 	}
 	for _, c := range []struct {
 		field string
@@ -135,8 +134,8 @@ func (s *Service) ReportActivity(ctx context.Context, id string, replies, toolCa
 // reconciles its watches: while it runs and is opted in it keeps one
 // reminder watch at that cadence. The recipient must exist.
 func (s *Service) SetReminder(ctx context.Context, id string, every time.Duration) (store.RecipientRecord, error) {
-	if !scheduler.ValidRecipientID(id) {
-		return store.RecipientRecord{}, &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: scheduler.RecipientIDGrammar}
+	if !store.ValidRecipientID(id) {
+		return store.RecipientRecord{}, &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: store.RecipientIDGrammar}
 	}
 	if every != 0 && (every < reminder.MinEvery || every > reminder.MaxEvery) {
 		return store.RecipientRecord{}, &api.Error{Code: api.CodeInvalidField, Field: "every",

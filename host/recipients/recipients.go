@@ -146,8 +146,8 @@ type Update struct {
 
 // Put validates and stores a recipient, then reconciles its watches.
 func (s *Service) Put(ctx context.Context, u Update) (store.RecipientRecord, error) {
-	if !scheduler.ValidRecipientID(u.ID) {
-		return store.RecipientRecord{}, &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: scheduler.RecipientIDGrammar}
+	if !store.ValidRecipientID(u.ID) {
+		return store.RecipientRecord{}, &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: store.RecipientIDGrammar}
 	}
 	if !u.Status.Valid() {
 		return store.RecipientRecord{}, &api.Error{Code: api.CodeInvalidField, Field: "status", Message: "want running, paused or stopped"}
@@ -283,7 +283,7 @@ func (s *Service) checkDestination(ctx context.Context, host string) error {
 // with registrations racing, a recipient can pass the bound by the number
 // in flight at once.
 func (s *Service) CheckPending(ctx context.Context, recipient string) error {
-	if !scheduler.ValidRecipientID(recipient) {
+	if !store.ValidRecipientID(recipient) {
 		return nil // Register refuses a malformed id, naming it
 	}
 	n, err := s.store.CountPending(ctx, recipient, s.limits.MaxPending)
@@ -456,8 +456,8 @@ func canonical(raw json.RawMessage) (string, error) {
 
 // Get returns a recipient.
 func (s *Service) Get(ctx context.Context, id string) (store.RecipientRecord, error) {
-	if !scheduler.ValidRecipientID(id) {
-		return store.RecipientRecord{}, &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: scheduler.RecipientIDGrammar}
+	if !store.ValidRecipientID(id) {
+		return store.RecipientRecord{}, &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: store.RecipientIDGrammar}
 	}
 	return s.store.GetRecipient(ctx, id)
 }

@@ -34,39 +34,15 @@ type Registration struct {
 	ExpiresAt *time.Time
 }
 
-// maxRecipientID bounds a recipient id.
-const maxRecipientID = 128
-
-// RecipientIDGrammar says what a recipient id is, for error messages.
-const RecipientIDGrammar = "want 1-128 of letters, digits and . _ - : @"
-
-// ValidRecipientID reports whether s is a recipient id: 1 to 128 bytes of
-// letters, digits and . _ - : @.
-func ValidRecipientID(s string) bool {
-	if len(s) == 0 || len(s) > maxRecipientID {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case c == '.', c == '_', c == '-', c == ':', c == '@':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // Register admits, resolves and stores a new watch, then arms it to be
 // probed at once. The row is committed before Register returns. A refusal
 // is a *api.Error from the kind (the kind or params) or of its own (the deadline,
 // cadence or recipient).
 func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, error) {
 	now := s.cfg.Clock.Now().UTC()
-	if !ValidRecipientID(r.Recipient.ID) {
+	if !store.ValidRecipientID(r.Recipient.ID) {
 		return store.Watch{}, &api.Error{Code: api.CodeInvalidRecipient, Field: "recipient.id",
-			Message: RecipientIDGrammar}
+			Message: store.RecipientIDGrammar}
 	}
 	// A cluster node refused for its plugin set writes nothing, not even
 	// the recipient a first registration would create.
