@@ -25,6 +25,13 @@ type Metrics interface {
 	delivery.Metrics
 }
 
+// The components the core composes fit the interfaces their consumers
+// declare: checked here, where they are composed.
+var (
+	_ scheduler.Kinds         = (*kind.Registry)(nil)
+	_ recipients.Destinations = (*netguard.Guard)(nil)
+)
+
 // Config shapes a Core. OpenStore or StoreDir is required.
 type Config struct {
 	// OpenStore opens the storage backend the core is built over; the

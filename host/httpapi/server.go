@@ -50,8 +50,6 @@ type Seer interface {
 	Seen(id store.ID) (scheduler.Seen, bool)
 }
 
-var _ Seer = (*scheduler.Scheduler)(nil)
-
 // SeenReader reads what a pending watch's owner holds in memory of its
 // probes, wherever it runs (host/core's Core.Seen, which on a cluster
 // asks the owner within a bound): ok false when nobody answered with it
@@ -68,8 +66,6 @@ type SeenReader interface {
 type ChangeWaiter interface {
 	WaitChange(id store.ID) (<-chan struct{}, func(), error)
 }
-
-var _ ChangeWaiter = (*scheduler.Scheduler)(nil)
 
 // Watches reads watch rows.
 type Watches interface {

@@ -41,15 +41,11 @@ type RecipientLister interface {
 	List(ctx context.Context) ([]recipients.Listed, error)
 }
 
-var _ RecipientLister = (*recipients.Service)(nil)
-
 // ScopeLister lists the observe scopes in force, when the Observe service
 // can (an *observe.Observer does).
 type ScopeLister interface {
 	Scopes() []observe.ScopeInfo
 }
-
-var _ ScopeLister = (*observe.Observer)(nil)
 
 // Console is the operator's web console, served beside the API at the
 // paths it says it serves (GET and HEAD only); it never answers under

@@ -54,8 +54,6 @@ type Destinations interface {
 	CheckAddr(ip netip.Addr) error
 }
 
-var _ Destinations = (*netguard.Guard)(nil)
-
 // Limits bound what one recipient holds. Zero fields take the defaults.
 type Limits struct {
 	// MaxRefs bounds the refs of one recipient (default 1,000).

@@ -34,8 +34,6 @@ type Kinds interface {
 	Settled(ctx context.Context, w store.Watch)
 }
 
-var _ Kinds = (*kind.Registry)(nil)
-
 // Deliverer settles a watch and mails its outcome in one store
 // transaction, and records a baseline with its change mail likewise; the
 // webhook push, if any, leaves later from an outbox, never from here. Both
