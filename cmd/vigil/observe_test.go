@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
 
@@ -33,7 +33,7 @@ func newObserveFixture(t *testing.T) *observeFixture {
 	t.Helper()
 	now := time.Now().UTC().Truncate(time.Second)
 	reg := kind.NewRegistry()
-	st := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: fakeclock.At(now), IDs: cliIDs{rand.NewChaCha8([32]byte{5})}})
+	st := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: fakeclock.At(now), IDs: hosttest.IDs(5)})
 	cfg := observe.Config{Scopes: map[string]observe.Scope{"support": {
 		Observe: []observe.Entry{{Sources: []observe.Source{{Name: "slack-help", Reporters: []string{kind.LocalPrincipal}}}}},
 		Routes:  []observe.Route{{Source: "slack-help"}},
@@ -42,7 +42,7 @@ func newObserveFixture(t *testing.T) *observeFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := registerAll(reg, cliPlugins{}); err != nil {
+	if err := registerAll(reg, runtimeKinds{cliPlugins()}); err != nil {
 		t.Fatal(err)
 	}
 	if err := ob.Register(reg); err != nil {
@@ -54,7 +54,7 @@ func newObserveFixture(t *testing.T) *observeFixture {
 		t.Fatal(err)
 	}
 	app := httpapi.New(httpapi.Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients,
-		Plugins: cliPlugins{}, Observe: ob, DeadLetters: is}, httpapi.Options{})
+		Plugins: cliPlugins(), Observe: ob, DeadLetters: is}, httpapi.Options{})
 	return &observeFixture{url: apitest.Serve(t, app), ob: ob, is: is}
 }
 

@@ -40,12 +40,12 @@ type fuzzAPI struct {
 
 func newFuzzAPI(f *testing.F) *fuzzAPI {
 	f.Helper()
-	st := apitest.NewStack(f, apitest.Config{Plugins: fakePlugins{}, Clock: fakeclock.At(t0)})
+	st := apitest.NewStack(f, apitest.Config{Plugins: fakePlugins(), Clock: fakeclock.At(t0)})
 	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fakeclock.At(t0), Waker: st.Scheduler, Rate: -1, RunPerMinute: -1}, observeConfig())
 	if err != nil {
 		f.Fatal(err)
 	}
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}, Observe: ob},
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins(), Observe: ob},
 		Options{BodyLimit: 1 << 20})
 	a := &fuzzAPI{app: app, h: app.Handler()}
 	status, b := a.do("POST", "/api/v1/scopes/support/observe", nil, []byte(`{"item":"m1","thread":"T1","text":"hi","source":"slack-help"}`))
@@ -479,8 +479,8 @@ func FuzzMailboxCursor(f *testing.F) {
 // The targets' in-process requests reach the handlers as a socket's do:
 // a guard on the harness, so a target cannot pass by never arriving.
 func TestFuzzAPIHarness(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fakeclock.At(t0)})
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}}, Options{})
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins(), Clock: fakeclock.At(t0)})
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins()}, Options{})
 	a := &fuzzAPI{app: app, h: app.Handler()}
 	status, b := a.do("POST", "/api/v1/watches", nil, []byte(`{"kind":"ci","params":{},"recipient":{"id":"agent-1"}}`))
 	if status != 201 || !strings.Contains(string(b), `"state":"pending"`) {

@@ -16,12 +16,12 @@ import (
 // watch id or scope spelled with escapes is found, and a segment that is
 // not valid percent-encoding is refused, never half-decoded.
 func TestPathParamsArePercentDecoded(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fakeclock.At(t0)})
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins(), Clock: fakeclock.At(t0)})
 	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fakeclock.At(t0), Rate: -1, RunPerMinute: -1}, observeConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{app: New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}, Observe: ob}, Options{})}
+	f := &fixture{app: New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins(), Observe: ob}, Options{})}
 
 	status, b := f.do(t, "PUT", "/api/v1/recipients/agent%3A1%40host", `{"status":"running"}`)
 	var rec api.Recipient

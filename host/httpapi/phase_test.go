@@ -38,7 +38,7 @@ func phaseFixture(t *testing.T, tokens bool) *fixture {
 		}
 		o.Auth = authz.NewGuard(policy)
 	}
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}}, o)
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins()}, o)
 	return &fixture{app: app, st: st.Store, sched: st.Scheduler, del: st.Delivery, recips: st.Recipients}
 }
 

@@ -20,13 +20,12 @@ import (
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/observe"
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/authztest"
 	"github.com/vigilhq/vigil/internal/fakeclock"
-	"github.com/vigilhq/vigil/sdk/abi"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -34,44 +33,8 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 // fakePlugins serves "ci" (settles on the first probe, refuses params
 // {"bad":true}) and the standing "ticket".
-type fakePlugins struct{}
-
-func (fakePlugins) Settled(context.Context, store.Watch) {}
-
-func (fakePlugins) Lookup(kindName string) (kind.Info, bool) {
-	switch kindName {
-	case "ci":
-		return kind.Info{Kind: "ci", DefaultEvery: 30 * time.Second, Observable: true, Source: "bundled", SHA256: strings.Repeat("c", 64)}, true
-	case "ticket":
-		return kind.Info{Kind: "ticket", Standing: true, DefaultEvery: time.Minute, Observable: true, Source: "/plugins", SHA256: strings.Repeat("7", 64)}, true
-	}
-	return kind.Info{}, false
-}
-
-func (f fakePlugins) Admit(_ context.Context, kindName string, req kind.AdmitRequest) (kind.Admission, error) {
-	if _, ok := f.Lookup(kindName); !ok {
-		return kind.Admission{}, &api.Error{Code: api.CodeWatchUnobservable, Setting: "kinds." + kindName + ".wasm", Message: "no plugin serves " + kindName}
-	}
-	if strings.Contains(string(req.Params), `"bad"`) {
-		return kind.Admission{}, &api.Error{Code: api.CodeInvalidParams, Field: "params.bad", Message: "bad"}
-	}
-	return kind.Admission{}, nil
-}
-
-func (fakePlugins) Observe(context.Context, abi.ObserveRequest) (kind.Observation, error) {
-	return kind.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: "success"}}, nil
-}
-
-func (f fakePlugins) Plugins() []kind.Info {
-	a, _ := f.Lookup("ci")
-	b, _ := f.Lookup("ticket")
-	return []kind.Info{a, b}
-}
-
-func (fakePlugins) Problems() []*plugin.LoadError { return nil }
-
-func (f fakePlugins) Reload(context.Context) (plugin.Report, error) {
-	return plugin.Report{Loaded: f.Plugins()}, nil
+func fakePlugins() apitest.FakePlugins {
+	return apitest.NewFakePlugins(hosttest.CI(), hosttest.Ticket())
 }
 
 type fixture struct {
@@ -95,8 +58,8 @@ func observeConfig() observe.Config {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fakeclock.At(t0)})
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}},
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins(), Clock: fakeclock.At(t0)})
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins()},
 		Options{BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
 	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fakeclock.At(t0), Waker: st.Scheduler, Rate: 0.001, Burst: 3}, observeConfig())
 	if err != nil {
@@ -385,7 +348,7 @@ func TestBodyOverTheLimit(t *testing.T) {
 func TestBearerTokens(t *testing.T) {
 	f := newFixture(t)
 	var seen string
-	app := New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins{}},
+	app := New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins()},
 		Options{Auth: authztest.Guard(t, map[string]string{"s3cret-token-for-ci-bot": "ci-bot"})})
 	try := func(auth string) int {
 		req := httptest.NewRequest("GET", "/api/v1/plugins", nil)
@@ -473,8 +436,8 @@ func (fakeDeadLetters) DeadLetters(_ context.Context, after uint64, limit int) (
 }
 
 func TestDeadLettersRead(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fakeclock.At(t0)})
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}, DeadLetters: fakeDeadLetters{}}, Options{})
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins(), Clock: fakeclock.At(t0)})
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins(), DeadLetters: fakeDeadLetters{}}, Options{})
 	f := &fixture{app: app}
 	code, b := f.do(t, "GET", "/api/v1/fetch/dead-letters?limit=1", "")
 	var got api.DeadLetters

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -13,30 +12,15 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/hosttest"
 
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
-	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-
-// noPlugins is a plugin runtime with no kinds: only the built-in one.
-type noPlugins struct{}
-
-func (noPlugins) Lookup(string) (kind.Info, bool) { return kind.Info{}, false }
-func (noPlugins) Admit(_ context.Context, kindName string, _ kind.AdmitRequest) (kind.Admission, error) {
-	return kind.Admission{}, &api.Error{Code: api.CodeWatchUnobservable, Message: "no plugin serves " + kindName}
-}
-func (noPlugins) Observe(_ context.Context, req abi.ObserveRequest) (kind.Observation, error) {
-	return kind.Observation{}, fmt.Errorf("%w %q", kind.ErrUnknownKind, req.Kind)
-}
-
-type seeded struct{ r *rand.ChaCha8 }
-
-func (s seeded) Read(p []byte) (int, error) { return s.r.Read(p) }
 
 type rig struct {
 	t     *testing.T
@@ -56,7 +40,7 @@ func helpConfig(reporters ...string) Config {
 func newRig(t *testing.T, cfg Config, opts ...func(*Options)) *rig {
 	t.Helper()
 	clock := fakeclock.At(t0)
-	o := Options{Clock: clock, IDs: seeded{rand.NewChaCha8([32]byte{3})}, Principal: store.ValidRecipientID}
+	o := Options{Clock: clock, IDs: hosttest.IDs(3), Principal: store.ValidRecipientID}
 	for _, f := range opts {
 		f(&o)
 	}

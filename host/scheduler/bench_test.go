@@ -42,7 +42,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"runtime"
@@ -58,6 +57,7 @@ import (
 
 	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/internal/lifecycle"
 
 	"github.com/vigilhq/vigil/host/kind"
@@ -132,16 +132,14 @@ func (p *timers) due(i int) time.Time {
 
 // timerFakes answers like the timer, without wasm: admitted with the
 // deadline at + 1 min, pending with the next check an hour ahead.
-func timerFakes(at time.Time) *fakePlugins {
-	return &fakePlugins{
-		kinds: map[string]kind.Info{"timer": {Kind: "timer", DefaultEvery: time.Minute}},
-		observe: func(req abi.ObserveRequest) (kind.Observation, error) {
+func timerFakes(at time.Time) *hosttest.FakeKinds {
+	return hosttest.NewFakeKinds(kind.Info{Kind: "timer", DefaultEvery: time.Minute}).
+		OnObserve(func(req abi.ObserveRequest) (kind.Observation, error) {
 			return kind.Observation{Status: abi.StatusPending, Note: "not yet", NextCheck: req.Now.Add(time.Hour)}, nil
-		},
-		admit: func(string, json.RawMessage) (kind.Admission, error) {
+		}).
+		OnAdmit(func(string, kind.AdmitRequest) (kind.Admission, error) {
 			return kind.Admission{Deadline: at.Add(time.Minute)}, nil
-		},
-	}
+		})
 }
 
 // genStore stands in for badger where only the scheduler's own memory is
@@ -171,7 +169,7 @@ func (g *genStore) ForEachPending(ctx context.Context, fn func(store.Schedule) e
 }
 
 func (g *genStore) ForEach(_ context.Context, _ store.Filter, fn func(store.Watch) error) (int, error) {
-	ids := idSource{rand.NewChaCha8([32]byte{3})}
+	ids := hosttest.IDs(3)
 	for i := range g.n {
 		id, err := store.NewID(g.pop.now, ids)
 		if err != nil {
@@ -474,7 +472,7 @@ func (p *pendingStore) build(b *testing.B) error {
 	start := time.Now()
 	for g := range writers {
 		wg.Go(func() {
-			ids := idSource{rand.NewChaCha8([32]byte{byte(g), 'w'})}
+			ids := hosttest.IDs('w' + byte(g))
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= p.n {
@@ -553,7 +551,7 @@ var memDesigns = map[string]func(tb testing.TB, n int, pop *timers) (cleanup fun
 	// A bare container/heap of {id, due, index} with a map index for
 	// cancel, pushed one at a time.
 	"bare-heap": func(_ testing.TB, n int, pop *timers) func() {
-		ids := idSource{rand.NewChaCha8([32]byte{4})}
+		ids := hosttest.IDs(4)
 		h := bareHeap{}
 		byID := map[store.ID]*bareEntry{}
 		for i := range n {
@@ -570,7 +568,7 @@ var memDesigns = map[string]func(tb testing.TB, n int, pop *timers) (cleanup fun
 	// One time.AfterFunc per watch, its func closing over the id; the
 	// *Timer handles in a slice, to stop them (no map: no cancel by id).
 	"afterfunc": func(tb testing.TB, n int, pop *timers) func() {
-		ids := idSource{rand.NewChaCha8([32]byte{5})}
+		ids := hosttest.IDs(5)
 		ts := make([]*time.Timer, 0, n)
 		for i := range n {
 			id, _ := store.NewID(pop.now, ids)
@@ -587,7 +585,7 @@ var memDesigns = map[string]func(tb testing.TB, n int, pop *timers) (cleanup fun
 	// One goroutine per watch blocked on its own time.Timer, or on a
 	// shared stop channel (no per-watch cancel).
 	"goroutine-timer": func(_ testing.TB, n int, pop *timers) func() {
-		ids := idSource{rand.NewChaCha8([32]byte{6})}
+		ids := hosttest.IDs(6)
 		stop := make(chan struct{})
 		var ready, done sync.WaitGroup
 		ready.Add(n)
@@ -722,7 +720,7 @@ func childRestart(t *testing.T, dir, design string) map[string]float64 {
 	loopCtx, cancel := context.WithCancel(ctx)
 	done := lifecycle.Go(loopCtx, s.Run)
 	time.Sleep(window)
-	probes := fp.probeCount()
+	probes := fp.Probes()
 	cancel()
 	_ = done()
 	mib := func(v int64) float64 { return float64(v) / (1 << 20) }
@@ -818,9 +816,9 @@ func childIdle(t *testing.T, c, dir string) map[string]float64 {
 	time.Sleep(100 * time.Millisecond)
 
 	sw0 := contextSwitches() // reading /proc costs CPU: outside the window
-	reads0, probes0, cpu0, wall0 := clock.reads.Load(), fp.probeCount(), cpuTime(), time.Now()
+	reads0, probes0, cpu0, wall0 := clock.reads.Load(), fp.Probes(), cpuTime(), time.Now()
 	time.Sleep(window)
-	cpu1, reads1, probes1, wall := cpuTime(), clock.reads.Load(), fp.probeCount(), time.Since(wall0)
+	cpu1, reads1, probes1, wall := cpuTime(), clock.reads.Load(), fp.Probes(), time.Since(wall0)
 	sw1 := contextSwitches()
 	next, ok := s.NextWake()
 	pending := s.Pending()

@@ -21,10 +21,10 @@ func TestRegistrationBounds(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	admitted := 0
-	h.plugins.admit = func(string, json.RawMessage) (kind.Admission, error) {
+	h.plugins.OnAdmit(func(string, kind.AdmitRequest) (kind.Admission, error) {
 		admitted++
 		return kind.Admission{}, nil
-	}
+	})
 	dur := func(d time.Duration) *time.Duration { return &d }
 	deep := `{"expect":{"json_path":{"path":"a","equals":` + strings.Repeat("[", 500) + strings.Repeat("]", 500) + `}}}`
 	for _, tt := range []struct {
@@ -69,9 +69,9 @@ func TestExpiresAtBeforeTheNaturalDeadline(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	natural := t0.Add(time.Hour + time.Minute) // a timer at t0+1h
-	h.plugins.admit = func(string, json.RawMessage) (kind.Admission, error) {
+	h.plugins.OnAdmit(func(string, kind.AdmitRequest) (kind.Admission, error) {
 		return kind.Admission{Deadline: natural}, nil
-	}
+	})
 	register := func(expires time.Time) (store.Watch, error) {
 		return h.s.Register(ctx, Registration{Kind: "ci", Recipient: store.Recipient{ID: "agent-1"}, ExpiresAt: &expires})
 	}
@@ -92,7 +92,7 @@ func TestExpiresAtBeforeTheNaturalDeadline(t *testing.T) {
 		t.Fatalf("past natural deadline: %+v %v", w, err)
 	}
 	// A kind that names no natural deadline takes any future one.
-	h.plugins.admit = nil
+	h.plugins.OnAdmit(nil)
 	if _, err := register(t0.Add(time.Second)); err != nil {
 		t.Fatalf("no natural deadline: %v", err)
 	}

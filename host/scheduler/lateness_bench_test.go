@@ -29,6 +29,7 @@ import (
 
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/internal/benchtest"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
@@ -76,36 +77,33 @@ func latenessPass(b *testing.B, design string, timers int, kindName string, n in
 		stopped = make(chan struct{}) // closed at the end of the pass: held probes return
 	)
 	probed.Add(timers)
-	pl := &fakePlugins{
-		kinds: map[string]kind.Info{
-			"timer": {Kind: "timer", DefaultEvery: time.Minute},
-			"slow":  {Kind: "slow", DefaultEvery: time.Minute},
-			"flaky": {Kind: "flaky", Standing: true, DefaultEvery: time.Minute},
-		},
-		observe: func(req abi.ObserveRequest) (kind.Observation, error) {
-			if req.Kind == "timer" {
-				mu.Lock()
-				due, ok := dueOf[req.WatchID]
-				if ok {
-					late = append(late, time.Since(due))
-					delete(dueOf, req.WatchID)
-				}
-				mu.Unlock()
-				if ok {
-					probed.Done()
-				}
-				return settled("fired")
+	pl := hosttest.NewFakeKinds(
+		kind.Info{Kind: "timer", DefaultEvery: time.Minute},
+		kind.Info{Kind: "slow", DefaultEvery: time.Minute},
+		kind.Info{Kind: "flaky", Standing: true, DefaultEvery: time.Minute},
+	).OnObserve(func(req abi.ObserveRequest) (kind.Observation, error) {
+		if req.Kind == "timer" {
+			mu.Lock()
+			due, ok := dueOf[req.WatchID]
+			if ok {
+				late = append(late, time.Since(due))
+				delete(dueOf, req.WatchID)
 			}
-			select {
-			case <-time.After(probe):
-			case <-stopped:
+			mu.Unlock()
+			if ok {
+				probed.Done()
 			}
-			if req.Kind == "flaky" {
-				return faulted("flaky")
-			}
-			return pending("still running")
-		},
-	}
+			return hosttest.Settled("fired")
+		}
+		select {
+		case <-time.After(probe):
+		case <-stopped:
+		}
+		if req.Kind == "flaky" {
+			return faulted("flaky")
+		}
+		return hosttest.Pending("still running")
+	})
 	s, err := New(Config{Store: st, Plugins: pl, Deliver: &recordingDeliverer{st: st}})
 	if err != nil {
 		b.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/internal/clock"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
@@ -57,15 +58,15 @@ func TestIdleSchedule(t *testing.T) {
 func TestNextCheckHintIsHonoured(t *testing.T) {
 	h := newHarness(t)
 	at := t0.Add(time.Hour)
-	h.plugins.observe = func(req abi.ObserveRequest) (kind.Observation, error) {
+	h.plugins.OnObserve(func(req abi.ObserveRequest) (kind.Observation, error) {
 		if req.Now.Before(at) {
 			return kind.Observation{Status: abi.StatusPending, NextCheck: at}, nil
 		}
-		return settled("fired")
-	}
-	h.plugins.admit = func(string, json.RawMessage) (kind.Admission, error) {
+		return hosttest.Settled("fired")
+	})
+	h.plugins.OnAdmit(func(string, kind.AdmitRequest) (kind.Admission, error) {
 		return kind.Admission{Deadline: at.Add(time.Minute)}, nil
-	}
+	})
 	w := h.register("ci")
 	if w.ExpiresAt == nil || !w.ExpiresAt.Equal(at.Add(time.Minute)) {
 		t.Fatalf("the plugin's natural deadline was not used: %v", w.ExpiresAt)
@@ -76,7 +77,7 @@ func TestNextCheckHintIsHonoured(t *testing.T) {
 		t.Fatalf("next wake %v, want the hint %v", next, at)
 	}
 	h.tick(next)
-	if n := h.plugins.probeCount(); n != 2 {
+	if n := h.plugins.Probes(); n != 2 {
 		t.Fatalf("probed %d times", n)
 	}
 	if m := h.deliver.messages(); len(m) != 1 || m[0].Type != store.MessageFired {
@@ -87,9 +88,9 @@ func TestNextCheckHintIsHonoured(t *testing.T) {
 func TestNextCheckIsClamped(t *testing.T) {
 	h := newHarness(t)
 	var hint time.Time
-	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) {
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) {
 		return kind.Observation{Status: abi.StatusPending, NextCheck: hint}, nil
-	}
+	})
 	w := h.register("ci") // deadline: now + 15 min
 
 	hint = t0 // in the past: no busy loop, at least the minimum interval
@@ -120,7 +121,7 @@ func TestPendingRewritesNothing(t *testing.T) {
 		h.tick(now)
 		now, _ = h.s.NextWake()
 	}
-	if n := h.plugins.probeCount(); n != 25 {
+	if n := h.plugins.Probes(); n != 25 {
 		t.Fatalf("only %d probes", n)
 	}
 	if got := h.counted.count(); got != writes {
@@ -137,7 +138,7 @@ func TestPendingRewritesNothing(t *testing.T) {
 // row (store/settle.go).
 func TestOutcomeIsSettledAndMailedTogether(t *testing.T) {
 	h := newStoreHarness(t)
-	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) { return settled("success") }
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return hosttest.Settled("success") })
 	w := h.register("ci")
 	rec, err := h.store.GetRecipient(context.Background(), "agent-1")
 	if err != nil {
@@ -175,7 +176,7 @@ func TestOutcomeIsSettledAndMailedTogether(t *testing.T) {
 
 func TestRestartDoesNotResendASettledWatch(t *testing.T) {
 	h := newHarness(t)
-	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) { return settled("success") }
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return hosttest.Settled("success") })
 	h.register("ci")
 	h.tick(t0)
 	_ = h.store.Close()
@@ -200,14 +201,14 @@ func TestCancelWinsOverAProbeInFlight(t *testing.T) {
 func testCancelWins(t *testing.T, answer string) {
 	h := newHarness(t)
 	entered, release := make(chan struct{}), make(chan struct{})
-	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) {
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) {
 		close(entered)
 		<-release
 		if answer == abi.StatusPending {
-			return pending("still running")
+			return hosttest.Pending("still running")
 		}
-		return settled("success")
-	}
+		return hosttest.Settled("success")
+	})
 	w := h.register("ci")
 	done := make(chan struct{})
 	go func() { h.tick(t0); close(done) }()
@@ -232,7 +233,7 @@ func testCancelWins(t *testing.T, answer string) {
 // A probe that settles first makes a later cancel a conflict.
 func TestCancelAfterSettlementIsAConflict(t *testing.T) {
 	h := newHarness(t)
-	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) { return settled("success") }
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return hosttest.Settled("success") })
 	w := h.register("ci")
 	h.tick(t0)
 	_, err := h.s.Cancel(context.Background(), w.ID, "test")
@@ -272,7 +273,7 @@ func TestExpiryIsDelivered(t *testing.T) {
 func TestRemovedKindSettlesUnwatchable(t *testing.T) {
 	h := newHarness(t)
 	w := h.register("ci")
-	h.plugins.remove("ci")
+	h.plugins.Remove("ci")
 	h.tick(t0)
 	if got := h.row(w.ID); got.State != store.Unwatchable || got.Outcome.Result != "unwatchable" {
 		t.Fatalf("row: %+v", got)
@@ -290,7 +291,7 @@ func TestRemovedKindSettlesUnwatchable(t *testing.T) {
 // (store/settle.go).
 func TestRejectedDeliverySettlesUndeliverable(t *testing.T) {
 	h := newStoreHarness(t)
-	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) { return settled("success") }
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return hosttest.Settled("success") })
 	w := h.register("ci")
 	h.setStatus("agent-1", store.StatusPaused)
 	h.tick(t0)
@@ -309,9 +310,9 @@ func TestRejectedDeliverySettlesUndeliverable(t *testing.T) {
 // pending and loud, never settled on a guess.
 func TestPluginErrorKeepsTheWatchPending(t *testing.T) {
 	h := newHarness(t)
-	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) {
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) {
 		return kind.Observation{}, &kind.CallError{Kind: "ci", Export: "observe", Reason: kind.FaultRaised, Err: errors.New("wrong kind")}
-	}
+	})
 	w := h.register("ci")
 	h.tick(t0)
 	if got := h.row(w.ID); got.State != store.Pending {
@@ -335,7 +336,7 @@ func TestStandingWatch(t *testing.T) {
 	h := newStoreHarness(t)
 	type snap struct{ Title string }
 	title := "a"
-	h.plugins.observe = func(req abi.ObserveRequest) (kind.Observation, error) {
+	h.plugins.OnObserve(func(req abi.ObserveRequest) (kind.Observation, error) {
 		var prev snap
 		_ = json.Unmarshal(req.Baseline, &prev)
 		cur, _ := json.Marshal(snap{title})
@@ -343,11 +344,11 @@ func TestStandingWatch(t *testing.T) {
 		case len(req.Baseline) == 0:
 			return kind.Observation{Status: abi.StatusPending, Baseline: cur}, nil
 		case prev.Title == title:
-			return pending("unchanged")
+			return hosttest.Pending("unchanged")
 		default:
 			return kind.Observation{Status: abi.StatusChanged, Outcome: &abi.Outcome{Result: "changed", Summary: title}, Baseline: cur}, nil
 		}
-	}
+	})
 	w := h.register("ticket")
 	if w.ExpiresAt != nil || !w.Standing {
 		t.Fatalf("standing row: %+v", w)
@@ -392,12 +393,12 @@ func TestStandingWatch(t *testing.T) {
 // mailed.
 func TestPendingBaselineIsRecordedOnceSilently(t *testing.T) {
 	h := newHarness(t)
-	h.plugins.observe = func(req abi.ObserveRequest) (kind.Observation, error) {
+	h.plugins.OnObserve(func(req abi.ObserveRequest) (kind.Observation, error) {
 		if len(req.Baseline) == 0 {
 			return kind.Observation{Status: abi.StatusPending, Baseline: json.RawMessage(`{"fp":"a"}`)}, nil
 		}
 		return kind.Observation{Status: abi.StatusPending, Baseline: req.Baseline}, nil
-	}
+	})
 	w := h.register("ci")
 	writes := h.counted.count()
 	now := t0
@@ -449,14 +450,14 @@ func TestRegistrationRules(t *testing.T) {
 		t.Fatalf("unknown kind: %v", err)
 	}
 	// A plugin's natural deadline beyond the maximum is refused too.
-	h.plugins.admit = func(string, json.RawMessage) (kind.Admission, error) {
+	h.plugins.OnAdmit(func(string, kind.AdmitRequest) (kind.Admission, error) {
 		return kind.Admission{Deadline: t0.Add(30 * 24 * time.Hour)}, nil
-	}
+	})
 	var se *api.Error
 	if _, err := h.s.Register(ctx, Registration{Kind: "ci", Recipient: store.Recipient{ID: "a"}}); !errors.As(err, &se) || se.Code != api.CodeDeadlineTooFar {
 		t.Fatalf("far natural deadline: %v", err)
 	}
-	h.plugins.admit = nil
+	h.plugins.OnAdmit(nil)
 
 	// Defaults: the open-ended deadline, the plugin's every, else the host's.
 	w := h.register("ci")
@@ -525,7 +526,7 @@ func TestPrimeExpiresOverdueWatches(t *testing.T) {
 
 func TestPrimePrunesOldSettledRows(t *testing.T) {
 	h := newHarness(t)
-	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) { return settled("x") }
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return hosttest.Settled("x") })
 	w := h.register("ci")
 	h.tick(t0)
 	h.open()
@@ -548,7 +549,7 @@ func TestWorkersBoundConcurrentProbes(t *testing.T) {
 	inFlight, peak := 0, 0
 	gate := make(chan struct{})
 	entered := make(chan struct{}, 6)
-	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) {
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) {
 		mu.Lock()
 		inFlight++
 		peak = max(peak, inFlight)
@@ -558,11 +559,11 @@ func TestWorkersBoundConcurrentProbes(t *testing.T) {
 		mu.Lock()
 		inFlight--
 		mu.Unlock()
-		return pending("")
-	}
+		return hosttest.Pending("")
+	})
 	for i := range 6 {
 		kindName := fmt.Sprintf("k%d", i)
-		h.plugins.kinds[kindName] = kind.Info{Kind: kindName}
+		h.plugins.Add(kind.Info{Kind: kindName})
 		h.registerFor(kindName, fmt.Sprintf("agent-%d", i))
 	}
 	done := make(chan int)
@@ -591,7 +592,7 @@ func TestWorkersBoundConcurrentProbes(t *testing.T) {
 func TestStartRunsTheLoop(t *testing.T) {
 	h := newHarness(t)
 	h.s.cfg.Clock = clock.Wall{}
-	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) { return settled("done") }
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return hosttest.Settled("done") })
 	delivered := make(chan store.Message, 1)
 	h.deliver.before = func(m store.Message) { delivered <- m }
 	if _, err := h.s.Prime(context.Background()); err != nil {
@@ -650,11 +651,11 @@ func TestTickStopsProbingWhenCancelled(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	probes := 0
-	h.plugins.observe = func(abi.ObserveRequest) (kind.Observation, error) {
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) {
 		probes++
 		cancel() // the host is shutting down after the first probe
-		return pending("")
-	}
+		return hosttest.Pending("")
+	})
 	h.clock.Set(t0)
 	h.s.Tick(ctx, t0)
 	if probes != 1 {
@@ -676,12 +677,12 @@ func TestStartWaitsForItsWorkers(t *testing.T) {
 	h.s.cfg.Workers = 2 // one probe at a time for kind ci: the cap is 1
 	entered := make(chan struct{}, 10)
 	var returned atomic.Bool
-	h.plugins.observeCtx = func(ctx context.Context) {
+	h.plugins.OnObserveCtx(func(ctx context.Context) {
 		entered <- struct{}{}
 		<-ctx.Done()
 		time.Sleep(10 * time.Millisecond) // a probe slow to notice
 		returned.Store(true)
-	}
+	})
 	for range 3 {
 		h.register("ci")
 	}
@@ -693,7 +694,7 @@ func TestStartWaitsForItsWorkers(t *testing.T) {
 	if !returned.Load() {
 		t.Fatal("Run returned while a probe was in flight")
 	}
-	if n := h.plugins.probeCount(); n != 1 {
+	if n := h.plugins.Probes(); n != 1 {
 		t.Fatalf("%d probes", n)
 	}
 	if next, ok := h.s.NextWake(); !ok || !next.Equal(t0) || h.s.Pending() != 3 {

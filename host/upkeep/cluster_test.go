@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/host/upkeep"
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/store"
@@ -37,7 +37,7 @@ func TestTheUpkeepHearsOtherNodesRecords(t *testing.T) {
 		return s
 	}
 	a, b := open(), open()
-	ids := seeded{rand.NewChaCha8([32]byte{3})}
+	ids := hosttest.IDs(3)
 	settled := func(at time.Time) store.ID {
 		t.Helper()
 		id, err := store.NewID(t0, ids)

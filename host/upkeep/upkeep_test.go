@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math/rand/v2"
+	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/internal/lifecycle"
 
 	"github.com/vigilhq/vigil/host/delivery"
@@ -27,16 +28,12 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 const day = 24 * time.Hour
 
-type seeded struct{ r *rand.ChaCha8 }
-
-func (s seeded) Read(p []byte) (int, error) { return s.r.Read(p) }
-
 // fixture is a real badger store in a temporary directory with one
 // running recipient.
 type fixture struct {
 	t   testing.TB
 	st  *store.Badger
-	ids seeded
+	ids io.Reader
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -49,7 +46,7 @@ func newFixture(t testing.TB) *fixture {
 	if _, _, err := st.PutRecipient(context.Background(), store.RecipientRecord{ID: "a", Status: store.StatusRunning, CreatedAt: t0, UpdatedAt: t0}); err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{t: t, st: st, ids: seeded{rand.NewChaCha8([32]byte{7})}}
+	return &fixture{t: t, st: st, ids: hosttest.IDs(7)}
 }
 
 func (f *fixture) id(at time.Time) store.ID {
@@ -407,11 +404,11 @@ func TestLargePruneDoesNotBlockProbing(t *testing.T) {
 	if err := kinds.Register("test", nowKind{}); err != nil {
 		t.Fatal(err)
 	}
-	del, err := delivery.New(delivery.Config{Store: f.st, Clock: clock, IDs: seeded{rand.NewChaCha8([32]byte{8})}})
+	del, err := delivery.New(delivery.Config{Store: f.st, Clock: clock, IDs: hosttest.IDs(8)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sched, err := scheduler.New(scheduler.Config{Store: f.st, Plugins: kinds, Deliver: del, Recipients: f.st, Clock: clock, IDs: seeded{rand.NewChaCha8([32]byte{9})}})
+	sched, err := scheduler.New(scheduler.Config{Store: f.st, Plugins: kinds, Deliver: del, Recipients: f.st, Clock: clock, IDs: hosttest.IDs(9)})
 	if err != nil {
 		t.Fatal(err)
 	}
