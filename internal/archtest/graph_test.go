@@ -16,10 +16,7 @@ const module = "github.com/vigilhq/vigil"
 // pkg is one package of the module as go list tells it.
 type pkg struct {
 	ImportPath string
-	Name       string
 	Imports    []string
-	// Test marks a package with only test files.
-	TestGoFiles, XTestGoFiles, GoFiles []string
 }
 
 // short is a package's path within the module.
