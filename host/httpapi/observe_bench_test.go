@@ -3,7 +3,7 @@ package httpapi
 // Benchmarks of observe over HTTP, on the host of bench_test.go plus the
 // observer: the fiber server on 127.0.0.1, a badger store in a temporary
 // directory with the default options, the scheduler's loop (Prime, Start)
-// and the observer's router (Observer.Start) on the wall clock, as vigil
+// and the observer's router (Observer.Run) on the wall clock, as vigil
 // serve runs them. Run with
 //
 //	go test -run XXX -bench Observe -benchmem ./host/httpapi/

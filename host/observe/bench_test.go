@@ -17,8 +17,8 @@ package observe
 //
 // BenchmarkThreadWake is the time from recording a follow-up to the
 // parked observe.thread watch's message being readable in its recipient's
-// mailbox, with the scheduler's loop (Scheduler.Start) and the observer's
-// router (Observer.Start) running on the wall clock, as vigil serve runs
+// mailbox, with the scheduler's loop (Scheduler.Run) and the observer's
+// router (Observer.Run) running on the wall clock, as vigil serve runs
 // them. Each op: (untimed) register the next wait on a claimed Work and
 // wait until its registration probe has parked it; (timed) Record a new
 // item of the Work's thread, then Delivery.Read(after the cursor, 1, wait)
