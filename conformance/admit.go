@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
@@ -213,14 +215,14 @@ func (s *suite) refusesInvalid(ctx context.Context) (Status, string) {
 // refusalProblem says what is wrong with admit's answer to invalid params
 // that must be refused as invalid_params naming field.
 func refusalProblem(err error, field string) string {
-	var ref *plugin.Refusal
+	var ref *api.Error
 	switch {
 	case err == nil:
 		return "admitted"
 	case !errors.As(err, &ref):
 		return "no refusal, an error: " + err.Error()
-	case ref.Code != plugin.CodeInvalidParams:
-		return fmt.Sprintf("refused as %s, want %s", ref.Code, plugin.CodeInvalidParams)
+	case ref.Code != api.CodeInvalidParams:
+		return fmt.Sprintf("refused as %s, want %s", ref.Code, api.CodeInvalidParams)
 	case ref.Message == "":
 		return "refused with no message"
 	case ref.Field == "":
@@ -313,7 +315,7 @@ func destList(ds []abi.Destination) string {
 	return strings.Join(out, ", ")
 }
 
-func admitKey(a plugin.Admission, err error) string {
+func admitKey(a kind.Admission, err error) string {
 	if err != nil {
 		return "error " + err.Error()
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/tetratelabs/wazero"
 
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
@@ -99,7 +100,7 @@ type suite struct {
 	desc   describeOutcome
 	d      abi.Describe
 	rt     *plugin.Runtime
-	info   plugin.Info
+	info   kind.Info
 	noLoad string // why the runtime did not load the kind
 	// noServe says why a loaded kind cannot be admitted: it needs a
 	// capability the suite cannot grant.
@@ -117,7 +118,7 @@ type suite struct {
 	// contract (under admitMu).
 	badNextChecks []string
 	// exampleAdm is the example's admission, when it was admitted.
-	exampleAdm *plugin.Admission
+	exampleAdm *kind.Admission
 
 	first        *obsCall // the example's first observation
 	exampleCalls []*obsCall
@@ -141,7 +142,7 @@ type generatedSet struct {
 // obsCall is one observe through the runtime.
 type obsCall struct {
 	label string
-	obs   plugin.Observation
+	obs   kind.Observation
 	err   error
 	reqs  []abi.FetchRequest
 	took  time.Duration
@@ -594,7 +595,7 @@ func (s *suite) newRuntime(ctx context.Context, clock func() time.Time) (*plugin
 // admit makes one admit call through the runtime, counting any fetch the
 // plugin asks for. Admits never run beside observes, so the meter's count
 // over the call is admit's own.
-func (s *suite) admit(ctx context.Context, params json.RawMessage) (plugin.Admission, error) {
+func (s *suite) admit(ctx context.Context, params json.RawMessage) (kind.Admission, error) {
 	s.admits.Add(1)
 	before := s.meter.fetches.Load()
 	sctx, sc := withScope(ctx, answerAdmit)

@@ -21,6 +21,7 @@ import (
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -130,17 +131,11 @@ type tryCommand struct {
 	Failure    *abi.FetchFailure `json:"failure,omitempty"`
 }
 
-// tryClock is the dry run's time: the instant observed and how long each
-// fetch and command took.
-type tryClock interface{ Now() time.Time }
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
-
 // recorder keeps what the plugin asked the host for, in order.
 type recorder struct {
-	clock tryClock
+	// clock is the dry run's time: the instant observed and how long
+	// each fetch and command took.
+	clock clock.Clock
 	mu    sync.Mutex // guards fetches, commands
 	// fetches and commands are appended as each call returns.
 	fetches  []tryFetch
@@ -277,7 +272,7 @@ Exit codes:
 			} else if workspace, err = filepath.Abs(workspace); err != nil {
 				return err
 			}
-			rep := tryPlugin(cmd.Context(), cmd, tryInput{target: args[0], params: raw, baseline: base, workspace: workspace, every: cadence, clock: wallClock{}, event: event})
+			rep := tryPlugin(cmd.Context(), cmd, tryInput{target: args[0], params: raw, baseline: base, workspace: workspace, every: cadence, clock: clock.Wall{}, event: event})
 			if err := cmd.Context().Err(); err != nil {
 				return err
 			}
@@ -360,7 +355,7 @@ type tryInput struct {
 	baseline  json.RawMessage // nil: the first check
 	workspace string
 	every     time.Duration
-	clock     tryClock
+	clock     clock.Clock
 	// event, when set, is tried with the kind's wake instead of admit
 	// and observe.
 	event *tryEvent
@@ -441,7 +436,7 @@ func tryPlugin(ctx context.Context, cmd *cobra.Command, in tryInput) (rep tryRep
 	rep.Params = params
 
 	adm, err := rt.Admit(ctx, info.Kind, params)
-	var ref *plugin.Refusal
+	var ref *api.Error
 	switch {
 	case errors.As(err, &ref):
 		rep.Admit = &tryAdmit{Code: ref.Code, Field: ref.Field, Setting: ref.Setting, Message: ref.Message}
@@ -500,7 +495,7 @@ func tryPlugin(ctx context.Context, cmd *cobra.Command, in tryInput) (rep tryRep
 	switch {
 	case err != nil:
 		o.Status, o.Note = "", ""
-		var ce *plugin.CallError
+		var ce *kind.CallError
 		if errors.As(err, &ce) {
 			o.Fault = &tryFaultInfo{Reason: ce.Reason, Message: ce.Err.Error()}
 		} else {
@@ -538,7 +533,7 @@ func latest(a, b time.Time) time.Time {
 
 // findTried is the kind a dry run tries: the one the extra file serves,
 // or the kind named.
-func findTried(rt *plugin.Runtime, target, extra string) (plugin.Info, bool) {
+func findTried(rt *plugin.Runtime, target, extra string) (kind.Info, bool) {
 	if extra == "" {
 		return rt.Lookup(target)
 	}
@@ -547,7 +542,7 @@ func findTried(rt *plugin.Runtime, target, extra string) (plugin.Info, bool) {
 			return i, true
 		}
 	}
-	return plugin.Info{}, false
+	return kind.Info{}, false
 }
 
 // writeText prints the report for a person.

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 	"github.com/vigilhq/vigil/sdk/abi"
@@ -109,7 +110,7 @@ func TestPluginTryAFileWinsItsKind(t *testing.T) {
 // params that are not JSON are a usage error, ExitUsage.
 func TestPluginTryRefusesAndReadsParams(t *testing.T) {
 	rep, code := tryJSON(t, "timer", "--params", `{"at":"soon"}`)
-	if code != tryRefused || rep.Admit == nil || rep.Admit.OK || rep.Admit.Code != plugin.CodeInvalidParams || rep.Admit.Field != "params.at" || rep.Observe != nil {
+	if code != tryRefused || rep.Admit == nil || rep.Admit.OK || rep.Admit.Code != api.CodeInvalidParams || rep.Admit.Field != "params.at" || rep.Observe != nil {
 		t.Fatalf("exit %d: %+v", code, rep.Admit)
 	}
 
@@ -223,7 +224,7 @@ func TestPluginTryFetchesThroughTheIssuer(t *testing.T) {
 	// Not granted fetch at all, the kind is refused at admit, naming the
 	// setting, exit 2.
 	rep, code = tryJSON(t, wasm, "--params", params)
-	if code != tryRefused || rep.Admit == nil || rep.Admit.Code != plugin.CodeWatchUnobservable || rep.Admit.Setting != "kinds.test.fetcher.capabilities" {
+	if code != tryRefused || rep.Admit == nil || rep.Admit.Code != api.CodeWatchUnobservable || rep.Admit.Setting != "kinds.test.fetcher.capabilities" {
 		t.Fatalf("no grant: exit %d, %+v", code, rep.Admit)
 	}
 }
@@ -233,7 +234,7 @@ func TestPluginTryFetchesThroughTheIssuer(t *testing.T) {
 // with its code and the field, before any fetch.
 func TestPluginTryAdmitRefusesALoopbackDestination(t *testing.T) {
 	rep, code := tryJSON(t, "http", "--params", `{"url":"http://127.0.0.1:9/x"}`)
-	if code != tryRefused || rep.Admit == nil || rep.Admit.Code != plugin.CodeDestinationRefused || rep.Admit.Field != "params.url" ||
+	if code != tryRefused || rep.Admit == nil || rep.Admit.Code != api.CodeDestinationRefused || rep.Admit.Field != "params.url" ||
 		rep.Admit.Setting != "kinds.http.private_ranges" || len(rep.Fetches) != 0 {
 		t.Fatalf("exit %d: %+v, fetches %v", code, rep.Admit, rep.Fetches)
 	}
@@ -256,7 +257,7 @@ func TestPluginTryRunsCommands(t *testing.T) {
 func TestPluginTryReportsAFault(t *testing.T) {
 	wasm := testPlugins.Build(t, filepath.Join("..", "..", "host", "plugin", "testdata", "trap"))
 	rep, code := tryJSON(t, wasm, "--params", `{}`)
-	if code != tryFault || rep.Observe == nil || rep.Observe.Fault == nil || rep.Observe.Fault.Reason != plugin.FaultTrap {
+	if code != tryFault || rep.Observe == nil || rep.Observe.Fault == nil || rep.Observe.Fault.Reason != kind.FaultTrap {
 		t.Fatalf("exit %d: %+v", code, rep.Observe)
 	}
 }

@@ -24,9 +24,6 @@ const (
 	TypeDeadLetter = "fetch.dead_letter"
 )
 
-// DeadLetter is one refused command as DeadLetters reads it back.
-type DeadLetter = api.DeadLetter
-
 // succeededFact is the payload of a fetch.succeeded fact, keyed by command_id.
 type succeededFact struct {
 	occasion
@@ -177,7 +174,7 @@ func (i *Issuer) appendEvent(ctx context.Context, e store.Event, payload any) {
 // oldest first, at most limit (1-1000; 100 when not positive). With no
 // event log there are none; an event log that cannot be read back is
 // ErrNoReader.
-func (i *Issuer) DeadLetters(ctx context.Context, after uint64, limit int) ([]DeadLetter, error) {
+func (i *Issuer) DeadLetters(ctx context.Context, after uint64, limit int) ([]api.DeadLetter, error) {
 	if i.cfg.Log == nil {
 		return nil, nil
 	}
@@ -193,13 +190,13 @@ func (i *Issuer) DeadLetters(ctx context.Context, after uint64, limit int) ([]De
 	if err != nil {
 		return nil, err
 	}
-	out := make([]DeadLetter, 0, len(evs))
+	out := make([]api.DeadLetter, 0, len(evs))
 	for _, e := range evs {
 		var p failedFact
 		if e.Type != TypeDeadLetter || json.Unmarshal(e.Payload, &p) != nil {
 			continue
 		}
-		out = append(out, DeadLetter{Seq: e.Seq, CommandID: p.ID, Kind: p.Kind, Method: p.Method, URL: p.URL,
+		out = append(out, api.DeadLetter{Seq: e.Seq, CommandID: p.ID, Kind: p.Kind, Method: p.Method, URL: p.URL,
 			Reason: p.Reason, Message: p.Message, HeaderNames: p.HeaderNames, OccurredAt: p.OccurredAt})
 	}
 	return out, nil

@@ -347,7 +347,7 @@ func (i *Issuer) roundTrip(ctx context.Context, call plugin.FetchCall, cmd Comma
 	}
 	if wait > 0 {
 		wd.pause()
-		if err := i.cfg.Clock.Wait(ctx, wait); err != nil {
+		if err := i.cfg.Clock.Sleep(ctx, wait); err != nil {
 			return fail(err)
 		}
 	}

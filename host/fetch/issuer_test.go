@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -556,8 +557,8 @@ func TestTimeout(t *testing.T) {
 	call.Request.TimeoutSeconds = 0.05
 	done := make(chan abi.FetchResponse, 1)
 	go func() { done <- h.Fetch(t.Context(), call) }()
-	h.clock.awaitTimer(t, 50*time.Millisecond)
-	h.clock.Advance(50 * time.Millisecond)
+	h.clock.AwaitTimer(t, 50*time.Millisecond)
+	h.clock.Add(50 * time.Millisecond)
 	if resp := answer(t, done); reason(resp) != abi.FetchTimeout || !strings.Contains(resp.Failure.Message, "50ms") {
 		t.Fatalf("answer %+v", resp.Failure)
 	}
@@ -565,7 +566,7 @@ func TestTimeout(t *testing.T) {
 	// The caller's own deadline bounds the fetch too.
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	h2 := newHarness(t, Config{Clock: wallClock{}})
+	h2 := newHarness(t, Config{Clock: clock.Wall{}})
 	if resp := h2.Fetch(ctx, get(srv.URL+"/deadline")); reason(resp) != abi.FetchTimeout {
 		t.Fatalf("answer %+v", resp.Failure)
 	}
@@ -660,11 +661,11 @@ func TestTimeoutBoundsEachOperation(t *testing.T) {
 	done := make(chan abi.FetchResponse, 1)
 	go func() { done <- h.Fetch(t.Context(), call) }()
 	for range 4 {
-		h.clock.awaitTimer(t, time.Second)
-		h.clock.Advance(900 * time.Millisecond)
+		h.clock.AwaitTimer(t, time.Second)
+		h.clock.Add(900 * time.Millisecond)
 		sendOrEnd(t, next, done)
 	}
-	h.clock.awaitTimer(t, time.Second)
+	h.clock.AwaitTimer(t, time.Second)
 	close(next)
 	resp := answer(t, done)
 	if resp.Failure != nil || string(resp.Body) != strings.Repeat("chunk", 5) {
@@ -685,14 +686,14 @@ func TestWholeFetchBound(t *testing.T) {
 	go func() { done <- h.Fetch(t.Context(), call) }()
 	// 0.9 s and 1.8 s: within the bound, each chunk within its timeout.
 	for range 2 {
-		h.clock.awaitTimer(t, time.Second)
-		h.clock.Advance(900 * time.Millisecond)
+		h.clock.AwaitTimer(t, time.Second)
+		h.clock.Add(900 * time.Millisecond)
 		sendOrEnd(t, next, done)
 	}
 	// 2.7 s: past the whole-fetch bound, although the last chunk came
 	// 0.9 s ago.
-	h.clock.awaitTimer(t, time.Second)
-	h.clock.Advance(900 * time.Millisecond)
+	h.clock.AwaitTimer(t, time.Second)
+	h.clock.Add(900 * time.Millisecond)
 	resp := answer(t, done)
 	if reason(resp) != abi.FetchTimeout || !strings.Contains(resp.Failure.Message, "fetch.max_fetch_time") {
 		t.Fatalf("answer %+v", resp.Failure)
@@ -714,7 +715,7 @@ func TestPacingWaitIsNoOperation(t *testing.T) {
 	var h *harness
 	res := &fakeResolver{answer: func(string, int64) ([]netip.Addr, error) {
 		if slow.Swap(false) {
-			h.clock.Advance(600 * time.Millisecond)
+			h.clock.Add(600 * time.Millisecond)
 		}
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 	}}
@@ -733,7 +734,7 @@ func TestPacingWaitIsNoOperation(t *testing.T) {
 	if r.Failure != nil || string(r.Body) != "hello" {
 		t.Fatalf("answer %+v %+v", r, r.Failure)
 	}
-	if w := h.clock.Waits(); len(w) != 1 || w[0] != 900*time.Millisecond {
+	if w := h.clock.Sleeps(); len(w) != 1 || w[0] != 900*time.Millisecond {
 		t.Fatalf("waits %v, want one of 0.9 s", w)
 	}
 }

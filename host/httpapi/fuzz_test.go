@@ -20,6 +20,7 @@ import (
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 )
 
 // The fuzz targets of the REST API's parsers of outside input: the
@@ -41,26 +42,25 @@ type fuzzAPI struct {
 // a natural deadline (its params' at plus a minute) as the bundled
 // timer's does, so a registration's expires_at can be held to it. For
 // tests only.
-type fakeTimerKinds struct{ fakePlugins }
-
-func (k fakeTimerKinds) Lookup(name string) (kind.Info, bool) {
-	if name == "timer" {
-		return kind.Info{Kind: "timer", DefaultEvery: time.Minute, Observable: true, Source: "bundled", SHA256: strings.Repeat("7", 64)}, true
-	}
-	return k.fakePlugins.Lookup(name)
-}
-
-func (k fakeTimerKinds) Admit(ctx context.Context, name string, req kind.AdmitRequest) (kind.Admission, error) {
-	if name != "timer" {
-		return k.fakePlugins.Admit(ctx, name, req)
-	}
-	var p struct {
-		At time.Time `json:"at"`
-	}
-	if err := json.Unmarshal(req.Params, &p); err != nil || p.At.IsZero() {
-		return kind.Admission{}, &kind.Refusal{Code: kind.CodeInvalidParams, Field: "params.at", Message: "want an RFC 3339 instant"}
-	}
-	return kind.Admission{Deadline: p.At.Add(time.Minute)}, nil
+func fakeTimerKinds() apitest.FakePlugins {
+	p := fakePlugins()
+	p.Add(kind.Info{Kind: "timer", DefaultEvery: time.Minute, Observable: true, Source: "bundled", SHA256: strings.Repeat("7", 64)})
+	p.OnAdmit(func(name string, req kind.AdmitRequest) (kind.Admission, error) {
+		if name != "timer" {
+			if strings.Contains(string(req.Params), `"bad"`) {
+				return kind.Admission{}, &api.Error{Code: api.CodeInvalidParams, Field: "params.bad", Message: "bad"}
+			}
+			return kind.Admission{}, nil
+		}
+		var p struct {
+			At time.Time `json:"at"`
+		}
+		if err := json.Unmarshal(req.Params, &p); err != nil || p.At.IsZero() {
+			return kind.Admission{}, &api.Error{Code: api.CodeInvalidParams, Field: "params.at", Message: "want an RFC 3339 instant"}
+		}
+		return kind.Admission{Deadline: p.At.Add(time.Minute)}, nil
+	})
+	return p
 }
 
 // timerDeadline is a fake timer's natural deadline, as fakeTimerKinds
@@ -77,12 +77,12 @@ func timerDeadline(req api.WatchRequest) (time.Time, bool) {
 
 func newFuzzAPI(f *testing.F) *fuzzAPI {
 	f.Helper()
-	st := apitest.NewStack(f, apitest.Config{Plugins: fakeTimerKinds{}, Clock: fixedClock{t0}})
-	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fixedClock{t0}, Waker: st.Scheduler, Rate: -1, RunPerMinute: -1}, observeConfig())
+	st := apitest.NewStack(f, apitest.Config{Plugins: fakeTimerKinds(), Clock: fakeclock.At(t0)})
+	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fakeclock.At(t0), Waker: st.Scheduler, Rate: -1, RunPerMinute: -1}, observeConfig())
 	if err != nil {
 		f.Fatal(err)
 	}
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}, Observe: ob},
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins(), Observe: ob},
 		Options{BodyLimit: 1 << 20})
 	a := &fuzzAPI{app: app, h: app.Handler()}
 	status, b := a.do("POST", "/api/v1/scopes/support/observe", nil, []byte(`{"item":"m1","thread":"T1","text":"hi","source":"slack-help"}`))
@@ -391,7 +391,7 @@ func FuzzRecordObserved(f *testing.F) {
 			t.Fatalf("%q recorded, and DecodeRecord refuses it: %v", body, err)
 		}
 		var res api.ObserveResult
-		if err := strictUnmarshal(b, &res); err != nil || res.Duplicate != (status == 200) || res.ThreadKey == "" || res.Event.Reporter != LocalPrincipal {
+		if err := strictUnmarshal(b, &res); err != nil || res.Duplicate != (status == 200) || res.ThreadKey == "" || res.Event.Reporter != kind.LocalPrincipal {
 			t.Fatalf("%+v recorded as %d %s (%v)", rec, status, b, err)
 		}
 	})
@@ -526,8 +526,8 @@ func FuzzMailboxCursor(f *testing.F) {
 // The targets' in-process requests reach the handlers as a socket's do:
 // a guard on the harness, so a target cannot pass by never arriving.
 func TestFuzzAPIHarness(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}}, Options{})
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins(), Clock: fakeclock.At(t0)})
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins()}, Options{})
 	a := &fuzzAPI{app: app, h: app.Handler()}
 	status, b := a.do("POST", "/api/v1/watches", nil, []byte(`{"kind":"ci","params":{},"recipient":{"id":"agent-1"}}`))
 	if status != 201 || !strings.Contains(string(b), `"state":"pending"`) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -24,6 +23,8 @@ import (
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/authztest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/internal/mcptest"
 	"github.com/vigilhq/vigil/store"
 )
@@ -76,7 +77,7 @@ func errCode(t *testing.T, a keyedAnswer) string {
 func idemFixture(t *testing.T) (*fixture, string) {
 	t.Helper()
 	f := newFixture(t)
-	f.app = New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins{}, Observe: f.ob, Clock: fixedClock{t0}},
+	f.app = New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins(), Observe: f.ob, Clock: fakeclock.At(t0)},
 		Options{BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
 	if code, b := f.do(t, "PUT", "/api/v1/recipients/agent-1", `{"status":"running"}`); code != 200 {
 		t.Fatalf("%d %s", code, b)
@@ -246,9 +247,9 @@ func TestInvalidIdempotencyKey(t *testing.T) {
 // Keys are per principal: another principal's request under the same
 // key is its own, and never sees the first one's answer.
 func TestIdempotencyKeysArePerPrincipal(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins(), Clock: fakeclock.At(t0)})
 	guard := authztest.Guard(t, map[string]string{"token-of-principal-a": "a", "token-of-principal-b": "b"}, authz.Admin)
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}},
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins()},
 		Options{Auth: guard})
 	body := `{"kind":"ci","params":{"sha":"a"},"recipient":{"id":"agent-1"}}`
 	a := keyed(t, app, "token-of-principal-a", "POST", "/api/v1/watches", body, api.HeaderIdempotencyKey, "shared")
@@ -298,13 +299,13 @@ func TestConcurrentKeyedRequestsWriteOnce(t *testing.T) {
 			fake = &fakeGateStore{Badger: b, n: n, all: make(chan struct{})}
 			return fake, nil
 		},
-		Kinds: fakePlugins{}, Clock: fixedClock{t0}, IDs: seededIDs{rand.NewChaCha8([32]byte{9})},
+		Kinds: fakePlugins(), Clock: fakeclock.At(t0), IDs: hosttest.IDs(9),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	app := New(Deps{Scheduler: c.Scheduler, Watches: fake, Mailboxes: c.Delivery, Recipients: c.Recipients, Plugins: fakePlugins{}}, Options{})
+	app := New(Deps{Scheduler: c.Scheduler, Watches: fake, Mailboxes: c.Delivery, Recipients: c.Recipients, Plugins: fakePlugins()}, Options{})
 	body := `{"kind":"ci","params":{"sha":"a"},"recipient":{"id":"agent-1"}}`
 	answers := make([]keyedAnswer, n)
 	var wg sync.WaitGroup
@@ -375,25 +376,11 @@ func (f *fakeUnavailableStore) GetRecipient(ctx context.Context, id string) (sto
 // never answered, that the write may have happened. That write sent
 // again under its key is answered 201 once, and it made one watch.
 func TestAnUnavailableStoreIs503(t *testing.T) {
-	var fake *fakeUnavailableStore
-	c, err := core.New(context.Background(), core.Config{
-		OpenStore: func(context.Context) (core.Store, error) {
-			b, err := store.Open(t.TempDir(), store.Options{})
-			if err != nil {
-				return nil, err
-			}
-			fake = &fakeUnavailableStore{Badger: b}
-			fake.mode.Store("")
-			return fake, nil
-		},
-		Kinds: fakePlugins{}, Clock: fixedClock{t0}, IDs: seededIDs{rand.NewChaCha8([32]byte{9})},
+	fake, app := apiOver(t, 9, func(b *store.Badger) *fakeUnavailableStore {
+		fake := &fakeUnavailableStore{Badger: b}
+		fake.mode.Store("")
+		return fake
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	app := New(Deps{Scheduler: c.Scheduler, Watches: fake, Mailboxes: c.Delivery, Recipients: c.Recipients, Plugins: fakePlugins{}},
-		Options{BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
 	doc, _ := openAPI(t)
 	comp := openAPICompiler(t)
 	body := `{"kind":"ci","params":{"sha":"abc"},"recipient":{"id":"agent-1"}}`

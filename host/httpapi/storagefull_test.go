@@ -2,16 +2,13 @@ package httpapi
 
 import (
 	"context"
-	"math/rand/v2"
 	"net/http"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/vigilhq/vigil/api"
-	"github.com/vigilhq/vigil/host/core"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/mcptest"
 	"github.com/vigilhq/vigil/store"
@@ -67,24 +64,7 @@ func (f *fakeFullStore) PutRecipient(ctx context.Context, r store.RecipientRecor
 // for as a client's, so the store refuses it before the host's own; and
 // once there is room the same request lands, with no restart.
 func TestAFullDiskWriteIs507InsufficientStorage(t *testing.T) {
-	var fake *fakeFullStore
-	c, err := core.New(context.Background(), core.Config{
-		OpenStore: func(context.Context) (core.Store, error) {
-			b, err := store.Open(t.TempDir(), store.Options{})
-			if err != nil {
-				return nil, err
-			}
-			fake = &fakeFullStore{Badger: b}
-			return fake, nil
-		},
-		Kinds: fakePlugins{}, Clock: fixedClock{t0}, IDs: seededIDs{rand.NewChaCha8([32]byte{7})},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	app := New(Deps{Scheduler: c.Scheduler, Watches: fake, Mailboxes: c.Delivery, Recipients: c.Recipients, Plugins: fakePlugins{}},
-		Options{BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
+	fake, app := apiOver(t, 7, func(b *store.Badger) *fakeFullStore { return &fakeFullStore{Badger: b} })
 	doc, _ := openAPI(t)
 	comp := openAPICompiler(t)
 

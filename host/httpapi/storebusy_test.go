@@ -4,17 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/core"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/internal/mcptest"
 	"github.com/vigilhq/vigil/store"
 )
@@ -52,33 +54,38 @@ func (f *fakeBusyStore) PutRecipient(ctx context.Context, r store.RecipientRecor
 	return f.Badger.PutRecipient(ctx, r)
 }
 
-type seededIDs struct{ r *rand.ChaCha8 }
-
-func (s seededIDs) Read(p []byte) (int, error) { return s.r.Read(p) }
-
-// A write whose store gives up on its race (store.ErrBusy, as
-// natsstore's 16 lost attempts and badger's conflict retries give) is
-// 503 store_busy with a Retry-After, on every writing route the fake
-// reaches, answered as the document says; never 500 internal.
-func TestAStoreBusyWriteIs503StoreBusy(t *testing.T) {
-	var fake *fakeBusyStore
+// apiOver builds the core, seeded with seed, over the badger store that
+// wrap turns into a fake refusing as its test says, and the API over the
+// core: the fake and the app. The core closes when the test ends.
+func apiOver[S core.Store](t *testing.T, seed byte, wrap func(*store.Badger) S) (S, *fiber.App) {
+	t.Helper()
+	var fake S
 	c, err := core.New(context.Background(), core.Config{
 		OpenStore: func(context.Context) (core.Store, error) {
 			b, err := store.Open(t.TempDir(), store.Options{})
 			if err != nil {
 				return nil, err
 			}
-			fake = &fakeBusyStore{Badger: b}
+			fake = wrap(b)
 			return fake, nil
 		},
-		Kinds: fakePlugins{}, Clock: fixedClock{t0}, IDs: seededIDs{rand.NewChaCha8([32]byte{9})},
+		Kinds: fakePlugins(), Clock: fakeclock.At(t0), IDs: hosttest.IDs(seed),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	app := New(Deps{Scheduler: c.Scheduler, Watches: fake, Mailboxes: c.Delivery, Recipients: c.Recipients, Plugins: fakePlugins{}},
+	app := New(Deps{Scheduler: c.Scheduler, Watches: fake, Mailboxes: c.Delivery, Recipients: c.Recipients, Plugins: fakePlugins()},
 		Options{BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
+	return fake, app
+}
+
+// A write whose store gives up on its race (store.ErrBusy, as
+// natsstore's 16 lost attempts and badger's conflict retries give) is
+// 503 store_busy with a Retry-After, on every writing route the fake
+// reaches, answered as the document says; never 500 internal.
+func TestAStoreBusyWriteIs503StoreBusy(t *testing.T) {
+	fake, app := apiOver(t, 9, func(b *store.Badger) *fakeBusyStore { return &fakeBusyStore{Badger: b} })
 	doc, _ := openAPI(t)
 	comp := openAPICompiler(t)
 

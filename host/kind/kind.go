@@ -18,7 +18,7 @@ type Kind interface {
 	// Info describes the kind; its Kind field is the name it serves.
 	Info() Info
 	// Admit decides whether a watch may be written: an Admission, a
-	// *Refusal (the watch must not be written), or an error when the kind
+	// *api.Error (the watch must not be written), or an error when the kind
 	// could not answer. A kind whose params name a record of the host (a
 	// Work item, a watch, a recipient, a scope) admits only one req's
 	// Caller may read (MayRead), and refuses one it may not with a
@@ -104,7 +104,7 @@ var _ Caller = HostCaller{}
 // byte for byte, so the answer tells neither whether the record exists
 // nor whose it is; Reason (what the caller's grant lacks) is for the log.
 type HiddenError struct {
-	NotFound *Refusal
+	NotFound *api.Error
 	Reason   error
 }
 
@@ -205,21 +205,6 @@ var (
 	ErrFault = errors.New("plugin fault")
 )
 
-// Refusal codes, as the API reports them (api's table of codes).
-const (
-	CodeWatchUnobservable = api.CodeWatchUnobservable
-	CodeInvalidParams     = api.CodeInvalidParams
-	// CodeDestinationRefused: a destination admit named is an address the
-	// kind's destination guard refuses (loopback, private, link-local,
-	// metadata, …), so every fetch of the watch would be refused.
-	CodeDestinationRefused = api.CodeDestinationRefused
-)
-
-// Refusal is admit's "no": the watch must not be written. It is the API's
-// one error type: Code from api's table, Field the param at fault, Setting
-// what an operator changes to make the kind observable.
-type Refusal = api.Error
-
 // Fault reasons.
 const (
 	FaultTimeout  = "timeout"
@@ -279,8 +264,10 @@ func RegistrantFrom(ctx context.Context) string {
 	return p
 }
 
-// LocalPrincipal is the one principal of a server without tokens, which
-// acts as every recipient (host/authz names it too).
+// LocalPrincipal is the one principal of a server without tokens (which
+// binds to loopback only): it acts as every recipient, and configuration
+// names it, as a reporter for example, to act from the same machine in
+// development. host/authz and host/httpapi use this name.
 const LocalPrincipal = "local"
 
 // WorkspaceOwner is the recipient whose workspace a watch's commands run

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"errors"
+	"github.com/vigilhq/vigil/api"
 	"testing"
 	"time"
 
@@ -47,7 +48,7 @@ func TestANextCheckOffTheContractIsAFault(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, err := admitAnswer(r, answer)
 			var ce *kind.CallError
-			var ref *kind.Refusal
+			var ref *api.Error
 			if !errors.As(err, &ce) || ce.Reason != kind.FaultContract || errors.As(err, &ref) {
 				t.Fatalf("admit = %v; want a bad_output fault", err)
 			}

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/internal/syncbuf"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
@@ -23,7 +24,7 @@ func TestAFullDiskIsLoggedOnceByTheScheduler(t *testing.T) {
 	logs := &syncbuf.Buffer{}
 	h.logger = slog.New(slog.NewTextHandler(logs, nil))
 	h.open()
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("done") }
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return hosttest.Settled("done") })
 	h.deliver.mu.Lock()
 	h.deliver.full = true
 	h.deliver.mu.Unlock()

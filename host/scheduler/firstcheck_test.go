@@ -53,9 +53,9 @@ func TestRegisterArmsTheFirstCheck(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)
-			h.plugins.admit = func(string, json.RawMessage) (kind.Admission, error) {
+			h.plugins.OnAdmit(func(string, kind.AdmitRequest) (kind.Admission, error) {
 				return kind.Admission{NextCheck: tt.hint, Deadline: tt.deadline}, nil
-			}
+			})
 			w := h.register(tt.kind)
 			if due := dueOf(t, h.s, w.ID); !due.Equal(tt.want) {
 				t.Fatalf("due %s, want %s", due, tt.want)

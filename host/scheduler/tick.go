@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -31,11 +32,11 @@ const maxFaults = 30
 
 // Tick is the deterministic entry point for tests: it moves every watch
 // due at or before now into the ready queue and drains it on
-// Config.Workers workers, exactly as Start's workers would (the same
+// Config.Workers workers, exactly as Run's workers would (the same
 // fairness and caps), probing at now; it returns when every one of them
 // has been probed, and how many there were. A watch re-armed meanwhile,
 // even due at once, waits for the next Tick. Tick must not run beside
-// Start.
+// Run.
 func (s *Scheduler) Tick(ctx context.Context, now time.Time) int {
 	s.mu.Lock()
 	n := s.promote(now.UnixNano())
@@ -51,40 +52,38 @@ func (s *Scheduler) Tick(ctx context.Context, now time.Time) int {
 	return n
 }
 
-// Start runs the schedule until ctx ends: one goroutine over the heap that
-// moves what is due into the ready queue, sleeping on the wake channel
-// and on at most one timer (armed for the earliest due watch; with
-// nothing pending there is no timer), and Config.Workers long-lived
-// workers that drain the ready queue. When ctx ends the workers finish the
-// probes in flight, what was due and not taken goes back in the heap, and
-// then the returned channel closes. Start may be called once.
-func (s *Scheduler) Start(ctx context.Context) <-chan struct{} {
-	done := make(chan struct{})
+// Run runs the schedule until ctx ends: one loop over the heap that moves
+// what is due into the ready queue, sleeping on the wake channel and on
+// at most one timer (armed for the earliest due watch; with nothing
+// pending there is no timer), and Config.Workers long-lived workers that
+// drain the ready queue. When ctx ends the workers finish the probes in
+// flight, what was due and not taken goes back in the heap, and Run
+// returns nil. Run once: a second Run returns ErrRunning.
+func (s *Scheduler) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
-		close(done)
-		return done
+		return ErrRunning
 	}
 	var workers sync.WaitGroup
 	for range s.cfg.Workers {
 		workers.Go(func() { s.worker(ctx, false, time.Time{}) })
 	}
-	go func() {
-		defer close(done)
-		s.loop(ctx)
-		s.mu.Lock()
-		s.work.Broadcast() // the workers see ctx has ended
-		s.mu.Unlock()
-		workers.Wait()
-		s.mu.Lock()
-		s.requeue()
-		s.mu.Unlock()
-	}()
-	return done
+	s.loop(ctx)
+	s.mu.Lock()
+	s.work.Broadcast() // the workers see ctx has ended
+	s.mu.Unlock()
+	workers.Wait()
+	s.mu.Lock()
+	s.requeue()
+	s.mu.Unlock()
+	return nil
 }
+
+// ErrRunning: Run was called on a scheduler that runs already.
+var ErrRunning = errors.New("scheduler: already running")
 
 // loop is the heap's one goroutine.
 func (s *Scheduler) loop(ctx context.Context) {
-	var timer *time.Timer
+	var timer clock.Timer
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -105,11 +104,11 @@ func (s *Scheduler) loop(ctx context.Context) {
 		var fire <-chan time.Time
 		if armed {
 			if timer == nil {
-				timer = time.NewTimer(wait)
+				timer = s.cfg.Clock.NewTimer(wait)
 			} else {
 				timer.Reset(wait)
 			}
-			fire = timer.C
+			fire = timer.C()
 		}
 		select {
 		case <-ctx.Done():
@@ -176,7 +175,7 @@ func (s *Scheduler) next(ctx context.Context, untilEmpty bool) ([]*entry, *job) 
 	for {
 		if ctx.Err() != nil {
 			if untilEmpty {
-				s.requeue() // Tick's: Start's loop requeues once its workers are gone
+				s.requeue() // Tick's: Run's loop requeues once its workers are gone
 			}
 			return nil, nil
 		}
