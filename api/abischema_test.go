@@ -49,6 +49,7 @@ func messages() []message {
 				}
 				r.Destinations = nil
 				r.PartitionKey = ""
+				r.NextCheck = nil
 			}
 		}},
 		{name: "observe.request", typ: reflect.TypeFor[abi.ObserveRequest](), hostWrite: true},
@@ -77,6 +78,8 @@ func messages() []message {
 		{name: "vigil_extraction_failed.response", typ: reflect.TypeFor[abi.ExtractionFailedResponse](), hostWrite: true},
 		{name: "vigil_exec.request", typ: reflect.TypeFor[abi.ExecRequest]()},
 		{name: "vigil_exec.response", typ: reflect.TypeFor[abi.ExecResponse](), hostWrite: true},
+		{name: "wake.request", typ: reflect.TypeFor[abi.WakeRequest](), hostWrite: true},
+		{name: "wake.response", typ: reflect.TypeFor[abi.WakeResponse]()},
 	}
 }
 

@@ -164,6 +164,7 @@ type PluginDetail struct {
 	SHA256       string          `json:"sha256"`
 	Standing     bool            `json:"standing"`
 	Pushed       bool            `json:"pushed"`
+	Wakes        bool            `json:"wakes,omitempty"`
 	DefaultEvery string          `json:"default_every"`
 	Capabilities []string        `json:"capabilities"`
 	Grants       json.RawMessage `json:"grants"`

@@ -483,7 +483,10 @@ type Plugin struct {
 	Capabilities []string `json:"capabilities"`
 	Observable   bool     `json:"observable"`
 	Setting      string   `json:"setting,omitempty"`
-	File         string   `json:"file"`
+	// Wakes says the kind maps an inbound event to the watches it
+	// concerns (its plugin exports wake).
+	Wakes bool   `json:"wakes,omitempty"`
+	File  string `json:"file"`
 	// Source is "bundled" or the plugin directory's path; SHA256 the hex
 	// SHA-256 of the .wasm file.
 	Source string `json:"source"`

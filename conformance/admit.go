@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
@@ -47,6 +49,9 @@ func (s *suite) admitExample(ctx context.Context) (Status, string) {
 	if errors.Is(err, plugin.ErrBadDestinations) {
 		return Skip, fmt.Sprintf("the answer to the example %s names destinations off the contract: fix admit.destinations first; every check that needs params is skipped", clip(ex))
 	}
+	if errors.Is(err, plugin.ErrBadNextCheck) {
+		return Skip, fmt.Sprintf("the answer to the example %s names a next_check off the contract: fix admit.next-check first; every check that needs params is skipped", clip(ex))
+	}
 	if err != nil {
 		return Fail, fmt.Sprintf("the example %s is not admitted: %v; every check that needs params is skipped", clip(ex), err)
 	}
@@ -55,6 +60,9 @@ func (s *suite) admitExample(ctx context.Context) (Status, string) {
 	msg := "admitted " + clip(ex)
 	if !a.Deadline.IsZero() {
 		msg += ", natural deadline " + a.Deadline.Format(time.RFC3339)
+	}
+	if !a.NextCheck.IsZero() {
+		msg += ", first check " + a.NextCheck.Format(time.RFC3339)
 	}
 	return Pass, msg
 }
@@ -207,14 +215,14 @@ func (s *suite) refusesInvalid(ctx context.Context) (Status, string) {
 // refusalProblem says what is wrong with admit's answer to invalid params
 // that must be refused as invalid_params naming field.
 func refusalProblem(err error, field string) string {
-	var ref *plugin.Refusal
+	var ref *api.Error
 	switch {
 	case err == nil:
 		return "admitted"
 	case !errors.As(err, &ref):
 		return "no refusal, an error: " + err.Error()
-	case ref.Code != plugin.CodeInvalidParams:
-		return fmt.Sprintf("refused as %s, want %s", ref.Code, plugin.CodeInvalidParams)
+	case ref.Code != api.CodeInvalidParams:
+		return fmt.Sprintf("refused as %s, want %s", ref.Code, api.CodeInvalidParams)
 	case ref.Message == "":
 		return "refused with no message"
 	case ref.Field == "":
@@ -261,6 +269,25 @@ func (s *suite) destinationsOnContract() (Status, string) {
 	return Pass, fmt.Sprintf("%d admit calls, none naming destinations off the contract; the example names %s", s.admits.Load(), destList(s.exampleAdm.Destinations))
 }
 
+// nextCheckOnContract fails when any admit the suite made answered a
+// next_check off the contract (the runtime holds it to the contract and
+// makes such an answer a fault).
+func (s *suite) nextCheckOnContract() (Status, string) {
+	s.admitMu.Lock()
+	defer s.admitMu.Unlock()
+	if n := len(s.badNextChecks); n > 0 {
+		return Fail, fmt.Sprintf("%d admit answer(s) named a next_check off the contract; first: %s", n, s.badNextChecks[0])
+	}
+	first := "none: the watch is probed at once"
+	switch {
+	case s.exampleAdm == nil:
+		first = "unknown (the example was not admitted)"
+	case !s.exampleAdm.NextCheck.IsZero():
+		first = s.exampleAdm.NextCheck.Format(time.RFC3339Nano)
+	}
+	return Pass, fmt.Sprintf("%d admit calls, none naming a next_check off the contract; the example's first check: %s", s.admits.Load(), first)
+}
+
 // namesDestinations advises a kind that fetches to name where.
 func (s *suite) namesDestinations() (Status, string) {
 	switch {
@@ -288,7 +315,7 @@ func destList(ds []abi.Destination) string {
 	return strings.Join(out, ", ")
 }
 
-func admitKey(a plugin.Admission, err error) string {
+func admitKey(a kind.Admission, err error) string {
 	if err != nil {
 		return "error " + err.Error()
 	}
@@ -298,6 +325,9 @@ func admitKey(a plugin.Admission, err error) string {
 	}
 	if len(a.Destinations) > 0 {
 		key += ", destinations " + destList(a.Destinations)
+	}
+	if !a.NextCheck.IsZero() {
+		key += ", next_check " + a.NextCheck.Format(time.RFC3339Nano)
 	}
 	if a.PartitionKey != "" {
 		// A key that moves scatters one resource's watches over a

@@ -25,6 +25,10 @@ var brokenTargets = map[string]string{
 	"execfailure":      ObserveExecFailure,
 	"baddestinations":  AdmitDestinations,
 	"movingkey":        AdmitDeterministic,
+	"badnextcheck":     AdmitNextCheck,
+	"wakemoving":       WakeDeterministic,
+	"wakejunk":         WakeRobust,
+	"wakeflood":        WakeBounded,
 }
 
 // TestBrokenPluginsFailExactlyTheirCheck proves each check bites: every

@@ -3,7 +3,7 @@ package conformance
 // SuiteVersion is the version of the check list. It moves when a check is
 // added, removed or made stricter, so a plugin's "passes suite 1" keeps a
 // meaning; docs/conformance.md is its spec page.
-const SuiteVersion = 4
+const SuiteVersion = 5
 
 // Level says whether a check gates: a plugin conforms when no required
 // check fails. An advisory failure is reported and does not gate.
@@ -40,6 +40,7 @@ const (
 	AdmitDeterministic    = "admit.deterministic"
 	AdmitDestinations     = "admit.destinations"
 	AdmitNamesDests       = "admit.names-destinations"
+	AdmitNextCheck        = "admit.next-check"
 	ObserveValidResult    = "observe.valid-result"
 	ObserveWrongKind      = "observe.wrong-kind-is-error"
 	ObserveFetchFailure   = "observe.fetch-failure-is-pending"
@@ -52,6 +53,9 @@ const (
 	StandingUnchanged     = "standing.unchanged"
 	StandingChanged       = "standing.changed"
 	RobustnessGenerated   = "robustness.generated-params"
+	WakeRobust            = "wake.no-fault-on-junk"
+	WakeBounded           = "wake.bounded"
+	WakeDeterministic     = "wake.deterministic"
 	// CasesPrefix starts the id of each case file's check: cases.<file>,
 	// the file's name without .json.
 	CasesPrefix = "cases."
@@ -106,6 +110,9 @@ var specs = []Spec{
 	{AdmitNamesDests, Advisory,
 		"a kind that fetches and names no destinations leaves a loopback, private or ungranted host to fail at every probe, until the watch expires, instead of a 422 at registration",
 		"name where the watch will fetch on admit's ok answer (sdk.Plugin.Destinations: one line for a URL param)"},
+	{AdmitNextCheck, Required,
+		"the host arms a new watch at admit's next_check, its first check; one before the Unix epoch, after the natural deadline or on a refusal is a plugin fault, and the watch is not registered",
+		"answer next_check on an ok answer only, between 1970-01-01T00:00:00Z and the deadline admit gives, from the params alone (sdk.Plugin.FirstCheck checks it); leave it out when the first probe should be at once"},
 	{ObserveValidResult, Required,
 		"the host holds observe's answer to the contract; an answer off it is a fault, and the watch learns nothing",
 		"answer pending, settled (with outcome.result) or, for a standing kind, changed (with a baseline); no other fields"},
@@ -142,6 +149,15 @@ var specs = []Spec{
 	{RobustnessGenerated, Required,
 		"params come from agents and people; a crash or a hang on odd params costs a fresh instance and tells nobody anything",
 		"refuse what you cannot serve in the schema or admit; never panic past the SDK, loop or grow without bound on input"},
+	{WakeRobust, Required,
+		"wake reads what strangers send: a signed event may still carry any body, and an error or a trap on one wakes nothing and costs a fresh instance",
+		"answer no keys ({\"keys\":[]}) for an event or a body you do not read; never raise, panic or grow without bound on input (sdk.Event.DecodeBody reports false for junk)"},
+	{WakeBounded, Required,
+		"the host bounds wake as admit is bounded (1 s, 256 KiB of output) and takes at most 256 keys of at most 1024 bytes; an answer past either wakes nothing",
+		"name only the keys of the resources the event is about, each exactly as admit names its partition_key; read the body once, with no loop over its size beyond a single pass"},
+	{WakeDeterministic, Required,
+		"any warm instance may be asked, any number of times: one event must name the same watches every time, or a replayed event wakes others",
+		"derive the keys from the event alone: no clock, counter, random value or state kept between calls"},
 }
 
 // Specs returns the suite's checks in report order, with the template of

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
 
@@ -16,7 +16,7 @@ import (
 // whose instant is its deadline, probed a minute apart, expires instead of
 // firing. The message says what will happen and when. The suite warns of
 // it (observe.deadline-reachable) and vigil plugin try prints it.
-func LateProbe(standing bool, obs plugin.Observation, now time.Time, every time.Duration, deadline time.Time) (string, bool) {
+func LateProbe(standing bool, obs kind.Observation, now time.Time, every time.Duration, deadline time.Time) (string, bool) {
 	if standing || deadline.IsZero() || obs.Status != abi.StatusPending || obs.Fault != nil || !obs.NextCheck.IsZero() || every <= 0 {
 		return "", false
 	}

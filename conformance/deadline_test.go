@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
 
@@ -73,14 +73,14 @@ func TestSuiteWarnsOfAProbePastTheDeadline(t *testing.T) {
 // cadence falls after its natural deadline.
 func TestLateProbe(t *testing.T) {
 	now := time.Date(2026, 6, 15, 12, 0, 0, 0, time.UTC)
-	pending := plugin.Observation{Status: abi.StatusPending}
-	hinted := plugin.Observation{Status: abi.StatusPending, NextCheck: now.Add(30 * time.Second)}
-	settled := plugin.Observation{Status: abi.StatusSettled}
-	faulted := plugin.Observation{Status: abi.StatusPending, Fault: &plugin.CallError{Reason: plugin.FaultTimeout}}
+	pending := kind.Observation{Status: abi.StatusPending}
+	hinted := kind.Observation{Status: abi.StatusPending, NextCheck: now.Add(30 * time.Second)}
+	settled := kind.Observation{Status: abi.StatusSettled}
+	faulted := kind.Observation{Status: abi.StatusPending, Fault: &kind.CallError{Reason: kind.FaultTimeout}}
 	for _, c := range []struct {
 		name     string
 		standing bool
-		obs      plugin.Observation
+		obs      kind.Observation
 		deadline time.Time
 		want     bool
 	}{

@@ -4,25 +4,25 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
 
 // admit.names-destinations warns a kind that fetches and names nothing,
 // and only such a kind.
 func TestNamesDestinations(t *testing.T) {
-	fetching := plugin.Info{Capabilities: []string{abi.CapabilityFetch}}
-	named := &plugin.Admission{Destinations: []abi.Destination{{Target: "https://x.example/", Field: "url"}}}
+	fetching := kind.Info{Capabilities: []string{abi.CapabilityFetch}}
+	named := &kind.Admission{Destinations: []abi.Destination{{Target: "https://x.example/", Field: "url"}}}
 	tests := []struct {
 		name string
-		info plugin.Info
-		adm  *plugin.Admission
+		info kind.Info
+		adm  *kind.Admission
 		want Status
 		says string
 	}{
-		{"a fetching kind naming nothing", fetching, &plugin.Admission{}, Fail, "names no destination"},
+		{"a fetching kind naming nothing", fetching, &kind.Admission{}, Fail, "names no destination"},
 		{"a fetching kind naming its URL", fetching, named, Pass, "https://x.example/ (url)"},
-		{"a kind that does not fetch", plugin.Info{}, &plugin.Admission{}, Pass, "does not fetch"},
+		{"a kind that does not fetch", kind.Info{}, &kind.Admission{}, Pass, "does not fetch"},
 		{"no example admitted", fetching, nil, Skip, "admit.example"},
 	}
 	for _, tt := range tests {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/sdk/abi"
@@ -17,14 +18,14 @@ import (
 
 // budgetFault reports whether a fault is one of the call's bounds biting:
 // time, memory or output size. Those belong to observe.budget alone.
-func budgetFault(ce *plugin.CallError) bool {
+func budgetFault(ce *kind.CallError) bool {
 	if ce == nil {
 		return false
 	}
 	switch ce.Reason {
-	case plugin.FaultTimeout, plugin.FaultMemory, plugin.FaultTooLarge, plugin.FaultInstance:
+	case kind.FaultTimeout, kind.FaultMemory, kind.FaultTooLarge, kind.FaultInstance:
 		return true
-	case plugin.FaultTrap:
+	case kind.FaultTrap:
 		return outOfMemory(ce.Err.Error())
 	}
 	return false
@@ -55,7 +56,7 @@ func (c *obsCall) describe() string {
 }
 
 // obsKey is an observation's answer as JSON, to compare two.
-func obsKey(o plugin.Observation) []byte {
+func obsKey(o kind.Observation) []byte {
 	resp := abi.ObserveResponse{Status: o.Status, Note: o.Note, Outcome: o.Outcome, Baseline: o.Baseline}
 	if !o.NextCheck.IsZero() {
 		t := o.NextCheck
@@ -150,7 +151,7 @@ func (s *suite) deadlineReachable(ctx context.Context) (Status, string) {
 }
 
 // answerLabel is an answer's status, with its next_check when it has one.
-func answerLabel(o plugin.Observation) string {
+func answerLabel(o kind.Observation) string {
 	if !o.NextCheck.IsZero() {
 		return o.Status + " with next_check " + o.NextCheck.UTC().Format(time.RFC3339)
 	}
@@ -483,7 +484,7 @@ func (s *suite) budget() (Status, string) {
 	for _, c := range s.exampleCalls {
 		if f := c.obs.Fault; budgetFault(f) {
 			reason := f.Reason
-			if reason == plugin.FaultTrap {
+			if reason == kind.FaultTrap {
 				reason = "out of memory (the guest trapped inside an allocation)"
 			}
 			return Fail, fmt.Sprintf("observing the example %s: %s: %s", c.label, reason, firstLine(f.Err.Error()))

@@ -68,6 +68,8 @@ type rawCall struct {
 	// fault is a call that did not come back as an answer or an error: a
 	// trap, a timeout, a failure to start.
 	fault error
+	// timedOut says the fault is the call's timeout.
+	timedOut bool
 }
 
 // call runs export once on inst, bounded by timeout.
@@ -77,7 +79,7 @@ func call(ctx context.Context, inst *extism.Plugin, export string, in []byte, ti
 	rc, out, err := inst.CallWithContext(cctx, export, in)
 	switch {
 	case cctx.Err() != nil && err != nil:
-		return rawCall{fault: fmt.Errorf("no answer within %s", timeout)}
+		return rawCall{fault: fmt.Errorf("no answer within %s", timeout), timedOut: true}
 	case err == nil && rc == 0:
 		return rawCall{out: out}
 	case err != nil && !isTrap(err) && inst.GetError() == err.Error():
@@ -104,6 +106,7 @@ func isTrap(err error) bool {
 // describeOutcome is what the probe learnt of describe.
 type describeOutcome struct {
 	missing []string // exports the module lacks
+	wake    bool     // the module exports the optional wake
 	first   rawCall
 	again   rawCall // the same instance, a second time
 	fresh   rawCall // a new instance
@@ -123,6 +126,7 @@ func (p *probe) describe(ctx context.Context) describeOutcome {
 			d.missing = append(d.missing, e)
 		}
 	}
+	d.wake = inst.FunctionExists(abi.ExportWake)
 	if !inst.FunctionExists(abi.ExportDescribe) {
 		return d
 	}

@@ -38,8 +38,8 @@ func TestRunAndSkipSelectChecks(t *testing.T) {
 			t.Errorf("%s ran", res.ID)
 		}
 	}
-	if len(rep.Results) != 12 {
-		t.Fatalf("%d checks ran, want 12", len(rep.Results))
+	if len(rep.Results) != 13 {
+		t.Fatalf("%d checks ran, want 13", len(rep.Results))
 	}
 	opts.Run = "("
 	if _, err := Check(context.Background(), timerWasm, opts); err == nil || !strings.Contains(err.Error(), "run") {

@@ -11,7 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
 
@@ -52,7 +53,7 @@ func (s *suite) robustness(ctx context.Context) {
 		}
 		req := abi.ObserveRequest{Kind: s.info.Kind, WatchID: suiteWatchID, Params: params[i], Now: suiteNow, Attempt: 1}
 		c := s.observe(ctx, s.rt, "", req, answerOK)
-		if c.obs.Fault != nil && c.obs.Fault.Reason == plugin.FaultTimeout {
+		if c.obs.Fault != nil && c.obs.Fault.Reason == kind.FaultTimeout {
 			c = s.observe(ctx, s.rt, "", req, answerOK) // once more, as for admit
 		}
 		if !c.answered() {
@@ -115,7 +116,7 @@ func (s *suite) generatedParams(ctx context.Context) *generatedSet {
 			// params times out again.
 			_, err = s.admit(ctx, params[i])
 		}
-		var ref *plugin.Refusal
+		var ref *api.Error
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
@@ -133,8 +134,8 @@ func (s *suite) generatedParams(ctx context.Context) *generatedSet {
 
 // timedOut reports whether err is a plugin call that ran out of its time.
 func timedOut(err error) bool {
-	var ce *plugin.CallError
-	return errors.As(err, &ce) && ce.Reason == plugin.FaultTimeout
+	var ce *kind.CallError
+	return errors.As(err, &ce) && ce.Reason == kind.FaultTimeout
 }
 
 // each runs f(0..n-1) on workers goroutines until stop says so.

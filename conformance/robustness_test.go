@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/kind"
 )
 
 // Only a call that ran out of its time is tried again: a refusal, a trap
@@ -15,11 +16,11 @@ func TestOnlyATimeoutIsTriedAgain(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{&plugin.CallError{Kind: "k", Export: "admit", Reason: plugin.FaultTimeout}, true},
-		{fmt.Errorf("wrapped: %w", &plugin.CallError{Reason: plugin.FaultTimeout}), true},
-		{&plugin.CallError{Reason: plugin.FaultTrap}, false},
-		{&plugin.CallError{Reason: plugin.FaultRaised}, false},
-		{&plugin.Refusal{Code: plugin.CodeInvalidParams}, false},
+		{&kind.CallError{Kind: "k", Export: "admit", Reason: kind.FaultTimeout}, true},
+		{fmt.Errorf("wrapped: %w", &kind.CallError{Reason: kind.FaultTimeout}), true},
+		{&kind.CallError{Reason: kind.FaultTrap}, false},
+		{&kind.CallError{Reason: kind.FaultRaised}, false},
+		{&api.Error{Code: api.CodeInvalidParams}, false},
 		{errors.New("timeout"), false},
 		{nil, false},
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/tetratelabs/wazero"
 
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
@@ -99,7 +100,7 @@ type suite struct {
 	desc   describeOutcome
 	d      abi.Describe
 	rt     *plugin.Runtime
-	info   plugin.Info
+	info   kind.Info
 	noLoad string // why the runtime did not load the kind
 	// noServe says why a loaded kind cannot be admitted: it needs a
 	// capability the suite cannot grant.
@@ -113,8 +114,11 @@ type suite struct {
 	// badDests are admit answers whose destinations broke the contract
 	// (under admitMu).
 	badDests []string
+	// badNextChecks are admit answers whose next_check broke the
+	// contract (under admitMu).
+	badNextChecks []string
 	// exampleAdm is the example's admission, when it was admitted.
-	exampleAdm *plugin.Admission
+	exampleAdm *kind.Admission
 
 	first        *obsCall // the example's first observation
 	exampleCalls []*obsCall
@@ -138,7 +142,7 @@ type generatedSet struct {
 // obsCall is one observe through the runtime.
 type obsCall struct {
 	label string
-	obs   plugin.Observation
+	obs   kind.Observation
 	err   error
 	reqs  []abi.FetchRequest
 	took  time.Duration
@@ -266,7 +270,7 @@ func (s *suite) skipAll(msg string, ids ...string) {
 var (
 	describeIDs = []string{DescribeABI, DescribeKindGrammar, DescribeSemver, DescribeSchema,
 		DescribeCapabilities, DescribeDefaultEvery, DescribeDeterministic}
-	admitIDs   = []string{AdmitExample, AdmitRefusesInvalid, AdmitDeterministic, AdmitDestinations, AdmitNamesDests, AdmitNoFetch}
+	admitIDs   = []string{AdmitExample, AdmitRefusesInvalid, AdmitDeterministic, AdmitDestinations, AdmitNamesDests, AdmitNextCheck, AdmitNoFetch}
 	observeIDs = []string{ObserveValidResult, ObserveFetchFailure, ObserveExecFailure, ObserveDeterministic,
 		ObserveNoWallClock, ObserveBudget, ObserveDeadline}
 	standingIDs = []string{StandingFirstSilent, StandingUnchanged, StandingChanged}
@@ -286,7 +290,7 @@ func (s *suite) all(ctx context.Context, cases []caseSource) error {
 	for i, c := range cases {
 		caseIDs[i] = c.id
 	}
-	rest := append(append(append(append(slices.Clone(admitIDs), needsExample...), ObserveWrongKind), caseIDs...), describeIDs...)
+	rest := append(append(append(append(append(slices.Clone(admitIDs), needsExample...), ObserveWrongKind), wakeIDs...), caseIDs...), describeIDs...)
 
 	t := time.Now()
 	pr, err := openProbe(ctx, s.wasm, cache, s.fetch)
@@ -318,6 +322,7 @@ func (s *suite) all(ctx context.Context, cases []caseSource) error {
 	}
 	s.admitChecks(ctx)
 	s.timed(ObserveWrongKind, func() (Status, string) { return s.wrongKind(ctx, pr) })
+	s.wakeChecks(ctx, pr)
 	s.observeChecks(ctx)
 	if s.selected(RobustnessGenerated) {
 		s.robustness(ctx)
@@ -329,6 +334,7 @@ func (s *suite) all(ctx context.Context, cases []caseSource) error {
 	}
 	// Last: every admit the suite made counts.
 	s.timed(AdmitDestinations, s.destinationsOnContract)
+	s.timed(AdmitNextCheck, s.nextCheckOnContract)
 	s.timed(AdmitNoFetch, func() (Status, string) {
 		s.admitMu.Lock()
 		defer s.admitMu.Unlock()
@@ -350,8 +356,10 @@ func (s *suite) describeChecks(took time.Duration) {
 		return
 	case len(d.missing) > 0:
 		s.record(DescribeExports, Fail, took, "missing export(s): %s", strings.Join(d.missing, ", "))
+	case d.wake:
+		s.record(DescribeExports, Pass, took, "describe, admit and observe are exported, and the optional wake")
 	default:
-		s.record(DescribeExports, Pass, took, "describe, admit and observe are exported")
+		s.record(DescribeExports, Pass, took, "describe, admit and observe are exported (the optional wake is not)")
 	}
 	if slices.Contains(d.missing, abi.ExportDescribe) {
 		s.skipAll("there is no describe to call (describe.exports)", describeIDs...)
@@ -587,7 +595,7 @@ func (s *suite) newRuntime(ctx context.Context, clock func() time.Time) (*plugin
 // admit makes one admit call through the runtime, counting any fetch the
 // plugin asks for. Admits never run beside observes, so the meter's count
 // over the call is admit's own.
-func (s *suite) admit(ctx context.Context, params json.RawMessage) (plugin.Admission, error) {
+func (s *suite) admit(ctx context.Context, params json.RawMessage) (kind.Admission, error) {
 	s.admits.Add(1)
 	before := s.meter.fetches.Load()
 	sctx, sc := withScope(ctx, answerAdmit)
@@ -605,6 +613,11 @@ func (s *suite) admit(ctx context.Context, params json.RawMessage) (plugin.Admis
 	if errors.Is(err, plugin.ErrBadDestinations) {
 		s.admitMu.Lock()
 		s.badDests = append(s.badDests, fmt.Sprintf("admitting %s: %v", clip(params), err))
+		s.admitMu.Unlock()
+	}
+	if errors.Is(err, plugin.ErrBadNextCheck) {
+		s.admitMu.Lock()
+		s.badNextChecks = append(s.badNextChecks, fmt.Sprintf("admitting %s: %v", clip(params), err))
 		s.admitMu.Unlock()
 	}
 	return a, err

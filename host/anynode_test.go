@@ -15,7 +15,7 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/api/client"
-	"github.com/vigilhq/vigil/host/httpapi"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/internal/natstest"
 )
@@ -35,7 +35,7 @@ func TestAnyNodeServesAnyRequest(t *testing.T) {
 	}
 	srv := natstest.Start(t)
 	scopes := map[string]observe.Scope{"support": {
-		Observe: []observe.Entry{{Sources: []observe.Source{{Name: "help", Reporters: []string{httpapi.LocalPrincipal}}}}},
+		Observe: []observe.Entry{{Sources: []observe.Source{{Name: "help", Reporters: []string{kind.LocalPrincipal}}}}},
 		Routes:  []observe.Route{{Source: "help"}},
 	}}
 	a := startVigilNodeWith(t, "a", []*server.Server{srv}, 1, scopes)

@@ -27,8 +27,9 @@ import (
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/runner"
-	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/host/upkeep"
+	"github.com/vigilhq/vigil/internal/clock"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/badger"
 )
@@ -107,10 +108,6 @@ type Host struct {
 	stopStreams context.CancelFunc
 }
 
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
-
 // New builds the host and primes its schedule; ctx bounds the build (the
 // outbox's workers stop when it ends, or at Close). On an error everything
 // built so far is closed.
@@ -122,7 +119,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	if cfg.Data == "" && cfg.OpenStore == nil {
 		return nil, errors.New("host: the data directory must not be empty")
 	}
-	h := &Host{log: log, node: newNode(wallClock{}.Now())}
+	h := &Host{log: log, node: newNode(clock.Wall{}.Now())}
 	policy, err := policyOf(cfg.Tokens)
 	if err != nil {
 		return nil, fmt.Errorf("tokens: %w", err)
@@ -176,8 +173,8 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		return nil, err
 	}
 	if h.Observer, err = observe.New(observe.Options{
-		Store: st, Clock: wallClock{}, Logger: log, Rate: cfg.ObserveRate, Burst: cfg.ObserveBurst, RunPerMinute: cfg.ObserveRunPerMinute,
-		Principal: scheduler.ValidRecipientID, Metrics: h.Metrics,
+		Store: st, Clock: clock.Wall{}, Logger: log, Rate: cfg.ObserveRate, Burst: cfg.ObserveBurst, RunPerMinute: cfg.ObserveRunPerMinute,
+		Principal: store.ValidRecipientID, Metrics: h.Metrics,
 	}, observe.Config{Scopes: cfg.Scopes}); err != nil {
 		return nil, fmt.Errorf("scopes: %w", err)
 	}
@@ -201,59 +198,57 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	return h, nil
 }
 
-// Run serves the API on ln and runs the scheduler's loop, the observe
-// router and the upkeep until ctx ends; then it stops the streams and
-// long polls, lets requests in flight finish (10 s at most), and waits
-// for the probes in flight and the upkeep's batch. The error is the
-// API's, if it stopped on its own.
+// Run serves the API on ln and runs the core (the scheduler's loop, the
+// outbox and, on a cluster, the node), the observe router and the upkeep
+// (on a cluster, as the node's jobs, while it holds their leases) until
+// ctx ends; then it stops the streams and long polls, lets requests in
+// flight finish (10 s at most), and only then stops the rest, waiting for
+// the probes in flight and the upkeep's batch. The error is the API's, if
+// it stopped on its own, or the first a component returned.
 func (h *Host) Run(ctx context.Context, ln net.Listener) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	h.node.setAddress(ln.Addr().String())
-	served := make(chan error, 1)
-	go func() { served <- h.App.Listener(httpapi.Listener(ln)) }()
-	loop := h.Core.Start(ctx)
-	var router, kept, joined <-chan struct{}
+	runs := []func(context.Context) error{h.Core.Run}
 	if h.Core.Clustered() {
 		// The observe router and the upkeep run once per cluster: on
 		// this node only while it holds their leases.
-		var jerr error
-		if joined, jerr = h.Core.Join(ctx, core.Join{
+		if err := h.Core.Join(ctx, core.Join{
 			Addr: ln.Addr().String(), Metrics: h.clusterM,
 			// Republished on each reload (SIGHUP, the API's): a node whose
 			// set is not the cluster's takes no watches.
 			PluginSet: func() ([]kind.Info, <-chan struct{}) { ch := h.Runtime.Changed(); return h.Runtime.Plugins(), ch },
-			Jobs:      map[string]func(context.Context) <-chan struct{}{JobObserveRouter: h.Observer.Start, JobUpkeep: h.Upkeep.Start},
+			Jobs:      map[string]func(context.Context) error{JobObserveRouter: h.Observer.Run, JobUpkeep: h.Upkeep.Run},
 			Appends:   map[string]func(){observe.Stream: h.Observer.Wake},
-		}); jerr != nil {
-			cancel()
-			<-loop
-			_ = h.App.Shutdown()
-			return fmt.Errorf("joining the cluster: %w", jerr)
+		}); err != nil {
+			return fmt.Errorf("joining the cluster: %w", err)
 		}
 	} else {
-		router = h.Observer.Start(ctx)
-		kept = h.Upkeep.Start(ctx)
+		runs = append(runs, h.Observer.Run, h.Upkeep.Run)
 	}
+	served := make(chan error, 1)
+	go func() { served <- h.App.Listener(httpapi.Listener(ln)) }()
+	// The components stop after the API has finished its requests, so a
+	// request in flight is answered by a host that still runs.
+	ran := make(chan struct{})
+	stop := lifecycle.Go(context.WithoutCancel(ctx), func(ctx context.Context) error {
+		defer close(ran)
+		return lifecycle.Group(ctx, runs...)
+	})
 	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-served:
 		err = fmt.Errorf("the API stopped: %w", err)
+	case <-ran: // a component failed: stop the rest
 	}
 	h.log.Info("vigil stopping: finishing requests and probes in flight")
 	h.stopStreams()
-	shutdownCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	if serr := h.App.ShutdownWithContext(shutdownCtx); serr != nil {
 		h.log.Error("stopping the API", "err", serr)
 	}
-	stop()
 	cancel()
-	<-loop
-	for _, done := range []<-chan struct{}{router, kept, joined} {
-		if done != nil {
-			<-done
-		}
+	if rerr := stop(); err == nil {
+		err = rerr
 	}
 	return err
 }

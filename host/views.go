@@ -14,6 +14,7 @@ import (
 	"github.com/vigilhq/vigil/host/fetch"
 	"github.com/vigilhq/vigil/host/httpapi"
 	"github.com/vigilhq/vigil/host/overview"
+	"github.com/vigilhq/vigil/internal/clock"
 )
 
 // node is this host as GET /api/v1/cluster names it: its name, when it
@@ -113,7 +114,7 @@ func cmpLease(a, b string) int {
 func (h *Host) views() (httpapi.Overviewer, *console.Console, error) {
 	cfg := overview.Config{
 		States: h.Core.Store, Counters: h.Metrics, Armed: h.Core.Scheduler, Outbox: h.Core.Outbox,
-		Seqs: h.Core.Store, DeadLetters: fetch.StreamDeadLetters, Clock: wallClock{},
+		Seqs: h.Core.Store, DeadLetters: fetch.StreamDeadLetters, Clock: clock.Wall{},
 		// The store's disk, where its adapter measures one (badger's data
 		// directory); none on JetStream, whose servers keep their own.
 		Disk: h.Core.Store,

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/runner"
@@ -49,7 +50,7 @@ func TestCommandThroughTheRunner(t *testing.T) {
 	if info, ok := rt.Lookup("command"); !ok || !info.Observable || len(info.Grants.Programs) != 2 || !filepath.IsAbs(info.Grants.Programs[0]) {
 		t.Fatalf("command: %+v %v (problems %v)", info, ok, rt.Problems())
 	}
-	observe := func(recipient, params string) plugin.Observation {
+	observe := func(recipient, params string) kind.Observation {
 		t.Helper()
 		if _, err := rt.Admit(context.Background(), "command", json.RawMessage(params)); err != nil {
 			t.Fatalf("admit %s: %v", params, err)
@@ -122,8 +123,8 @@ func TestCommandIsGrantedNothingByDefault(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = rt.Close(context.Background()) })
 	_, err = rt.Admit(context.Background(), "command", json.RawMessage(`{"argv":["true"]}`))
-	var ref *plugin.Refusal
-	if !errors.As(err, &ref) || ref.Code != plugin.CodeWatchUnobservable || !strings.HasPrefix(ref.Setting, "kinds.command.") {
+	var ref *api.Error
+	if !errors.As(err, &ref) || ref.Code != api.CodeWatchUnobservable || !strings.HasPrefix(ref.Setting, "kinds.command.") {
 		t.Fatalf("admit: %v", err)
 	}
 }

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/fetch"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/internal/fakeforge"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
@@ -60,7 +62,7 @@ func forgeRuntime(t *testing.T, registry string) (*plugin.Runtime, *store.Store)
 
 const forgeGrant = `{"capabilities":["fetch"],"fetch_hosts":["127.0.0.1"],"private_ranges":["127.0.0.1/32"],"secrets":["forge"]}`
 
-func observe(t *testing.T, rt *plugin.Runtime, kind string, params any, baseline json.RawMessage) plugin.Observation {
+func observe(t *testing.T, rt *plugin.Runtime, kind string, params any, baseline json.RawMessage) kind.Observation {
 	t.Helper()
 	p, _ := json.Marshal(params)
 	if _, err := rt.Admit(context.Background(), kind, p); err != nil {
@@ -149,14 +151,14 @@ func TestCIForgeGrants(t *testing.T) {
 	rt, st := forgeRuntime(t, `{"kinds":{}}`)
 	p, _ := json.Marshal(map[string]string{"forge": "gitea", "api_base": forge.GiteaURL(), "repo": "o/r", "sha": sha})
 	_, err := rt.Admit(context.Background(), "ci", p)
-	var ref *plugin.Refusal
-	if !errors.As(err, &ref) || ref.Code != plugin.CodeWatchUnobservable || ref.Setting != "kinds.ci.fetch_hosts" {
+	var ref *api.Error
+	if !errors.As(err, &ref) || ref.Code != api.CodeWatchUnobservable || ref.Setting != "kinds.ci.fetch_hosts" {
 		t.Fatalf("ungranted forge: %v", err)
 	}
 
 	rt, st = forgeRuntime(t, `{"kinds":{"ci":{"capabilities":["fetch"],"fetch_hosts":["127.0.0.1"]}}}`)
 	_, err = rt.Admit(context.Background(), "ci", p)
-	if !errors.As(err, &ref) || ref.Code != plugin.CodeDestinationRefused || ref.Setting != "kinds.ci.private_ranges" || ref.Field != "params.api_base" {
+	if !errors.As(err, &ref) || ref.Code != api.CodeDestinationRefused || ref.Setting != "kinds.ci.private_ranges" || ref.Field != "params.api_base" {
 		t.Fatalf("a loopback forge without its private range: %v", err)
 	}
 	obs, err := rt.Observe(context.Background(), abi.ObserveRequest{Kind: "ci", WatchID: "w1", Params: p, Now: t0, Attempt: 1})

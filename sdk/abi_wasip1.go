@@ -8,6 +8,7 @@ import (
 	"errors"
 
 	"github.com/vigilhq/vigil/sdk/abi"
+	"github.com/vigilhq/vigil/sdk/internal/export"
 )
 
 // The Extism kernel, module extism:host/env. Offsets and lengths are i64.
@@ -95,6 +96,27 @@ func exportAdmit() int32 {
 //go:wasmexport observe
 func exportObserve() int32 {
 	return serve(func(in []byte) ([]byte, error) { return current().observe(in, hostFetcher{}) })
+}
+
+// The wake export lives in package sdk/wake, so only a plugin that
+// imports it exports wake; its body is this one.
+func init() {
+	export.Wake = func() int32 {
+		return serve(func(in []byte) ([]byte, error) { return current().wake(in) })
+	}
+}
+
+// wakeLinkProblem says what is wrong when the plugin's Wake and the wake
+// export disagree: a Wake the host would never call, or an export that
+// answers nothing.
+func wakeLinkProblem(hasWake bool) error {
+	switch {
+	case hasWake && !export.WakeLinked:
+		return errors.New(`Wake is set, and the module does not export wake: import _ "github.com/vigilhq/vigil/sdk/wake"`)
+	case !hasWake && export.WakeLinked:
+		return errors.New(`the module exports wake (it imports github.com/vigilhq/vigil/sdk/wake), and Wake is not set`)
+	}
+	return nil
 }
 
 func current() handler {

@@ -468,6 +468,11 @@ func appendAdmitResponse(b []byte, r abi.AdmitResponse) []byte {
 		b = r.Deadline.AppendFormat(b, time.RFC3339Nano)
 		b = append(b, '"')
 	}
+	if r.NextCheck != nil {
+		b = append(b, `,"next_check":"`...)
+		b = r.NextCheck.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
 	if len(r.Destinations) > 0 {
 		b = append(b, `,"destinations":[`...)
 		for i, d := range r.Destinations {
@@ -485,4 +490,43 @@ func appendAdmitResponse(b []byte, r abi.AdmitResponse) []byte {
 		b = append(b, ']')
 	}
 	return append(b, '}')
+}
+
+// decodeWakeRequest parses the host's wake input in one pass: event,
+// source, body (raw, nil when null). Unknown keys are skipped, as in
+// observe. The body is validated as it is skipped over, to the decoder's
+// nesting bound, so a body too deep for it is an input that does not
+// decode.
+func decodeWakeRequest(b []byte) (abi.WakeRequest, error) {
+	var req abi.WakeRequest
+	err := DecodeFields(b, func(key string, v Value) error {
+		var err error
+		switch key {
+		case "event":
+			req.Event, err = v.String()
+		case "source":
+			req.Source, err = v.String()
+		case "body":
+			if !v.IsNull() {
+				req.Body = v.Raw()
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return req, fmt.Errorf("%w: %w", errSyntax, err)
+	}
+	return req, nil
+}
+
+// appendWakeResponse encodes keys as the wake output; nil is [].
+func appendWakeResponse(b []byte, keys []string) []byte {
+	b = append(b, `{"keys":[`...)
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+	}
+	return append(b, ']', '}')
 }

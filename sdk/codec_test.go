@@ -363,6 +363,10 @@ func TestAppendAdmitResponseRoundTrips(t *testing.T) {
 			d := instant(t).UTC()
 			r.Deadline = &d
 		}
+		if t.bool() {
+			n := instant(t).UTC()
+			r.NextCheck = &n
+		}
 		out := appendAdmitResponse(nil, r)
 		var got, want abi.AdmitResponse
 		if err := abi.StrictUnmarshal(out, &got); err != nil {

@@ -60,5 +60,13 @@
 //
 // Register keeps the one registered plugin in a package variable. That is
 // the single piece of package state here and it is forced by the ABI: the
-// exports are process-wide functions with no receiver.
+// exports are process-wide functions with no receiver. (The optional wake
+// export adds the same kind of state in sdk/internal/export: it lives in
+// package sdk/wake, so only a plugin that wakes exports it.)
+//
+// A plugin may also say when its first probe is worth making (a timer's
+// instant: Plugin.FirstCheck, admit's next_check) and which of its
+// watches an inbound event concerns (Plugin.Wake, with the import of
+// sdk/wake): the host then arms a new watch at its first check instead of
+// probing it at once, and makes the watches an event names due now.
 package sdk

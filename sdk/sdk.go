@@ -71,6 +71,31 @@ type Plugin[P any] struct {
 	// partition is random). A key over abi.MaxPartitionKey bytes is the
 	// plugin's bug: admit answers an error; hash a longer one.
 	PartitionKey func(p P) string
+	// FirstCheck, when set, is admit's next_check: the first time a watch
+	// of p is worth probing, once Admit has admitted p. The host arms the
+	// new watch there (clamped to [now, the deadline]) instead of probing
+	// it at once, so a timer an hour away is probed once, at its instant,
+	// not at registration too. It is a function of the params alone, like
+	// Deadline: admit has no clock, and an instant already past is fine
+	// (the watch is probed at once). Zero means at once. One before the
+	// Unix epoch, or after Deadline's answer, is the plugin's bug: admit
+	// answers an error.
+	FirstCheck func(p P) time.Time
+	// Wake, when set, maps an inbound event (a signed forge or Standard
+	// Webhooks POST the host verified) to the partition keys of the
+	// watches it concerns: exactly the strings PartitionKey answers for
+	// their params. The host makes every pending watch with one of them
+	// due now; observe still decides, so a wake changes when the host
+	// looks, never what it concludes. Answer no keys (nil) for an event
+	// the plugin does not read, and for a body it cannot read: junk is
+	// no error. At most abi.MaxWakeKeys, each 1 to abi.MaxPartitionKey
+	// bytes; more, or an error, wakes nothing and is reported as the
+	// plugin's fault. A plugin that sets it also imports
+	// github.com/vigilhq/vigil/sdk/wake, which exports the wake function
+	// (only a plugin that wakes exports it, and the host reads the
+	// export to know which kinds do); Register refuses the one without
+	// the other.
+	Wake func(e Event) ([]string, error)
 	// Admit checks configuration only: params beyond the schema, and grants.
 	// Return InvalidParams or Unobservable. It never reaches the network.
 	// Nil admits every params value the schema accepts.
@@ -88,6 +113,7 @@ type handler interface {
 	describe() ([]byte, error)
 	admit(in []byte) ([]byte, error)
 	observe(in []byte, f Fetcher) ([]byte, error)
+	wake(in []byte) ([]byte, error)
 }
 
 // registered is the plugin the wasm exports serve; see the package doc for
@@ -130,6 +156,9 @@ func (p Plugin[P]) validate() error {
 	if p.Destinations != nil && !slices.Contains(p.Capabilities, abi.CapabilityFetch) {
 		errs = append(errs, errors.New("Destinations is set, and the plugin does not declare the fetch capability"))
 	}
+	if err := wakeLinkProblem(p.Wake != nil); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("sdk: plugin %q: %w", p.Kind, errors.Join(errs...))
 	}
@@ -141,6 +170,7 @@ type errHandler struct{ err error }
 func (h errHandler) describe() ([]byte, error)               { return nil, h.err }
 func (h errHandler) admit([]byte) ([]byte, error)            { return nil, h.err }
 func (h errHandler) observe([]byte, Fetcher) ([]byte, error) { return nil, h.err }
+func (h errHandler) wake([]byte) ([]byte, error)             { return nil, h.err }
 
 type typed[P any] struct{ p Plugin[P] }
 
@@ -250,6 +280,24 @@ func (t *typed[P]) admit(in []byte) ([]byte, error) {
 			return nil, fmt.Errorf("sdk: PartitionKey is %d bytes, at most %d: send a digest of a longer key", len(key), abi.MaxPartitionKey)
 		}
 		resp.PartitionKey = key
+	}
+	if resp.OK && t.p.FirstCheck != nil {
+		var at time.Time
+		if err := guard(func() error { at = t.p.FirstCheck(p); return nil }); err != nil {
+			return nil, err
+		}
+		if !at.IsZero() {
+			at = at.UTC()
+			switch {
+			case at.Unix() < 0: // the host keeps a next check as unix nanoseconds
+				return nil, fmt.Errorf("sdk: FirstCheck is %s, before the Unix epoch, which the host refuses: answer zero for at once", at.Format(time.RFC3339Nano))
+			case resp.Deadline != nil && at.After(*resp.Deadline):
+				return nil, fmt.Errorf("sdk: FirstCheck is %s, after the natural deadline %s: the watch would expire unprobed", at.Format(time.RFC3339Nano), resp.Deadline.Format(time.RFC3339Nano))
+			case at.Year() > 9999:
+				return nil, fmt.Errorf("sdk: FirstCheck is in year %d, beyond the years 0000-9999 that RFC 3339 can write", at.Year())
+			}
+			resp.NextCheck = &at
+		}
 	}
 	return appendAdmitResponse(make([]byte, 0, 128), resp), nil
 }

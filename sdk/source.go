@@ -15,7 +15,7 @@ import (
 // one is missing). Test files are embedded with the rest (a pattern
 // cannot leave them out) and hidden by Source.
 //
-//go:embed go.mod *.go abi/*.go abi/schema/*.go abi/schema/*.json
+//go:embed go.mod *.go abi/*.go abi/schema/*.go abi/schema/*.json wake/*.go internal/export/*.go
 var source embed.FS
 
 // Source returns the SDK module's source: go.mod at the root, the non-test

@@ -50,7 +50,7 @@ func TestTemplatesReadGrowingInputs(t *testing.T) {
 					}
 					continue
 				}
-				if err != nil || rc != 0 || string(out) != `{"ok":true,"deadline":"2026-11-30T14:01:00Z"}` {
+				if err != nil || rc != 0 || string(out) != `{"ok":true,"deadline":"2026-11-30T14:01:00Z","next_check":"2026-11-30T14:00:00Z"}` {
 					t.Fatalf("%d bytes: rc %d, %q, %v", len(in), rc, out, err)
 				}
 			}

@@ -526,5 +526,19 @@ func responseError(resp *http.Response) error {
 	if err != nil {
 		msg += " (reading the body: " + err.Error() + ")"
 	}
-	return &api.Error{Code: api.CodeInternal, Message: msg}
+	return &bareAnswer{status: resp.StatusCode, err: &api.Error{Code: api.CodeInternal, Message: msg}}
 }
+
+// bareAnswer is a non-2xx answer without the API's envelope: something
+// in front of the host (a proxy, a load balancer) answering in its own
+// words, or a host that failed before it could say more. It reads as
+// its *api.Error (code internal, the status and the start of the body);
+// its status tells a creating call's retry a gateway that got no answer
+// from the host (retryable).
+type bareAnswer struct {
+	status int
+	err    *api.Error
+}
+
+func (b *bareAnswer) Error() string { return b.err.Error() }
+func (b *bareAnswer) Unwrap() error { return b.err }

@@ -24,63 +24,15 @@ import (
 	"github.com/vigilhq/vigil/host/authz"
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/httpapi"
-	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/authztest"
-	"github.com/vigilhq/vigil/sdk/abi"
+	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/store"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-
-type fixedClock struct{ t time.Time }
-
-func (c fixedClock) Now() time.Time { return c.t }
-
-// fakePlugins serves "ci", which settles on the first probe with the
-// result its params name (default "success") and refuses {"bad":…}.
-type fakePlugins struct{}
-
-func (fakePlugins) Settled(context.Context, store.Watch) {}
-
-func (fakePlugins) Lookup(kind string) (plugin.Info, bool) {
-	if kind == "ci" {
-		return plugin.Info{Kind: "ci", Version: "1.0.0", DefaultEvery: 30 * time.Second, Observable: true}, true
-	}
-	return plugin.Info{}, false
-}
-
-func (f fakePlugins) Admit(_ context.Context, kind string, req kind.AdmitRequest) (plugin.Admission, error) {
-	if _, ok := f.Lookup(kind); !ok {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeWatchUnobservable, Setting: "kinds." + kind + ".wasm", Message: "no plugin serves " + kind}
-	}
-	if strings.Contains(string(req.Params), `"bad"`) {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeInvalidParams, Field: "params.bad", Message: "bad"}
-	}
-	return plugin.Admission{}, nil
-}
-
-func (fakePlugins) Observe(_ context.Context, req abi.ObserveRequest) (plugin.Observation, error) {
-	var p struct{ Result string }
-	_ = json.Unmarshal(req.Params, &p)
-	if p.Result == "" {
-		p.Result = "success"
-	}
-	return plugin.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: p.Result, Summary: "done"}}, nil
-}
-
-func (f fakePlugins) Plugins() []plugin.Info {
-	a, _ := f.Lookup("ci")
-	return []plugin.Info{a}
-}
-
-func (fakePlugins) Problems() []*plugin.LoadError { return nil }
-
-func (f fakePlugins) Reload(context.Context) (plugin.Report, error) {
-	return plugin.Report{Loaded: f.Plugins()}, nil
-}
 
 // waitingMailboxes tells the test when a long poll has begun.
 type waitingMailboxes struct {
@@ -115,12 +67,12 @@ func newFixture(t *testing.T, opts ...client.Option) *fixture {
 
 func newFixtureWith(t *testing.T, o httpapi.Options, opts ...client.Option) *fixture {
 	t.Helper()
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
+	st := apitest.NewStack(t, apitest.Config{Plugins: apitest.NewFakePlugins(hosttest.CI()), Clock: fakeclock.At(t0)})
 	o.StreamWait = 50 * time.Millisecond
 	base, stop := context.WithCancel(context.Background())
 	waiting := make(chan struct{}, 1)
 	app := httpapi.New(httpapi.Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: waitingMailboxes{st.Delivery, waiting},
-		Recipients: st.Recipients, Plugins: fakePlugins{}, Base: base}, o)
+		Recipients: st.Recipients, Plugins: apitest.NewFakePlugins(hosttest.CI()), Base: base}, o)
 	url := apitest.Serve(t, app)
 	t.Cleanup(stop) // runs first: ends long polls and streams before the shutdown
 	return &fixture{c: client.New(url+"/", opts...), sched: st.Scheduler, waiting: waiting, url: url}

@@ -5,7 +5,9 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"time"
 
 	"github.com/vigilhq/vigil/api"
@@ -17,8 +19,9 @@ import (
 // attempt, so the host writes it at most once however often it is sent,
 // and answers a repeat of a written one with its first answer. It is
 // sent again after an answer it may have missed (the connection failed
-// or timed out before the answer came) and after a 503 store_unavailable
-// or store_busy, waiting a backoff that doubles from Backoff (with
+// or timed out before the answer came, or a gateway in front of the host
+// answered 502, 503 or 504 in its own words) and after a 503
+// store_unavailable or store_busy, waiting a backoff that doubles from Backoff (with
 // jitter, up to 8 s), or the answer's Retry-After when that is longer;
 // at most Attempts times in all, and never once Within has passed since
 // the first (a wait that would end past it is not waited). The caller's
@@ -55,10 +58,31 @@ func NewIdempotencyKey() string {
 	return hex.EncodeToString(b[:])
 }
 
-// create makes a creating call under a fresh idempotency key, sent again
-// as c.retry says.
+// idemKeyContext is the context key WithIdempotencyKey sets.
+type idemKeyContext struct{}
+
+// WithIdempotencyKey returns ctx carrying key, the caller's own key for
+// the creating call made under ctx: it is sent under key rather than a
+// fresh one. A caller that lost a call's answer (an MCP client whose
+// tool call went unanswered) makes the same call again under the same
+// key and is answered the first answer, with nothing written twice. A
+// key that is not api.ValidIdempotencyKey is refused before anything is
+// sent, as 400 invalid_idempotency_key.
+func WithIdempotencyKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, idemKeyContext{}, key)
+}
+
+// create makes a creating call under the caller's key (WithIdempotencyKey)
+// or a fresh one, sent again as c.retry says.
 func (c *Client) create(ctx context.Context, method, path string, in, out any) error {
-	key := NewIdempotencyKey()
+	key, given := ctx.Value(idemKeyContext{}).(string)
+	switch {
+	case !given:
+		key = NewIdempotencyKey()
+	case !api.ValidIdempotencyKey(key):
+		return &api.Error{Code: api.CodeInvalidIdempotencyKey, Field: api.HeaderIdempotencyKey,
+			Message: fmt.Sprintf("want 1 to %d bytes of visible ASCII", api.MaxIdempotencyKey)}
+	}
 	began := time.Now()
 	for attempt := 1; ; attempt++ {
 		err := c.doKeyed(ctx, method, path, nil, in, out, key)
@@ -83,9 +107,22 @@ func (c *Client) create(ctx context.Context, method, path string, in, out any) e
 // retryable says whether a creating call that answered err may be sent
 // again under its key, and how long the host asked to wait first.
 func retryable(ctx context.Context, err error) (after time.Duration, again bool) {
-	var ae *api.Error
+	var (
+		ae   *api.Error
+		bare *bareAnswer
+	)
 	switch {
 	case err == nil || ctx.Err() != nil:
+		return 0, false
+	case errors.As(err, &bare):
+		// A gateway's 502, 503 or 504 in its own words: the host's answer
+		// never reached it, so the request may or may not have been
+		// written, as with an answer lost on the way. Any other bare
+		// answer is returned as it came.
+		switch bare.status {
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return 0, true
+		}
 		return 0, false
 	case errors.As(err, &ae):
 		// Only the store's own "not now": anything else the host

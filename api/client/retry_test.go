@@ -55,6 +55,14 @@ func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "invalid":
 		w.WriteHeader(http.StatusUnprocessableEntity)
 		fmt.Fprint(w, `{"error":{"code":"invalid_params","message":"no"}}`)
+	case "502", "503", "504", "500", "413":
+		// A proxy in front of the host answering for it, in its own
+		// words: no envelope.
+		var code int
+		_, _ = fmt.Sscan(a, &code)
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(code)
+		fmt.Fprintf(w, "<html><body><h1>%d %s</h1></body></html>", code, http.StatusText(code))
 	default:
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprint(w, `{"id":"w1","kind":"ci","state":"pending"}`)
@@ -98,6 +106,64 @@ func TestCreatingCallsRetryUnderOneKey(t *testing.T) {
 	}
 	if keys, _ := f.seen(); keys[4] == keys[0] {
 		t.Fatal("two calls shared a key")
+	}
+}
+
+// A gateway in front of the host (a reverse proxy, a load balancer) that
+// answers 502, 503 or 504 in its own words has not given the host's
+// answer: the request may have been written, or never arrived. Such an
+// answer is a lost one, sent again under the same key. Any other answer
+// without the API's envelope (a 500, a proxy's 413) is returned as it
+// came.
+func TestAGatewaysAnswerIsALostAnswer(t *testing.T) {
+	f := &flaky{answers: []string{"502", "503", "504", "ok"}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	w, err := client.New(srv.URL, fast).CreateWatch(context.Background(), api.WatchRequest{Kind: "ci", Recipient: api.RecipientRef{ID: "a"}})
+	if err != nil || w.ID != "w1" {
+		t.Fatalf("%+v %v", w, err)
+	}
+	keys, _ := f.seen()
+	if len(keys) != 4 || keys[0] != keys[3] || !hexKey.MatchString(keys[0]) {
+		t.Fatalf("keys %q: want four attempts under one key", keys)
+	}
+	for _, answer := range []string{"500", "413"} {
+		f := &flaky{answers: []string{answer, "ok"}}
+		srv := httptest.NewServer(f)
+		_, err := client.New(srv.URL, fast).CreateWatch(context.Background(), api.WatchRequest{Kind: "ci"})
+		srv.Close()
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Code != api.CodeInternal {
+			t.Fatalf("a bare %s: %v, want it returned as the host's internal", answer, err)
+		}
+		if keys, _ := f.seen(); len(keys) != 1 {
+			t.Fatalf("a bare %s was sent %d times, want once", answer, len(keys))
+		}
+	}
+}
+
+// A caller's own key (WithIdempotencyKey) is sent, the same on every
+// attempt, in place of a fresh one; one that is not a key is refused
+// before anything is sent.
+func TestTheCallersKeyIsSent(t *testing.T) {
+	f := &flaky{answers: []string{"unavailable", "ok"}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	c := client.New(srv.URL, fast)
+	ctx := client.WithIdempotencyKey(context.Background(), `my"key\`)
+	if _, err := c.CreateWatch(ctx, api.WatchRequest{Kind: "ci"}); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := f.seen(); len(keys) != 2 || keys[0] != `"my\"key\\"` || keys[1] != keys[0] {
+		t.Fatalf("keys %q: want the caller's, on both attempts", keys)
+	}
+	_, err := c.CreateWatch(client.WithIdempotencyKey(context.Background(), "two\nlines"), api.WatchRequest{Kind: "ci"})
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Code != api.CodeInvalidIdempotencyKey {
+		t.Fatalf("a key that is not one: %v, want invalid_idempotency_key", err)
+	}
+	if keys, _ := f.seen(); len(keys) != 2 {
+		t.Fatalf("a key that is not one was sent: %q", keys)
 	}
 }
 

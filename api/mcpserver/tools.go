@@ -36,6 +36,8 @@ type registerIn struct {
 	Recipient string         `json:"recipient" jsonschema:"who the outcome wakes: your recipient id, whose mailbox gets the message"`
 	Every     string         `json:"every,omitempty"`      // described by registerTool, from the host's Defaults
 	ExpiresAt string         `json:"expires_at,omitempty"` // described by registerTool, from the host's Defaults
+	// IdempotencyKey is the agent's own key for this registration.
+	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"a key you choose for this registration (1 to 255 characters of visible ASCII, such as 32 random hex digits): if the call goes unanswered, call again with the same arguments and the same key, and you get the watch the first call made, never a second one"`
 }
 
 // everyText and expiresText describe register's every and expires_at,
@@ -101,6 +103,12 @@ func (s *Server) register(ctx context.Context, a API, in registerIn) (any, error
 			return nil, &api.Error{Code: api.CodeInvalidField, Field: "expires_at", Message: "want an RFC 3339 time such as 2026-12-01T14:00:00Z"}
 		}
 		req.ExpiresAt = &t
+	}
+	if in.IdempotencyKey != "" {
+		if !api.ValidIdempotencyKey(in.IdempotencyKey) {
+			return nil, &api.Error{Code: api.CodeInvalidIdempotencyKey, Field: "idempotency_key", Message: fmt.Sprintf("want 1 to %d bytes of visible ASCII", api.MaxIdempotencyKey)}
+		}
+		ctx = client.WithIdempotencyKey(ctx, in.IdempotencyKey)
 	}
 	return a.CreateWatch(ctx, req)
 }

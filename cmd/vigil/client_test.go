@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"slices"
 	"strings"
@@ -20,84 +19,42 @@ import (
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/httpapi"
 	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/authztest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
 
-type cliClock struct{ t time.Time }
-
-func (c cliClock) Now() time.Time { return c.t }
-
-type cliIDs struct{ r *rand.ChaCha8 }
-
-func (s cliIDs) Read(p []byte) (int, error) { return s.r.Read(p) }
-
 // cliPlugins serves "ci" (settles at once with the result its params name,
 // default success; refuses {"bad":…}), "slow" (never settles) and "gone"
 // (its plugin has been removed by the time it is probed).
-type cliPlugins struct{}
-
-func (cliPlugins) Settled(context.Context, store.Watch) {}
-
-func (cliPlugins) Lookup(kind string) (plugin.Info, bool) {
-	switch kind {
-	case "ci", "slow", "gone":
-		return plugin.Info{Kind: kind, Version: "1.0.0", DefaultEvery: 30 * time.Second, Observable: true, File: kind + ".wasm",
-			Source: "bundled", SHA256: fmt.Sprintf("%x", sha256.Sum256([]byte(kind)))}, true
+func cliPlugins() apitest.FakePlugins {
+	info := func(name string) kind.Info {
+		return kind.Info{Kind: name, Version: "1.0.0", DefaultEvery: 30 * time.Second, Observable: true, File: name + ".wasm",
+			Source: "bundled", SHA256: fmt.Sprintf("%x", sha256.Sum256([]byte(name)))}
 	}
-	return plugin.Info{}, false
+	p := apitest.NewFakePlugins(info("ci"), info("slow"), info("gone"))
+	p.OnObserve(func(req abi.ObserveRequest) (kind.Observation, error) {
+		switch req.Kind {
+		case "slow":
+			return kind.Observation{Status: abi.StatusPending}, nil
+		case "gone":
+			return kind.Observation{}, kind.ErrUnknownKind
+		}
+		return hosttest.Settles(req)
+	})
+	return p
 }
 
-func (p cliPlugins) Admit(_ context.Context, kind string, params json.RawMessage) (plugin.Admission, error) {
-	if _, ok := p.Lookup(kind); !ok {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeWatchUnobservable, Setting: "kinds." + kind + ".wasm", Message: "no plugin serves " + kind}
-	}
-	if strings.Contains(string(params), `"bad"`) {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeInvalidParams, Field: "params.bad", Message: "bad"}
-	}
-	return plugin.Admission{}, nil
-}
+// runtimeKinds is the fake plugins as the plugin runtime serves its kinds
+// (kind.Multi): admitted by the params alone.
+type runtimeKinds struct{ apitest.FakePlugins }
 
-func (cliPlugins) Observe(_ context.Context, req abi.ObserveRequest) (plugin.Observation, error) {
-	switch req.Kind {
-	case "slow":
-		return plugin.Observation{Status: abi.StatusPending}, nil
-	case "gone":
-		return plugin.Observation{}, plugin.ErrUnknownKind
-	}
-	var p struct{ Result string }
-	_ = json.Unmarshal(req.Params, &p)
-	if p.Result == "" {
-		p.Result = "success"
-	}
-	return plugin.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: p.Result, Summary: "ci says " + p.Result}}, nil
-}
-
-func (p cliPlugins) Plugins() []plugin.Info {
-	var out []plugin.Info
-	for _, k := range []string{"ci", "slow", "gone"} {
-		i, _ := p.Lookup(k)
-		out = append(out, i)
-	}
-	return out
-}
-
-func (cliPlugins) Problems() []*plugin.LoadError { return nil }
-
-// cliKinds serves the fake plugins' kinds to the scheduler, admitting by
-// the params alone, as the plugin runtime does.
-type cliKinds struct{ cliPlugins }
-
-func (k cliKinds) Admit(ctx context.Context, name string, req kind.AdmitRequest) (kind.Admission, error) {
-	return k.cliPlugins.Admit(ctx, name, req.Params)
-}
-
-func (p cliPlugins) Reload(context.Context) (plugin.Report, error) {
-	return plugin.Report{Loaded: p.Plugins()}, nil
+func (k runtimeKinds) Admit(ctx context.Context, name string, params json.RawMessage) (kind.Admission, error) {
+	return k.FakeKinds.Admit(ctx, name, kind.AdmitRequest{Params: params})
 }
 
 // lossyDelivery settles every outcome for the recipient "lost" without
@@ -177,13 +134,13 @@ type cliFixture struct {
 func newCLIFixture(t *testing.T, o httpapi.Options) *cliFixture {
 	t.Helper()
 	now := time.Now().UTC().Truncate(time.Second)
-	st := apitest.NewStack(t, apitest.Config{Plugins: cliKinds{}, Clock: cliClock{now}, IDs: cliIDs{rand.NewChaCha8([32]byte{3})},
+	st := apitest.NewStack(t, apitest.Config{Plugins: cliPlugins(), Clock: fakeclock.At(now), IDs: hosttest.IDs(3),
 		Deliver: func(d *delivery.Delivery, st *store.Store) scheduler.Deliverer { return lossyDelivery{d, st} }})
 	mail := &pollingMailboxes{Delivery: st.Delivery, polls: map[string]chan struct{}{}}
 	base, stop := context.WithCancel(context.Background())
 	o.StreamWait = 50 * time.Millisecond
 	app := httpapi.New(httpapi.Deps{Scheduler: settlingScheduler{st.Scheduler, now}, Watches: st.Store, Mailboxes: mail,
-		Recipients: st.Recipients, Plugins: cliPlugins{}, Base: base}, o)
+		Recipients: st.Recipients, Plugins: cliPlugins(), Base: base}, o)
 	url := apitest.Serve(t, app)
 	t.Cleanup(stop) // runs first: ends long polls and streams before the shutdown
 	return &cliFixture{url: url, now: now, sched: st.Scheduler, mail: mail}
@@ -628,7 +585,7 @@ func TestErrorOutput(t *testing.T) {
 	}{
 		{[]string{"watch", "add", "ci", "--param", "bad=true", "--for", "agent-1"}, "vigil: invalid_params: bad (field: params.bad)"},
 		{[]string{"watch", "add", "gitlab", "--for", "agent-1"}, "vigil: watch_unobservable: no plugin serves gitlab (setting: kinds.gitlab.wasm)"},
-		{[]string{"watch", "add", "ci", "--for", "a/b"}, "vigil: invalid_recipient: " + scheduler.RecipientIDGrammar + " (field: recipient.id)"},
+		{[]string{"watch", "add", "ci", "--for", "a/b"}, "vigil: invalid_recipient: " + store.RecipientIDGrammar + " (field: recipient.id)"},
 		{[]string{"watch", "ls", "--state", "done"}, "vigil: invalid_field: want pending, fired, expired, cancelled, undeliverable or unwatchable (field: state)"},
 	}
 	for _, tt := range tests {

@@ -17,7 +17,7 @@ import (
 func TestClusterPrintsTheNode(t *testing.T) {
 	f := newCLIFixture(t, httpapi.Options{})
 	out := f.mustVigil(t, "cluster")
-	digest := kind.SetDigest(cliPlugins{}.Plugins())
+	digest := kind.SetDigest(cliPlugins().Plugins())
 	for _, want := range []string{"mode: single", "PLUGIN SET", digest, "partitions: none"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("vigil cluster lacks %q:\n%s", want, out)

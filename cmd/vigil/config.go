@@ -20,6 +20,7 @@ import (
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/sdk/abi"
+	"github.com/vigilhq/vigil/store"
 )
 
 // settings is serve's whole configuration. Each value comes from, in
@@ -304,7 +305,7 @@ func (s settings) validate(sources map[string]string) error {
 	if n := s.Observe.RunPerMinute; n < -1 || n > 1_000_000 {
 		bad("observe", fmt.Errorf("run_per_minute %d: want 0 (the default, %d new items a minute per run) to 1000000, or -1 for no limit", n, observe.DefaultRunPerMinute))
 	}
-	if err := (observe.Config{Scopes: s.Scopes}).Validate(scheduler.ValidRecipientID); err != nil {
+	if err := (observe.Config{Scopes: s.Scopes}).Validate(store.ValidRecipientID); err != nil {
 		bad("scopes", err)
 	}
 	for name := range s.Secrets {

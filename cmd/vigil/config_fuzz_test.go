@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/store"
 )
 
 // loadFile resolves serve's settings from the config file at path and
@@ -118,7 +119,7 @@ func checkBounds(t *testing.T, s settings) {
 	}
 	seen := map[string]bool{}
 	for _, tk := range s.Tokens {
-		if !scheduler.ValidRecipientID(tk.Principal) || len(tk.Token) < 16 || seen[tk.Token] {
+		if !store.ValidRecipientID(tk.Principal) || len(tk.Token) < 16 || seen[tk.Token] {
 			ok = false
 		}
 		seen[tk.Token] = true

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,8 @@ import (
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
 
@@ -32,16 +33,16 @@ func newObserveFixture(t *testing.T) *observeFixture {
 	t.Helper()
 	now := time.Now().UTC().Truncate(time.Second)
 	reg := kind.NewRegistry()
-	st := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: cliClock{now}, IDs: cliIDs{rand.NewChaCha8([32]byte{5})}})
+	st := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: fakeclock.At(now), IDs: hosttest.IDs(5)})
 	cfg := observe.Config{Scopes: map[string]observe.Scope{"support": {
-		Observe: []observe.Entry{{Sources: []observe.Source{{Name: "slack-help", Reporters: []string{httpapi.LocalPrincipal}}}}},
+		Observe: []observe.Entry{{Sources: []observe.Source{{Name: "slack-help", Reporters: []string{kind.LocalPrincipal}}}}},
 		Routes:  []observe.Route{{Source: "slack-help"}},
 	}}}
-	ob, err := observe.New(observe.Options{Store: st.Store, Clock: cliClock{now}}, cfg)
+	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fakeclock.At(now)}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := registerAll(reg, cliPlugins{}); err != nil {
+	if err := registerAll(reg, runtimeKinds{cliPlugins()}); err != nil {
 		t.Fatal(err)
 	}
 	if err := ob.Register(reg); err != nil {
@@ -53,7 +54,7 @@ func newObserveFixture(t *testing.T) *observeFixture {
 		t.Fatal(err)
 	}
 	app := httpapi.New(httpapi.Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients,
-		Plugins: cliPlugins{}, Observe: ob, DeadLetters: is}, httpapi.Options{})
+		Plugins: cliPlugins(), Observe: ob, DeadLetters: is}, httpapi.Options{})
 	return &observeFixture{url: apitest.Serve(t, app), ob: ob, is: is}
 }
 
@@ -61,7 +62,7 @@ func newObserveFixture(t *testing.T) *observeFixture {
 // runtime registers the plugins'.
 func registerAll(reg *kind.Registry, fake interface {
 	kind.Multi
-	Plugins() []plugin.Info
+	Plugins() []kind.Info
 }) error {
 	var ks []kind.Kind
 	for _, in := range fake.Plugins() {

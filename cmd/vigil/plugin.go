@@ -38,13 +38,13 @@ stderr. (vigil plugins loads the plugins locally instead, without a server.)`,
 			}
 		} else {
 			tw := table(stdout)
-			fmt.Fprintln(tw, "KIND\tVERSION\tSHA256\tSOURCE\tSTANDING\tEVERY\tCAPABILITIES\tOBSERVABLE\tFILE")
+			fmt.Fprintln(tw, "KIND\tVERSION\tSHA256\tSOURCE\tSTANDING\tWAKES\tEVERY\tCAPABILITIES\tOBSERVABLE\tFILE")
 			for _, p := range pl.Plugins {
 				obs := "yes"
 				if !p.Observable {
 					obs = "no: grant " + p.Setting
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\n", p.Kind, orDash(p.Version), shortSum(p.SHA256), orDash(p.Source), p.Standing, orDash(p.DefaultEvery), orDash(strings.Join(p.Capabilities, ",")), obs, orDash(p.File))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\t%s\t%s\t%s\t%s\n", p.Kind, orDash(p.Version), shortSum(p.SHA256), orDash(p.Source), p.Standing, p.Wakes, orDash(p.DefaultEvery), orDash(strings.Join(p.Capabilities, ",")), obs, orDash(p.File))
 			}
 			if err := tw.Flush(); err != nil {
 				return err

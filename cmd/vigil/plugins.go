@@ -62,13 +62,13 @@ current directory.`,
 				}
 			} else {
 				tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "KIND\tVERSION\tSHA256\tSOURCE\tSTANDING\tCAPABILITIES\tOBSERVABLE\tFILE")
+				fmt.Fprintln(tw, "KIND\tVERSION\tSHA256\tSOURCE\tSTANDING\tWAKES\tCAPABILITIES\tOBSERVABLE\tFILE")
 				for _, p := range infos {
 					obs := "yes"
 					if !p.Observable {
 						obs = "no: grant " + p.Setting
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\n", p.Kind, p.Version, shortSum(p.SHA256), p.Source, p.Standing, orDash(strings.Join(p.Capabilities, ",")), obs, p.File)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\t%s\t%s\t%s\n", p.Kind, p.Version, shortSum(p.SHA256), p.Source, p.Standing, p.Wakes, orDash(strings.Join(p.Capabilities, ",")), obs, p.File)
 				}
 				if err := tw.Flush(); err != nil {
 					return err

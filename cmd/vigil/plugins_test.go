@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 )
@@ -67,13 +68,13 @@ func TestPluginsReportsAPinnedOutFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got struct {
-		Plugins  []plugin.Info       `json:"plugins"`
+		Plugins  []kind.Info         `json:"plugins"`
 		Problems []api.PluginProblem `json:"problems"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.ContainsFunc(got.Plugins, func(i plugin.Info) bool { return i.Kind == "timer" && i.SHA256 == sum && i.Source == dir }) {
+	if !slices.ContainsFunc(got.Plugins, func(i kind.Info) bool { return i.Kind == "timer" && i.SHA256 == sum && i.Source == dir }) {
 		t.Fatalf("--json lacks the full SHA-256 or the source: %+v", got.Plugins)
 	}
 	if len(got.Problems) != 1 || got.Problems[0].File != bundledTimer || got.Problems[0].Rule != plugin.RuleKindPinned ||

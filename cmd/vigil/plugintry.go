@@ -21,6 +21,7 @@ import (
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -51,6 +52,8 @@ type tryReport struct {
 	Load    *tryLoad    `json:"load_error,omitempty"`
 	Admit   *tryAdmit   `json:"admit,omitempty"`
 	Observe *tryObserve `json:"observe,omitempty"`
+	// Wake is the event tried (--event) and the keys it woke.
+	Wake *tryWake `json:"wake,omitempty"`
 	// Fetches and Commands are what the plugin asked the host for, in
 	// order, admit's and observe's alike.
 	Fetches  []tryFetch   `json:"fetches"`
@@ -78,6 +81,9 @@ type tryAdmit struct {
 	// its grace), if any.
 	Deadline     *time.Time        `json:"deadline,omitempty"`
 	Destinations []abi.Destination `json:"destinations,omitempty"`
+	// NextCheck is the first check admit gave (a timer's instant): serve
+	// arms the watch there instead of probing it at once.
+	NextCheck *time.Time `json:"next_check,omitempty"`
 }
 
 type tryObserve struct {
@@ -125,17 +131,11 @@ type tryCommand struct {
 	Failure    *abi.FetchFailure `json:"failure,omitempty"`
 }
 
-// tryClock is the dry run's time: the instant observed and how long each
-// fetch and command took.
-type tryClock interface{ Now() time.Time }
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
-
 // recorder keeps what the plugin asked the host for, in order.
 type recorder struct {
-	clock tryClock
+	// clock is the dry run's time: the instant observed and how long
+	// each fetch and command took.
+	clock clock.Clock
 	mu    sync.Mutex // guards fetches, commands
 	// fetches and commands are appended as each call returns.
 	fetches  []tryFetch
@@ -198,6 +198,7 @@ func (x recordingExecer) Exec(ctx context.Context, call plugin.ExecCall) abi.Exe
 
 func newPluginTry(stdout io.Writer) *cobra.Command {
 	var params, baseline, workspace, every string
+	var ev eventFlags
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "try KIND_OR_FILE",
@@ -225,12 +226,19 @@ deadline, and when serve would probe next), every fetch the plugin made
 any was refused, the commands it ran, and a warning when a pending answer
 would leave the watch to expire at its deadline.
 
+With --event FILE (- for standard input), it admits and observes nothing:
+it hands the recorded event in FILE (its JSON body, at most 1 MiB, as a
+hook source would receive it) to the kind's wake, as event --event-name
+from a source of scheme --source, and prints the partition keys it
+answered: the watches the event would make due now.
+
 Exit codes:
   0  the plugin answered (pending, settled or changed)
   2  admit refused: invalid_params, watch_unobservable, destination_refused
   3  the plugin faulted (timeout, trap, memory, an answer off the contract)
-     or raised an error, in admit or observe
-  4  nothing to try: the settings, the plugin file or the kind did not load
+     or raised an error, in admit, observe or wake
+  4  nothing to try: the settings, the plugin file or the kind did not load,
+     or (--event) the kind does not wake
   64 a usage error (bad flags, params that are not JSON)`,
 		Args: exactArgs("KIND_OR_FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -244,6 +252,10 @@ Exit codes:
 			}
 			if params == "-" && baseline == "-" {
 				return usagef("--params and --baseline cannot both read standard input")
+			}
+			event, err := ev.read(cmd, params, baseline, every)
+			if err != nil {
+				return err
 			}
 			raw, err := readParams(params, cmd.InOrStdin())
 			if err != nil {
@@ -260,7 +272,7 @@ Exit codes:
 			} else if workspace, err = filepath.Abs(workspace); err != nil {
 				return err
 			}
-			rep := tryPlugin(cmd.Context(), cmd, tryInput{target: args[0], params: raw, baseline: base, workspace: workspace, every: cadence, clock: wallClock{}})
+			rep := tryPlugin(cmd.Context(), cmd, tryInput{target: args[0], params: raw, baseline: base, workspace: workspace, every: cadence, clock: clock.Wall{}, event: event})
 			if err := cmd.Context().Err(); err != nil {
 				return err
 			}
@@ -293,6 +305,7 @@ Exit codes:
 	cmd.Flags().StringVar(&workspace, "workspace", "", "the directory commands run in (vigil_exec), as a recipient's workspace (default: the current directory)")
 	cmd.Flags().StringVar(&every, "every", "", "the watch's cadence, as a registration's every (default: the kind's default_every)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	ev.register(cmd)
 	return cmd
 }
 
@@ -342,7 +355,10 @@ type tryInput struct {
 	baseline  json.RawMessage // nil: the first check
 	workspace string
 	every     time.Duration
-	clock     tryClock
+	clock     clock.Clock
+	// event, when set, is tried with the kind's wake instead of admit
+	// and observe.
+	event *tryEvent
 }
 
 // isPluginFile says whether a KIND_OR_FILE names a file: a kind has no
@@ -407,6 +423,9 @@ func tryPlugin(ctx context.Context, cmd *cobra.Command, in tryInput) (rep tryRep
 		return loadFailed(l)
 	}
 	rep.Kind, rep.File, rep.Source, rep.SHA256, rep.Version = info.Kind, info.File, info.Source, info.SHA256, info.Version
+	if in.event != nil {
+		return tryWakeEvent(ctx, rt, info, in.event, rep)
+	}
 	params := in.params
 	if params == nil {
 		params = info.Example
@@ -417,7 +436,7 @@ func tryPlugin(ctx context.Context, cmd *cobra.Command, in tryInput) (rep tryRep
 	rep.Params = params
 
 	adm, err := rt.Admit(ctx, info.Kind, params)
-	var ref *plugin.Refusal
+	var ref *api.Error
 	switch {
 	case errors.As(err, &ref):
 		rep.Admit = &tryAdmit{Code: ref.Code, Field: ref.Field, Setting: ref.Setting, Message: ref.Message}
@@ -432,6 +451,10 @@ func tryPlugin(ctx context.Context, cmd *cobra.Command, in tryInput) (rep tryRep
 	if !adm.Deadline.IsZero() {
 		d := adm.Deadline.UTC()
 		rep.Admit.Deadline = &d
+	}
+	if !adm.NextCheck.IsZero() {
+		n := adm.NextCheck.UTC()
+		rep.Admit.NextCheck = &n
 	}
 
 	every := in.every
@@ -472,7 +495,7 @@ func tryPlugin(ctx context.Context, cmd *cobra.Command, in tryInput) (rep tryRep
 	switch {
 	case err != nil:
 		o.Status, o.Note = "", ""
-		var ce *plugin.CallError
+		var ce *kind.CallError
 		if errors.As(err, &ce) {
 			o.Fault = &tryFaultInfo{Reason: ce.Reason, Message: ce.Err.Error()}
 		} else {
@@ -510,7 +533,7 @@ func latest(a, b time.Time) time.Time {
 
 // findTried is the kind a dry run tries: the one the extra file serves,
 // or the kind named.
-func findTried(rt *plugin.Runtime, target, extra string) (plugin.Info, bool) {
+func findTried(rt *plugin.Runtime, target, extra string) (kind.Info, bool) {
 	if extra == "" {
 		return rt.Lookup(target)
 	}
@@ -519,7 +542,7 @@ func findTried(rt *plugin.Runtime, target, extra string) (plugin.Info, bool) {
 			return i, true
 		}
 	}
-	return plugin.Info{}, false
+	return kind.Info{}, false
 }
 
 // writeText prints the report for a person.
@@ -528,7 +551,9 @@ func (r tryReport) writeText(w io.Writer) error {
 	line := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, args...)) }
 	if r.Kind != "" {
 		line("kind", "%s %s (%s, sha256 %s, %s)", r.Kind, r.Version, r.Source, shortSum(r.SHA256), r.File)
-		line("params", "%s", clipText(string(r.Params), 200))
+		if len(r.Params) > 0 {
+			line("params", "%s", clipText(string(r.Params), 200))
+		}
 	}
 	if l := r.Load; l != nil {
 		msg := l.Error
@@ -546,6 +571,9 @@ func (r tryReport) writeText(w io.Writer) error {
 			line("admit", "ok")
 			if a.Deadline != nil {
 				line("", "natural deadline %s", a.Deadline.Format(time.RFC3339))
+			}
+			if a.NextCheck != nil {
+				line("", "first check %s", a.NextCheck.Format(time.RFC3339))
 			}
 			for _, d := range a.Destinations {
 				if d.Field != "" {
@@ -600,6 +628,9 @@ func (r tryReport) writeText(w io.Writer) error {
 		if o.NextProbe != nil {
 			line("", "next probe %s", o.NextProbe.Format(time.RFC3339))
 		}
+	}
+	if r.Wake != nil {
+		r.Wake.writeText(line)
 	}
 	if len(r.Fetches) == 0 && r.Observe != nil {
 		line("fetches", "none")

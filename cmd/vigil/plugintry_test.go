@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 	"github.com/vigilhq/vigil/sdk/abi"
@@ -109,7 +110,7 @@ func TestPluginTryAFileWinsItsKind(t *testing.T) {
 // params that are not JSON are a usage error, ExitUsage.
 func TestPluginTryRefusesAndReadsParams(t *testing.T) {
 	rep, code := tryJSON(t, "timer", "--params", `{"at":"soon"}`)
-	if code != tryRefused || rep.Admit == nil || rep.Admit.OK || rep.Admit.Code != plugin.CodeInvalidParams || rep.Admit.Field != "params.at" || rep.Observe != nil {
+	if code != tryRefused || rep.Admit == nil || rep.Admit.OK || rep.Admit.Code != api.CodeInvalidParams || rep.Admit.Field != "params.at" || rep.Observe != nil {
 		t.Fatalf("exit %d: %+v", code, rep.Admit)
 	}
 
@@ -223,7 +224,7 @@ func TestPluginTryFetchesThroughTheIssuer(t *testing.T) {
 	// Not granted fetch at all, the kind is refused at admit, naming the
 	// setting, exit 2.
 	rep, code = tryJSON(t, wasm, "--params", params)
-	if code != tryRefused || rep.Admit == nil || rep.Admit.Code != plugin.CodeWatchUnobservable || rep.Admit.Setting != "kinds.test.fetcher.capabilities" {
+	if code != tryRefused || rep.Admit == nil || rep.Admit.Code != api.CodeWatchUnobservable || rep.Admit.Setting != "kinds.test.fetcher.capabilities" {
 		t.Fatalf("no grant: exit %d, %+v", code, rep.Admit)
 	}
 }
@@ -233,7 +234,7 @@ func TestPluginTryFetchesThroughTheIssuer(t *testing.T) {
 // with its code and the field, before any fetch.
 func TestPluginTryAdmitRefusesALoopbackDestination(t *testing.T) {
 	rep, code := tryJSON(t, "http", "--params", `{"url":"http://127.0.0.1:9/x"}`)
-	if code != tryRefused || rep.Admit == nil || rep.Admit.Code != plugin.CodeDestinationRefused || rep.Admit.Field != "params.url" ||
+	if code != tryRefused || rep.Admit == nil || rep.Admit.Code != api.CodeDestinationRefused || rep.Admit.Field != "params.url" ||
 		rep.Admit.Setting != "kinds.http.private_ranges" || len(rep.Fetches) != 0 {
 		t.Fatalf("exit %d: %+v, fetches %v", code, rep.Admit, rep.Fetches)
 	}
@@ -256,7 +257,7 @@ func TestPluginTryRunsCommands(t *testing.T) {
 func TestPluginTryReportsAFault(t *testing.T) {
 	wasm := testPlugins.Build(t, filepath.Join("..", "..", "host", "plugin", "testdata", "trap"))
 	rep, code := tryJSON(t, wasm, "--params", `{}`)
-	if code != tryFault || rep.Observe == nil || rep.Observe.Fault == nil || rep.Observe.Fault.Reason != plugin.FaultTrap {
+	if code != tryFault || rep.Observe == nil || rep.Observe.Fault == nil || rep.Observe.Fault.Reason != kind.FaultTrap {
 		t.Fatalf("exit %d: %+v", code, rep.Observe)
 	}
 }
@@ -334,5 +335,70 @@ func TestClipTextKeepsRunesWhole(t *testing.T) {
 	got := clipText(strings.Repeat("é", 100), 80)
 	if !utf8.ValidString(got) || utf8.RuneCountInString(got) != 80 || !strings.HasSuffix(got, "…") {
 		t.Errorf("clipped: %q (%d runes)", got, utf8.RuneCountInString(got))
+	}
+}
+
+// --event hands a recorded event to the kind's wake and prints the keys:
+// the ci kind, built from its source, names the commit a completed check
+// suite is about, as its admit keys a watch on it; an event it does not
+// read names none; a kind without wake is nothing to try (exit 4).
+func TestPluginTryWakesOnARecordedEvent(t *testing.T) {
+	wasm := testPlugins.Build(t, filepath.Join("..", "..", "plugins", "ci"))
+	events := filepath.Join("..", "..", "plugins", "ci", "testdata", "events")
+	const key = "https://api.github.com/repos/vigilhq/vigil/commits/0123456789abcdef0123456789abcdef01234567"
+	rep, code := tryJSON(t, wasm, "--event", filepath.Join(events, "github-check_suite-completed.json"), "--event-name", "check_suite")
+	if code != tryAnswered || rep.Kind != "ci" || rep.Wake == nil || rep.Admit != nil || rep.Observe != nil ||
+		rep.Wake.Event != "check_suite" || rep.Wake.Source != abi.SourceGitHub || !reflect.DeepEqual(rep.Wake.Keys, []string{key}) {
+		t.Fatalf("exit %d: %+v %+v", code, rep, rep.Wake)
+	}
+	rep, code = tryJSON(t, wasm, "--event", filepath.Join(events, "gitea-status-pending.json"), "--event-name", "status", "--source", "gitea")
+	if code != tryAnswered || rep.Wake == nil || rep.Wake.Keys == nil || len(rep.Wake.Keys) != 0 {
+		t.Fatalf("a pending status: exit %d: %+v", code, rep.Wake)
+	}
+	out, _, err := run(t, context.Background(), "plugin", "try", wasm, "--event", filepath.Join(events, "github-check_suite-completed.json"), "--event-name", "check_suite")
+	if err != nil || !strings.Contains(out, "1 key(s)") || !strings.Contains(out, key) || strings.Contains(out, "params") {
+		t.Fatalf("text: %v\n%s", err, out)
+	}
+	rep, code = tryJSON(t, "timer", "--event", filepath.Join(events, "github-check_suite-completed.json"), "--event-name", "check_suite")
+	if code != tryLoadError || rep.Load == nil || !strings.Contains(rep.Load.Error, "does not wake") || rep.Wake != nil {
+		t.Fatalf("a kind without wake: exit %d: %+v", code, rep.Load)
+	}
+}
+
+// --event's flags are checked before anything loads: a name is needed,
+// the source is a known scheme, the body is JSON of at most 1 MiB, and a
+// watch's flags have no part in a wake.
+func TestPluginTryEventFlags(t *testing.T) {
+	dir := t.TempDir()
+	body := filepath.Join(dir, "event.json")
+	if err := os.WriteFile(body, []byte(`{"action":"completed"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notJSON := filepath.Join(dir, "form.txt")
+	if err := os.WriteFile(notJSON, []byte(`payload=%7B%7D`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, []byte(`"`+strings.Repeat("x", maxEventBody)+`"`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--event", body}, "--event-name"},
+		{[]string{"--event", body, "--event-name", "push", "--source", "gitlab"}, "--source"},
+		{[]string{"--event", body, "--event-name", "check suite"}, "printable"},
+		{[]string{"--event", body, "--event-name", strings.Repeat("e", abi.MaxWakeEvent+1)}, "at most"},
+		{[]string{"--event", notJSON, "--event-name", "push"}, "not JSON"},
+		{[]string{"--event", big, "--event-name", "push"}, "more than 1 MiB"},
+		{[]string{"--event", filepath.Join(dir, "missing.json"), "--event-name", "push"}, "missing.json"},
+		{[]string{"--event", body, "--event-name", "push", "--params", `{}`}, "--params"},
+		{[]string{"--event-name", "push"}, "--event FILE"},
+	} {
+		_, _, err := run(t, context.Background(), append([]string{"plugin", "try", "timer"}, tt.args...)...)
+		if code := exitCodeOf(err); code != ExitUsage || !strings.Contains(err.Error(), tt.says) {
+			t.Errorf("%v: exit %d, %v; want a usage error saying %q", tt.args, code, err, tt.says)
+		}
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/sdk/abi"
+	"github.com/vigilhq/vigil/store"
 )
 
 // Role is a right beyond acting for recipients.
@@ -55,9 +55,6 @@ type Token struct {
 // MinTokenLen is the shortest token a Policy accepts.
 const MinTokenLen = 16
 
-// LocalName is the principal of every request to a server without tokens.
-const LocalName = kind.LocalPrincipal
-
 // ConfigError names the token entry and field at fault:
 // "tokens[2].roles[0]".
 type ConfigError struct {
@@ -77,7 +74,7 @@ type Policy struct {
 // Local is the policy of a server without tokens: every request is the
 // local principal, which may do everything.
 func Local() *Policy {
-	return &Policy{local: newPrincipal(Principal{Name: LocalName, actFor: []string{"*"}, admin: true, operator: true, orchestrator: true})}
+	return &Policy{local: newPrincipal(Principal{Name: kind.LocalPrincipal, actFor: []string{"*"}, admin: true, operator: true, orchestrator: true})}
 }
 
 // Compile checks every token and grant, returning every problem (each a
@@ -93,9 +90,9 @@ func Compile(tokens []Token) (*Policy, error) {
 	for i, t := range tokens {
 		at := fmt.Sprintf("tokens[%d]", i)
 		switch {
-		case !scheduler.ValidRecipientID(t.Principal):
-			bad(at+".principal", fmt.Errorf("%q: %s", t.Principal, scheduler.RecipientIDGrammar))
-		case t.Principal == LocalName:
+		case !store.ValidRecipientID(t.Principal):
+			bad(at+".principal", fmt.Errorf("%q: %s", t.Principal, store.RecipientIDGrammar))
+		case t.Principal == kind.LocalPrincipal:
 			// The tokenless principal: rows it registered, and the
 			// workspace rule, mean it and no token's principal.
 			bad(at+".principal", fmt.Errorf("%q is the principal of a server without tokens; name this one otherwise", t.Principal))
@@ -138,16 +135,16 @@ func compileGrant(at string, t Token) (*Principal, error) {
 		}
 	}
 	for i, pat := range g.Recipients {
-		if !validPattern(pat, scheduler.ValidRecipientID) {
-			bad(fmt.Sprintf("recipients[%d]", i), fmt.Errorf("%q: want a recipient id or a pattern of one with * (%s)", pat, scheduler.RecipientIDGrammar))
+		if !validPattern(pat, store.ValidRecipientID) {
+			bad(fmt.Sprintf("recipients[%d]", i), fmt.Errorf("%q: want a recipient id or a pattern of one with * (%s)", pat, store.RecipientIDGrammar))
 		}
 	}
 	if len(g.RegisterFor) > 0 && !slices.Contains(g.Roles, Orchestrator) && !slices.Contains(g.Roles, Admin) {
 		bad("register_for", errors.New("narrows the orchestrator role, which this token does not have (add roles: [orchestrator])"))
 	}
 	for i, pat := range g.RegisterFor {
-		if !validPattern(pat, scheduler.ValidRecipientID) {
-			bad(fmt.Sprintf("register_for[%d]", i), fmt.Errorf("%q: want a recipient id or a pattern of one with * (%s)", pat, scheduler.RecipientIDGrammar))
+		if !validPattern(pat, store.ValidRecipientID) {
+			bad(fmt.Sprintf("register_for[%d]", i), fmt.Errorf("%q: want a recipient id or a pattern of one with * (%s)", pat, store.RecipientIDGrammar))
 		}
 	}
 	for i, pat := range g.Scopes {
@@ -198,7 +195,7 @@ func (p *Policy) Principals() int { return len(p.tokens) }
 
 // Principal is an authenticated principal and what its grant allows.
 type Principal struct {
-	// Name is never empty (Compile checks it, Local's is LocalName), so a
+	// Name is never empty (Compile checks it, Local's is kind.LocalPrincipal), so a
 	// row no principal registered (RegisteredBy "") is nobody's.
 	Name                          string
 	actFor, registerFor, scopes   []string

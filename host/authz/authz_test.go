@@ -8,7 +8,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/store"
 )
 
 func compile(t *testing.T, tokens ...Token) *Policy {
@@ -180,7 +180,7 @@ func TestAuthenticate(t *testing.T) {
 		t.Fatal(pr.Name)
 	}
 	local, ok := Local().Authenticate("")
-	if !ok || local.Name != LocalName || !local.Allows(Action{Verb: Administer}) || !local.Allows(Action{Verb: ActFor, Recipient: "anyone"}) {
+	if !ok || local.Name != kind.LocalPrincipal || !local.Allows(Action{Verb: Administer}) || !local.Allows(Action{Verb: ActFor, Recipient: "anyone"}) {
 		t.Fatalf("the local principal: %+v %v", local, ok)
 	}
 }
@@ -257,7 +257,7 @@ func TestPatternsProperty(t *testing.T) {
 	id := rapid.StringMatching(`[a-z0-9][a-z0-9._:@-]{0,20}`)
 	rapid.Check(t, func(t *rapid.T) {
 		name, other := id.Draw(t, "name"), id.Draw(t, "other")
-		if !scheduler.ValidRecipientID(name) || !scheduler.ValidRecipientID(other) {
+		if !store.ValidRecipientID(name) || !store.ValidRecipientID(other) {
 			t.Skip()
 		}
 		prefix := name[:rapid.IntRange(0, len(name)).Draw(t, "cut")]

@@ -15,10 +15,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/vigilhq/vigil/internal/clock"
 )
-
-// Clock tells the time. The product uses the wall clock; tests a fake one.
-type Clock interface{ Now() time.Time }
 
 // Holder is told of each lease this node gains and loses: the scheduler
 // loads a gained partition's pending watches and drops a lost one's. Both
@@ -69,7 +67,7 @@ type Config struct {
 	// every node.
 	Leases  []Lease
 	Holder  Holder
-	Clock   Clock
+	Clock   clock.Clock
 	Logger  *slog.Logger
 	Metrics Metrics
 }
@@ -216,7 +214,7 @@ func (n *Node) runLoop(ctx context.Context) error {
 	// Renewals are due a third of the TTL apart; a pass a sixth apart
 	// makes each at most a sixth late.
 	every := n.cfg.TTL / 6
-	t := time.NewTimer(every)
+	t := n.cfg.Clock.NewTimer(every)
 	defer t.Stop()
 	for {
 		select {
@@ -243,7 +241,7 @@ func (n *Node) runLoop(ctx context.Context) error {
 				continue
 			}
 			n.Pass(ctx)
-		case <-t.C:
+		case <-t.C():
 			if n.isReady() {
 				n.Pass(ctx)
 			}

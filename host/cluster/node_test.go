@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/internal/natstest"
 )
@@ -55,10 +56,10 @@ func bucket(t testing.TB) jetstream.KeyValue {
 	return kv
 }
 
-func node(t *testing.T, kv jetstream.KeyValue, name string, clock Clock, leases []Lease) (*Node, *recordingHolder) {
+func node(t *testing.T, kv jetstream.KeyValue, name string, clk clock.Clock, leases []Lease) (*Node, *recordingHolder) {
 	t.Helper()
 	h := newHolder()
-	n, err := New(Config{KV: kv, TTL: testTTL, Info: Info{Node: name}, Leases: leases, Holder: h, Clock: clock})
+	n, err := New(Config{KV: kv, TTL: testTTL, Info: Info{Node: name}, Leases: leases, Holder: h, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func TestAStaleOwnersRenewalIsRefused(t *testing.T) {
 	}
 	// The servers expire a's leases and node key; b, on the wall clock,
 	// takes everything once they are gone.
-	b, hb := node(t, kv, "b", wallClock{}, leases)
+	b, hb := node(t, kv, "b", clock.Wall{}, leases)
 	natstest.WaitFor(t, 4*testTTL, "b taking a's expired leases", func() bool {
 		turn(t, b)
 		return hb.count() == 3
@@ -214,17 +215,13 @@ func TestAStaleOwnersRenewalIsRefused(t *testing.T) {
 	}
 }
 
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
-
 // A node that dies holding leases (no Leave) loses them to the TTL: a
 // running node takes them within the TTL and a pass.
 func TestRunTakesOverADeadNodesLeases(t *testing.T) {
 	kv := bucket(t)
 	leases := Leases(8, "upkeep")
-	dead, hd := node(t, kv, "dead", wallClock{}, leases)
-	live, hl := node(t, kv, "live", wallClock{}, leases)
+	dead, hd := node(t, kv, "dead", clock.Wall{}, leases)
+	live, hl := node(t, kv, "live", clock.Wall{}, leases)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// Both run; once split, dead stops without leaving, as a SIGKILL.
@@ -407,7 +404,7 @@ func TestLeasesSurviveLosingTheStreamLeader(t *testing.T) {
 			t.Fatal(err)
 		}
 		h, m := newHolder(), &countingMetrics{}
-		n, err := New(Config{KV: kv, TTL: testTTL, Info: Info{Node: name}, Leases: leases, Holder: h, Clock: wallClock{}, Metrics: m})
+		n, err := New(Config{KV: kv, TTL: testTTL, Info: Info{Node: name}, Leases: leases, Holder: h, Clock: clock.Wall{}, Metrics: m})
 		if err != nil {
 			t.Fatal(err)
 		}

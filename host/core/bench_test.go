@@ -25,6 +25,7 @@ import (
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
@@ -104,8 +105,8 @@ type benchNode struct {
 	deliver *countingDeliverer
 	ctx     context.Context
 	cancel  context.CancelFunc
-	loop    <-chan struct{}
-	joined  <-chan struct{}
+	joined  func() error // stops the outbox and the node (runJoined)
+	loop    func() error // stops the scheduler's loop
 }
 
 // newBucketName is a bucket of its own for one case, on servers the
@@ -114,7 +115,8 @@ func newBucketName() string { return fmt.Sprintf("bench%x", rand.Uint64()) }
 
 // newBenchNode builds a node over be: badger in dir (a new one when
 // empty), or a new bucket (bucket "" makes one) on be's servers, joined
-// and holding every partition. Its loop is not started.
+// and holding every partition. Its scheduler's loop is not started; on
+// one host, neither is its outbox.
 func newBenchNode(b testing.TB, be *benchBackend, dir, bucket string, wantFires int) *benchNode {
 	return newBenchNodeThen(b, be, dir, bucket, wantFires, func() {})
 }
@@ -164,9 +166,10 @@ func newBenchNodeThen(b testing.TB, be *benchBackend, dir, bucket string, wantFi
 		b.Fatal(err)
 	}
 	if c.Clustered() {
-		if n.joined, err = c.Join(ctx, Join{Addr: "127.0.0.1:0", Plugins: "digest"}); err != nil {
+		if err = c.Join(ctx, Join{Addr: "127.0.0.1:0", Plugins: "digest"}); err != nil {
 			b.Fatal(err)
 		}
+		n.joined = runJoined(ctx, c)
 		natstest.WaitFor(b, within, "the node holding every partition", func() bool {
 			for p := range c.cluster.adapter.Partitions() {
 				if !c.cluster.own.Holds(p) { // leased and fenced: the scheduler's
@@ -187,7 +190,15 @@ func clientURLs(servers []*server.Server) []string {
 	return urls
 }
 
-func (n *benchNode) start() { n.loop = n.core.Start(n.ctx) }
+// start runs the scheduler's loop (on one host, with the outbox, as Run
+// does; a cluster node's outbox runs since it joined).
+func (n *benchNode) start() {
+	if n.core.Clustered() {
+		n.loop = lifecycle.Go(n.ctx, n.core.Scheduler.Run)
+		return
+	}
+	n.loop = lifecycle.Go(n.ctx, n.core.Run)
+}
 
 func (n *benchNode) stop() {
 	if n.cancel == nil {
@@ -195,10 +206,10 @@ func (n *benchNode) stop() {
 	}
 	n.cancel()
 	if n.loop != nil {
-		<-n.loop
+		_ = n.loop()
 	}
 	if n.joined != nil {
-		<-n.joined
+		_ = n.joined()
 	}
 	_ = n.core.Close()
 	n.cancel = nil

@@ -19,6 +19,8 @@ import (
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/probeshare"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/clock"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -79,9 +81,9 @@ type Join struct {
 	// (and one that brings it back admits it) within a pass.
 	PluginSet func() ([]kind.Info, <-chan struct{})
 	// Jobs run once per cluster, each only while this node holds its
-	// cluster.JobLease: started (with a context that ends when the lease
-	// is lost) on gaining it; its channel closes when it has stopped.
-	Jobs map[string]func(context.Context) <-chan struct{}
+	// cluster.JobLease: a component's Run, run (with a context that ends
+	// when the lease is lost) on gaining it.
+	Jobs map[string]func(context.Context) error
 	// Appends are called after each append to their event stream, by
 	// any node (coalesced): the observe router, running on one node,
 	// hears of items recorded on the others.
@@ -109,10 +111,13 @@ type clustered struct {
 	// backoff, feedRetryFirst and feedRetryMost.
 	retryFirst, retryMost time.Duration
 
+	// mu guards joined, run and release.
 	mu     sync.Mutex
 	joined bool
-	stop   context.CancelFunc
-	done   chan struct{}
+	// run is what Join set up to run, taken by the core's Run; release
+	// ends Join's subscriptions when nothing ran them (Close).
+	run     func(context.Context)
+	release func()
 }
 
 // ownership is the scheduler's scheduler.Ownership on a cluster: partition
@@ -213,8 +218,10 @@ func (c *Core) Node() *cluster.Node {
 // ErrNotClustered: Join on a core built without Config.Cluster.
 var ErrNotClustered = errors.New("core: not a cluster node")
 
-// Join makes the core's node live on the cluster until ctx ends or Close:
-// it follows the pending index (so a watch registered on another node in
+// Join sets the core's node up to live on the cluster; the core's Run
+// runs it, until its context ends. It subscribes to the feeds and the
+// probe news here, so nothing committed after Join returns goes untold;
+// Run follows the pending index (so a watch registered on another node in
 // a partition this one holds is armed at once) and the outbox (so a push
 // written on another node for a recipient whose push partition this one
 // holds is sent from here, and only from here), runs the node's lease
@@ -225,25 +232,25 @@ var ErrNotClustered = errors.New("core: not a cluster node")
 // held. A feed (the pending index, the outbox, an event stream's appends) that stops
 // with an error is subscribed to again with a backoff, and what it would
 // have told meanwhile is caught up: each held partition scanned again,
-// each stream's follower called. The channel closes once all of it has
-// stopped and the node has left the cluster (its leases deleted, so the
-// others take them at once). Join once.
-func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
+// each stream's follower called. Run returns once all of it has stopped
+// and the node has left the cluster (its leases deleted, so the others
+// take them at once). Join once, before Run.
+func (c *Core) Join(ctx context.Context, j Join) error {
 	cl := c.cluster
 	if cl == nil {
-		return nil, ErrNotClustered
+		return ErrNotClustered
 	}
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if cl.joined {
-		return nil, errors.New("core: the node has joined already")
+		return errors.New("core: the node has joined already")
 	}
 	if _, ok := j.Jobs[JobReconcile]; ok {
-		return nil, fmt.Errorf("core: the job name %q is the core's own", JobReconcile)
+		return fmt.Errorf("core: the job name %q is the core's own", JobReconcile)
 	}
 	jobs := maps.Clone(j.Jobs)
 	if jobs == nil {
-		jobs = map[string]func(context.Context) <-chan struct{}{}
+		jobs = map[string]func(context.Context) error{}
 	}
 	jobs[JobReconcile] = c.reconcileOnce
 	names := slices.Sorted(maps.Keys(jobs))
@@ -254,20 +261,20 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 		infos, changed = j.PluginSet()
 		j.Plugins, kinds = kind.SetDigest(infos), kindLines(infos)
 	}
-	h := &holder{c: c, jobs: jobs, running: map[string]runningJob{}, queue: newPartitionQueue()}
+	h := &holder{c: c, jobs: jobs, running: map[string]func() error{}, queue: newPartitionQueue(c.clock)}
 	node, err := cluster.New(cluster.Config{
 		KV: cl.kv, TTL: cl.cfg.LeaseTTL, Margin: cl.cfg.Margin,
 		Info:   cluster.Info{Node: cl.cfg.Node, Addr: j.Addr, StartedAt: c.clock.Now(), Plugins: j.Plugins, Kinds: kinds},
 		Leases: cluster.Leases(cl.own.n, names...), Holder: h, Clock: c.clock, Logger: c.log, Metrics: j.Metrics,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// Subscribe before any partition is gained: a registration after a
 	// partition's scan is told by the feed, one before it is in the scan.
 	feed, err := cl.st.FollowPending(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	pending := func(run func(context.Context, func(store.Schedule)) error) func(context.Context) error {
 		return func(ctx context.Context) error { return run(ctx, func(sc store.Schedule) { c.Scheduler.Adopt(sc) }) }
@@ -290,14 +297,14 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 	pushes, err = cl.st.FollowPushes(ctx, c.Outbox.HoldsPushesOf)
 	if err != nil {
 		unsubscribe()
-		return nil, err
+		return err
 	}
 	var appends []func(context.Context)
 	for stream, fn := range j.Appends {
 		af, err := cl.st.FollowAppends(ctx, stream)
 		if err != nil {
 			unsubscribe()
-			return nil, err
+			return err
 		}
 		appended := func(run func(context.Context, func()) error) func(context.Context) error {
 			return func(ctx context.Context) error { return run(ctx, fn) }
@@ -319,80 +326,77 @@ func (c *Core) Join(ctx context.Context, j Join) (<-chan struct{}, error) {
 	share, err := c.listenProbes()
 	if err != nil {
 		unsubscribe()
-		return nil, err
+		return err
 	}
 	cl.node.Store(node)
-	runCtx, stop := context.WithCancel(ctx)
-	h.ctx = runCtx
-	cl.joined, cl.stop, cl.done = true, stop, make(chan struct{})
-	var wg sync.WaitGroup
-	for _, run := range appends {
-		wg.Go(func() { run(runCtx) })
+	cl.joined = true
+	cl.release = func() {
+		unsubscribe()
+		share.Close()
 	}
-	wg.Go(func() { c.runProbes(runCtx, share) })
-	if changed != nil {
-		wg.Go(func() { republish(runCtx, node, j.PluginSet, changed) })
-	}
-	wg.Add(4)
-	go func() {
-		defer wg.Done()
-		// Again after the feed stopped: a registration meanwhile was told
-		// to no one, so each partition held is armed again (its scan
-		// arms only what is not armed yet) once the feed is back.
-		c.keepFollowing(runCtx, "pending", pending(feed), func(ctx context.Context) (func(context.Context) error, error) {
-			f, err := cl.st.FollowPending(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return pending(f), nil
-		}, func() {
-			for p := range cl.own.n {
-				if cl.own.Holds(p) {
-					h.queue.put(p, true)
-				}
-			}
-		})
-	}()
-	go func() {
-		defer wg.Done()
-		// Again after the feed stopped: a push written meanwhile was told
-		// to no one, so the held partitions' live pushes are read again
-		// (the outbox queues each one once) once the feed is back.
-		follow := func(run func(context.Context, func(store.Push)) error) func(context.Context) error {
-			return func(ctx context.Context) error { return run(ctx, c.Outbox.Enqueue) }
+	cl.run = func(runCtx context.Context) {
+		h.ctx = runCtx
+		var wg sync.WaitGroup
+		for _, run := range appends {
+			wg.Go(func() { run(runCtx) })
 		}
-		c.keepFollowing(runCtx, "outbox", follow(pushes), func(ctx context.Context) (func(context.Context) error, error) {
-			f, err := cl.st.FollowPushes(ctx, c.Outbox.HoldsPushesOf)
-			if err != nil {
-				return nil, err
-			}
-			return follow(f), nil
-		}, func() {
-			err := cl.st.LivePushesOf(runCtx, c.Outbox.HoldsPushesOf, func(p store.Push) error {
-				c.Outbox.Enqueue(p)
-				return nil
+		wg.Go(func() { c.runProbes(runCtx, share) })
+		if changed != nil {
+			wg.Go(func() { republish(runCtx, node, j.PluginSet, changed) })
+		}
+		wg.Go(func() {
+			// Again after the feed stopped: a registration meanwhile was told
+			// to no one, so each partition held is armed again (its scan
+			// arms only what is not armed yet) once the feed is back.
+			c.keepFollowing(runCtx, "pending", pending(feed), func(ctx context.Context) (func(context.Context) error, error) {
+				f, err := cl.st.FollowPending(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return pending(f), nil
+			}, func() {
+				for p := range cl.own.n {
+					if cl.own.Holds(p) {
+						h.queue.put(p, true)
+					}
+				}
 			})
-			if err != nil && runCtx.Err() == nil {
-				c.log.Error("cluster: reading the held partitions' pushes again failed; they wait for the next ownership change", "err", err)
-			}
 		})
-	}()
-	go func() {
-		defer wg.Done()
-		h.queue.run(runCtx, nodePartitions{s: c.Scheduler, o: c.Outbox, fence: func(ctx context.Context, p int) error {
-			return cl.fence(ctx, p, c.clock.Now())
-		}}, leaseHeld{cl.own}, c.log)
-	}()
-	go func() {
-		defer wg.Done()
-		defer h.stopJobs()
-		runNode(runCtx, node, c.log)
-	}()
-	go func() {
+		wg.Go(func() {
+			// Again after the feed stopped: a push written meanwhile was told
+			// to no one, so the held partitions' live pushes are read again
+			// (the outbox queues each one once) once the feed is back.
+			follow := func(run func(context.Context, func(store.Push)) error) func(context.Context) error {
+				return func(ctx context.Context) error { return run(ctx, c.Outbox.Enqueue) }
+			}
+			c.keepFollowing(runCtx, "outbox", follow(pushes), func(ctx context.Context) (func(context.Context) error, error) {
+				f, err := cl.st.FollowPushes(ctx, c.Outbox.HoldsPushesOf)
+				if err != nil {
+					return nil, err
+				}
+				return follow(f), nil
+			}, func() {
+				err := cl.st.LivePushesOf(runCtx, c.Outbox.HoldsPushesOf, func(p store.Push) error {
+					c.Outbox.Enqueue(p)
+					return nil
+				})
+				if err != nil && runCtx.Err() == nil {
+					c.log.Error("cluster: reading the held partitions' pushes again failed; they wait for the next ownership change", "err", err)
+				}
+			})
+		})
+		wg.Go(func() {
+			h.queue.run(runCtx, nodePartitions{s: c.Scheduler, o: c.Outbox, fence: func(ctx context.Context, p int) error {
+				return cl.fence(ctx, p, c.clock.Now())
+			}}, leaseHeld{cl.own}, c.log)
+		})
+		wg.Go(func() {
+			defer h.stopJobs()
+			runNode(runCtx, c.clock, node, c.log)
+		})
 		wg.Wait()
-		close(cl.done)
-	}()
-	return cl.done, nil
+	}
+	return nil
 }
 
 // republish publishes the node's plugin set again each time it changes
@@ -431,26 +435,21 @@ const JobReconcile = "reconcile"
 
 // reconcileOnce is JobReconcile: one pass (tried again a second on while
 // the store does not answer), then nothing until the lease is lost.
-func (c *Core) reconcileOnce(ctx context.Context) <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			err := c.Recipients.ReconcileAll(ctx)
-			if err == nil {
-				c.cluster.reconciled.Add(1)
-				return
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			c.log.Error("cluster: reconciling the recipients failed; trying again", "err", err)
-			if !sleepCtx(ctx, retryGain) {
-				return
-			}
+func (c *Core) reconcileOnce(ctx context.Context) error {
+	for {
+		err := c.Recipients.ReconcileAll(ctx)
+		if err == nil {
+			c.cluster.reconciled.Add(1)
+			return nil
 		}
-	}()
-	return done
+		if ctx.Err() != nil {
+			return nil
+		}
+		c.log.Error("cluster: reconciling the recipients failed; trying again", "err", err)
+		if !sleepCtx(ctx, c.clock, retryGain) {
+			return nil
+		}
+	}
 }
 
 // Backoff between a feed stopping and subscribing to it again: doubling
@@ -488,7 +487,7 @@ func (c *Core) keepFollowing(ctx context.Context, what string, run func(context.
 		}
 		for {
 			c.log.Error("cluster: a feed stopped; subscribing to it again", "feed", what, "err", err, "after", delay)
-			if !sleepCtx(ctx, delay) {
+			if !sleepCtx(ctx, c.clock, delay) {
 				return
 			}
 			delay = min(delay*2, most)
@@ -506,45 +505,46 @@ func (c *Core) keepFollowing(ctx context.Context, what string, run func(context.
 	}
 }
 
-// sleepCtx waits d; false when ctx ends first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+// sleepCtx waits d on clk; false when ctx ends first.
+func sleepCtx(ctx context.Context, clk clock.Clock, d time.Duration) bool {
+	return clk.Sleep(ctx, d) == nil
 }
 
 // runNode runs the node's loop until ctx ends, starting it again a second
 // after it fails (the servers' watcher ended): its leases' trust runs out
 // meanwhile, so nothing is acted on without them.
-func runNode(ctx context.Context, node *cluster.Node, log *slog.Logger) {
+func runNode(ctx context.Context, clk clock.Clock, node *cluster.Node, log *slog.Logger) {
 	for {
 		err := node.Run(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		log.Error("cluster: the lease loop stopped; starting it again", "err", err)
-		if !sleepCtx(ctx, time.Second) {
+		if !sleepCtx(ctx, clk, time.Second) {
 			return
 		}
 	}
 }
 
-// leave stops what Join started and waits for it: the node leaves the
-// cluster. Safe before Join and more than once.
-func (cl *clustered) leave() {
+// takeRun is what Join set up to run, once; nil before Join or after.
+func (cl *clustered) takeRun() func(context.Context) {
 	cl.mu.Lock()
-	stop, done := cl.stop, cl.done
+	defer cl.mu.Unlock()
+	run := cl.run
+	cl.run, cl.release = nil, nil
+	return run
+}
+
+// release ends Join's subscriptions when nothing ran them. Safe before
+// Join and more than once.
+func (cl *clustered) releaseUnrun() {
+	cl.mu.Lock()
+	release := cl.release
+	cl.run, cl.release = nil, nil
 	cl.mu.Unlock()
-	if stop == nil {
-		return
+	if release != nil {
+		release()
 	}
-	stop()
-	<-done
 }
 
 // holder is the node's cluster.Holder: partitions go to the queue, in
@@ -552,16 +552,12 @@ func (cl *clustered) leave() {
 type holder struct {
 	c     *Core
 	ctx   context.Context
-	jobs  map[string]func(context.Context) <-chan struct{}
+	jobs  map[string]func(context.Context) error
 	queue *partitionQueue
 
+	// mu guards running: each job's stop (lifecycle.Go's).
 	mu      sync.Mutex
-	running map[string]runningJob
-}
-
-type runningJob struct {
-	stop context.CancelFunc
-	done <-chan struct{}
+	running map[string]func() error
 }
 
 func (h *holder) Gained(l cluster.Lease) {
@@ -581,8 +577,13 @@ func (h *holder) Gained(l cluster.Lease) {
 	if _, ok := h.running[name]; ok {
 		return
 	}
-	ctx, stop := context.WithCancel(h.ctx)
-	h.running[name] = runningJob{stop: stop, done: start(ctx)}
+	h.running[name] = lifecycle.Go(h.ctx, func(ctx context.Context) error {
+		err := start(ctx)
+		if err != nil {
+			h.c.log.Error("cluster: a cluster-wide job failed here", "job", name, "err", err)
+		}
+		return err
+	})
 	h.c.log.Info("cluster: running a cluster-wide job here", "job", name)
 }
 
@@ -604,17 +605,16 @@ func (h *holder) Lost(l cluster.Lease) {
 	}
 	name, _ := h.job(l)
 	h.mu.Lock()
-	r, ok := h.running[name]
+	stop, ok := h.running[name]
 	delete(h.running, name)
 	h.mu.Unlock()
 	if ok {
-		r.stop()
-		<-r.done
+		_ = stop()
 		h.c.log.Info("cluster: a cluster-wide job stopped here", "job", name)
 	}
 }
 
-func (h *holder) job(l cluster.Lease) (string, func(context.Context) <-chan struct{}) {
+func (h *holder) job(l cluster.Lease) (string, func(context.Context) error) {
 	for name, start := range h.jobs {
 		if cluster.JobLease(name) == l {
 			return name, start
@@ -626,11 +626,10 @@ func (h *holder) job(l cluster.Lease) (string, func(context.Context) <-chan stru
 func (h *holder) stopJobs() {
 	h.mu.Lock()
 	running := h.running
-	h.running = map[string]runningJob{}
+	h.running = map[string]func() error{}
 	h.mu.Unlock()
-	for _, r := range running {
-		r.stop()
-		<-r.done
+	for _, stop := range running {
+		_ = stop()
 	}
 }
 
@@ -638,14 +637,15 @@ func (h *holder) stopJobs() {
 // in order; a partition's latest news replaces what it had queued (a gain
 // then a loss is a loss), so it holds at most one entry per partition.
 type partitionQueue struct {
+	clock clock.Clock
 	mu    sync.Mutex
 	want  map[int]bool
 	order []int
 	wake  chan struct{}
 }
 
-func newPartitionQueue() *partitionQueue {
-	return &partitionQueue{want: map[int]bool{}, wake: make(chan struct{}, 1)}
+func newPartitionQueue(clk clock.Clock) *partitionQueue {
+	return &partitionQueue{clock: clk, want: map[int]bool{}, wake: make(chan struct{}, 1)}
 }
 
 func (q *partitionQueue) put(p int, gained bool) {
@@ -680,7 +680,7 @@ const retryGain = time.Second
 // retryAfter waits d (false when ctx ends first), then queues p's gain
 // again unless newer news of p is queued.
 func (q *partitionQueue) retryAfter(ctx context.Context, p int, d time.Duration) bool {
-	if !sleepCtx(ctx, d) {
+	if !sleepCtx(ctx, q.clock, d) {
 		return false
 	}
 	q.mu.Lock()

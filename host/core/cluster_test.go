@@ -18,6 +18,8 @@ import (
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/clock"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
@@ -92,8 +94,8 @@ type fakeJobs struct {
 	appended atomic.Int32
 }
 
-func (j *fakeJobs) on(node string) func(context.Context) <-chan struct{} {
-	return func(ctx context.Context) <-chan struct{} {
+func (j *fakeJobs) on(node string) func(context.Context) error {
+	return func(ctx context.Context) error {
 		j.mu.Lock()
 		for other, r := range j.running {
 			if r && other != node {
@@ -102,16 +104,25 @@ func (j *fakeJobs) on(node string) func(context.Context) <-chan struct{} {
 		}
 		j.running[node] = true
 		j.mu.Unlock()
-		done := make(chan struct{})
-		go func() {
-			<-ctx.Done()
-			j.mu.Lock()
-			j.running[node] = false
-			j.mu.Unlock()
-			close(done)
-		}()
-		return done
+		<-ctx.Done()
+		j.mu.Lock()
+		j.running[node] = false
+		j.mu.Unlock()
+		return nil
 	}
+}
+
+// runJoined runs what Run runs of a joined core but the scheduler's loop:
+// the outbox and the node, for a test that drives Tick or starts the loop
+// itself. The returned function stops them and waits.
+func runJoined(ctx context.Context, c *Core) func() error {
+	run := c.cluster.takeRun()
+	return lifecycle.Go(ctx, func(ctx context.Context) error {
+		return lifecycle.Group(ctx, c.Outbox.Run, func(ctx context.Context) error {
+			run(ctx)
+			return nil
+		})
+	})
 }
 
 // where is the nodes the job runs on now.
@@ -143,8 +154,7 @@ type testNode struct {
 	name   string
 	core   *Core
 	cancel context.CancelFunc
-	loop   <-chan struct{}
-	joined <-chan struct{}
+	run    func() error // stops Run and waits
 }
 
 // nodeHooks are a test's ways into one node: a wrapper of the delivery
@@ -206,11 +216,11 @@ func startHookedNode(t *testing.T, srv *server.Server, name, plugins string, ope
 	if _, err := c.Prime(ctx); err != nil {
 		t.Fatal(err)
 	}
-	n.loop = c.Start(ctx)
-	if n.joined, err = c.Join(ctx, Join{Addr: "127.0.0.1:0", Plugins: plugins, Jobs: map[string]func(context.Context) <-chan struct{}{"router": jobs.on(name)},
+	if err = c.Join(ctx, Join{Addr: "127.0.0.1:0", Plugins: plugins, Jobs: map[string]func(context.Context) error{"router": jobs.on(name)},
 		Appends: map[string]func(){"observe": func() { jobs.appended.Add(1) }}, Metrics: hooks.metrics}); err != nil {
 		t.Fatal(err)
 	}
+	n.run = lifecycle.Go(ctx, c.Run)
 	return n
 }
 
@@ -221,8 +231,9 @@ func (n *testNode) stop() {
 		return
 	}
 	n.cancel()
-	<-n.loop
-	<-n.joined
+	if n.run != nil {
+		_ = n.run()
+	}
 	_ = n.core.Close()
 	n.cancel = nil
 }
@@ -444,7 +455,7 @@ func (f fakeOwnership) Holds(p int) bool { return f[p] }
 // partitions first came, and arms a gained partition only while it is
 // still held.
 func TestPartitionQueueKeepsTheLatestInOrder(t *testing.T) {
-	q := newPartitionQueue()
+	q := newPartitionQueue(clock.Wall{})
 	q.put(1, true)
 	q.put(2, true)
 	q.put(1, false) // 1 lost before it was armed: a loss
@@ -464,7 +475,7 @@ func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // A gain whose arming failed is tried again until it is armed.
 func TestPartitionQueueRetriesAFailedGain(t *testing.T) {
-	q := newPartitionQueue()
+	q := newPartitionQueue(clock.Wall{})
 	q.put(5, true)
 	f := &fakePartitions{fail: 2}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"time"
+	"sync/atomic"
 
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/kind"
@@ -14,18 +14,24 @@ import (
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/reminder"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/clock"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/badger"
 )
-
-// Clock tells the time to every component.
-type Clock interface{ Now() time.Time }
 
 // Metrics is what the core's components count.
 type Metrics interface {
 	scheduler.Metrics
 	delivery.Metrics
 }
+
+// The components the core composes fit the interfaces their consumers
+// declare: checked here, where they are composed.
+var (
+	_ scheduler.Kinds         = (*kind.Registry)(nil)
+	_ recipients.Destinations = (*netguard.Guard)(nil)
+)
 
 // Config shapes a Core. OpenStore or StoreDir is required.
 type Config struct {
@@ -43,7 +49,7 @@ type Config struct {
 	Kinds scheduler.Kinds
 	// Clock (default the wall clock) and Logger (default discard) reach
 	// every component.
-	Clock  Clock
+	Clock  clock.Clock
 	Logger *slog.Logger
 	// Metrics, when set, makes the metrics every component counts into,
 	// from the opened store (which counts the watches by state).
@@ -84,14 +90,14 @@ type Core struct {
 	Recipients *recipients.Service
 
 	log     *slog.Logger
-	clock   Clock
+	clock   clock.Clock
 	cluster *clustered // nil on one host
+	running atomic.Bool
 	closed  bool
 }
 
-// New builds the core: it opens the store (Config.OpenStore) and starts the outbox's workers
-// (with nothing to send they wait, without a timer). The scheduler's loop
-// is not started: Prime, then Start (or drive Tick, in tests).
+// New builds the core: it opens the store (Config.OpenStore) and starts
+// nothing. Prime, then Run (or, in tests, drive the scheduler's Tick).
 func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 	if cfg.OpenStore == nil && cfg.StoreDir == "" && cfg.Cluster == nil {
 		return nil, errors.New("core: OpenStore or StoreDir is required")
@@ -99,9 +105,7 @@ func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = wallClock{}
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	c := &Core{log: cfg.Logger, clock: cfg.Clock}
 	if cfg.Cluster != nil {
 		cc := *cfg.Cluster
@@ -160,9 +164,6 @@ func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 	if c.cluster == nil {
 		enqueue = c.Outbox
 	}
-	if err = c.Outbox.Start(ctx); err != nil {
-		return nil, err
-	}
 	// On a cluster delivery takes the store with its feeds: a long poll
 	// wakes on any node's appends (delivery.MailboxWaiter).
 	var ds delivery.Store = c.Store
@@ -202,10 +203,6 @@ func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 	return c, nil
 }
 
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
-
 // Prime arms the pending watches and reconciles every recipient's watches
 // with its record; it returns how many watches are pending. On a cluster
 // the reconciliation is a cluster-wide job instead (JobReconcile, run by
@@ -225,25 +222,38 @@ func (c *Core) Prime(ctx context.Context) (int, error) {
 	return pending, nil
 }
 
-// Start runs the scheduler's loop until ctx ends; the channel closes when
-// its workers have stopped.
-func (c *Core) Start(ctx context.Context) <-chan struct{} { return c.Scheduler.Start(ctx) }
+// Run runs the outbox and the scheduler's loop and workers until ctx
+// ends and, on a cluster, what Join set up: the node, its feeds and its
+// jobs. When ctx ends the scheduler finishes its probes in flight and the
+// outbox stops; only then does the node leave the cluster, so the leases
+// stand while the probes settle. Run returns once all of it has stopped:
+// nil, or the first error (the outbox's recovery). Run once.
+func (c *Core) Run(ctx context.Context) error {
+	if !c.running.CompareAndSwap(false, true) {
+		return errors.New("core: already running")
+	}
+	if c.cluster != nil {
+		if run := c.cluster.takeRun(); run != nil {
+			leave := lifecycle.Go(context.WithoutCancel(ctx), func(ctx context.Context) error {
+				run(ctx)
+				return nil
+			})
+			defer func() { _ = leave() }()
+		}
+	}
+	return lifecycle.Group(ctx, c.Outbox.Run, c.Scheduler.Run)
+}
 
-// Close leaves the cluster (on one), stops the outbox, then closes the store. Stop the scheduler's loop
-// first (end its context and wait on Start's channel). Close is safe to
-// call more than once.
+// Close releases what New and Join acquired: Join's subscriptions, if
+// nothing ran them, then the store. Stop Run first (end its context and
+// wait for it to return). Close is safe to call more than once.
 func (c *Core) Close() error {
 	if c.closed {
 		return nil
 	}
 	c.closed = true
 	if c.cluster != nil {
-		// Leave the cluster first: the leases go back while the
-		// connection they are written on is open.
-		c.cluster.leave()
-	}
-	if c.Outbox != nil {
-		c.Outbox.Stop()
+		c.cluster.releaseUnrun()
 	}
 	if c.Store == nil {
 		return nil

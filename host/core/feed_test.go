@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/natsstore"
@@ -18,7 +19,7 @@ import (
 // try, and caughtUp runs once the new subscription is in place; the loop
 // ends with its context.
 func TestAFeedThatStopsIsFollowedAgain(t *testing.T) {
-	c := &Core{clock: wallClock{}, log: slogDiscard(), cluster: &clustered{retryFirst: time.Millisecond, retryMost: 4 * time.Millisecond}}
+	c := &Core{clock: clock.Wall{}, log: slogDiscard(), cluster: &clustered{retryFirst: time.Millisecond, retryMost: 4 * time.Millisecond}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var tries, caught atomic.Int32

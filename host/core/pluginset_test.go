@@ -10,6 +10,7 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/natsstore"
@@ -73,10 +74,10 @@ func TestAReloadRepublishesThePluginSet(t *testing.T) {
 	}
 	b := &testNode{name: "b", core: c, cancel: cancel}
 	t.Cleanup(b.stop)
-	b.loop = c.Start(ctx)
-	if b.joined, err = c.Join(ctx, Join{Addr: "127.0.0.1:0", PluginSet: reloads.set}); err != nil {
+	if err = c.Join(ctx, Join{Addr: "127.0.0.1:0", PluginSet: reloads.set}); err != nil {
 		t.Fatal(err)
 	}
+	b.run = lifecycle.Go(ctx, c.Run)
 	every := time.Second
 	register := func() error {
 		_, err := b.core.Scheduler.Register(context.Background(), scheduler.Registration{Kind: "now", Recipient: store.Recipient{ID: "r"}, Every: &every})

@@ -16,7 +16,7 @@ import (
 // every node, whose waiters it wakes (host/probeshare).
 
 // listenProbes subscribes the node to the probe news on the store's
-// connection; runProbes serves it until ctx ends.
+// connection; runProbes serves it until ctx ends, then unsubscribes.
 func (c *Core) listenProbes() (*probeshare.Share, error) {
 	cl := c.cluster
 	share, err := probeshare.Listen(probeshare.Config{
@@ -32,7 +32,8 @@ func (c *Core) listenProbes() (*probeshare.Share, error) {
 
 func (c *Core) runProbes(ctx context.Context, share *probeshare.Share) {
 	defer c.cluster.share.Store(nil)
-	share.Run(ctx)
+	defer share.Close()
+	_ = share.Run(ctx)
 }
 
 // publishChange is the scheduler's OnChange on a cluster: every change is

@@ -33,7 +33,7 @@ type tickedNode struct {
 	core   *Core
 	app    *fiber.App
 	cancel context.CancelFunc
-	joined <-chan struct{}
+	run    func() error // stops what runJoined runs and waits
 }
 
 const tickedTTL = time.Hour
@@ -58,15 +58,18 @@ func startTickedNode(t *testing.T, srv *server.Server, name string, clock *fakec
 	n := &tickedNode{name: name, core: c, cancel: cancel}
 	t.Cleanup(func() {
 		n.cancel()
-		<-n.joined
+		if n.run != nil {
+			_ = n.run()
+		}
 		_ = n.core.Close()
 	})
 	if _, err := c.Prime(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n.joined, err = c.Join(ctx, Join{Addr: "127.0.0.1:0", Plugins: "digest"}); err != nil {
+	if err = c.Join(ctx, Join{Addr: "127.0.0.1:0", Plugins: "digest"}); err != nil {
 		t.Fatal(err)
 	}
+	n.run = runJoined(ctx, c)
 	n.app = httpapi.New(httpapi.Deps{Scheduler: c.Scheduler, Watches: c.Store, Seen: c, Base: ctx}, httpapi.Options{})
 	return n
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/netguard"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/clock"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/badger"
@@ -322,11 +324,9 @@ func partitionedOutbox(t *testing.T) *delivery.Outbox {
 func TestTheOutboxFollowsTheLeasesAtOnce(t *testing.T) {
 	o := partitionedOutbox(t)
 	ctx := context.Background()
-	if err := o.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(o.Stop)
-	h := &holder{c: &Core{Outbox: o}, queue: newPartitionQueue()} // the queue is not running
+	stop := lifecycle.Go(ctx, o.Run)
+	t.Cleanup(func() { _ = stop() })
+	h := &holder{c: &Core{Outbox: o}, queue: newPartitionQueue(clock.Wall{})} // the queue is not running
 	h.Gained(cluster.PartitionLease(3))
 	if _, err := o.Gain(ctx, 3); err != nil { // the queue's turn
 		t.Fatal(err)

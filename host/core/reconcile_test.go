@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
@@ -98,8 +99,8 @@ func TestNodesStartingTogetherRegisterOneStandingWatch(t *testing.T) {
 
 // The core's own job name is refused for a host's job.
 func TestJoinRefusesTheCoresOwnJobName(t *testing.T) {
-	c := &Core{clock: wallClock{}, log: slogDiscard(), cluster: &clustered{}}
-	_, err := c.Join(context.Background(), Join{Jobs: map[string]func(context.Context) <-chan struct{}{JobReconcile: nil}})
+	c := &Core{clock: clock.Wall{}, log: slogDiscard(), cluster: &clustered{}}
+	err := c.Join(context.Background(), Join{Jobs: map[string]func(context.Context) error{JobReconcile: nil}})
 	if err == nil {
 		t.Fatal("a host's job named reconcile was taken")
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/vigilhq/vigil/host/cluster"
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/store"
 )
@@ -315,7 +316,7 @@ func TestALostPartitionIsUnfencedAtOnce(t *testing.T) {
 	rec := &unfenceRecorder{}
 	cl := &clustered{adapter: rec, own: &ownership{n: testPartitions, fenced: make([]atomic.Bool, testPartitions)}}
 	cl.own.fenced[3].Store(true)
-	h := &holder{c: &Core{Outbox: o, cluster: cl}, queue: newPartitionQueue()} // the queue is not running
+	h := &holder{c: &Core{Outbox: o, cluster: cl}, queue: newPartitionQueue(clock.Wall{})} // the queue is not running
 	h.Lost(cluster.PartitionLease(3))
 	if cl.own.fenced[3].Load() {
 		t.Fatal("partition 3 is still fenced after its loss")

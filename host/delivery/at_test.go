@@ -2,10 +2,11 @@ package delivery
 
 import (
 	"context"
-	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestMessageAtIsWhenItIsWritten(t *testing.T) {
 	st := openStore(t)
 	written := t0.Add(5 * time.Second)
-	d, err := New(Config{Store: st, Clock: fixedClock{written}, IDs: idSource{rand.NewChaCha8([32]byte{4})}})
+	d, err := New(Config{Store: st, Clock: fakeclock.At(written), IDs: hosttest.IDs(4)})
 	if err != nil {
 		t.Fatal(err)
 	}

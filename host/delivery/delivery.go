@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -21,13 +22,6 @@ type Store interface {
 	ReadMailbox(ctx context.Context, rid string, after uint64, limit int) ([]store.Message, error)
 	GetRecipient(ctx context.Context, id string) (store.RecipientRecord, error)
 }
-
-// Clock tells the time.
-type Clock interface{ Now() time.Time }
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
 
 // Metrics counts deliveries by receipt and channel (mailbox), and each
 // push as it enters a state.
@@ -53,7 +47,7 @@ type Config struct {
 	// Outbox is told of each push written, to send it. Nil: the pushes
 	// wait in the store for an outbox that starts later.
 	Outbox Enqueuer
-	Clock  Clock
+	Clock  clock.Clock
 	Logger *slog.Logger
 	// IDs is the randomness of message ids (default crypto/rand).
 	IDs io.Reader
@@ -88,9 +82,7 @@ func New(cfg Config) (*Delivery, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("delivery: Store is required")
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = wallClock{}
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -4,12 +4,13 @@ import (
 	"context"
 	cryptorand "crypto/rand"
 	"errors"
-	"math/rand/v2"
 	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/vigilhq/vigil/host/netguard"
+	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/badger"
 )
@@ -18,21 +19,13 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
-type fixedClock struct{ t time.Time }
-
-func (c fixedClock) Now() time.Time { return c.t }
-
-type idSource struct{ r *rand.ChaCha8 }
-
-func (s idSource) Read(p []byte) (int, error) { return s.r.Read(p) }
-
 func loopbackGuard() *netguard.Guard {
 	return netguard.New([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
 }
 
 func newDelivery(t *testing.T, st Store, outbox Enqueuer) *Delivery {
 	t.Helper()
-	d, err := New(Config{Store: st, Outbox: outbox, Clock: fixedClock{t0}, IDs: idSource{rand.NewChaCha8([32]byte{3})}})
+	d, err := New(Config{Store: st, Outbox: outbox, Clock: fakeclock.At(t0), IDs: hosttest.IDs(3)})
 	if err != nil {
 		t.Fatal(err)
 	}

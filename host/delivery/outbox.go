@@ -21,6 +21,7 @@ import (
 
 	"github.com/vigilhq/vigil/api/webhooks"
 	"github.com/vigilhq/vigil/host/netguard"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -37,24 +38,6 @@ type OutboxStore interface {
 	FinishPush(ctx context.Context, p store.Push) error
 	DisableWebhook(ctx context.Context, rid, url, reason string, at time.Time) (bool, error)
 }
-
-// Timer is one armed timer.
-type Timer interface {
-	C() <-chan time.Time
-	Stop() bool
-}
-
-// Timers is implemented by a Clock that also arms timers (a fake clock in
-// tests, so a retry comes due when the test moves the clock). With a Clock
-// that does not, the outbox arms the runtime's timers.
-type Timers interface {
-	NewTimer(d time.Duration) Timer
-}
-
-type runtimeTimer struct{ t *time.Timer }
-
-func (r runtimeTimer) C() <-chan time.Time { return r.t.C }
-func (r runtimeTimer) Stop() bool          { return r.t.Stop() }
 
 // RetrySchedule is the Standard Webhooks schedule: the delay before each
 // attempt after a failed one, the first attempt being immediate. A push
@@ -84,10 +67,10 @@ type OutboxConfig struct {
 	// Partitions, on a cluster node, is the cluster's partition count: the
 	// outbox then sends only the pushes of recipients whose push partition
 	// (store.PushPartition) it holds (Claim, Gain, Drop), none before,
-	// and Start recovers nothing (each Gain recovers its partition's).
+	// and Run recovers nothing (each Gain recovers its partition's).
 	// Zero: one host, whose outbox owns every recipient's pushes.
 	Partitions int
-	Clock      Clock
+	Clock      clock.Clock
 	Logger     *slog.Logger
 }
 
@@ -170,11 +153,9 @@ type Outbox struct {
 
 	wake    chan struct{} // the loop re-reads the retry heap
 	started atomic.Bool
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
 }
 
-// NewOutbox builds an Outbox. Call Start to send, Stop to end.
+// NewOutbox builds an Outbox; it starts nothing. Run sends.
 func NewOutbox(cfg OutboxConfig) (*Outbox, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("delivery: outbox: Store is required")
@@ -192,9 +173,7 @@ func NewOutbox(cfg OutboxConfig) (*Outbox, error) {
 	if len(cfg.Schedule) == 0 {
 		cfg.Schedule = RetrySchedule()
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = wallClock{}
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -232,16 +211,18 @@ func NewOutbox(cfg OutboxConfig) (*Outbox, error) {
 
 var _ Enqueuer = (*Outbox)(nil)
 
-// Start recovers the outbox and starts its loop and workers, which run
-// until Stop (or ctx ends). Recovery happens before Start returns: every
-// push found sending is recorded unknown and never sent again (a request
-// may have gone out before the host stopped), and every pending or
-// retrying push is queued, first attempts in mailbox order. On a cluster
-// (Partitions) it only starts the loop and workers: recovery and loading
-// are per push partition, in Gain. Start may be called once.
-func (o *Outbox) Start(ctx context.Context) error {
+// Run recovers the outbox and runs its loop and workers until ctx ends;
+// it returns nil once they have stopped, or recovery's error. Recovery
+// comes first: every push found sending is recorded unknown and never
+// sent again (a request may have gone out before the host stopped), and
+// every pending or retrying push is queued, first attempts in mailbox
+// order. On a cluster (Partitions) it recovers nothing: recovery and
+// loading are per push partition, in Gain. A request in flight when ctx
+// ends is abandoned: if its headers had gone out it is recorded unknown,
+// otherwise it is put back to be sent after the next start. Run once.
+func (o *Outbox) Run(ctx context.Context) error {
 	if !o.started.CompareAndSwap(false, true) {
-		return errors.New("delivery: outbox already started")
+		return errors.New("delivery: outbox already running")
 	}
 	if o.parts != nil {
 		// A cluster node: each push partition is recovered when it is
@@ -274,35 +255,14 @@ func (o *Outbox) Start(ctx context.Context) error {
 	return nil
 }
 
-// run starts the loop and the workers.
+// run runs the loop and the workers until ctx ends and they have stopped.
 func (o *Outbox) run(ctx context.Context) {
-	ctx, o.cancel = context.WithCancel(ctx)
-	o.wg.Add(1)
-	go func() {
-		defer o.wg.Done()
-		o.loop(ctx)
-	}()
+	var wg sync.WaitGroup
+	wg.Go(func() { o.loop(ctx) })
 	for range o.cfg.Workers {
-		o.wg.Add(1)
-		go func() {
-			defer o.wg.Done()
-			o.work(ctx)
-		}()
+		wg.Go(func() { o.work(ctx) })
 	}
-}
-
-// Stop ends the loop and the workers and waits for them. A request in
-// flight is abandoned: if its headers had gone out it is recorded
-// unknown, otherwise it is put back to be sent after the next start.
-func (o *Outbox) Stop() {
-	if o.cancel != nil {
-		o.cancel()
-	}
-	o.mu.Lock()
-	o.stopping = true
-	o.cond.Broadcast()
-	o.mu.Unlock()
-	o.wg.Wait()
+	wg.Wait()
 }
 
 // Enqueue implements Enqueuer: it queues a push that is pending (for its
@@ -589,10 +549,10 @@ func (o *Outbox) NextRetry() (time.Time, bool) {
 func (o *Outbox) loop(ctx context.Context) {
 	for {
 		next, ok := o.promote(o.cfg.Clock.Now())
-		var t Timer
+		var t clock.Timer
 		var fire <-chan time.Time
 		if ok {
-			t = o.newTimer(next.Sub(o.cfg.Clock.Now()))
+			t = o.cfg.Clock.NewTimer(next.Sub(o.cfg.Clock.Now()))
 			fire = t.C()
 			if !o.cfg.Clock.Now().Before(next) {
 				// It came due while the timer was armed (a clock moved
@@ -619,13 +579,6 @@ func (o *Outbox) loop(ctx context.Context) {
 			return
 		}
 	}
-}
-
-func (o *Outbox) newTimer(d time.Duration) Timer {
-	if ts, ok := o.cfg.Clock.(Timers); ok {
-		return ts.NewTimer(d)
-	}
-	return runtimeTimer{time.NewTimer(d)}
 }
 
 // take returns the next push to send, marking its recipient busy; false

@@ -14,72 +14,11 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api/webhooks"
+	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/badger"
 )
-
-// fakeClock is a clock whose timers fire when the test moves it.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-	// arming, when set, is called with each timer's duration before the
-	// timer is armed (outside the lock): a test moves the clock there, as
-	// another goroutine could between the outbox's reads of it.
-	arming func(d time.Duration)
-}
-
-type fakeTimer struct {
-	c       chan time.Time
-	at      time.Time
-	stopped bool
-}
-
-func (t *fakeTimer) C() <-chan time.Time { return t.c }
-
-// Stop is called by the timer's owner only; the clock reads stopped under
-// its own lock.
-func (t *fakeTimer) Stop() bool { t.stopped = true; return true }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) NewTimer(d time.Duration) Timer {
-	c.mu.Lock()
-	arming := c.arming
-	c.mu.Unlock()
-	if arming != nil {
-		arming(d)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{c: make(chan time.Time, 1), at: c.now.Add(d)}
-	if d <= 0 {
-		t.c <- c.now
-		return t
-	}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-// Advance moves the clock and fires the timers that came due.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	keep := c.timers[:0]
-	for _, t := range c.timers {
-		if !t.at.After(c.now) {
-			t.c <- c.now
-			continue
-		}
-		keep = append(keep, t)
-	}
-	c.timers = keep
-}
 
 // pushMetrics counts push transitions and lets a test wait for them.
 type pushMetrics struct {
@@ -136,7 +75,7 @@ type rig struct {
 	t       *testing.T
 	dir     string
 	st      *store.Store
-	clock   *fakeClock
+	clock   *fakeclock.Clock
 	metrics *pushMetrics
 	outbox  *Outbox
 	d       *Delivery
@@ -144,7 +83,7 @@ type rig struct {
 
 func newRig(t *testing.T, workers int, schedule ...time.Duration) *rig {
 	t.Helper()
-	r := &rig{t: t, dir: t.TempDir(), clock: &fakeClock{now: t0}, metrics: newPushMetrics()}
+	r := &rig{t: t, dir: t.TempDir(), clock: fakeclock.At(t0), metrics: newPushMetrics()}
 	r.open(workers, schedule)
 	return r
 }
@@ -172,10 +111,12 @@ func (r *rig) open(workers int, schedule []time.Duration) {
 
 func (r *rig) start() {
 	r.t.Helper()
-	if err := r.outbox.Start(context.Background()); err != nil {
-		r.t.Fatal(err)
-	}
-	r.t.Cleanup(r.outbox.Stop) // before the store closes
+	stop := lifecycle.Go(context.Background(), r.outbox.Run)
+	r.t.Cleanup(func() { // before the store closes
+		if err := stop(); err != nil {
+			r.t.Error(err)
+		}
+	})
 }
 
 // push reads the push of rid's message seq.
@@ -332,7 +273,7 @@ func TestRetryClasses(t *testing.T) {
 					return
 				}
 				// At its time, the same message with the same id.
-				r.clock.Advance(tt.next)
+				r.clock.Add(tt.next)
 				r.metrics.await(t, store.PushDelivered, 1)
 				if got := rc.got(); len(got) != 2 || got[0] != 1 || got[1] != 1 {
 					t.Fatalf("requests %v", got)
@@ -347,7 +288,7 @@ func TestRetryClasses(t *testing.T) {
 				if _, ok := r.outbox.NextRetry(); ok {
 					t.Fatalf("a %s push is scheduled again", tt.state)
 				}
-				r.clock.Advance(48 * time.Hour)
+				r.clock.Add(48 * time.Hour)
 				if got := rc.got(); len(got) != 1 {
 					t.Fatalf("requests %v", got)
 				}
@@ -378,12 +319,12 @@ func TestRetriesRunOut(t *testing.T) {
 	r.start()
 	mail(t, r.d, r.st, "a")
 	r.metrics.await(t, store.PushRetrying, 1)
-	r.clock.Advance(time.Second)
+	r.clock.Add(time.Second)
 	r.metrics.await(t, store.PushRetrying, 2)
 	if p := r.push("a", 1); !p.NextAttempt.Equal(t0.Add(time.Second + time.Minute)) {
 		t.Fatalf("push %+v", p)
 	}
-	r.clock.Advance(time.Minute)
+	r.clock.Add(time.Minute)
 	r.metrics.await(t, store.PushFailed, 1)
 	if p := r.push("a", 1); p.State != store.PushFailed || p.Attempts != 3 || len(rc.got()) != 3 {
 		t.Fatalf("push %+v, %d requests", p, len(rc.got()))
@@ -516,11 +457,12 @@ func TestSendingIsUnknownAfterARestart(t *testing.T) {
 
 	r.open(2, nil) // restart on the same directory
 	r.start()
+	r.metrics.await(t, store.PushUnknown, 1) // Run recovers first
 	if p := r.push("a", 1); p.State != store.PushUnknown || p.Attempts != 1 {
 		t.Fatalf("push 1 after the restart: %+v", p)
 	}
 	r.metrics.await(t, store.PushDelivered, 1)
-	r.clock.Advance(48 * time.Hour)
+	r.clock.Add(48 * time.Hour)
 	// Mailbox order per recipient: had 1 been sent again it would have
 	// gone before 2.
 	if got := rc.got(); !slices.Equal(got, []uint64{2}) {
@@ -677,13 +619,11 @@ func TestARetryDueWhileItsTimerIsArmedIsSent(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	})
 	var once sync.Once
-	r.clock.mu.Lock()
-	r.clock.arming = func(d time.Duration) {
+	r.clock.OnArm(func(d time.Duration) {
 		if d == 120*time.Second {
-			once.Do(func() { r.clock.Advance(d) })
+			once.Do(func() { r.clock.Add(d) })
 		}
-	}
-	r.clock.mu.Unlock()
+	})
 	recipient(t, r.st, "a", store.StatusRunning, rc.srv.URL+"/hook")
 	r.start()
 	mail(t, r.d, r.st, "a")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
 
@@ -38,7 +39,7 @@ func BenchmarkScreen(b *testing.B) {
 
 // benchIssuer is an issuer on a fake clock with no event log, reaching
 // loopback servers.
-func benchIssuer(b *testing.B) (*Issuer, *fakeClock) {
+func benchIssuer(b *testing.B) (*Issuer, *fakeclock.Clock) {
 	b.Helper()
 	clock := newFakeClock()
 	i, err := New(Config{Clock: clock})
@@ -69,7 +70,7 @@ func BenchmarkCoalescing(b *testing.B) {
 	call := benchCall(srv.URL + "/one")
 	ctx := context.Background()
 	for b.Loop() {
-		clock.Advance(2 * time.Second)
+		clock.Add(2 * time.Second)
 		var wg sync.WaitGroup
 		for range watches {
 			wg.Go(func() {
@@ -112,7 +113,7 @@ func BenchmarkFetchVsPlainGET(b *testing.B) {
 		_ = resp.Body.Close()
 		plainTime += time.Since(start)
 
-		clock.Advance(2 * time.Second)
+		clock.Add(2 * time.Second)
 		start = time.Now()
 		if r := i.Fetch(ctx, call); r.Failure != nil || r.FromCache {
 			b.Fatalf("issuer: %+v", r)

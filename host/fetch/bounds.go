@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
 
@@ -27,16 +28,16 @@ var (
 // progress, it cancels the fetch when d passes without one. It is paused
 // while the issuer itself waits (pacing), which the time left bounds.
 type watchdog struct {
-	clock Clock
+	clock clock.Clock
 	d     time.Duration
 	fire  func()
 
 	mu      sync.Mutex // guards t and stopped
-	t       Timer
+	t       clock.Timer
 	stopped bool
 }
 
-func newWatchdog(c Clock, d time.Duration, fire func()) *watchdog {
+func newWatchdog(c clock.Clock, d time.Duration, fire func()) *watchdog {
 	w := &watchdog{clock: c, d: d, fire: fire}
 	w.progress()
 	return w

@@ -49,14 +49,14 @@ func TestCoalescing(t *testing.T) {
 		t.Fatalf("%d facts for one origin request", len(facts))
 	}
 
-	h.clock.Advance(time.Second)
+	h.clock.Add(time.Second)
 	if r := h.Fetch(ctx, get(srv.URL+"/one")); r.FromCache || srv.count.Load() != 2 {
 		t.Fatalf("after the interval: from_cache %v, %d requests", r.FromCache, srv.count.Load())
 	}
 	// Another resource is its own: other headers are another request.
 	other := get(srv.URL + "/one")
 	other.Request.Headers = map[string]string{"Accept": "text/plain"}
-	h.clock.Advance(time.Second)
+	h.clock.Add(time.Second)
 	if r := h.Fetch(ctx, other); r.FromCache || srv.count.Load() != 3 {
 		t.Fatalf("other headers: from_cache %v, %d requests", r.FromCache, srv.count.Load())
 	}
@@ -73,19 +73,19 @@ func TestFailuresAreHeld(t *testing.T) {
 	if first.Status != 503 || first.FromCache {
 		t.Fatalf("first: %+v", first)
 	}
-	h.clock.Advance(999 * time.Millisecond)
+	h.clock.Add(999 * time.Millisecond)
 	held := h.Fetch(ctx, get(srv.URL+"/down"))
 	if held.Status != 503 || !held.FromCache || srv.count.Load() != 1 {
 		t.Fatalf("within the interval: %+v, %d requests", held, srv.count.Load())
 	}
-	h.clock.Advance(time.Millisecond)
+	h.clock.Add(time.Millisecond)
 	again := h.Fetch(ctx, get(srv.URL+"/down"))
 	if again.FromCache || srv.count.Load() != 2 {
 		t.Fatalf("after the interval: %+v, %d requests", again, srv.count.Load())
 	}
 	// The 503 raised the origin's interval to 2 s: the second request
 	// waited the second the interval left.
-	if w := h.clock.Waits(); len(w) != 1 || w[0] != time.Second {
+	if w := h.clock.Sleeps(); len(w) != 1 || w[0] != time.Second {
 		t.Fatalf("waits %v", w)
 	}
 	facts := h.events(t, StreamFacts)
@@ -124,7 +124,7 @@ func TestRevalidation(t *testing.T) {
 		t.Fatal("the first request was conditional")
 	}
 
-	h.clock.Advance(time.Second)
+	h.clock.Add(time.Second)
 	second := h.Fetch(ctx, get(srv.URL+"/doc"))
 	if got := srv.last(); got.Get("If-None-Match") != `"v1"` || got.Get("If-Modified-Since") != "Wed, 21 Oct 2015 07:28:00 GMT" {
 		t.Fatalf("revalidation sent if-none-match %q, if-modified-since %q", got.Get("If-None-Match"), got.Get("If-Modified-Since"))
@@ -142,11 +142,11 @@ func TestRevalidation(t *testing.T) {
 	mu.Lock()
 	etag = `"v2"`
 	mu.Unlock()
-	h.clock.Advance(time.Second)
+	h.clock.Add(time.Second)
 	if third := h.Fetch(ctx, get(srv.URL+"/doc")); third.NotModified || string(third.Body) != `body of "v2"` {
 		t.Fatalf("changed: %+v", third)
 	}
-	h.clock.Advance(time.Second)
+	h.clock.Add(time.Second)
 	h.Fetch(ctx, get(srv.URL+"/doc"))
 	if srv.last().Get("If-None-Match") != `"v2"` {
 		t.Fatal("the new validator was not kept")
@@ -176,7 +176,7 @@ func TestUnsendableStoredValidatorIsNotSent(t *testing.T) {
 	r.etag, r.lastModified = "\"v1\x01\"", "Wed, 21 Oct 2015\r\n07:28:00 GMT"
 	h.mu.Unlock()
 
-	h.clock.Advance(time.Second)
+	h.clock.Add(time.Second)
 	resp := h.Fetch(ctx, call)
 	if resp.Failure != nil || resp.NotModified || resp.Status != 200 {
 		t.Fatalf("answer %+v", resp)
@@ -203,7 +203,7 @@ func TestInvalidRequestOptionsClearsValidators(t *testing.T) {
 	if reason(h.Fetch(ctx, notGranted)) != abi.FetchNotGranted {
 		t.Fatal("want not_granted")
 	}
-	h.clock.Advance(time.Second)
+	h.clock.Add(time.Second)
 	h.Fetch(ctx, get(url))
 	if srv.last().Get("If-None-Match") != `"v1"` {
 		t.Fatal("not_granted cleared the validators")
@@ -213,7 +213,7 @@ func TestInvalidRequestOptionsClearsValidators(t *testing.T) {
 	if reason(h.Fetch(ctx, refused)) != abi.FetchInvalidRequestOptions {
 		t.Fatal("want invalid_request_options")
 	}
-	h.clock.Advance(time.Second)
+	h.clock.Add(time.Second)
 	resp := h.Fetch(ctx, get(url))
 	if srv.last().Get("If-None-Match") != "" || resp.NotModified || resp.Status != 200 {
 		t.Fatalf("after the refusal the request was conditional: %+v", resp)
@@ -312,7 +312,7 @@ func TestOneReadPerResourcePerCadence(t *testing.T) {
 		if r := h.Fetch(ctx, issue); r.Failure != nil || string(r.Body) != "hello" {
 			t.Fatalf("probe %d: %+v", probe, r)
 		}
-		h.clock.Advance(15 * time.Second)
+		h.clock.Add(15 * time.Second)
 	}
 	if n := srv.count.Load(); n != 2 {
 		t.Fatalf("%d origin reads for four watches over two minutes, want 2", n)
@@ -321,7 +321,7 @@ func TestOneReadPerResourcePerCadence(t *testing.T) {
 	// t = 120 s, read at 120 s. A 10 s watch at 135 s finds it 15 s old:
 	// too old for it, so it reads.
 	h.Fetch(ctx, issue)
-	h.clock.Advance(15 * time.Second)
+	h.clock.Add(15 * time.Second)
 	fast := issue
 	fast.Every = 10 * time.Second
 	if r := h.Fetch(ctx, fast); r.FromCache || srv.count.Load() != 4 {
@@ -339,11 +339,11 @@ func TestFailuresAreHeldForTheCadence(t *testing.T) {
 	call := get(srv.URL + "/down")
 	call.Every = time.Minute
 	h.Fetch(ctx, call)
-	h.clock.Advance(59 * time.Second)
+	h.clock.Add(59 * time.Second)
 	if r := h.Fetch(ctx, call); r.Status != 502 || !r.FromCache || srv.count.Load() != 1 {
 		t.Fatalf("within the cadence: %+v, %d reads", r, srv.count.Load())
 	}
-	h.clock.Advance(time.Second)
+	h.clock.Add(time.Second)
 	if r := h.Fetch(ctx, call); r.FromCache || srv.count.Load() != 2 {
 		t.Fatalf("after the cadence: %+v, %d reads", r, srv.count.Load())
 	}
@@ -371,7 +371,7 @@ func TestFullCacheKeepsFreshEntries(t *testing.T) {
 	}
 	h.Fetch(ctx, at("/a"))
 	h.Fetch(ctx, at("/b"))
-	h.clock.Advance(10 * time.Second)
+	h.clock.Add(10 * time.Second)
 	for range 2 {
 		if r := h.Fetch(ctx, at("/c")); r.FromCache || r.Failure != nil {
 			t.Fatalf("c: %+v", r)
@@ -435,7 +435,7 @@ func TestExtractionFailedForgetsValidators(t *testing.T) {
 	if r := report(fingerprint([]byte("other bytes"))); r.Forgot || r.Failure != nil {
 		t.Fatalf("a report on other bytes: %+v", r)
 	}
-	h.clock.Advance(time.Second)
+	h.clock.Add(time.Second)
 	if r := h.Fetch(ctx, call); !r.NotModified || srv.last().Get("If-None-Match") != `"v1"` {
 		t.Fatalf("after a report on other bytes the fetch was not conditional: %+v", r)
 	}
@@ -443,7 +443,7 @@ func TestExtractionFailedForgetsValidators(t *testing.T) {
 	if r := report(first.Fingerprint); !r.Forgot || r.Failure != nil {
 		t.Fatalf("report: %+v", r)
 	}
-	h.clock.Advance(time.Second)
+	h.clock.Add(time.Second)
 	r := h.Fetch(ctx, call)
 	if got := srv.last(); got.Get("If-None-Match") != "" || got.Get("If-Modified-Since") != "" {
 		t.Fatalf("after the report the fetch was conditional: if-none-match %q", got.Get("If-None-Match"))
@@ -452,7 +452,7 @@ func TestExtractionFailedForgetsValidators(t *testing.T) {
 		t.Fatalf("after the report: %+v", r)
 	}
 	// The full answer stored its validators again.
-	h.clock.Advance(time.Second)
+	h.clock.Add(time.Second)
 	if r := h.Fetch(ctx, call); !r.NotModified {
 		t.Fatalf("the next fetch: %+v", r)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/host/netguard"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -28,45 +29,6 @@ const (
 	// is not set (or MaxTimeout, when that is longer).
 	DefaultMaxFetchTime = 120 * time.Second
 )
-
-// Clock is the issuer's time: Now for every decision, Wait for the one
-// place it waits (pacing), AfterFunc for the bounds of a fetch (each
-// operation's timeout and the whole fetch's). Now must be wall-clock time
-// when callers pass contexts with deadlines, since a deadline is compared
-// with it.
-type Clock interface {
-	Now() time.Time
-	// Wait returns after d, or with ctx's error when ctx is done first.
-	Wait(ctx context.Context, d time.Duration) error
-	// AfterFunc calls f in its own goroutine once d has passed, unless
-	// the Timer is stopped first.
-	AfterFunc(d time.Duration, f func()) Timer
-}
-
-// Timer is a pending AfterFunc.
-type Timer interface {
-	// Stop prevents the call if it has not started; it reports whether
-	// it did.
-	Stop() bool
-}
-
-// wallClock is the real Clock.
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
-
-func (wallClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
-
-func (wallClock) Wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 // EventLog is where facts and dead letters go; the host's store
 // (*store.Store) is one.
@@ -134,7 +96,11 @@ type Config struct {
 	MaxCacheBytes int64
 	// Metrics counts what the issuer could not hold (nil: nothing).
 	Metrics Metrics
-	Clock   Clock
+	// Clock is the issuer's time (default the wall clock): Now for every
+	// decision, Sleep for the one place it waits (pacing), AfterFunc for
+	// the bounds of a fetch. Now must be wall-clock time when callers
+	// pass contexts with deadlines, since a deadline is compared with it.
+	Clock clock.Clock
 	// Resolver answers every name lookup of the issuer: the check before
 	// a request and the dial itself (default net.DefaultResolver).
 	Resolver netguard.Resolver
@@ -175,9 +141,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxCacheBytes <= 0 {
 		c.MaxCacheBytes = max(DefaultMaxCacheBytes, c.MaxBody)
 	}
-	if c.Clock == nil {
-		c.Clock = wallClock{}
-	}
+	c.Clock = clock.Or(c.Clock)
 	if c.Metrics == nil {
 		c.Metrics = nopMetrics{}
 	}

@@ -3,6 +3,7 @@ package fetch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/url"
 	"slices"
 	"strings"
@@ -22,9 +23,6 @@ const (
 	TypeFailed     = "fetch.failed"
 	TypeDeadLetter = "fetch.dead_letter"
 )
-
-// DeadLetter is one refused command as DeadLetters reads it back.
-type DeadLetter = api.DeadLetter
 
 // succeededFact is the payload of a fetch.succeeded fact, keyed by command_id.
 type succeededFact struct {
@@ -143,6 +141,14 @@ func (i *Issuer) recordFailure(ctx context.Context, o occasion, at time.Time, e 
 
 // appendEvent writes one event. A failure is logged and never fails the
 // fetch; the log line names the event, never a header value.
+//
+// An event is a record of what was done, not an answer the host owes, so
+// it is written with a client's margin (store.ClientWrite): on a disk
+// nearly full it is refused with the clients' writes, and the room the
+// store keeps above its reserve for the host goes to the settlements and
+// mail of the watches already acknowledged, which every probe's facts
+// would otherwise spend. A disk that refuses events is said once, and
+// once more when they are recorded again, not once per fetch.
 func (i *Issuer) appendEvent(ctx context.Context, e store.Event, payload any) {
 	if i.cfg.Log == nil {
 		return
@@ -150,10 +156,17 @@ func (i *Issuer) appendEvent(ctx context.Context, e store.Event, payload any) {
 	b, err := json.Marshal(payload)
 	if err == nil {
 		e.Payload = b
-		_, _, err = i.cfg.Log.AppendEvent(context.WithoutCancel(ctx), e)
+		_, _, err = i.cfg.Log.AppendEvent(store.ClientWrite(context.WithoutCancel(ctx)), e)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, store.ErrStorageFull):
+		if i.eventsRefused.CompareAndSwap(false, true) {
+			i.log.Warn("fetch: facts and dead letters are not recorded while the store's disk is full; fetches go on", "stream", e.Stream, "err", err)
+		}
+	case err != nil:
 		i.log.Warn("fetch: event not recorded", "stream", e.Stream, "type", e.Type, "key", e.Key, "err", err)
+	case i.eventsRefused.CompareAndSwap(true, false):
+		i.log.Info("fetch: facts and dead letters are recorded again", "stream", e.Stream)
 	}
 }
 
@@ -161,7 +174,7 @@ func (i *Issuer) appendEvent(ctx context.Context, e store.Event, payload any) {
 // oldest first, at most limit (1-1000; 100 when not positive). With no
 // event log there are none; an event log that cannot be read back is
 // ErrNoReader.
-func (i *Issuer) DeadLetters(ctx context.Context, after uint64, limit int) ([]DeadLetter, error) {
+func (i *Issuer) DeadLetters(ctx context.Context, after uint64, limit int) ([]api.DeadLetter, error) {
 	if i.cfg.Log == nil {
 		return nil, nil
 	}
@@ -177,13 +190,13 @@ func (i *Issuer) DeadLetters(ctx context.Context, after uint64, limit int) ([]De
 	if err != nil {
 		return nil, err
 	}
-	out := make([]DeadLetter, 0, len(evs))
+	out := make([]api.DeadLetter, 0, len(evs))
 	for _, e := range evs {
 		var p failedFact
 		if e.Type != TypeDeadLetter || json.Unmarshal(e.Payload, &p) != nil {
 			continue
 		}
-		out = append(out, DeadLetter{Seq: e.Seq, CommandID: p.ID, Kind: p.Kind, Method: p.Method, URL: p.URL,
+		out = append(out, api.DeadLetter{Seq: e.Seq, CommandID: p.ID, Kind: p.Kind, Method: p.Method, URL: p.URL,
 			Reason: p.Reason, Message: p.Message, HeaderNames: p.HeaderNames, OccurredAt: p.OccurredAt})
 	}
 	return out, nil

@@ -15,137 +15,17 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/internal/syncbuf"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/badger"
 )
 
-// fakeClock moves only when told to, or by the time a Wait asks for; a
-// timer fires, in its own goroutine, when the clock reaches it.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	waits  []time.Duration
-	timers []*fakeTimer
-	armed  chan struct{} // closed and replaced whenever a timer is armed
-}
-
-type fakeTimer struct {
-	c   *fakeClock
-	at  time.Time
-	f   func()
-	off bool // stopped or fired
-}
-
-func (t *fakeTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	was := !t.off
-	t.off = true
-	return was
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC), armed: make(chan struct{})}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Wait moves the clock on by d, as the wait would, and returns once the
-// timers it reached have run: with ctx's error if one of them ended it,
-// as a real wait that a timer interrupts does.
-func (c *fakeClock) Wait(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.waits = append(c.waits, d)
-	c.mu.Unlock()
-	c.advance(d).Wait()
-	return ctx.Err()
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
-	if len(c.timers) > 64 {
-		live := c.timers[:0]
-		for _, t := range c.timers {
-			if !t.off {
-				live = append(live, t)
-			}
-		}
-		c.timers = live
-	}
-	c.timers = append(c.timers, t)
-	close(c.armed)
-	c.armed = make(chan struct{})
-	return t
-}
-
-// Advance moves the clock on by d and fires the timers it reaches.
-func (c *fakeClock) Advance(d time.Duration) { c.advance(d) }
-
-// advance is Advance; the WaitGroup is done when the fired timers' calls
-// have returned.
-func (c *fakeClock) advance(d time.Duration) *sync.WaitGroup {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []func()
-	live := c.timers[:0]
-	for _, t := range c.timers {
-		switch {
-		case t.off:
-		case !t.at.After(c.now):
-			t.off = true
-			due = append(due, t.f)
-		default:
-			live = append(live, t)
-		}
-	}
-	c.timers = live
-	c.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, f := range due {
-		wg.Go(f)
-	}
-	return &wg
-}
-
-// awaitTimer waits until a live timer is due at exactly now+d: one armed
-// at the clock's present instant for d.
-func (c *fakeClock) awaitTimer(t *testing.T, d time.Duration) {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		c.mu.Lock()
-		want := c.now.Add(d)
-		for _, tm := range c.timers {
-			if !tm.off && tm.at.Equal(want) {
-				c.mu.Unlock()
-				return
-			}
-		}
-		armed := c.armed
-		c.mu.Unlock()
-		select {
-		case <-armed:
-		case <-deadline:
-			t.Fatalf("no timer armed for %s at %s", d, c.Now())
-		}
-	}
-}
-
-func (c *fakeClock) Waits() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]time.Duration(nil), c.waits...)
+// newFakeClock is the issuer's clock in tests: it moves when the test
+// moves it, or by the time a pacing wait asks for.
+func newFakeClock() *fakeclock.Clock {
+	return fakeclock.At(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)).AdvanceOnSleep()
 }
 
 // fakeResolver answers from a function of the host and the call count.
@@ -210,7 +90,7 @@ func (o *origin) last() http.Header {
 // logger.
 type harness struct {
 	*Issuer
-	clock *fakeClock
+	clock *fakeclock.Clock
 	log   *store.Store
 	out   *syncbuf.Buffer
 }

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -41,6 +42,10 @@ type Issuer struct {
 	cache  *cache
 	pacer  *pacer
 	routes map[string]*route
+
+	// eventsRefused is set while the event log refuses facts for a full
+	// disk, so that is logged once, not per fetch.
+	eventsRefused atomic.Bool
 
 	// dialHook, when set (by tests), sees every address the guard let
 	// through, just before the connect; an error stops the dial.
@@ -342,7 +347,7 @@ func (i *Issuer) roundTrip(ctx context.Context, call plugin.FetchCall, cmd Comma
 	}
 	if wait > 0 {
 		wd.pause()
-		if err := i.cfg.Clock.Wait(ctx, wait); err != nil {
+		if err := i.cfg.Clock.Sleep(ctx, wait); err != nil {
 			return fail(err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -451,6 +452,83 @@ func TestEventLogFailureNeverFailsTheFetch(t *testing.T) {
 	}
 }
 
+// fakeNearlyFullLog is the badger event log on a disk the test fills, as
+// the store decides on one: while clientsRefused is set, a write with a
+// client's margin (store.ClientWrite) is refused, as the store refuses
+// one once the free space is under its reserve plus ClientMargin; while
+// full is set, every write is. For tests only.
+type fakeNearlyFullLog struct {
+	*store.Store
+	clientsRefused, full atomic.Bool
+}
+
+func (l *fakeNearlyFullLog) AppendEvent(ctx context.Context, e store.Event) (store.Event, bool, error) {
+	if l.full.Load() || (l.clientsRefused.Load() && store.IsClientWrite(ctx)) {
+		return store.Event{}, false, &store.StorageFullError{Dir: "/var/lib/vigil/store", Free: 1 << 20, Need: 2 << 20}
+	}
+	return l.Store.AppendEvent(ctx, e)
+}
+
+// A fetch's facts and dead letters yield to the settlements of the
+// watches already acknowledged: they are written with a client's margin,
+// so once a nearly full disk refuses clients' writes a fetch records
+// nothing, and the room the store keeps for the host's own writes is
+// left to the settlements and their mail (on a disk left so, 200 http
+// watches' facts spent that room in about 20 s, and no timer fired
+// after). The fetch itself goes on.
+func TestFactsYieldToSettlementsOnANearlyFullDisk(t *testing.T) {
+	srv := newOrigin(t, nil)
+	log := &fakeNearlyFullLog{Store: mustOpenStore(t)}
+	h := newHarness(t, Config{Log: log})
+	h.log = log.Store
+	log.clientsRefused.Store(true)
+	if resp := h.Fetch(t.Context(), get(srv.URL+"/a")); resp.Failure != nil || resp.Status != 200 {
+		t.Fatalf("answer %+v", resp)
+	}
+	if resp := h.Fetch(t.Context(), get("ftp://example.com/")); resp.Failure == nil {
+		t.Fatalf("a refused command answered %+v", resp)
+	}
+	if n, d := len(h.events(t, StreamFacts)), len(h.events(t, StreamDeadLetters)); n != 0 || d != 0 {
+		t.Fatalf("with clients' writes refused, %d facts and %d dead letters were written with the host's margin", n, d)
+	}
+	log.clientsRefused.Store(false)
+	if resp := h.Fetch(t.Context(), get(srv.URL+"/b")); resp.Failure != nil {
+		t.Fatalf("answer %+v", resp)
+	}
+	if n := len(h.events(t, StreamFacts)); n != 1 {
+		t.Fatalf("with room again, %d facts, want 1", n)
+	}
+}
+
+// A disk that refuses facts is said once, not per fetch, and once more
+// when facts are recorded again; any other failure of the event log is
+// still said per event.
+func TestAFullDiskIsLoggedOnceByTheIssuer(t *testing.T) {
+	srv := newOrigin(t, nil)
+	log := &fakeNearlyFullLog{Store: mustOpenStore(t)}
+	h := newHarness(t, Config{Log: log})
+	refused := func() int { return strings.Count(h.out.String(), "not recorded while the store's disk is full") }
+	again := func() int { return strings.Count(h.out.String(), "recorded again") }
+	for round := 1; round <= 2; round++ {
+		log.full.Store(true)
+		for i := range 5 {
+			if resp := h.Fetch(t.Context(), get(fmt.Sprintf("%s/%d/%d", srv.URL, round, i))); resp.Failure != nil {
+				t.Fatalf("answer %+v", resp)
+			}
+		}
+		if refused() != round || strings.Contains(h.out.String(), "event not recorded") {
+			t.Fatalf("round %d, five fetches on a full disk: %d lines saying so, want %d:\n%s", round, refused(), round, h.out)
+		}
+		log.full.Store(false)
+		for i := range 2 {
+			_ = h.Fetch(t.Context(), get(fmt.Sprintf("%s/%d/again/%d", srv.URL, round, i)))
+		}
+		if again() != round {
+			t.Fatalf("round %d, facts recorded again: %d lines saying so, want %d:\n%s", round, again(), round, h.out)
+		}
+	}
+}
+
 func TestBodyCap(t *testing.T) {
 	srv := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(strings.Repeat("b", len(r.URL.Path)-1)))
@@ -479,8 +557,8 @@ func TestTimeout(t *testing.T) {
 	call.Request.TimeoutSeconds = 0.05
 	done := make(chan abi.FetchResponse, 1)
 	go func() { done <- h.Fetch(t.Context(), call) }()
-	h.clock.awaitTimer(t, 50*time.Millisecond)
-	h.clock.Advance(50 * time.Millisecond)
+	h.clock.AwaitTimer(t, 50*time.Millisecond)
+	h.clock.Add(50 * time.Millisecond)
 	if resp := answer(t, done); reason(resp) != abi.FetchTimeout || !strings.Contains(resp.Failure.Message, "50ms") {
 		t.Fatalf("answer %+v", resp.Failure)
 	}
@@ -488,7 +566,7 @@ func TestTimeout(t *testing.T) {
 	// The caller's own deadline bounds the fetch too.
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	h2 := newHarness(t, Config{Clock: wallClock{}})
+	h2 := newHarness(t, Config{Clock: clock.Wall{}})
 	if resp := h2.Fetch(ctx, get(srv.URL+"/deadline")); reason(resp) != abi.FetchTimeout {
 		t.Fatalf("answer %+v", resp.Failure)
 	}
@@ -583,11 +661,11 @@ func TestTimeoutBoundsEachOperation(t *testing.T) {
 	done := make(chan abi.FetchResponse, 1)
 	go func() { done <- h.Fetch(t.Context(), call) }()
 	for range 4 {
-		h.clock.awaitTimer(t, time.Second)
-		h.clock.Advance(900 * time.Millisecond)
+		h.clock.AwaitTimer(t, time.Second)
+		h.clock.Add(900 * time.Millisecond)
 		sendOrEnd(t, next, done)
 	}
-	h.clock.awaitTimer(t, time.Second)
+	h.clock.AwaitTimer(t, time.Second)
 	close(next)
 	resp := answer(t, done)
 	if resp.Failure != nil || string(resp.Body) != strings.Repeat("chunk", 5) {
@@ -608,14 +686,14 @@ func TestWholeFetchBound(t *testing.T) {
 	go func() { done <- h.Fetch(t.Context(), call) }()
 	// 0.9 s and 1.8 s: within the bound, each chunk within its timeout.
 	for range 2 {
-		h.clock.awaitTimer(t, time.Second)
-		h.clock.Advance(900 * time.Millisecond)
+		h.clock.AwaitTimer(t, time.Second)
+		h.clock.Add(900 * time.Millisecond)
 		sendOrEnd(t, next, done)
 	}
 	// 2.7 s: past the whole-fetch bound, although the last chunk came
 	// 0.9 s ago.
-	h.clock.awaitTimer(t, time.Second)
-	h.clock.Advance(900 * time.Millisecond)
+	h.clock.AwaitTimer(t, time.Second)
+	h.clock.Add(900 * time.Millisecond)
 	resp := answer(t, done)
 	if reason(resp) != abi.FetchTimeout || !strings.Contains(resp.Failure.Message, "fetch.max_fetch_time") {
 		t.Fatalf("answer %+v", resp.Failure)
@@ -637,7 +715,7 @@ func TestPacingWaitIsNoOperation(t *testing.T) {
 	var h *harness
 	res := &fakeResolver{answer: func(string, int64) ([]netip.Addr, error) {
 		if slow.Swap(false) {
-			h.clock.Advance(600 * time.Millisecond)
+			h.clock.Add(600 * time.Millisecond)
 		}
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 	}}
@@ -656,7 +734,7 @@ func TestPacingWaitIsNoOperation(t *testing.T) {
 	if r.Failure != nil || string(r.Body) != "hello" {
 		t.Fatalf("answer %+v %+v", r, r.Failure)
 	}
-	if w := h.clock.Waits(); len(w) != 1 || w[0] != 900*time.Millisecond {
+	if w := h.clock.Sleeps(); len(w) != 1 || w[0] != 900*time.Millisecond {
 		t.Fatalf("waits %v, want one of 0.9 s", w)
 	}
 }

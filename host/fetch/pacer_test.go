@@ -136,7 +136,7 @@ func TestRateLimitedWithoutWaiting(t *testing.T) {
 	if resp := h.Fetch(ctx, short); reason(resp) != abi.FetchRateLimited {
 		t.Fatalf("second: %+v", resp)
 	}
-	if w := h.clock.Waits(); len(w) != 0 {
+	if w := h.clock.Sleeps(); len(w) != 0 {
 		t.Fatalf("waited %v for a request that was refused", w)
 	}
 	if srv.count.Load() != 1 {
@@ -147,7 +147,7 @@ func TestRateLimitedWithoutWaiting(t *testing.T) {
 	if resp := h.Fetch(ctx, long); resp.Status != 200 {
 		t.Fatalf("third: %+v", resp)
 	}
-	if w := h.clock.Waits(); len(w) != 1 || w[0] != 30*time.Second {
+	if w := h.clock.Sleeps(); len(w) != 1 || w[0] != 30*time.Second {
 		t.Fatalf("waits %v, want one of 30s", w)
 	}
 	if srv.count.Load() != 2 {

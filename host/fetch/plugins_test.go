@@ -15,6 +15,7 @@ import (
 	"github.com/vigilhq/vigil/host/fetch"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/internal/fakeforge"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
@@ -34,26 +35,15 @@ func TestMain(m *testing.M) {
 }
 
 // stepClock stands still until the test moves it; a pacing wait moves it.
-// Its timers never fire: these tests move it by less than any fetch
+// Its timers do not fire: these tests move it by less than any fetch
 // bound. It starts at the wall clock's instant, because the issuer
 // compares it with the plugin call's deadline, and the runtime's observe
 // timeout (two minutes) outlasts how far a test moves it.
-type stepClock struct{ *fakeclock.Clock }
-
-func (c stepClock) Wait(ctx context.Context, d time.Duration) error {
-	c.Add(d)
-	return ctx.Err()
-}
-
-func (stepClock) AfterFunc(time.Duration, func()) fetch.Timer { return stopped{} }
-
-type stopped struct{}
-
-func (stopped) Stop() bool { return true }
+func stepClock() *fakeclock.Clock { return fakeclock.At(time.Now()).AdvanceOnSleep() }
 
 // runtime builds the plugin at plugins/<name> into a plugin directory with
-// registry, and runs it with an issuer on clock.
-func runtime(t *testing.T, name, registry string, clock fetch.Clock) *plugin.Runtime {
+// registry, and runs it with an issuer on clk.
+func runtime(t *testing.T, name, registry string, clk clock.Clock) *plugin.Runtime {
 	t.Helper()
 	dir := t.TempDir()
 	wasm, err := os.ReadFile(builder.Build(t, filepath.Join("..", "..", "plugins", name)))
@@ -66,7 +56,7 @@ func runtime(t *testing.T, name, registry string, clock fetch.Clock) *plugin.Run
 	if err := os.WriteFile(filepath.Join(dir, plugin.RegistryFile), []byte(registry), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	is, err := fetch.New(fetch.Config{Clock: clock, Secrets: map[string]string{"forge": "s3cret-forge-token"}})
+	is, err := fetch.New(fetch.Config{Clock: clk, Secrets: map[string]string{"forge": "s3cret-forge-token"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +83,7 @@ const loopbackGrant = `{"capabilities":["fetch"],"fetch_hosts":["127.0.0.1"],"pr
 func TestFourTicketWatchesOneReadAMinute(t *testing.T) {
 	forge := fakeforge.New(t)
 	forge.SetIssue("o/r", 7, fakeforge.Issue{Title: "crash on start", State: "open", Body: "steps", Comments: 1})
-	clock := stepClock{fakeclock.At(time.Now())}
+	clock := stepClock()
 	rt := runtime(t, "ticket", `{"kinds":{"ticket":`+loopbackGrant+`}}`, clock)
 	params, _ := json.Marshal(map[string]any{"forge": "github", "api_base": forge.URL(), "repo": "o/r", "number": 7, "token_ref": "forge"})
 	ctx := kind.WithCadence(context.Background(), time.Minute)
@@ -133,7 +123,7 @@ func TestTicketReadFloorOneReadAMinute(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			forge := fakeforge.New(t)
 			forge.SetIssue("o/r", 7, fakeforge.Issue{Title: "crash on start", State: "open", Body: "steps"})
-			clock := stepClock{fakeclock.At(time.Now())}
+			clock := stepClock()
 			grant := strings.TrimSuffix(loopbackGrant, "}") + tt.floor + "}"
 			rt := runtime(t, "ticket", `{"kinds":{"ticket":`+grant+`}}`, clock)
 			params, _ := json.Marshal(map[string]any{"forge": "github", "api_base": forge.URL(), "repo": "o/r", "number": 7, "token_ref": "forge"})
@@ -182,7 +172,7 @@ func TestHTTPExtractionFailureForgetsValidators(t *testing.T) {
 		_, _ = w.Write([]byte("<html>maintenance</html>"))
 	}))
 	t.Cleanup(origin.Close)
-	clock := stepClock{fakeclock.At(time.Now())}
+	clock := stepClock()
 	rt := runtime(t, "http", `{"kinds":{"http":`+loopbackGrant+`}}`, clock)
 	params, _ := json.Marshal(map[string]any{"url": origin.URL + "/health", "expect": map[string]any{"json_path": map[string]any{"path": "status", "equals": "ok"}}})
 	for probe := range 3 {

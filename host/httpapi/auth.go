@@ -23,13 +23,8 @@ func (nopRefusals) Refused(string, string) {}
 
 type principalKey struct{}
 
-// LocalPrincipal is the principal of every request to a server with no
-// tokens (which binds to loopback only): configuration names it, as a
-// reporter for example, to act from the same machine in development.
-const LocalPrincipal = authz.LocalName
-
 // Principal is the authenticated principal's name: the token's, or
-// LocalPrincipal when the server has no tokens.
+// kind.LocalPrincipal when the server has no tokens.
 func Principal(c *fiber.Ctx) string {
 	if p := principal(c); p != nil {
 		return p.Name

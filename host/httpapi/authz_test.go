@@ -25,6 +25,7 @@ import (
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -71,13 +72,13 @@ func (r *recordedRefusals) all() []string {
 
 // countingPlugins counts reloads.
 type countingPlugins struct {
-	fakePlugins
+	apitest.FakePlugins
 	reloads *atomic.Int32
 }
 
 func (p countingPlugins) Reload(ctx context.Context) (plugin.Report, error) {
 	p.reloads.Add(1)
-	return p.fakePlugins.Reload(ctx)
+	return p.FakePlugins.Reload(ctx)
 }
 
 // grantsFixture is a server with the grants table's tokens over a store
@@ -101,13 +102,13 @@ func newGrantsFixture(t *testing.T, base context.Context) *grantsFixture {
 	// registry, as serve serves them.
 	reg := kind.NewRegistry()
 	for _, name := range []string{"ci", "ticket"} {
-		k, _ := kind.Of(kindsAsMulti{fakePlugins{}}, name)
+		k, _ := kind.Of(kindsAsMulti{fakePlugins()}, name)
 		if err := reg.Register("plugins", k); err != nil {
 			t.Fatal(err)
 		}
 	}
-	st := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: fixedClock{t0}})
-	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fixedClock{t0}, Waker: st.Scheduler, Rate: -1}, observe.Config{Scopes: map[string]observe.Scope{
+	st := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: fakeclock.At(t0)})
+	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fakeclock.At(t0), Waker: st.Scheduler, Rate: -1}, observe.Config{Scopes: map[string]observe.Scope{
 		"support": {Observe: []observe.Entry{{Sources: []observe.Source{{Name: "slack-help", Reporters: []string{"agent-1"}}}}}, Routes: []observe.Route{{Source: "slack-help"}}},
 	}})
 	if err != nil {
@@ -158,7 +159,7 @@ func newGrantsFixture(t *testing.T, base context.Context) *grantsFixture {
 	})
 	f.app = New(Deps{
 		Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients,
-		Plugins: countingPlugins{reloads: f.reloads}, DeadLetters: fakeDeadLetters{}, Observe: ob, Base: base,
+		Plugins: countingPlugins{FakePlugins: fakePlugins(), reloads: f.reloads}, DeadLetters: fakeDeadLetters{}, Observe: ob, Base: base,
 		Refusals: f.refusals, Logger: slog.New(slog.NewTextHandler(f.logs, nil)), Overview: fakeOverview{}, Node: fakeNode{},
 	}, Options{Auth: authz.NewGuard(policy), Metrics: metrics, StreamWait: 50 * time.Millisecond})
 	return f
@@ -367,7 +368,7 @@ func TestClaimNeedsTheScope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.app = New(Deps{Watches: f.st, Observe: f.ob, Scheduler: nil, Recipients: nil, Mailboxes: nil, Plugins: fakePlugins{}}, Options{Auth: authz.NewGuard(policy)})
+	f.app = New(Deps{Watches: f.st, Observe: f.ob, Scheduler: nil, Recipients: nil, Mailboxes: nil, Plugins: fakePlugins()}, Options{Auth: authz.NewGuard(policy)})
 	if resp, b := f.send(t, "GET", "/api/v1/work/{workB}", "", "token-of-a-helper-of-agent-1"); resp.StatusCode != 200 {
 		t.Fatalf("show: %d %s", resp.StatusCode, b)
 	}
@@ -455,7 +456,7 @@ func (m blockingMailboxes) Read(ctx context.Context, _ string, _ uint64, _ int, 
 // A revoked token ends its long polls (401) and streams at once, and
 // stops working; a token the reload kept goes on.
 func TestRevocationEndsLongPollsAndStreams(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins(), Clock: fakeclock.At(t0)})
 	hour := time.Hour
 	if _, err := st.Scheduler.Register(context.Background(), scheduler.Registration{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "agent-1"}, Every: &hour}); err != nil {
 		t.Fatal(err)
@@ -467,7 +468,7 @@ func TestRevocationEndsLongPollsAndStreams(t *testing.T) {
 	guard := authz.NewGuard(policy)
 	mb := blockingMailboxes{entered: make(chan struct{}, 4)}
 	base, stop := context.WithCancel(context.Background())
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: mb, Recipients: st.Recipients, Plugins: fakePlugins{}, Base: base}, Options{Auth: guard})
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: mb, Recipients: st.Recipients, Plugins: fakePlugins(), Base: base}, Options{Auth: guard})
 	url := apitest.Serve(t, app)
 	t.Cleanup(stop) // before the server's shutdown: it ends the kept long poll
 	// The bound only turns a missing guard into a failure instead of a

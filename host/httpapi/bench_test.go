@@ -64,6 +64,8 @@ import (
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/benchtest"
+	"github.com/vigilhq/vigil/internal/clock"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 	"github.com/vigilhq/vigil/plugins"
 	"github.com/vigilhq/vigil/sdk/abi"
@@ -85,7 +87,7 @@ type wasmHost struct {
 	rt *plugin.Runtime
 }
 
-func (h wasmHost) Plugins() []plugin.Info                            { return h.rt.Plugins() }
+func (h wasmHost) Plugins() []kind.Info                              { return h.rt.Plugins() }
 func (h wasmHost) Problems() []*plugin.LoadError                     { return h.rt.Problems() }
 func (h wasmHost) Reload(ctx context.Context) (plugin.Report, error) { return h.rt.Reload(ctx) }
 func (h wasmHost) Close(ctx context.Context) error                   { return h.rt.Close(ctx) }
@@ -94,30 +96,30 @@ func (h wasmHost) Close(ctx context.Context) error                   { return h.
 // with the deadline at + 1 min, pending with the next check at at.
 type timerFake struct{}
 
-var timerFakeInfo = plugin.Info{Kind: "timer", DefaultEvery: time.Minute, Observable: true}
+var timerFakeInfo = kind.Info{Kind: "timer", DefaultEvery: time.Minute, Observable: true}
 
-func (timerFake) Lookup(kind string) (plugin.Info, bool) {
+func (timerFake) Lookup(kind string) (kind.Info, bool) {
 	return timerFakeInfo, kind == "timer"
 }
 
-func (timerFake) Admit(_ context.Context, kind string, req kind.AdmitRequest) (plugin.Admission, error) {
-	if kind != "timer" {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeWatchUnobservable, Message: "no plugin serves " + kind}
+func (timerFake) Admit(_ context.Context, kindName string, req kind.AdmitRequest) (kind.Admission, error) {
+	if kindName != "timer" {
+		return kind.Admission{}, &api.Error{Code: api.CodeWatchUnobservable, Message: "no plugin serves " + kindName}
 	}
 	var p struct {
 		At time.Time `json:"at"`
 	}
 	if err := json.Unmarshal(req.Params, &p); err != nil || p.At.IsZero() {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeInvalidParams, Field: "params.at", Message: "required"}
+		return kind.Admission{}, &api.Error{Code: api.CodeInvalidParams, Field: "params.at", Message: "required"}
 	}
-	return plugin.Admission{Deadline: p.At.Add(time.Minute)}, nil
+	return kind.Admission{Deadline: p.At.Add(time.Minute)}, nil
 }
 
-func (timerFake) Observe(_ context.Context, req abi.ObserveRequest) (plugin.Observation, error) {
-	return plugin.Observation{Status: abi.StatusPending, Note: "not yet", NextCheck: req.Now.Add(time.Hour)}, nil
+func (timerFake) Observe(_ context.Context, req abi.ObserveRequest) (kind.Observation, error) {
+	return kind.Observation{Status: abi.StatusPending, Note: "not yet", NextCheck: req.Now.Add(time.Hour)}, nil
 }
 
-func (timerFake) Plugins() []plugin.Info               { return []plugin.Info{timerFakeInfo} }
+func (timerFake) Plugins() []kind.Info                 { return []kind.Info{timerFakeInfo} }
 func (timerFake) Problems() []*plugin.LoadError        { return nil }
 func (timerFake) Settled(context.Context, store.Watch) {}
 func (f timerFake) Reload(context.Context) (plugin.Report, error) {
@@ -176,20 +178,20 @@ func startServer(b *testing.B, st *store.Store, pl benchPlugins, o serverOpts) *
 		b.Fatal(err)
 	}
 	ctx, stopLoop := context.WithCancel(context.Background())
-	loop := make(<-chan struct{})
+	loop := func() error { return nil }
 	if o.loop {
-		// As vigil serve: prime, then start the loop.
+		// As vigil serve: prime, then run the loop.
 		if _, err := sched.Prime(ctx); err != nil {
 			b.Fatal(err)
 		}
-		loop = sched.Start(ctx)
+		loop = lifecycle.Go(ctx, sched.Run)
 	}
 	var mb Mailboxes = del
 	if o.mailboxes != nil {
 		mb = o.mailboxes(del)
 	}
 	base, wake := context.WithCancel(context.Background())
-	recips := recipients.New(st, sched, pl, wallClockBench{}, nil)
+	recips := recipients.New(st, sched, pl, clock.Wall{}, nil)
 	app := New(Deps{Scheduler: sched, Watches: st, Mailboxes: mb, Recipients: recips, Plugins: pl, Base: base}, Options{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -207,16 +209,12 @@ func startServer(b *testing.B, st *store.Store, pl benchPlugins, o serverOpts) *
 		<-served
 		stopLoop()
 		if o.loop {
-			<-loop
+			_ = loop()
 		}
 	})
 	b.Cleanup(srv.stop)
 	return srv
 }
-
-type wallClockBench struct{}
-
-func (wallClockBench) Now() time.Time { return time.Now() }
 
 // openBenchStore opens a store in dir with the default options (fsync
 // off); the benchmark's cleanup closes it (after the servers over it have

@@ -16,6 +16,7 @@ import (
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/internal/mcptest"
 )
 
@@ -23,9 +24,9 @@ import (
 // the API as a 422 that names the field and the setting that would allow
 // it.
 func TestRecipientBoundsOverHTTP(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins(), Clock: fakeclock.At(t0)})
 	recips := st.Recipients.WithLimits(recipients.Limits{MaxRefs: 2, MaxPending: 2}).WithDestinations(netguard.New(nil))
-	f := &fixture{app: New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: recips, Plugins: fakePlugins{}},
+	f := &fixture{app: New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: recips, Plugins: fakePlugins()},
 		Options{StreamWait: 50 * time.Millisecond})}
 	watch := `{"kind":"ci","params":{},"recipient":{"id":"agent-1"}}`
 	for range 2 {
@@ -74,12 +75,12 @@ func TestRecipientBoundsOverHTTP(t *testing.T) {
 // Work claim for a paused recipient. Nothing of a refused request is
 // written.
 func TestRequestBoundsOverHTTP(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
-	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fixedClock{t0}, Waker: st.Scheduler, Rate: -1, RunPerMinute: -1}, observeConfig())
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins(), Clock: fakeclock.At(t0)})
+	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fakeclock.At(t0), Waker: st.Scheduler, Rate: -1, RunPerMinute: -1}, observeConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{app: New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}, Observe: ob},
+	f := &fixture{app: New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins(), Observe: ob},
 		Options{StreamWait: 50 * time.Millisecond})} // the default 1 MiB body limit
 	if status, b := f.do(t, "POST", "/api/v1/scopes/support/observe", `{"item":"m1","thread":"T1","text":"hi","source":"slack-help"}`); status != 201 {
 		t.Fatalf("record: %d %s", status, b)

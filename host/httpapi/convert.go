@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/store"
@@ -133,7 +134,7 @@ func toRecipient(r store.RecipientRecord) api.Recipient {
 }
 
 // toPlugin is one loaded kind as the plugin list answers it.
-func toPlugin(i plugin.Info) api.Plugin {
+func toPlugin(i kind.Info) api.Plugin {
 	caps := i.Capabilities
 	if caps == nil {
 		caps = []string{}
@@ -143,10 +144,10 @@ func toPlugin(i plugin.Info) api.Plugin {
 		every = i.DefaultEvery.String()
 	}
 	return api.Plugin{Kind: i.Kind, Version: i.Version, Summary: i.Summary, Standing: i.Standing,
-		DefaultEvery: every, Capabilities: caps, Observable: i.Observable, Setting: i.Setting, File: i.File, Source: i.Source, SHA256: i.SHA256}
+		DefaultEvery: every, Capabilities: caps, Observable: i.Observable, Setting: i.Setting, Wakes: i.Wakes, File: i.File, Source: i.Source, SHA256: i.SHA256}
 }
 
-func toPluginList(infos []plugin.Info, problems []*plugin.LoadError) api.PluginList {
+func toPluginList(infos []kind.Info, problems []*plugin.LoadError) api.PluginList {
 	out := api.PluginList{Plugins: make([]api.Plugin, 0, len(infos)), Problems: make([]api.PluginProblem, 0, len(problems))}
 	for _, i := range infos {
 		out.Plugins = append(out.Plugins, toPlugin(i))

@@ -14,6 +14,7 @@ import (
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 )
 
@@ -49,7 +50,7 @@ func sourceFixture(t *testing.T) *fixture {
 	if p := rt.Problems(); len(p) != 0 {
 		t.Fatalf("plugins not loaded: %v", p)
 	}
-	st := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: fixedClock{t0}})
+	st := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: fakeclock.At(t0)})
 	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: rt},
 		Options{BodyLimit: 1 << 16})
 	return &fixture{app: app, st: st.Store, sched: st.Scheduler, del: st.Delivery, recips: st.Recipients}

@@ -20,6 +20,7 @@ import (
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 )
 
 // The fuzz targets of the REST API's parsers of outside input: the
@@ -37,14 +38,51 @@ type fuzzAPI struct {
 	work string // the id of one Work of scope support
 }
 
+// fakeTimerKinds are the fake kinds and a fake timer, whose admit names
+// a natural deadline (its params' at plus a minute) as the bundled
+// timer's does, so a registration's expires_at can be held to it. For
+// tests only.
+func fakeTimerKinds() apitest.FakePlugins {
+	p := fakePlugins()
+	p.Add(kind.Info{Kind: "timer", DefaultEvery: time.Minute, Observable: true, Source: "bundled", SHA256: strings.Repeat("7", 64)})
+	p.OnAdmit(func(name string, req kind.AdmitRequest) (kind.Admission, error) {
+		if name != "timer" {
+			if strings.Contains(string(req.Params), `"bad"`) {
+				return kind.Admission{}, &api.Error{Code: api.CodeInvalidParams, Field: "params.bad", Message: "bad"}
+			}
+			return kind.Admission{}, nil
+		}
+		var p struct {
+			At time.Time `json:"at"`
+		}
+		if err := json.Unmarshal(req.Params, &p); err != nil || p.At.IsZero() {
+			return kind.Admission{}, &api.Error{Code: api.CodeInvalidParams, Field: "params.at", Message: "want an RFC 3339 instant"}
+		}
+		return kind.Admission{Deadline: p.At.Add(time.Minute)}, nil
+	})
+	return p
+}
+
+// timerDeadline is a fake timer's natural deadline, as fakeTimerKinds
+// admits it; false for any other registration.
+func timerDeadline(req api.WatchRequest) (time.Time, bool) {
+	var p struct {
+		At time.Time `json:"at"`
+	}
+	if req.Kind != "timer" || json.Unmarshal(req.Params, &p) != nil || p.At.IsZero() {
+		return time.Time{}, false
+	}
+	return p.At.Add(time.Minute), true
+}
+
 func newFuzzAPI(f *testing.F) *fuzzAPI {
 	f.Helper()
-	st := apitest.NewStack(f, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
-	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fixedClock{t0}, Waker: st.Scheduler, Rate: -1, RunPerMinute: -1}, observeConfig())
+	st := apitest.NewStack(f, apitest.Config{Plugins: fakeTimerKinds(), Clock: fakeclock.At(t0)})
+	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fakeclock.At(t0), Waker: st.Scheduler, Rate: -1, RunPerMinute: -1}, observeConfig())
 	if err != nil {
 		f.Fatal(err)
 	}
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}, Observe: ob},
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins(), Observe: ob},
 		Options{BodyLimit: 1 << 20})
 	a := &fuzzAPI{app: app, h: app.Handler()}
 	status, b := a.do("POST", "/api/v1/scopes/support/observe", nil, []byte(`{"item":"m1","thread":"T1","text":"hi","source":"slack-help"}`))
@@ -197,6 +235,13 @@ func FuzzCreateWatch(f *testing.F) {
 		`{"kind":"ci","params":"`+strings.Repeat("x", kind.MaxParamsBytes)+`","recipient":{"id":"agent-1"}}`,
 		`{"kind":"`+strings.Repeat("k", 100_000)+`","params":{},"recipient":{"id":"agent-1"}}`,
 		`{"kind":"CI","params":{},"recipient":{"id":"agent-1"}}`,
+		// A timer whose expires_at is before its instant (or within the
+		// minute after it, its natural deadline) could only expire; at
+		// its deadline and after, it is taken.
+		`{"kind":"timer","params":{"at":"2026-11-30T13:00:00Z"},"recipient":{"id":"agent-1"},"expires_at":"2026-11-30T12:30:00Z"}`,
+		`{"kind":"timer","params":{"at":"2026-11-30T13:00:00Z"},"recipient":{"id":"agent-1"},"expires_at":"2026-11-30T13:00:59.999Z"}`,
+		`{"kind":"timer","params":{"at":"2026-11-30T13:00:00Z"},"recipient":{"id":"agent-1"},"expires_at":"2026-11-30T13:01:00Z"}`,
+		`{"kind":"timer","params":{"at":"2026-11-30T13:00:00Z"},"recipient":{"id":"agent-1"},"expires_at":"2026-11-30T14:01:00+01:00"}`,
 	)
 	a := newFuzzAPI(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -230,6 +275,9 @@ func FuzzCreateWatch(f *testing.F) {
 		}
 		if req.ExpiresAt != nil && (w.ExpiresAt == nil || !w.ExpiresAt.Equal(*req.ExpiresAt)) {
 			t.Fatalf("expires_at %s registered as %v", req.ExpiresAt, w.ExpiresAt)
+		}
+		if d, ok := timerDeadline(req); ok && req.ExpiresAt != nil && req.ExpiresAt.Before(d) {
+			t.Fatalf("a timer expiring at %s, before its natural deadline %s, registered: it could only expire", req.ExpiresAt, d)
 		}
 	})
 }
@@ -343,7 +391,7 @@ func FuzzRecordObserved(f *testing.F) {
 			t.Fatalf("%q recorded, and DecodeRecord refuses it: %v", body, err)
 		}
 		var res api.ObserveResult
-		if err := strictUnmarshal(b, &res); err != nil || res.Duplicate != (status == 200) || res.ThreadKey == "" || res.Event.Reporter != LocalPrincipal {
+		if err := strictUnmarshal(b, &res); err != nil || res.Duplicate != (status == 200) || res.ThreadKey == "" || res.Event.Reporter != kind.LocalPrincipal {
 			t.Fatalf("%+v recorded as %d %s (%v)", rec, status, b, err)
 		}
 	})
@@ -478,8 +526,8 @@ func FuzzMailboxCursor(f *testing.F) {
 // The targets' in-process requests reach the handlers as a socket's do:
 // a guard on the harness, so a target cannot pass by never arriving.
 func TestFuzzAPIHarness(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}}, Options{})
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins(), Clock: fakeclock.At(t0)})
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins()}, Options{})
 	a := &fuzzAPI{app: app, h: app.Handler()}
 	status, b := a.do("POST", "/api/v1/watches", nil, []byte(`{"kind":"ci","params":{},"recipient":{"id":"agent-1"}}`))
 	if status != 201 || !strings.Contains(string(b), `"state":"pending"`) {

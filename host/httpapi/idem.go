@@ -19,14 +19,6 @@ type IdemReader interface {
 	GetIdem(ctx context.Context, principal, key string) (store.IdemRecord, error)
 }
 
-// Clock tells the time: when a keyed request came, from which its key's
-// record is kept.
-type Clock interface{ Now() time.Time }
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
-
 // answerer renders a creating route's answer from what its write wrote
 // (the value the store's method returns): the one rendering of the
 // route's success, used both inside the write's transaction, where the

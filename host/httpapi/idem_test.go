@@ -22,6 +22,7 @@ import (
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/authztest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/internal/mcptest"
 	"github.com/vigilhq/vigil/store"
 )
@@ -74,7 +75,7 @@ func errCode(t *testing.T, a keyedAnswer) string {
 func idemFixture(t *testing.T) (*fixture, string) {
 	t.Helper()
 	f := newFixture(t)
-	f.app = New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins{}, Observe: f.ob, Clock: fixedClock{t0}},
+	f.app = New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins(), Observe: f.ob, Clock: fakeclock.At(t0)},
 		Options{BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
 	if code, b := f.do(t, "PUT", "/api/v1/recipients/agent-1", `{"status":"running"}`); code != 200 {
 		t.Fatalf("%d %s", code, b)
@@ -244,9 +245,9 @@ func TestInvalidIdempotencyKey(t *testing.T) {
 // Keys are per principal: another principal's request under the same
 // key is its own, and never sees the first one's answer.
 func TestIdempotencyKeysArePerPrincipal(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins(), Clock: fakeclock.At(t0)})
 	guard := authztest.Guard(t, map[string]string{"token-of-principal-a": "a", "token-of-principal-b": "b"}, authz.Admin)
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}},
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins()},
 		Options{Auth: guard})
 	body := `{"kind":"ci","params":{"sha":"a"},"recipient":{"id":"agent-1"}}`
 	a := keyed(t, app, "token-of-principal-a", "POST", "/api/v1/watches", body, api.HeaderIdempotencyKey, "shared")
@@ -283,7 +284,7 @@ func TestConcurrentKeyedRequestsWriteOnce(t *testing.T) {
 		}
 		return nil
 	}}, 9)
-	app := New(Deps{Scheduler: c.Scheduler, Watches: c.Store, Mailboxes: c.Delivery, Recipients: c.Recipients, Plugins: fakePlugins{}}, Options{})
+	app := New(Deps{Scheduler: c.Scheduler, Watches: c.Store, Mailboxes: c.Delivery, Recipients: c.Recipients, Plugins: fakePlugins()}, Options{})
 	body := `{"kind":"ci","params":{"sha":"a"},"recipient":{"id":"agent-1"}}`
 	answers := make([]keyedAnswer, n)
 	var wg sync.WaitGroup
@@ -353,7 +354,7 @@ func TestAnUnavailableStoreIs503(t *testing.T) {
 			return nil
 		},
 	}, 9)
-	app := New(Deps{Scheduler: c.Scheduler, Watches: c.Store, Mailboxes: c.Delivery, Recipients: c.Recipients, Plugins: fakePlugins{}},
+	app := New(Deps{Scheduler: c.Scheduler, Watches: c.Store, Mailboxes: c.Delivery, Recipients: c.Recipients, Plugins: fakePlugins()},
 		Options{BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
 	doc, _ := openAPI(t)
 	comp := openAPICompiler(t)

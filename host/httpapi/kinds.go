@@ -20,8 +20,6 @@ type KindSource interface {
 	Changed() <-chan struct{}
 }
 
-var _ KindSource = (*kind.Registry)(nil)
-
 // listKinds answers the kinds. With ?wait=D it is a bounded long poll
 // on the list's version, as getWatch's is on a watch's: at once when the
 // version differs from ?since= (or since is empty), else as soon as the

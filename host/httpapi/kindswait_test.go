@@ -77,9 +77,9 @@ func kindsCall(t *testing.T, do func() (*http.Response, []byte)) (int, api.KindL
 // one, woken by a change of the kinds and not by a write of the same
 // kinds again; a wait outside 0s..60s is invalid_field.
 func TestKindsWait(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: slowKinds{}, Clock: fakeclock.At(t0)})
+	st := apitest.NewStack(t, apitest.Config{Plugins: slowKinds(), Clock: fakeclock.At(t0)})
 	src := newFakeKindSource("ci", "timer")
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}, Kinds: src}, Options{})
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins(), Kinds: src}, Options{})
 	get := func(path string) func() (*http.Response, []byte) {
 		return func() (*http.Response, []byte) { return call(t, app, "", "GET", path, "") }
 	}
@@ -132,10 +132,10 @@ func TestKindsWait(t *testing.T) {
 // A wait on the kinds ends, 401, when its token is revoked while it
 // waits.
 func TestKindsWaitEndsOnRevocation(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: slowKinds{}, Clock: fakeclock.At(t0)})
+	st := apitest.NewStack(t, apitest.Config{Plugins: slowKinds(), Clock: fakeclock.At(t0)})
 	src := newFakeKindSource("ci")
 	guard := authz.NewGuard(mustCompile(t, grantTokens()))
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}, Kinds: src, Base: context.Background()}, Options{Auth: guard})
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins(), Kinds: src, Base: context.Background()}, Options{Auth: guard})
 	own := grantPrincipals[0].token
 	_, cur := kindsCall(t, func() (*http.Response, []byte) { return call(t, app, own, "GET", "/api/v1/kinds", "") })
 	for len(src.asked) > 0 {

@@ -10,7 +10,6 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/authz"
 	"github.com/vigilhq/vigil/host/observe"
-	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -137,8 +136,8 @@ func (s *server) claimWork(c *fiber.Ctx) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
-	if !scheduler.ValidRecipientID(req.Recipient.ID) {
-		return &api.Error{Code: api.CodeInvalidRecipient, Field: "recipient.id", Message: scheduler.RecipientIDGrammar}
+	if !store.ValidRecipientID(req.Recipient.ID) {
+		return &api.Error{Code: api.CodeInvalidRecipient, Field: "recipient.id", Message: store.RecipientIDGrammar}
 	}
 	if err := s.allow(c, authz.Action{Verb: authz.WorkScope, Scope: w.Scope}); err != nil {
 		return err

@@ -3,7 +3,7 @@ package httpapi
 // Benchmarks of observe over HTTP, on the host of bench_test.go plus the
 // observer: the fiber server on 127.0.0.1, a badger store in a temporary
 // directory with the default options, the scheduler's loop (Prime, Start)
-// and the observer's router (Observer.Start) on the wall clock, as vigil
+// and the observer's router (Observer.Run) on the wall clock, as vigil
 // serve runs them. Run with
 //
 //	go test -run XXX -bench Observe -benchmem ./host/httpapi/
@@ -66,6 +66,8 @@ import (
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/authztest"
 	"github.com/vigilhq/vigil/internal/benchtest"
+	"github.com/vigilhq/vigil/internal/clock"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -99,7 +101,7 @@ func startObserveServer(b *testing.B, o observeServerOpts) *observeServer {
 		b.Fatal(err)
 	}
 	srv := &observeServer{st: st, del: del}
-	reporters := []string{LocalPrincipal}
+	reporters := []string{kind.LocalPrincipal}
 	var tokens map[string]string
 	if o.principals > 0 {
 		tokens = map[string]string{}
@@ -115,7 +117,7 @@ func startObserveServer(b *testing.B, o observeServerOpts) *observeServer {
 		Observe: []observe.Entry{{Sources: []observe.Source{{Name: "slack-help", Reporters: reporters}}}},
 		Routes:  []observe.Route{{Source: "slack-help"}},
 	}}}
-	oo := observe.Options{Store: st, Clock: wallClockBench{}, Rate: o.rate, Principal: scheduler.ValidRecipientID}
+	oo := observe.Options{Store: st, Clock: clock.Wall{}, Rate: o.rate, Principal: store.ValidRecipientID}
 	if o.rate < 0 {
 		oo.RunPerMinute = -1
 	}
@@ -138,13 +140,13 @@ func startObserveServer(b *testing.B, o observeServerOpts) *observeServer {
 	if _, err := sched.Prime(ctx); err != nil {
 		b.Fatal(err)
 	}
-	loop := sched.Start(ctx)
-	routed := make(<-chan struct{})
+	loop := lifecycle.Go(ctx, sched.Run)
+	routed := func() error { return nil }
 	if o.router {
-		routed = ob.Start(ctx)
+		routed = lifecycle.Go(ctx, ob.Run)
 	}
 	base, wake := context.WithCancel(context.Background())
-	recips := recipients.New(st, sched, kinds, wallClockBench{}, nil)
+	recips := recipients.New(st, sched, kinds, clock.Wall{}, nil)
 	app := New(Deps{Scheduler: sched, Watches: st, Mailboxes: del, Recipients: recips, Plugins: timerFake{}, Observe: ob, Base: base},
 		Options{Auth: benchGuard(b, tokens)})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -164,9 +166,9 @@ func startObserveServer(b *testing.B, o observeServerOpts) *observeServer {
 		_ = app.ShutdownWithTimeout(5 * time.Second)
 		<-served
 		stopLoops()
-		<-loop
+		_ = loop()
 		if o.router {
-			<-routed
+			_ = routed()
 		}
 	})
 	return srv
@@ -300,7 +302,7 @@ func openWorks(b *testing.B, ob *observe.Observer, n int, recipient string) []st
 	ctx := context.Background()
 	for k := range n {
 		rec := observe.Record{Item: fmt.Sprint("opener-", k), Thread: fmt.Sprint("W", k), Text: "printer on fire"}
-		if _, err := ob.Record(ctx, LocalPrincipal, "support", rec); err != nil {
+		if _, err := ob.Record(ctx, kind.LocalPrincipal, "support", rec); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/authztest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 )
 
 // recordApp serves the API with an observer of observeConfig whose
@@ -21,12 +22,12 @@ import (
 func recordApp(t *testing.T, burst int, logs io.Writer) func(token, scope, body string) (*http.Response, []byte) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
-	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fixedClock{t0}, Logger: log, Rate: 0.001, Burst: burst}, observeConfig())
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins(), Clock: fakeclock.At(t0)})
+	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fakeclock.At(t0), Logger: log, Rate: 0.001, Burst: burst}, observeConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}, Observe: ob, Logger: log},
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins(), Observe: ob, Logger: log},
 		Options{Auth: authztest.Guard(t, map[string]string{"token-of-the-tester-0123": "tester", "token-of-mallory-0123456": "mallory"})})
 	return func(token, scope, body string) (*http.Response, []byte) {
 		return call(t, app, token, "POST", "/api/v1/scopes/"+scope+"/observe", body)

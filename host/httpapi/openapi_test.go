@@ -69,7 +69,7 @@ func fullApp(t *testing.T, f *fixture, tokens map[string]string) *fiber.App {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		_, _ = io.WriteString(w, "# vigil\n")
 	})
-	return New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins{}, DeadLetters: fakeDeadLetters{}, Observe: f.ob,
+	return New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins(), DeadLetters: fakeDeadLetters{}, Observe: f.ob,
 		Overview: fakeOverview{}, Node: fakeNode{}},
 		Options{Auth: guard, Metrics: metrics, BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
 }

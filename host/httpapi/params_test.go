@@ -8,6 +8,7 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 )
 
 // Path parameters reach the handlers percent-decoded: a recipient id with
@@ -15,12 +16,12 @@ import (
 // watch id or scope spelled with escapes is found, and a segment that is
 // not valid percent-encoding is refused, never half-decoded.
 func TestPathParamsArePercentDecoded(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
-	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fixedClock{t0}, Rate: -1, RunPerMinute: -1}, observeConfig())
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins(), Clock: fakeclock.At(t0)})
+	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fakeclock.At(t0), Rate: -1, RunPerMinute: -1}, observeConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{app: New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}, Observe: ob}, Options{})}
+	f := &fixture{app: New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins(), Observe: ob}, Options{})}
 
 	status, b := f.do(t, "PUT", "/api/v1/recipients/agent%3A1%40host", `{"status":"running"}`)
 	var rec api.Recipient

@@ -35,7 +35,7 @@ func TestRegistrationsRacingForTheLastPlace(t *testing.T) {
 		}
 		return nil
 	}}, 11, func(cfg *core.Config) { cfg.Limits = recipients.Limits{MaxPending: 1} })
-	app := New(Deps{Scheduler: c.Scheduler, Watches: c.Store, Mailboxes: c.Delivery, Recipients: c.Recipients, Plugins: fakePlugins{}}, Options{})
+	app := New(Deps{Scheduler: c.Scheduler, Watches: c.Store, Mailboxes: c.Delivery, Recipients: c.Recipients, Plugins: fakePlugins()}, Options{})
 	statuses := make([]int, 2)
 	bodies := make([][]byte, 2)
 	var wg sync.WaitGroup

@@ -21,8 +21,6 @@ type Phases interface {
 	SetReminder(ctx context.Context, id string, every time.Duration) (store.RecipientRecord, error)
 }
 
-var _ Phases = (*recipients.Service)(nil)
-
 func (s *server) phases() (Phases, error) {
 	p, ok := s.d.Recipients.(Phases)
 	if !ok {

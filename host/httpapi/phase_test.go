@@ -13,6 +13,7 @@ import (
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/reminder"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -22,7 +23,7 @@ import (
 func phaseFixture(t *testing.T, tokens bool) *fixture {
 	t.Helper()
 	reg := kind.NewRegistry()
-	st := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: fixedClock{t0}})
+	st := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: fakeclock.At(t0)})
 	if err := reminder.New(st.Store).Register(reg); err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func phaseFixture(t *testing.T, tokens bool) *fixture {
 		}
 		o.Auth = authz.NewGuard(policy)
 	}
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}}, o)
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins()}, o)
 	return &fixture{app: app, st: st.Store, sched: st.Scheduler, del: st.Delivery, recips: st.Recipients}
 }
 
@@ -73,7 +74,7 @@ func TestPhaseReportedAsSelfOrSeeded(t *testing.T) {
 	_, _ = local.as(t, "", "PUT", "/api/v1/recipients/w", `{"status":"running"}`)
 	code, b := local.as(t, "", "PUT", "/api/v1/recipients/w/phase", `{"name":"review"}`)
 	var p api.Phase
-	if err := json.Unmarshal(b, &p); code != 200 || err != nil || p.ReportedBy != LocalPrincipal || p.Seeded {
+	if err := json.Unmarshal(b, &p); code != 200 || err != nil || p.ReportedBy != kind.LocalPrincipal || p.Seeded {
 		t.Fatalf("local: %d %s", code, b)
 	}
 }

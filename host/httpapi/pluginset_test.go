@@ -27,7 +27,7 @@ func (s refusingScheduler) Register(context.Context, scheduler.Registration) (st
 func TestAPluginSetMismatchIs503WithRetryAfter(t *testing.T) {
 	f := newFixture(t)
 	refusal := &api.Error{Code: api.CodePluginSetMismatch, Message: "node b serves plugin set 1a and the cluster 2b", RetryAfter: 1500 * time.Millisecond}
-	app := New(Deps{Scheduler: refusingScheduler{Scheduler: f.sched, err: refusal}, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins{}}, Options{})
+	app := New(Deps{Scheduler: refusingScheduler{Scheduler: f.sched, err: refusal}, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins()}, Options{})
 	resp, b := call(t, app, "", "POST", "/api/v1/watches", `{"kind":"ci","params":{},"recipient":{"id":"agent-1"}}`)
 	var env api.ErrorEnvelope
 	if err := json.Unmarshal(b, &env); err != nil || resp.StatusCode != 503 || env.Error.Code != api.CodePluginSetMismatch ||

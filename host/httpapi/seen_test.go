@@ -13,31 +13,12 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
-
-// scriptedPlugins is fakePlugins whose observe answers what answer says.
-type scriptedPlugins struct {
-	fakePlugins
-	mu     sync.Mutex
-	answer func() (plugin.Observation, error)
-}
-
-func (p *scriptedPlugins) Observe(context.Context, abi.ObserveRequest) (plugin.Observation, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.answer()
-}
-
-func (p *scriptedPlugins) set(f func() (plugin.Observation, error)) {
-	p.mu.Lock()
-	p.answer = f
-	p.mu.Unlock()
-}
 
 // GET /api/v1/watches/{id} answers "why is this still pending?": the
 // probes so far and the last one's time from the scheduler's memory
@@ -45,11 +26,11 @@ func (p *scriptedPlugins) set(f func() (plugin.Observation, error)) {
 // the last answer's note and the last probe's fault, in the documented
 // schema.
 func TestAPIShowsWhatAPendingWatchHasSeen(t *testing.T) {
-	pl := &scriptedPlugins{}
-	pl.set(func() (plugin.Observation, error) {
-		return plugin.Observation{Status: abi.StatusPending, Note: "run 7 in progress"}, nil
+	pl := fakePlugins()
+	pl.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) {
+		return kind.Observation{Status: abi.StatusPending, Note: "run 7 in progress"}, nil
 	})
-	st := apitest.NewStack(t, apitest.Config{Plugins: pl, Clock: fixedClock{t0}})
+	st := apitest.NewStack(t, apitest.Config{Plugins: pl, Clock: fakeclock.At(t0)})
 	f := &fixture{app: New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: pl}, Options{})}
 	code, b := f.do(t, "POST", "/api/v1/watches", `{"kind":"ci","params":{},"recipient":{"id":"agent-1"}}`)
 	if code != 201 {
@@ -59,9 +40,9 @@ func TestAPIShowsWhatAPendingWatchHasSeen(t *testing.T) {
 	_ = json.Unmarshal(b, &w)
 	ctx := context.Background()
 	st.Scheduler.Tick(ctx, t0) // pending, with a note: written
-	pl.set(func() (plugin.Observation, error) {
+	pl.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) {
 		ce := &kind.CallError{Kind: "ci", Export: "observe", Reason: kind.FaultTimeout, Err: errors.New("observe ran past 5s")}
-		return plugin.Observation{Status: abi.StatusPending, Note: "plugin fault: timeout: observe ran past 5s", Fault: ce}, nil
+		return kind.Observation{Status: abi.StatusPending, Note: "plugin fault: timeout: observe ran past 5s", Fault: ce}, nil
 	})
 	st.Scheduler.Tick(ctx, t0.Add(30*time.Second)) // a fault: written
 	last := t0.Add(90 * time.Second)               // backed off to twice the cadence
@@ -90,8 +71,8 @@ func TestAPIShowsWhatAPendingWatchHasSeen(t *testing.T) {
 	validateAgainst(t, "Watch", b)
 
 	// An answer ends the fault.
-	pl.set(func() (plugin.Observation, error) {
-		return plugin.Observation{Status: abi.StatusPending, Note: "run 7 in progress"}, nil
+	pl.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) {
+		return kind.Observation{Status: abi.StatusPending, Note: "run 7 in progress"}, nil
 	})
 	next, _ := st.Scheduler.NextWake()
 	st.Scheduler.Tick(ctx, next)
@@ -129,9 +110,9 @@ func (f *fakeClusterSeen) Seen(context.Context, store.ID) (scheduler.Seen, strin
 // owner's, with its probes and last probe time, or the store's, with the
 // row's count and no last probe time; a settled watch's says nothing.
 func TestAPIShowsWhoseCountOnACluster(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins(), Clock: fakeclock.At(t0)})
 	seen := &fakeClusterSeen{}
-	f := &fixture{app: New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}, Seen: seen}, Options{})}
+	f := &fixture{app: New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins(), Seen: seen}, Options{})}
 	code, b := f.do(t, "POST", "/api/v1/watches", `{"kind":"ci","params":{},"recipient":{"id":"agent-1"}}`)
 	if code != 201 {
 		t.Fatalf("register: %d %s", code, b)

@@ -31,6 +31,7 @@ import (
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/host/watchwait"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -49,8 +50,6 @@ type Seer interface {
 	Seen(id store.ID) (scheduler.Seen, bool)
 }
 
-var _ Seer = (*scheduler.Scheduler)(nil)
-
 // SeenReader reads what a pending watch's owner holds in memory of its
 // probes, wherever it runs (host/core's Core.Seen, which on a cluster
 // asks the owner within a bound): ok false when nobody answered with it
@@ -67,8 +66,6 @@ type SeenReader interface {
 type ChangeWaiter interface {
 	WaitChange(id store.ID) (<-chan struct{}, func(), error)
 }
-
-var _ ChangeWaiter = (*scheduler.Scheduler)(nil)
 
 // Watches reads watch rows.
 type Watches interface {
@@ -93,7 +90,7 @@ type Recipients interface {
 
 // Plugins is the plugin runtime as the API sees it.
 type Plugins interface {
-	Plugins() []plugin.Info
+	Plugins() []kind.Info
 	Problems() []*plugin.LoadError
 	Reload(ctx context.Context) (plugin.Report, error)
 }
@@ -143,7 +140,7 @@ type Deps struct {
 	// an IdemReader; else a keyed request is decided by its write alone).
 	Idem IdemReader
 	// Clock dates a keyed request (default the wall clock).
-	Clock Clock
+	Clock clock.Clock
 }
 
 // Options tune the server.
@@ -191,7 +188,7 @@ type server struct {
 	routes   []fiber.Route
 	cursors  cursorCodec
 	idem     IdemReader
-	clock    Clock
+	clock    clock.Clock
 }
 
 // New builds the fiber app with every route.
@@ -225,7 +222,7 @@ func New(d Deps, o Options) *fiber.App {
 		s.idem, _ = d.Watches.(IdemReader)
 	}
 	if s.clock == nil {
-		s.clock = wallClock{}
+		s.clock = clock.Wall{}
 	}
 	app := fiber.New(fiber.Config{
 		AppName:               "vigil",
@@ -438,7 +435,7 @@ func clientWrites(c *fiber.Ctx) error {
 func toAPIError(err error) *api.Error {
 	var (
 		ae  *api.Error // every service's refusal: scheduler, recipients, kinds, observe
-		ce  *plugin.CallError
+		ce  *kind.CallError
 		rge *plugin.RegistryError
 		fe  *fiber.Error
 		tmp *store.TooManyPendingError
@@ -506,8 +503,8 @@ func param(c *fiber.Ctx, name string) (v string, ok bool) {
 
 func recipientParam(c *fiber.Ctx) (string, error) {
 	id, ok := param(c, "id")
-	if !ok || !scheduler.ValidRecipientID(id) {
-		return "", &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: fmt.Sprintf("recipient id %q: %s", id, scheduler.RecipientIDGrammar)}
+	if !ok || !store.ValidRecipientID(id) {
+		return "", &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: fmt.Sprintf("recipient id %q: %s", id, store.RecipientIDGrammar)}
 	}
 	return id, nil
 }
@@ -520,8 +517,8 @@ func (s *server) createWatch(c *fiber.Ctx) error {
 	if req.Kind == "" {
 		return &api.Error{Code: api.CodeInvalidField, Field: "kind", Message: "required"}
 	}
-	if !scheduler.ValidRecipientID(req.Recipient.ID) {
-		return &api.Error{Code: api.CodeInvalidRecipient, Field: "recipient.id", Message: scheduler.RecipientIDGrammar}
+	if !store.ValidRecipientID(req.Recipient.ID) {
+		return &api.Error{Code: api.CodeInvalidRecipient, Field: "recipient.id", Message: store.RecipientIDGrammar}
 	}
 	if err := s.allow(c, authz.Action{Verb: authz.Register, Recipient: req.Recipient.ID}); err != nil {
 		return err
@@ -553,11 +550,11 @@ func (s *server) createWatch(c *fiber.Ctx) error {
 // of the next page when there may be more.
 func (s *server) listWatches(c *fiber.Ctx) error {
 	f := store.Filter{Recipient: c.Query("recipient"), State: store.State(c.Query("state")), Kind: c.Query("kind"), RegisteredBy: c.Query("registered_by")}
-	if f.Recipient != "" && !scheduler.ValidRecipientID(f.Recipient) {
-		return &api.Error{Code: api.CodeInvalidRecipient, Field: "recipient", Message: fmt.Sprintf("recipient id %q: %s", f.Recipient, scheduler.RecipientIDGrammar)}
+	if f.Recipient != "" && !store.ValidRecipientID(f.Recipient) {
+		return &api.Error{Code: api.CodeInvalidRecipient, Field: "recipient", Message: fmt.Sprintf("recipient id %q: %s", f.Recipient, store.RecipientIDGrammar)}
 	}
-	if f.RegisteredBy != "" && !scheduler.ValidRecipientID(f.RegisteredBy) {
-		return &api.Error{Code: api.CodeInvalidField, Field: "registered_by", Message: fmt.Sprintf("principal %q: %s", f.RegisteredBy, scheduler.RecipientIDGrammar)}
+	if f.RegisteredBy != "" && !store.ValidRecipientID(f.RegisteredBy) {
+		return &api.Error{Code: api.CodeInvalidField, Field: "registered_by", Message: fmt.Sprintf("principal %q: %s", f.RegisteredBy, store.RecipientIDGrammar)}
 	}
 	if f.State != "" && !f.State.Valid() {
 		return &api.Error{Code: api.CodeInvalidField, Field: "state", Message: "want pending, fired, expired, cancelled, undeliverable or unwatchable"}

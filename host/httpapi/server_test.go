@@ -20,61 +20,21 @@ import (
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/observe"
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/authztest"
-	"github.com/vigilhq/vigil/sdk/abi"
+	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/store"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-type fixedClock struct{ t time.Time }
-
-func (c fixedClock) Now() time.Time { return c.t }
-
 // fakePlugins serves "ci" (settles on the first probe, refuses params
 // {"bad":true}) and the standing "ticket".
-type fakePlugins struct{}
-
-func (fakePlugins) Settled(context.Context, store.Watch) {}
-
-func (fakePlugins) Lookup(kind string) (plugin.Info, bool) {
-	switch kind {
-	case "ci":
-		return plugin.Info{Kind: "ci", DefaultEvery: 30 * time.Second, Observable: true, Source: "bundled", SHA256: strings.Repeat("c", 64)}, true
-	case "ticket":
-		return plugin.Info{Kind: "ticket", Standing: true, DefaultEvery: time.Minute, Observable: true, Source: "/plugins", SHA256: strings.Repeat("7", 64)}, true
-	}
-	return plugin.Info{}, false
-}
-
-func (f fakePlugins) Admit(_ context.Context, kind string, req kind.AdmitRequest) (plugin.Admission, error) {
-	if _, ok := f.Lookup(kind); !ok {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeWatchUnobservable, Setting: "kinds." + kind + ".wasm", Message: "no plugin serves " + kind}
-	}
-	if strings.Contains(string(req.Params), `"bad"`) {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeInvalidParams, Field: "params.bad", Message: "bad"}
-	}
-	return plugin.Admission{}, nil
-}
-
-func (fakePlugins) Observe(context.Context, abi.ObserveRequest) (plugin.Observation, error) {
-	return plugin.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: "success"}}, nil
-}
-
-func (f fakePlugins) Plugins() []plugin.Info {
-	a, _ := f.Lookup("ci")
-	b, _ := f.Lookup("ticket")
-	return []plugin.Info{a, b}
-}
-
-func (fakePlugins) Problems() []*plugin.LoadError { return nil }
-
-func (f fakePlugins) Reload(context.Context) (plugin.Report, error) {
-	return plugin.Report{Loaded: f.Plugins()}, nil
+func fakePlugins() apitest.FakePlugins {
+	return apitest.NewFakePlugins(hosttest.CI(), hosttest.Ticket())
 }
 
 type fixture struct {
@@ -90,7 +50,7 @@ type fixture struct {
 // (a server without tokens) reports, and scope closed, which it does not.
 func observeConfig() observe.Config {
 	return observe.Config{Scopes: map[string]observe.Scope{
-		"support": {Observe: []observe.Entry{{Sources: []observe.Source{{Name: "slack-help", Reporters: []string{LocalPrincipal, "tester"}}}}}, Routes: []observe.Route{{Source: "slack-help"}}},
+		"support": {Observe: []observe.Entry{{Sources: []observe.Source{{Name: "slack-help", Reporters: []string{kind.LocalPrincipal, "tester"}}}}}, Routes: []observe.Route{{Source: "slack-help"}}},
 		"closed":  {Observe: []observe.Entry{{Sources: []observe.Source{{Name: "mail", Reporters: []string{"someone-else"}}}}}},
 		"gone":    {Routes: []observe.Route{{Source: "mail"}}}, // its last observe entry removed
 	}}
@@ -98,10 +58,10 @@ func observeConfig() observe.Config {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}},
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins(), Clock: fakeclock.At(t0)})
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins()},
 		Options{BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
-	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fixedClock{t0}, Waker: st.Scheduler, Rate: 0.001, Burst: 3}, observeConfig())
+	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fakeclock.At(t0), Waker: st.Scheduler, Rate: 0.001, Burst: 3}, observeConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +348,7 @@ func TestBodyOverTheLimit(t *testing.T) {
 func TestBearerTokens(t *testing.T) {
 	f := newFixture(t)
 	var seen string
-	app := New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins{}},
+	app := New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins()},
 		Options{Auth: authztest.Guard(t, map[string]string{"s3cret-token-for-ci-bot": "ci-bot"})})
 	try := func(auth string) int {
 		req := httptest.NewRequest("GET", "/api/v1/plugins", nil)
@@ -422,7 +382,7 @@ func TestBearerTokens(t *testing.T) {
 	open := &server{o: Options{Auth: authz.NewGuard(authz.Local())}}
 	probe = fiber.New()
 	probe.Get("/whoami", open.authenticate, func(c *fiber.Ctx) error { seen = Principal(c); return nil })
-	if _, err := probe.Test(httptest.NewRequest("GET", "/whoami", nil)); err != nil || seen != LocalPrincipal {
+	if _, err := probe.Test(httptest.NewRequest("GET", "/whoami", nil)); err != nil || seen != kind.LocalPrincipal {
 		t.Fatalf("principal without tokens %q %v", seen, err)
 	}
 	// Health stays open for probes.
@@ -476,8 +436,8 @@ func (fakeDeadLetters) DeadLetters(_ context.Context, after uint64, limit int) (
 }
 
 func TestDeadLettersRead(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}, DeadLetters: fakeDeadLetters{}}, Options{})
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins(), Clock: fakeclock.At(t0)})
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins(), DeadLetters: fakeDeadLetters{}}, Options{})
 	f := &fixture{app: app}
 	code, b := f.do(t, "GET", "/api/v1/fetch/dead-letters?limit=1", "")
 	var got api.DeadLetters

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -17,10 +16,6 @@ import (
 	"github.com/vigilhq/vigil/internal/mcptest"
 	"github.com/vigilhq/vigil/store"
 )
-
-type seededIDs struct{ r *rand.ChaCha8 }
-
-func (s seededIDs) Read(p []byte) (int, error) { return s.r.Read(p) }
 
 // A write whose store gives up on its race (store.ErrBusy, as
 // natsstore's 16 lost attempts and badger's conflict retries give) is
@@ -36,7 +31,7 @@ func TestAStoreBusyWriteIs503StoreBusy(t *testing.T) {
 		}
 		return nil
 	}}, 9)
-	app := New(Deps{Scheduler: c.Scheduler, Watches: c.Store, Mailboxes: c.Delivery, Recipients: c.Recipients, Plugins: fakePlugins{}},
+	app := New(Deps{Scheduler: c.Scheduler, Watches: c.Store, Mailboxes: c.Delivery, Recipients: c.Recipients, Plugins: fakePlugins()},
 		Options{BodyLimit: 4096, StreamWait: 50 * time.Millisecond})
 	doc, _ := openAPI(t)
 	comp := openAPICompiler(t)

@@ -2,11 +2,12 @@ package httpapi
 
 import (
 	"context"
-	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/vigilhq/vigil/host/core"
+	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/badger"
 )
@@ -63,7 +64,7 @@ func faultCore(t *testing.T, f *faultKV, seed byte, with ...func(*core.Config)) 
 			f.KV = kv
 			return store.New(ctx, f)
 		},
-		Kinds: fakePlugins{}, Clock: fixedClock{t0}, IDs: seededIDs{rand.NewChaCha8([32]byte{seed})},
+		Kinds: fakePlugins(), Clock: fakeclock.At(t0), IDs: hosttest.IDs(seed),
 	}
 	for _, w := range with {
 		w(&cfg)

@@ -14,7 +14,6 @@ import (
 	"github.com/vigilhq/vigil/host/authz"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/observe"
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/recipients"
 )
 
@@ -42,15 +41,11 @@ type RecipientLister interface {
 	List(ctx context.Context) ([]recipients.Listed, error)
 }
 
-var _ RecipientLister = (*recipients.Service)(nil)
-
 // ScopeLister lists the observe scopes in force, when the Observe service
 // can (an *observe.Observer does).
 type ScopeLister interface {
 	Scopes() []observe.ScopeInfo
 }
-
-var _ ScopeLister = (*observe.Observer)(nil)
 
 // Console is the operator's web console, served beside the API at the
 // paths it says it serves (GET and HEAD only); it never answers under
@@ -160,7 +155,7 @@ func (s *server) getPlugin(c *fiber.Ctx) error {
 	return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no kind %q is loaded", k)}
 }
 
-func toPluginDetail(i plugin.Info) api.PluginDetail {
+func toPluginDetail(i kind.Info) api.PluginDetail {
 	p := toPlugin(i)
 	grants, _ := json.Marshal(i.Grants) // a struct of strings: an object, never an error
 	schema := i.Schema
@@ -168,7 +163,7 @@ func toPluginDetail(i plugin.Info) api.PluginDetail {
 		schema = json.RawMessage("{}")
 	}
 	return api.PluginDetail{Kind: p.Kind, Version: p.Version, Summary: p.Summary, File: p.File, SHA256: p.SHA256,
-		Standing: p.Standing, Pushed: i.Pushed, DefaultEvery: p.DefaultEvery, Capabilities: p.Capabilities, Grants: grants,
+		Standing: p.Standing, Pushed: i.Pushed, Wakes: i.Wakes, DefaultEvery: p.DefaultEvery, Capabilities: p.Capabilities, Grants: grants,
 		Observable: p.Observable, Setting: p.Setting, ParamsSchema: schema, Example: i.Example}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/vigilhq/vigil/host/authz"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/fakeclock"
 )
 
 // fakeOverview is a fixed overview, for the routes' tests.
@@ -44,7 +45,7 @@ func consoleApp(t *testing.T, c Console) *fixture {
 	t.Helper()
 	f := newFixture(t)
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "# vigil\n") })
-	f.app = New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins{}, Overview: fakeOverview{}},
+	f.app = New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins(), Overview: fakeOverview{}},
 		Options{Metrics: metrics, Console: c})
 	return f
 }
@@ -83,7 +84,7 @@ func TestTheConsoleNeverShadowsTheAPI(t *testing.T) {
 // The cluster names this node, its digest and no partitions.
 func TestClusterIsOneNode(t *testing.T) {
 	f := newFixture(t)
-	f.app = New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins{}, Node: fakeNode{}}, Options{})
+	f.app = New(Deps{Scheduler: f.sched, Watches: f.st, Mailboxes: f.del, Recipients: f.recips, Plugins: fakePlugins(), Node: fakeNode{}}, Options{})
 	code, b := f.do(t, "GET", "/api/v1/cluster", "")
 	var c map[string]any
 	if err := json.Unmarshal(b, &c); code != 200 || err != nil {
@@ -92,7 +93,7 @@ func TestClusterIsOneNode(t *testing.T) {
 	var cl api.Cluster
 	_ = json.Unmarshal(b, &cl)
 	if cl.Mode != "single" || len(cl.Nodes) != 1 || !cl.Nodes[0].Self || cl.Nodes[0].Name != "test" ||
-		cl.Nodes[0].PluginSetDigest != kind.SetDigest(fakePlugins{}.Plugins()) {
+		cl.Nodes[0].PluginSetDigest != kind.SetDigest(fakePlugins().Plugins()) {
 		t.Errorf("%s", b)
 	}
 	// No partitions is [], never null.
@@ -104,7 +105,7 @@ func TestClusterIsOneNode(t *testing.T) {
 // A principal lists only the recipients it may read; the operator all of
 // them, each with its pending watches.
 func TestRecipientListShowsWhatThePrincipalMayRead(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins{}, Clock: fixedClock{t0}})
+	st := apitest.NewStack(t, apitest.Config{Plugins: fakePlugins(), Clock: fakeclock.At(t0)})
 	policy, err := authz.Compile([]authz.Token{
 		{Principal: "agent-1", Token: "token-of-agent-1-000000"},
 		{Principal: "root", Token: "token-of-the-admin-000000", Grant: authz.Grant{Roles: []authz.Role{authz.Admin}}},
@@ -113,7 +114,7 @@ func TestRecipientListShowsWhatThePrincipalMayRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	guard := authz.NewGuard(policy)
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}},
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins()},
 		Options{Auth: guard})
 	admin := "token-of-the-admin-000000"
 	for _, id := range []string{"agent-1", "agent-2"} {

@@ -15,41 +15,27 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/authz"
 	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/host/watchwait"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
 
 // slowKinds serves "slow", which answers pending with a note naming the
 // attempt, and "done", which settles on its first probe.
-type slowKinds struct{}
-
-func (slowKinds) Settled(context.Context, store.Watch) {}
-
-func (slowKinds) Lookup(kind string) (plugin.Info, bool) {
-	switch kind {
-	case "slow", "done":
-		return plugin.Info{Kind: kind, DefaultEvery: 30 * time.Second, Observable: true}, true
+func slowKinds() *hosttest.FakeKinds {
+	info := func(name string) kind.Info {
+		return kind.Info{Kind: name, DefaultEvery: 30 * time.Second, Observable: true}
 	}
-	return plugin.Info{}, false
-}
-
-func (k slowKinds) Admit(_ context.Context, kind string, _ kind.AdmitRequest) (plugin.Admission, error) {
-	if _, ok := k.Lookup(kind); !ok {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeWatchUnobservable, Message: "no plugin serves " + kind}
-	}
-	return plugin.Admission{}, nil
-}
-
-func (slowKinds) Observe(_ context.Context, r abi.ObserveRequest) (plugin.Observation, error) {
-	if r.Kind == "done" {
-		return plugin.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: "success"}}, nil
-	}
-	return plugin.Observation{Status: abi.StatusPending, Note: fmt.Sprintf("seen %d", r.Attempt)}, nil
+	return hosttest.NewFakeKinds(info("slow"), info("done")).OnObserve(func(r abi.ObserveRequest) (kind.Observation, error) {
+		if r.Kind == "done" {
+			return hosttest.Settled("success")
+		}
+		return hosttest.Pending(fmt.Sprintf("seen %d", r.Attempt))
+	})
 }
 
 // readSignal tells the test each time the wait has read the watch, so it
@@ -78,12 +64,12 @@ type waitFixture struct {
 func newWaitFixture(t *testing.T, sched Scheduler) *waitFixture {
 	t.Helper()
 	clock := fakeclock.At(t0)
-	st := apitest.NewStack(t, apitest.Config{Plugins: slowKinds{}, Clock: clock})
+	st := apitest.NewStack(t, apitest.Config{Plugins: slowKinds(), Clock: clock})
 	if sched == nil {
 		sched = st.Scheduler
 	}
 	read := make(chan store.Watch, 16)
-	app := New(Deps{Scheduler: sched, Watches: readSignal{st.Store, read}, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}}, Options{})
+	app := New(Deps{Scheduler: sched, Watches: readSignal{st.Store, read}, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins()}, Options{})
 	return &waitFixture{app: app, stack: st, clock: clock, read: read}
 }
 
@@ -294,8 +280,8 @@ func (boundedWaiter) WaitChange(store.ID) (<-chan struct{}, func(), error) {
 
 func TestWaitPastTheBoundIsRefused(t *testing.T) {
 	clock := fakeclock.At(t0)
-	st := apitest.NewStack(t, apitest.Config{Plugins: slowKinds{}, Clock: clock})
-	app := New(Deps{Scheduler: boundedWaiter{st.Scheduler}, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}}, Options{})
+	st := apitest.NewStack(t, apitest.Config{Plugins: slowKinds(), Clock: clock})
+	app := New(Deps{Scheduler: boundedWaiter{st.Scheduler}, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins()}, Options{})
 	w, err := st.Scheduler.Register(context.Background(), scheduler.Registration{Kind: "slow", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "agent-1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -356,7 +342,7 @@ func TestWatchVersion(t *testing.T) {
 
 // A wait on a watch ends, 401, when its token is revoked while it waits.
 func TestWaitEndsOnRevocation(t *testing.T) {
-	st := apitest.NewStack(t, apitest.Config{Plugins: slowKinds{}, Clock: fakeclock.At(t0)})
+	st := apitest.NewStack(t, apitest.Config{Plugins: slowKinds(), Clock: fakeclock.At(t0)})
 	w, err := st.Scheduler.Register(context.Background(), scheduler.Registration{Kind: "slow", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "agent-1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -366,7 +352,7 @@ func TestWaitEndsOnRevocation(t *testing.T) {
 		t.Fatal(err)
 	}
 	guard := authz.NewGuard(policy)
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins{}}, Options{Auth: guard})
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: fakePlugins()}, Options{Auth: guard})
 	own := grantPrincipals[0].token
 	resp, b := call(t, app, own, "GET", "/api/v1/watches/"+w.ID.String(), "")
 	var cur api.Watch

@@ -18,7 +18,7 @@ type Kind interface {
 	// Info describes the kind; its Kind field is the name it serves.
 	Info() Info
 	// Admit decides whether a watch may be written: an Admission, a
-	// *Refusal (the watch must not be written), or an error when the kind
+	// *api.Error (the watch must not be written), or an error when the kind
 	// could not answer. A kind whose params name a record of the host (a
 	// Work item, a watch, a recipient, a scope) admits only one req's
 	// Caller may read (MayRead), and refuses one it may not with a
@@ -104,7 +104,7 @@ var _ Caller = HostCaller{}
 // byte for byte, so the answer tells neither whether the record exists
 // nor whose it is; Reason (what the caller's grant lacks) is for the log.
 type HiddenError struct {
-	NotFound *Refusal
+	NotFound *api.Error
 	Reason   error
 }
 
@@ -140,6 +140,10 @@ type Info struct {
 	// Pushed kinds are built into the host, not plugins: their watches are
 	// woken when their subject changes, never probed on a cadence.
 	Pushed bool `json:"pushed,omitempty"`
+	// Wakes says the kind maps an inbound event to the partition keys of
+	// the watches it concerns (its plugin exports wake): the kind is a
+	// Waker, and a hook source may name it.
+	Wakes bool `json:"wakes,omitempty"`
 	// Source is where the plugin came from: "bundled" (embedded in the
 	// binary), the plugin directory's path, the path of a file loaded on
 	// its own (vigil plugin try FILE), or "pushed" for a kind built into
@@ -164,6 +168,11 @@ type Admission struct {
 	// partition of a cluster, so one node reads the resource for all of
 	// them. Empty: the watch's partition is random.
 	PartitionKey string
+	// NextCheck is the first time the watch is worth probing (a timer's
+	// instant), when the kind can tell: the scheduler arms the new watch
+	// there, clamped to [now, the deadline], instead of at once. Zero:
+	// at once.
+	NextCheck time.Time
 }
 
 // Observation is the answer of one observe call.
@@ -195,21 +204,6 @@ var (
 	// the output contract.
 	ErrFault = errors.New("plugin fault")
 )
-
-// Refusal codes, as the API reports them (api's table of codes).
-const (
-	CodeWatchUnobservable = api.CodeWatchUnobservable
-	CodeInvalidParams     = api.CodeInvalidParams
-	// CodeDestinationRefused: a destination admit named is an address the
-	// kind's destination guard refuses (loopback, private, link-local,
-	// metadata, …), so every fetch of the watch would be refused.
-	CodeDestinationRefused = api.CodeDestinationRefused
-)
-
-// Refusal is admit's "no": the watch must not be written. It is the API's
-// one error type: Code from api's table, Field the param at fault, Setting
-// what an operator changes to make the kind observable.
-type Refusal = api.Error
 
 // Fault reasons.
 const (
@@ -270,8 +264,10 @@ func RegistrantFrom(ctx context.Context) string {
 	return p
 }
 
-// LocalPrincipal is the one principal of a server without tokens, which
-// acts as every recipient (host/authz names it too).
+// LocalPrincipal is the one principal of a server without tokens (which
+// binds to loopback only): it acts as every recipient, and configuration
+// names it, as a reporter for example, to act from the same machine in
+// development. host/authz and host/httpapi use this name.
 const LocalPrincipal = "local"
 
 // WorkspaceOwner is the recipient whose workspace a watch's commands run

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/vigilhq/vigil/api"
 )
 
 // The host's bounds on a watch's params, held by CheckParams before any
@@ -26,7 +28,7 @@ const (
 
 // CheckParams refuses params over the host's bounds: more than
 // MaxParamsBytes, or nesting deeper than MaxParamsDepth. The refusal is
-// a *Refusal with CodeInvalidParams, so a client's oversized or deep
+// an *api.Error with api.CodeInvalidParams, so a client's oversized or deep
 // document is its own 422 and never a plugin's fault; Field is "params"
 // for the size, and for the nesting the path down to the first value
 // past the bound, its keys and indexes joined by "." as a schema's
@@ -35,14 +37,14 @@ const (
 // at all: the kind's schema refuses that, naming where it breaks.
 func CheckParams(params json.RawMessage) error {
 	if n := len(params); n > MaxParamsBytes {
-		return &Refusal{Code: CodeInvalidParams, Field: "params",
+		return &api.Error{Code: api.CodeInvalidParams, Field: "params",
 			Message: fmt.Sprintf("%d bytes; params are at most %d", n, MaxParamsBytes)}
 	}
 	path, deep := tooDeep(params, MaxParamsDepth)
 	if !deep {
 		return nil
 	}
-	return &Refusal{Code: CodeInvalidParams, Field: strings.Join(append([]string{"params"}, path...), "."),
+	return &api.Error{Code: api.CodeInvalidParams, Field: strings.Join(append([]string{"params"}, path...), "."),
 		Message: fmt.Sprintf("nested more than %d objects and arrays deep", MaxParamsDepth)}
 }
 

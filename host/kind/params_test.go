@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vigilhq/vigil/api"
 	"pgregory.net/rapid"
 )
 
@@ -45,8 +46,8 @@ func TestCheckParams(t *testing.T) {
 				}
 				return
 			}
-			var ref *Refusal
-			if !errors.As(err, &ref) || ref.Code != CodeInvalidParams || ref.Field != tt.field || ref.Message == "" {
+			var ref *api.Error
+			if !errors.As(err, &ref) || ref.Code != api.CodeInvalidParams || ref.Field != tt.field || ref.Message == "" {
 				t.Fatalf("err = %v, want invalid_params naming %s", err, tt.field)
 			}
 		})
@@ -145,7 +146,7 @@ func TestCheckParamsDepthProperty(t *testing.T) {
 			}
 			return
 		}
-		var ref *Refusal
+		var ref *api.Error
 		if !errors.As(err, &ref) || ref.Field != strings.Join(append([]string{"params"}, want...), ".") {
 			t.Fatalf("%s: %v, want the field params.%s", b.Bytes(), err, strings.Join(want, "."))
 		}
@@ -180,8 +181,8 @@ func FuzzCheckParams(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		err := CheckParams(doc)
-		var ref *Refusal
-		if err != nil && (!errors.As(err, &ref) || ref.Code != CodeInvalidParams || !strings.HasPrefix(ref.Field, "params")) {
+		var ref *api.Error
+		if err != nil && (!errors.As(err, &ref) || ref.Code != api.CodeInvalidParams || !strings.HasPrefix(ref.Field, "params")) {
 			t.Fatalf("%q: %v", doc, err)
 		}
 		dec := json.NewDecoder(bytes.NewReader(doc))

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -53,7 +54,7 @@ func NewRegistry() *Registry {
 }
 
 // Explain has source say why a name is not served: f returns the refusal
-// Admit gives for it (a *Refusal), or nil when source knows nothing of the
+// Admit gives for it (an *api.Error), or nil when source knows nothing of the
 // name. Nil f removes source's.
 func (r *Registry) Explain(source string, f func(name string) error) {
 	r.mu.Lock()
@@ -161,7 +162,7 @@ func (r *Registry) Lookup(name string) (Info, bool) {
 	return k.Info(), true
 }
 
-// Admit asks the kind named name. An unknown name is a *Refusal: a
+// Admit asks the kind named name. An unknown name is an *api.Error: a
 // source's explanation (the plugin for it did not load), or that nothing
 // serves it.
 func (r *Registry) Admit(ctx context.Context, name string, req AdmitRequest) (Admission, error) {
@@ -178,7 +179,7 @@ func (r *Registry) Admit(ctx context.Context, name string, req AdmitRequest) (Ad
 				return Admission{}, err
 			}
 		}
-		return Admission{}, &Refusal{Code: CodeWatchUnobservable, Message: fmt.Sprintf("no plugin serves kind %q", name),
+		return Admission{}, &api.Error{Code: api.CodeWatchUnobservable, Message: fmt.Sprintf("no plugin serves kind %q", name),
 			Setting: fmt.Sprintf("kinds.%s.wasm", name)}
 	}
 	return k.Admit(ctx, req)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -88,13 +89,13 @@ func TestRegistryUnknownKinds(t *testing.T) {
 	ctx := context.Background()
 	r := NewRegistry()
 	_, err := r.Admit(ctx, "nope", AdmitRequest{})
-	var ref *Refusal
-	if !errors.As(err, &ref) || ref.Code != CodeWatchUnobservable || ref.Setting != "kinds.nope.wasm" {
+	var ref *api.Error
+	if !errors.As(err, &ref) || ref.Code != api.CodeWatchUnobservable || ref.Setting != "kinds.nope.wasm" {
 		t.Fatalf("admit of an unknown kind: %v", err)
 	}
 	r.Explain("plugins", func(name string) error {
 		if name == "broken" {
-			return &Refusal{Code: CodeWatchUnobservable, Message: "the plugin for kind \"broken\" did not load"}
+			return &api.Error{Code: api.CodeWatchUnobservable, Message: "the plugin for kind \"broken\" did not load"}
 		}
 		return nil
 	})

@@ -17,8 +17,8 @@ package observe
 //
 // BenchmarkThreadWake is the time from recording a follow-up to the
 // parked observe.thread watch's message being readable in its recipient's
-// mailbox, with the scheduler's loop (Scheduler.Start) and the observer's
-// router (Observer.Start) running on the wall clock, as vigil serve runs
+// mailbox, with the scheduler's loop (Scheduler.Run) and the observer's
+// router (Observer.Run) running on the wall clock, as vigil serve runs
 // them. Each op: (untimed) register the next wait on a claimed Work and
 // wait until its registration probe has parked it; (timed) Record a new
 // item of the Work's thread, then Delivery.Read(after the cursor, 1, wait)
@@ -49,13 +49,11 @@ import (
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/benchtest"
+	"github.com/vigilhq/vigil/internal/clock"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/badger"
 )
-
-type benchWallClock struct{}
-
-func (benchWallClock) Now() time.Time { return time.Now() }
 
 // benchText is an item's text: a short chat message, as a source reports.
 const benchText = "printer on fire in room 4\nsince 9am; the queue is stuck and jobs pile up"
@@ -77,7 +75,7 @@ func BenchmarkRecord(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.Cleanup(func() { _ = st.Close() })
-				o := Options{Store: st, Clock: benchWallClock{}, Rate: -1, RunPerMinute: -1, Principal: scheduler.ValidRecipientID}
+				o := Options{Store: st, Clock: clock.Wall{}, Rate: -1, RunPerMinute: -1, Principal: store.ValidRecipientID}
 				if items == "duplicate-spent" {
 					o.Rate, o.Burst = 1e-9, repeats
 				}
@@ -169,9 +167,9 @@ func newWakeRig(b *testing.B) *wakeRig {
 	b.Helper()
 	reg := kind.NewRegistry()
 	stamps := &wakeStamps{}
-	stack := apitest.NewStack(b, apitest.Config{Plugins: reg, Clock: benchWallClock{},
+	stack := apitest.NewStack(b, apitest.Config{Plugins: reg, Clock: clock.Wall{},
 		Deliver: func(d *delivery.Delivery, _ *store.Store) scheduler.Deliverer { return stampDeliver{d, stamps} }})
-	ob, err := New(Options{Store: stampStore{stack.Store, stamps}, Clock: benchWallClock{}, Rate: -1, RunPerMinute: -1, Principal: scheduler.ValidRecipientID}, helpConfig("watcher"))
+	ob, err := New(Options{Store: stampStore{stack.Store, stamps}, Clock: clock.Wall{}, Rate: -1, RunPerMinute: -1, Principal: store.ValidRecipientID}, helpConfig("watcher"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -184,13 +182,13 @@ func newWakeRig(b *testing.B) *wakeRig {
 	if _, err := stack.Scheduler.Prime(ctx); err != nil {
 		b.Fatal(err)
 	}
-	loop := stack.Scheduler.Start(ctx)
-	routed := ob.Start(ctx)
+	loop := lifecycle.Go(ctx, stack.Scheduler.Run)
+	routed := lifecycle.Go(ctx, ob.Run)
 	// Registered after the stack's store cleanup, so it runs first.
 	b.Cleanup(func() {
 		stop()
-		<-loop
-		<-routed
+		_ = loop()
+		_ = routed()
 	})
 	return &wakeRig{stack: stack, ob: ob, stamps: stamps}
 }

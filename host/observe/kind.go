@@ -91,11 +91,11 @@ func NoWork(id string) *api.Error {
 func (k *Thread) Admit(ctx context.Context, req kind.AdmitRequest) (kind.Admission, error) {
 	var p ThreadParams
 	if err := abi.StrictUnmarshal(req.Params, &p); err != nil {
-		return kind.Admission{}, &kind.Refusal{Code: kind.CodeInvalidParams, Field: "params", Message: err.Error()}
+		return kind.Admission{}, &api.Error{Code: api.CodeInvalidParams, Field: "params", Message: err.Error()}
 	}
 	id, err := store.ParseID(p.WorkID)
 	if err != nil {
-		return kind.Admission{}, &kind.Refusal{Code: kind.CodeInvalidParams, Field: "params.work_id", Message: "want a work id"}
+		return kind.Admission{}, &api.Error{Code: api.CodeInvalidParams, Field: "params.work_id", Message: "want a work id"}
 	}
 	w, err := k.ob.o.Store.GetWork(ctx, id)
 	switch {
@@ -109,14 +109,14 @@ func (k *Thread) Admit(ctx context.Context, req kind.AdmitRequest) (kind.Admissi
 	}
 	switch {
 	case w.Kind != WorkKind:
-		return kind.Admission{}, &kind.Refusal{Code: kind.CodeInvalidParams, Field: "params.work_id", Message: fmt.Sprintf("work %s is a %s, not an %s", p.WorkID, w.Kind, WorkKind)}
+		return kind.Admission{}, &api.Error{Code: api.CodeInvalidParams, Field: "params.work_id", Message: fmt.Sprintf("work %s is a %s, not an %s", p.WorkID, w.Kind, WorkKind)}
 	case w.State != store.WorkOpen:
-		return kind.Admission{}, &kind.Refusal{Code: kind.CodeInvalidParams, Field: "params.work_id", Message: fmt.Sprintf("work %s is %s: its thread starts nothing more", p.WorkID, w.State)}
+		return kind.Admission{}, &api.Error{Code: api.CodeInvalidParams, Field: "params.work_id", Message: fmt.Sprintf("work %s is %s: its thread starts nothing more", p.WorkID, w.State)}
 	}
 	after := w.ConsumedBy(req.Recipient)
 	if p.After != nil {
 		if *p.After < 0 || *p.After > w.Inputs {
-			return kind.Admission{}, &kind.Refusal{Code: kind.CodeInvalidParams, Field: "params.after", Message: fmt.Sprintf("want 0 to %d, the work's inputs", w.Inputs)}
+			return kind.Admission{}, &api.Error{Code: api.CodeInvalidParams, Field: "params.after", Message: fmt.Sprintf("want 0 to %d, the work's inputs", w.Inputs)}
 		}
 		after = *p.After
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -13,31 +12,15 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/hosttest"
 
 	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
-	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-
-// noPlugins is a plugin runtime with no kinds: only the built-in one.
-type noPlugins struct{}
-
-func (noPlugins) Lookup(string) (plugin.Info, bool) { return plugin.Info{}, false }
-func (noPlugins) Admit(_ context.Context, kind string, _ kind.AdmitRequest) (plugin.Admission, error) {
-	return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeWatchUnobservable, Message: "no plugin serves " + kind}
-}
-func (noPlugins) Observe(_ context.Context, req abi.ObserveRequest) (plugin.Observation, error) {
-	return plugin.Observation{}, fmt.Errorf("%w %q", plugin.ErrUnknownKind, req.Kind)
-}
-
-type seeded struct{ r *rand.ChaCha8 }
-
-func (s seeded) Read(p []byte) (int, error) { return s.r.Read(p) }
 
 type rig struct {
 	t     *testing.T
@@ -57,7 +40,7 @@ func helpConfig(reporters ...string) Config {
 func newRig(t *testing.T, cfg Config, opts ...func(*Options)) *rig {
 	t.Helper()
 	clock := fakeclock.At(t0)
-	o := Options{Clock: clock, IDs: seeded{rand.NewChaCha8([32]byte{3})}, Principal: scheduler.ValidRecipientID}
+	o := Options{Clock: clock, IDs: hosttest.IDs(3), Principal: store.ValidRecipientID}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -317,7 +300,7 @@ func TestThreadWatchAdmission(t *testing.T) {
 		"unknown":      {`{"work_id":"` + w.ID.String() + `","x":1}`, api.CodeInvalidParams},
 	} {
 		_, err := r.stack.Scheduler.Register(ctx, scheduler.Registration{Kind: WorkKind, Params: json.RawMessage(c.params), Recipient: store.Recipient{ID: "a"}, Caller: kind.HostCaller{}})
-		var ref *plugin.Refusal
+		var ref *api.Error
 		if !errors.As(err, &ref) || ref.Code != c.code {
 			t.Errorf("%s: %v, want %s", name, err, c.code)
 		}
@@ -333,7 +316,7 @@ func TestThreadWatchAdmission(t *testing.T) {
 	}
 	r.complete(other.ID)
 	_, err := r.stack.Scheduler.Register(ctx, scheduler.Registration{Kind: WorkKind, Params: json.RawMessage(`{"work_id":"` + other.ID.String() + `"}`), Recipient: store.Recipient{ID: "a"}, Caller: kind.HostCaller{}})
-	var ref *plugin.Refusal
+	var ref *api.Error
 	if !errors.As(err, &ref) || ref.Field != "params.work_id" || !strings.Contains(ref.Message, "completed") {
 		t.Fatalf("a wait on a completed work: %v", err)
 	}
@@ -429,13 +412,13 @@ func TestConfigErrorsNameTheEntry(t *testing.T) {
 		"bad route source": {Config{Scopes: map[string]Scope{"s": {Routes: []Route{{Source: "A"}}}}}, "scopes.s.routes[0].source"},
 	}
 	for name, tt := range tests {
-		err := tt.cfg.Validate(scheduler.ValidRecipientID)
+		err := tt.cfg.Validate(store.ValidRecipientID)
 		var ce *ConfigError
 		if !errors.As(err, &ce) || ce.Path != tt.path {
 			t.Errorf("%s: %v, want an error at %s", name, err, tt.path)
 		}
 	}
-	if err := helpConfig("p").Validate(scheduler.ValidRecipientID); err != nil {
+	if err := helpConfig("p").Validate(store.ValidRecipientID); err != nil {
 		t.Fatal(err)
 	}
 }

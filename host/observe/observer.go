@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -41,14 +42,11 @@ type Waker interface {
 	Poke(ctx context.Context, subject string) (int, error)
 }
 
-// Clock tells the time.
-type Clock interface{ Now() time.Time }
-
 // Options configure an Observer.
 type Options struct {
 	Store  Store
 	Waker  Waker
-	Clock  Clock
+	Clock  clock.Clock
 	Logger *slog.Logger
 	// Rate and Burst bound recording per principal (default 100 items/s,
 	// burst 200). A negative Rate is no limit.
@@ -137,7 +135,7 @@ func New(o Options, cfg Config) (*Observer, error) {
 
 // SetWaker sets what wakes a Work's parked watches (the scheduler, which
 // is built after the observer because it serves the observer's kind). Call
-// it before Start.
+// it before Run.
 func (ob *Observer) SetWaker(w Waker) { ob.o.Waker = w }
 
 // SetConfig validates cfg and puts it in force at once: a source it no
@@ -284,27 +282,22 @@ func (ob *Observer) signal() {
 	}
 }
 
-// Start routes recorded items in the background until ctx ends: once at
+// Run routes recorded items until ctx ends, then returns nil: once at
 // once (items recorded before a restart), then whenever Record signals.
 // It first wakes the watches of every open Work with inputs its agent has
 // not been given, so a wake lost to a crash is made good.
-func (ob *Observer) Start(ctx context.Context) <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		ob.recoverWakes(ctx)
-		for {
-			if _, err := ob.RouteAll(ctx); err != nil && ctx.Err() == nil {
-				ob.log.Error("routing observed items", "err", err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-ob.wake:
-			}
+func (ob *Observer) Run(ctx context.Context) error {
+	ob.recoverWakes(ctx)
+	for {
+		if _, err := ob.RouteAll(ctx); err != nil && ctx.Err() == nil {
+			ob.log.Error("routing observed items", "err", err)
 		}
-	}()
-	return done
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ob.wake:
+		}
+	}
 }
 
 func (ob *Observer) recoverWakes(ctx context.Context) {

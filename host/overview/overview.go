@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -51,9 +52,6 @@ type Disk interface {
 	DiskSpace() (store.DiskSpace, bool)
 }
 
-// Clock tells the time.
-type Clock interface{ Now() time.Time }
-
 // Config is what an Overview reads. Every source but Clock and States may
 // be nil: its part of the overview is then zero.
 type Config struct {
@@ -67,7 +65,7 @@ type Config struct {
 	// Disk, when set, is the store's disk (the embedded store's; a
 	// JetStream store has none of its own).
 	Disk  Disk
-	Clock Clock
+	Clock clock.Clock
 	// MaxAge bounds how old the counts by state and by kind may be
 	// (DefaultMaxAge when zero).
 	MaxAge time.Duration

@@ -11,6 +11,8 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
 
@@ -36,7 +38,7 @@ func destsRuntimeOf(t *testing.T, name, entry string) *Runtime {
 }
 
 // admitAnswer admits a test.dests watch whose admit answers answer.
-func admitAnswer(r *Runtime, answer string) (Admission, error) {
+func admitAnswer(r *Runtime, answer string) (kind.Admission, error) {
 	return r.Admit(context.Background(), "test.dests", json.RawMessage(`{"answer":`+answer+`}`))
 }
 
@@ -84,20 +86,20 @@ func TestAdmitRefusesDestinationsTheGuardRefuses(t *testing.T) {
 				}
 				return
 			}
-			var ref *Refusal
+			var ref *api.Error
 			if !errors.As(err, &ref) {
 				t.Fatalf("admit = %+v, %v; want a refusal", adm, err)
 			}
-			if ref.Code != CodeDestinationRefused || ref.Field != "params.url" || ref.Setting != setting ||
+			if ref.Code != api.CodeDestinationRefused || ref.Field != "params.url" || ref.Setting != setting ||
 				!strings.Contains(ref.Message, tt.says) || !strings.Contains(ref.Message, setting) {
-				t.Fatalf("refusal = %+v; want %s naming params.url and %s, saying %q", ref, CodeDestinationRefused, setting, tt.says)
+				t.Fatalf("refusal = %+v; want %s naming params.url and %s, saying %q", ref, api.CodeDestinationRefused, setting, tt.says)
 			}
 		})
 	}
 	// Without a field, the refusal names none.
 	_, err := admitAnswer(r, okNaming("localhost:8080", ""))
-	var ref *Refusal
-	if !errors.As(err, &ref) || ref.Code != CodeDestinationRefused || ref.Field != "" {
+	var ref *api.Error
+	if !errors.As(err, &ref) || ref.Code != api.CodeDestinationRefused || ref.Field != "" {
 		t.Fatalf("admit = %v; want destination_refused naming no field", err)
 	}
 }
@@ -112,8 +114,8 @@ func TestAdmitAllowsGrantedPrivateRanges(t *testing.T) {
 		}
 	}
 	_, err := admitAnswer(r, okNaming("https://10.21.0.1/", "url"))
-	var ref *Refusal
-	if !errors.As(err, &ref) || ref.Code != CodeDestinationRefused {
+	var ref *api.Error
+	if !errors.As(err, &ref) || ref.Code != api.CodeDestinationRefused {
 		t.Fatalf("10.21.0.1 outside the granted 10.20.0.0/16: %v", err)
 	}
 }
@@ -139,8 +141,8 @@ func TestAdmitRefusesDestinationsOutsideTheGrants(t *testing.T) {
 				}
 				return
 			}
-			var ref *Refusal
-			if !errors.As(err, &ref) || ref.Code != CodeWatchUnobservable || ref.Setting != setting ||
+			var ref *api.Error
+			if !errors.As(err, &ref) || ref.Code != api.CodeWatchUnobservable || ref.Setting != setting ||
 				ref.Field != "params.api_base" || !strings.Contains(ref.Message, setting) {
 				t.Fatalf("admit = %v; want watch_unobservable naming %s and params.api_base", err, setting)
 			}
@@ -175,9 +177,9 @@ func TestMalformedDestinationsAreAFault(t *testing.T) {
 	for name, answer := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, err := admitAnswer(r, answer)
-			var ce *CallError
-			var ref *Refusal
-			if !errors.As(err, &ce) || ce.Reason != FaultContract || !errors.Is(err, ErrFault) || errors.As(err, &ref) {
+			var ce *kind.CallError
+			var ref *api.Error
+			if !errors.As(err, &ce) || ce.Reason != kind.FaultContract || !errors.Is(err, kind.ErrFault) || errors.As(err, &ref) {
 				t.Fatalf("admit = %v; want a bad_output fault", err)
 			}
 		})
@@ -201,7 +203,7 @@ func TestDestinationsFromAKindWithoutFetchAreAFault(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := admitAnswer(r, okNaming("example.com", ""))
-	if !errors.Is(err, ErrBadDestinations) || !errors.Is(err, ErrFault) {
+	if !errors.Is(err, ErrBadDestinations) || !errors.Is(err, kind.ErrFault) {
 		t.Fatalf("admit = %v; want a fault", err)
 	}
 }
@@ -216,8 +218,8 @@ func TestTimerBeyondYear9999IsARefusal(t *testing.T) {
 	r := newRuntime(t, Config{Bundled: fstest.MapFS{}, Dir: dir, Limits: Limits{CallTimeout: 10 * time.Second}})
 	for _, at := range []string{"9999-12-31T23:59:30Z", "9999-12-31T23:00:00-05:00", "9999-12-31T23:59:59.999999999Z"} {
 		_, err := r.Admit(context.Background(), "timer", json.RawMessage(`{"at":"`+at+`"}`))
-		var ref *Refusal
-		if !errors.As(err, &ref) || ref.Code != CodeInvalidParams || ref.Field != "params.at" || !strings.Contains(ref.Message, "9999") {
+		var ref *api.Error
+		if !errors.As(err, &ref) || ref.Code != api.CodeInvalidParams || ref.Field != "params.at" || !strings.Contains(ref.Message, "9999") {
 			t.Fatalf("%s: admit = %v; want invalid_params on params.at", at, err)
 		}
 	}

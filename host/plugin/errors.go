@@ -3,30 +3,20 @@ package plugin
 import (
 	"errors"
 	"fmt"
-
-	"github.com/vigilhq/vigil/host/kind"
 )
 
 // Sentinel errors; the structured errors below answer errors.Is with them.
 var (
-	// ErrUnknownKind: no loaded plugin serves the kind (kind.ErrUnknownKind).
-	ErrUnknownKind = kind.ErrUnknownKind
-	// ErrRaised: the plugin answered an error (error_set), such as a call
-	// for a kind it does not serve (kind.ErrRaised).
-	ErrRaised = kind.ErrRaised
-	// ErrFault: the plugin timed out, trapped, ran out of memory or broke
-	// the output contract (kind.ErrFault).
-	ErrFault = kind.ErrFault
 	// ErrClosed: the runtime is closed.
 	ErrClosed = errors.New("plugin runtime closed")
 	// ErrBadDestinations: admit named destinations off the contract (too
 	// many, a target that does not parse, from a kind that declares no
 	// fetch, on a refusal). It is the plugin's fault, inside a
-	// *CallError, never the caller's.
+	// *kind.CallError, never the caller's.
 	ErrBadDestinations = errors.New("admit named destinations off the contract")
 	// ErrBadPartitionKey: admit's partition key is off the contract (over
 	// abi.MaxPartitionKey bytes, or on a refusal). It is the plugin's
-	// fault, inside a *CallError, never the caller's.
+	// fault, inside a *kind.CallError, never the caller's.
 	ErrBadPartitionKey = errors.New("admit's partition key is off the contract")
 )
 
@@ -73,31 +63,3 @@ func (e *LoadError) Error() string {
 }
 
 func (e *LoadError) Unwrap() error { return e.Err }
-
-// The answers' errors live with the kind seam (host/kind); these names
-// are the same types, for the runtime's own code and its callers.
-type (
-	// Refusal is admit's "no": see kind.Refusal.
-	Refusal = kind.Refusal
-	// CallError is a plugin call that produced no usable answer: see
-	// kind.CallError.
-	CallError = kind.CallError
-)
-
-// Refusal codes, as the API reports them.
-const (
-	CodeWatchUnobservable  = kind.CodeWatchUnobservable
-	CodeInvalidParams      = kind.CodeInvalidParams
-	CodeDestinationRefused = kind.CodeDestinationRefused
-)
-
-// Fault reasons.
-const (
-	FaultTimeout  = kind.FaultTimeout
-	FaultTrap     = kind.FaultTrap
-	FaultMemory   = kind.FaultMemory
-	FaultTooLarge = kind.FaultTooLarge
-	FaultContract = kind.FaultContract
-	FaultRaised   = kind.FaultRaised
-	FaultInstance = kind.FaultInstance
-)

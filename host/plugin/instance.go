@@ -226,9 +226,9 @@ func (m *module) newInstance(ctx context.Context) (*instance, error) {
 }
 
 // call runs one export with a bound. It returns the output, or a
-// *CallError saying what went wrong; an instance that trapped, timed out or
+// *kind.CallError saying what went wrong; an instance that trapped, timed out or
 // hit its memory cap is discarded, never reused.
-func (m *module) call(ctx context.Context, kind, export string, input []byte, timeout time.Duration) ([]byte, error) {
+func (m *module) call(ctx context.Context, kindName, export string, input []byte, timeout time.Duration) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		// The caller has gone: do not spend (and then discard) an instance.
 		return nil, err
@@ -238,7 +238,7 @@ func (m *module) call(ctx context.Context, kind, export string, input []byte, ti
 		if ctx.Err() != nil {
 			return nil, err
 		}
-		return nil, &CallError{Kind: kind, Export: export, Reason: FaultInstance, Err: err}
+		return nil, &kind.CallError{Kind: kindName, Export: export, Reason: kind.FaultInstance, Err: err}
 	}
 	in.stderr.reset()
 	// The kind's config is read on every call: the instance that ran
@@ -255,7 +255,7 @@ func (m *module) call(ctx context.Context, kind, export string, input []byte, ti
 	case err == nil && rc == 0:
 		m.put(ctx, in, false)
 		if len(out) > m.lim.OutputBytes {
-			return nil, &CallError{Kind: kind, Export: export, Reason: FaultTooLarge,
+			return nil, &kind.CallError{Kind: kindName, Export: export, Reason: kind.FaultTooLarge,
 				Err: fmt.Errorf("%d bytes of output, cap %d", len(out), m.lim.OutputBytes)}
 		}
 		return out, nil
@@ -264,26 +264,26 @@ func (m *module) call(ctx context.Context, kind, export string, input []byte, ti
 		if ctx.Err() != nil { // the caller gave up, not the plugin
 			return nil, ctx.Err()
 		}
-		return nil, &CallError{Kind: kind, Export: export, Reason: FaultTimeout,
+		return nil, &kind.CallError{Kind: kindName, Export: export, Reason: kind.FaultTimeout,
 			Err: fmt.Errorf("no answer within %s", timeout)}
 	case err != nil && !fatal(err) && in.p.GetError() == err.Error():
 		// error_set: the plugin answered, with an error. The instance is
 		// sound.
 		m.put(ctx, in, false)
-		return nil, &CallError{Kind: kind, Export: export, Reason: FaultRaised, Err: errors.New(err.Error())}
+		return nil, &kind.CallError{Kind: kindName, Export: export, Reason: kind.FaultRaised, Err: errors.New(err.Error())}
 	case err == nil: // rc != 0 with no message
 		m.put(ctx, in, false)
-		return nil, &CallError{Kind: kind, Export: export, Reason: FaultRaised, Err: fmt.Errorf("rc %d with no error message", rc)}
+		return nil, &kind.CallError{Kind: kindName, Export: export, Reason: kind.FaultRaised, Err: fmt.Errorf("rc %d with no error message", rc)}
 	default:
 		m.put(ctx, in, true)
-		reason := FaultTrap
+		reason := kind.FaultTrap
 		if in.stderr.oom {
-			reason = FaultMemory
+			reason = kind.FaultMemory
 		}
 		if tail := in.stderr.String(); tail != "" {
 			err = fmt.Errorf("%w; stderr: %s", err, tail)
 		}
-		return nil, &CallError{Kind: kind, Export: export, Reason: reason, Err: err}
+		return nil, &kind.CallError{Kind: kindName, Export: export, Reason: reason, Err: err}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
@@ -50,12 +51,12 @@ func TestRuntimeRegistersItsKinds(t *testing.T) {
 		t.Fatal("test.trap is not registered")
 	}
 	obs, err := reg.Observe(ctx, abi.ObserveRequest{Kind: "test.trap", WatchID: "w", Now: t0, Params: json.RawMessage(`{}`)})
-	if err != nil || obs.Fault == nil || obs.Fault.Reason != FaultTrap {
+	if err != nil || obs.Fault == nil || obs.Fault.Reason != kind.FaultTrap {
 		t.Fatalf("an observe through the registry: %+v, %v", obs, err)
 	}
 	// A plugin that did not load is explained, as the runtime explains it.
-	var ref *kind.Refusal
-	if _, err := reg.Admit(ctx, "test.badschema", kind.AdmitRequest{Params: json.RawMessage(`{}`)}); !errors.As(err, &ref) || ref.Code != CodeWatchUnobservable {
+	var ref *api.Error
+	if _, err := reg.Admit(ctx, "test.badschema", kind.AdmitRequest{Params: json.RawMessage(`{}`)}); !errors.As(err, &ref) || ref.Code != api.CodeWatchUnobservable {
 		t.Fatalf("admit of a kind that did not load: %v", err)
 	}
 	want := r.unknownKind(r.set.Load(), "test.badschema").Error()

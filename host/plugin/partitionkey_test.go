@@ -11,6 +11,8 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
 
@@ -42,9 +44,9 @@ func TestAPartitionKeyOffTheContractIsAFault(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := admitAnswer(r, answer)
-			var ce *CallError
-			var ref *Refusal
-			if !errors.As(err, &ce) || ce.Reason != FaultContract || !errors.Is(err, ErrBadPartitionKey) || errors.As(err, &ref) {
+			var ce *kind.CallError
+			var ref *api.Error
+			if !errors.As(err, &ce) || ce.Reason != kind.FaultContract || !errors.Is(err, ErrBadPartitionKey) || errors.As(err, &ref) {
 				t.Fatalf("admit = %v; want a bad_output fault answering ErrBadPartitionKey", err)
 			}
 		})

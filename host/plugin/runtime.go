@@ -24,6 +24,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/netguard"
 	"github.com/vigilhq/vigil/sdk/abi"
@@ -235,7 +236,7 @@ type pluginSet struct {
 
 // loaded is a kind served by a module.
 type loaded struct {
-	info   Info
+	info   kind.Info
 	entry  Entry
 	schema *paramsSchema
 	mod    *module
@@ -243,9 +244,6 @@ type loaded struct {
 	// the destinations its admit names.
 	guard *netguard.Guard
 }
-
-// Info describes a loaded plugin (kind.Info).
-type Info = kind.Info
 
 // New builds a runtime and loads the plugins. Problems with single plugins
 // are in Problems(), never an error here; the error is for what makes the
@@ -312,20 +310,20 @@ type Registrar interface {
 // runtimeKind is a loaded kind's info as a kind.Kind served by r.
 type runtimeKind struct {
 	r    *Runtime
-	info Info
+	info kind.Info
 }
 
 var _ kind.Kind = runtimeKind{}
 
-func (k runtimeKind) Info() Info { return k.info }
+func (k runtimeKind) Info() kind.Info { return k.info }
 
 // Admit asks the plugin with the params alone: a plugin reads no record
 // of the host, so its params name none the caller might not read.
-func (k runtimeKind) Admit(ctx context.Context, req kind.AdmitRequest) (Admission, error) {
+func (k runtimeKind) Admit(ctx context.Context, req kind.AdmitRequest) (kind.Admission, error) {
 	return k.r.Admit(ctx, k.info.Kind, req.Params)
 }
 
-func (k runtimeKind) Observe(ctx context.Context, req abi.ObserveRequest) (Observation, error) {
+func (k runtimeKind) Observe(ctx context.Context, req abi.ObserveRequest) (kind.Observation, error) {
 	return k.r.Observe(ctx, req)
 }
 
@@ -362,7 +360,7 @@ func (r *Runtime) register(set *pluginSet) (dropped []*kind.ConflictError) {
 
 // Report is the result of a load: what serves, and what could not.
 type Report struct {
-	Loaded   []Info
+	Loaded   []kind.Info
 	Problems []*LoadError
 }
 
@@ -661,11 +659,12 @@ func (r *Runtime) load(ctx context.Context, c candidate, reg Registry, prev *mod
 		entry.Exec = &g
 	}
 	mod.hostCtx.set(d.Kind, entry)
-	info := Info{
+	info := kind.Info{
 		Kind: d.Kind, File: c.file, Source: r.sourceOf(c), SHA256: c.sum, Version: d.Version, Summary: d.Summary,
 		Standing: d.Standing, DefaultEvery: every, Capabilities: d.Capabilities,
 		Grants: entry.grants(), Observable: true, Example: d.Example, Schema: d.ParamsSchema,
 	}
+	info.Wakes = exportsWake(c.bytes)
 	for _, need := range d.Capabilities {
 		if !slices.Contains(entry.Capabilities, need) {
 			info.Observable = false
@@ -727,7 +726,7 @@ func kindIfValid(k string) string {
 }
 
 func outcomeOf(err error) string {
-	var ce *CallError
+	var ce *kind.CallError
 	switch {
 	case err == nil:
 		return "ok"
@@ -738,8 +737,8 @@ func outcomeOf(err error) string {
 	}
 }
 
-func (s *pluginSet) infos() []Info {
-	out := make([]Info, 0, len(s.kinds))
+func (s *pluginSet) infos() []kind.Info {
+	out := make([]kind.Info, 0, len(s.kinds))
 	for _, l := range s.kinds {
 		out = append(out, l.info)
 	}
@@ -748,16 +747,16 @@ func (s *pluginSet) infos() []Info {
 }
 
 // Plugins lists the loaded plugins, by kind.
-func (r *Runtime) Plugins() []Info { return r.set.Load().infos() }
+func (r *Runtime) Plugins() []kind.Info { return r.set.Load().infos() }
 
 // Problems lists what the last load could not serve.
 func (r *Runtime) Problems() []*LoadError { return slices.Clone(r.set.Load().problems) }
 
 // Lookup returns the loaded plugin of kind.
-func (r *Runtime) Lookup(kind string) (Info, bool) {
-	l, ok := r.set.Load().kinds[kind]
+func (r *Runtime) Lookup(kindName string) (kind.Info, bool) {
+	l, ok := r.set.Load().kinds[kindName]
 	if !ok {
-		return Info{}, false
+		return kind.Info{}, false
 	}
 	return l.info, true
 }
@@ -776,25 +775,22 @@ func observeTimeout(l Limits, e Entry) time.Duration {
 	return l.ObserveTimeout
 }
 
-// Admission is admit's "yes" (kind.Admission).
-type Admission = kind.Admission
-
 // Admit decides whether a watch of kind with params may be written. It
-// returns an Admission, a *Refusal (the watch must not be written), or an
-// error when the plugin could not answer (a *CallError). It checks
+// returns an Admission, an *api.Error (the watch must not be written), or an
+// error when the plugin could not answer (a *kind.CallError). It checks
 // configuration only and never reaches the network: the plugin's admit
 // gets no fetch, and the destinations it names are judged without DNS
 // (see checkDestination).
-func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage) (Admission, error) {
+func (r *Runtime) Admit(ctx context.Context, kindName string, params json.RawMessage) (kind.Admission, error) {
 	set := r.set.Load()
-	l, ok := set.kinds[kind]
+	l, ok := set.kinds[kindName]
 	if !ok {
-		return Admission{}, r.unknownKind(set, kind)
+		return kind.Admission{}, r.unknownKind(set, kindName)
 	}
 	if !l.info.Observable {
-		return Admission{}, &Refusal{Code: CodeWatchUnobservable, Setting: l.info.Setting,
+		return kind.Admission{}, &api.Error{Code: api.CodeWatchUnobservable, Setting: l.info.Setting,
 			Message: fmt.Sprintf("kind %s needs capabilities %s, and %s grants %s: add them to %s",
-				kind, strings.Join(l.info.Capabilities, ", "), RegistryFile, describeGrants(l.entry.Capabilities), l.info.Setting)}
+				kindName, strings.Join(l.info.Capabilities, ", "), RegistryFile, describeGrants(l.entry.Capabilities), l.info.Setting)}
 	}
 	if len(bytes.TrimSpace(params)) == 0 {
 		params = json.RawMessage("null")
@@ -805,11 +801,11 @@ func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage
 		} else {
 			field = "params." + field
 		}
-		return Admission{}, &Refusal{Code: CodeInvalidParams, Field: field, Message: msg}
+		return kind.Admission{}, &api.Error{Code: api.CodeInvalidParams, Field: field, Message: msg}
 	}
-	in, err := json.Marshal(abi.AdmitRequest{Kind: kind, Params: params, Grants: l.entry.grants()})
+	in, err := json.Marshal(abi.AdmitRequest{Kind: kindName, Params: params, Grants: l.entry.grants()})
 	if err != nil {
-		return Admission{}, err
+		return kind.Admission{}, err
 	}
 	var resp abi.AdmitResponse
 	var eps []abi.Endpoint
@@ -823,37 +819,43 @@ func (r *Runtime) Admit(ctx context.Context, kind string, params json.RawMessage
 		if err := checkPartitionKey(resp); err != nil {
 			return err
 		}
+		if err := checkNextCheck(resp); err != nil {
+			return err
+		}
 		var err error
 		eps, err = checkDestinations(resp, l.info.Capabilities)
 		return err
 	})
 	if err != nil {
-		return Admission{}, err
+		return kind.Admission{}, err
 	}
 	switch {
 	case resp.OK:
 		for i, d := range resp.Destinations {
 			if ref := l.checkDestination(ctx, d, eps[i]); ref != nil {
-				return Admission{}, ref
+				return kind.Admission{}, ref
 			}
 		}
-		a := Admission{Destinations: resp.Destinations, PartitionKey: resp.PartitionKey}
+		a := kind.Admission{Destinations: resp.Destinations, PartitionKey: resp.PartitionKey}
 		if resp.Deadline != nil {
 			a.Deadline = *resp.Deadline
+		}
+		if resp.NextCheck != nil {
+			a.NextCheck = resp.NextCheck.UTC()
 		}
 		return a, nil
 	case resp.Code == abi.CodeUnobservable:
 		setting := resp.Setting
 		if setting == "" {
-			setting = fmt.Sprintf("kinds.%s", kind)
+			setting = fmt.Sprintf("kinds.%s", kindName)
 		}
-		return Admission{}, &Refusal{Code: CodeWatchUnobservable, Message: resp.Message, Setting: setting}
+		return kind.Admission{}, &api.Error{Code: api.CodeWatchUnobservable, Message: resp.Message, Setting: setting}
 	default:
 		field := "params"
 		if resp.Field != "" {
 			field = "params." + resp.Field
 		}
-		return Admission{}, &Refusal{Code: CodeInvalidParams, Message: resp.Message, Field: field}
+		return kind.Admission{}, &api.Error{Code: api.CodeInvalidParams, Message: resp.Message, Field: field}
 	}
 }
 
@@ -909,7 +911,7 @@ func checkDestinations(resp abi.AdmitResponse, caps []string) ([]abi.Endpoint, e
 // (an IP, localhost, the inet_aton forms, through netguard's
 // LiteralResolver): a name that needs DNS is judged at each fetch, since
 // admission never reaches the network.
-func (l *loaded) checkDestination(ctx context.Context, d abi.Destination, ep abi.Endpoint) *Refusal {
+func (l *loaded) checkDestination(ctx context.Context, d abi.Destination, ep abi.Endpoint) *api.Error {
 	kind := l.info.Kind
 	field, from := "", ""
 	if d.Field != "" {
@@ -918,7 +920,7 @@ func (l *loaded) checkDestination(ctx context.Context, d abi.Destination, ep abi
 	}
 	if !abi.HostGranted(l.entry.FetchHosts, ep.Host) {
 		setting := fmt.Sprintf("kinds.%s.fetch_hosts", kind)
-		return &Refusal{Code: CodeWatchUnobservable, Field: field, Setting: setting,
+		return &api.Error{Code: api.CodeWatchUnobservable, Field: field, Setting: setting,
 			Message: fmt.Sprintf("host %s%s is not granted to kind %s, so every fetch of the watch would be refused: add it to %s in %s",
 				ep.Host, from, kind, setting, RegistryFile)}
 	}
@@ -932,7 +934,7 @@ func (l *loaded) checkDestination(ctx context.Context, d abi.Destination, ep abi
 		what = fmt.Sprintf("reaches %s, %s", re.Addr, re.Reason)
 	}
 	setting := fmt.Sprintf("kinds.%s.private_ranges", kind)
-	return &Refusal{Code: CodeDestinationRefused, Field: field, Setting: setting,
+	return &api.Error{Code: api.CodeDestinationRefused, Field: field, Setting: setting,
 		Message: fmt.Sprintf("host %s%s %s, which the fetch destination guard refuses on every probe: name a public host, or allow its range in %s in %s",
 			ep.Host, from, what, setting, RegistryFile)}
 }
@@ -955,12 +957,9 @@ func (r *Runtime) unknownKind(set *pluginSet, kind string) error {
 	if r.cfg.Dir != "" {
 		where = r.cfg.Dir
 	}
-	return &Refusal{Code: CodeWatchUnobservable, Message: msg + "; add its .wasm to " + where,
+	return &api.Error{Code: api.CodeWatchUnobservable, Message: msg + "; add its .wasm to " + where,
 		Setting: fmt.Sprintf("kinds.%s.wasm", kind)}
 }
-
-// Observation is the answer of one observe call (kind.Observation).
-type Observation = kind.Observation
 
 // Observe makes one bounded observe call for a watch. Faults come back as a
 // pending Observation with Fault set, and are counted. The error is for
@@ -968,35 +967,35 @@ type Observation = kind.Observation
 // unwatchable: errors.Is(err, ErrUnknownKind)), a plugin that raised an
 // error (a call for the wrong kind: errors.Is(err, ErrRaised)), or ctx
 // ending.
-func (r *Runtime) Observe(ctx context.Context, req abi.ObserveRequest) (Observation, error) {
+func (r *Runtime) Observe(ctx context.Context, req abi.ObserveRequest) (kind.Observation, error) {
 	set := r.set.Load()
 	l, ok := set.kinds[req.Kind]
 	if !ok {
-		return Observation{}, fmt.Errorf("%w %q", ErrUnknownKind, req.Kind)
+		return kind.Observation{}, fmt.Errorf("%w %q", kind.ErrUnknownKind, req.Kind)
 	}
 	in, err := json.Marshal(req)
 	if err != nil {
-		return Observation{}, err
+		return kind.Observation{}, err
 	}
 	timeout := observeTimeout(r.rc.limits, l.entry)
-	var obs Observation
+	var obs kind.Observation
 	_, err = r.invoke(ctx, l, abi.ExportObserve, in, timeout, func(out []byte) error {
 		var err error
 		obs, err = checkObservation(out, l.info.Standing)
 		return err
 	})
 	if err != nil {
-		var ce *CallError
-		if errors.As(err, &ce) && ce.Reason != FaultRaised {
+		var ce *kind.CallError
+		if errors.As(err, &ce) && ce.Reason != kind.FaultRaised {
 			return faulted(ce), nil
 		}
-		return Observation{}, err
+		return kind.Observation{}, err
 	}
 	return obs, nil
 }
 
-func faulted(ce *CallError) Observation {
-	return Observation{Status: abi.StatusPending, Note: "plugin fault: " + ce.Reason + ": " + ce.Err.Error(), Fault: ce}
+func faulted(ce *kind.CallError) kind.Observation {
+	return kind.Observation{Status: abi.StatusPending, Note: "plugin fault: " + ce.Reason + ": " + ce.Err.Error(), Fault: ce}
 }
 
 // invoke calls an export on a kind's module, keeping the module alive for
@@ -1010,7 +1009,7 @@ func (r *Runtime) invoke(ctx context.Context, l *loaded, export string, in []byt
 		if nl, ok := r.set.Load().kinds[l.info.Kind]; ok && nl != l && nl.mod.acquire() {
 			l = nl
 		} else {
-			return nil, fmt.Errorf("%w %q", ErrUnknownKind, l.info.Kind)
+			return nil, fmt.Errorf("%w %q", kind.ErrUnknownKind, l.info.Kind)
 		}
 	}
 	defer l.mod.release(ctx)
@@ -1018,7 +1017,7 @@ func (r *Runtime) invoke(ctx context.Context, l *loaded, export string, in []byt
 	out, err := l.mod.call(ctx, l.info.Kind, export, in, timeout)
 	if err == nil && check != nil {
 		if cerr := check(out); cerr != nil {
-			err = &CallError{Kind: l.info.Kind, Export: export, Reason: FaultContract, Err: cerr}
+			err = &kind.CallError{Kind: l.info.Kind, Export: export, Reason: kind.FaultContract, Err: cerr}
 		}
 	}
 	r.metrics.PluginCall(l.info.Kind, export, outcomeOf(err), time.Since(start))
@@ -1026,12 +1025,12 @@ func (r *Runtime) invoke(ctx context.Context, l *loaded, export string, in []byt
 }
 
 // checkObservation decodes an observe output and holds it to the contract.
-func checkObservation(out []byte, standing bool) (Observation, error) {
+func checkObservation(out []byte, standing bool) (kind.Observation, error) {
 	var resp abi.ObserveResponse
 	if err := abi.StrictUnmarshal(out, &resp); err != nil {
-		return Observation{}, fmt.Errorf("observe output: %w", err)
+		return kind.Observation{}, fmt.Errorf("observe output: %w", err)
 	}
-	obs := Observation{Status: resp.Status, Note: resp.Note, Outcome: resp.Outcome, Baseline: resp.Baseline}
+	obs := kind.Observation{Status: resp.Status, Note: resp.Note, Outcome: resp.Outcome, Baseline: resp.Baseline}
 	if resp.NextCheck != nil {
 		obs.NextCheck = *resp.NextCheck
 	}

@@ -21,6 +21,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/internal/syncbuf"
 	"github.com/vigilhq/vigil/sdk/abi"
@@ -79,13 +80,13 @@ func TestAdmit(t *testing.T) {
 		setting            string
 	}{
 		{name: "ok", kind: "timer", params: `{"at":"2030-01-01T00:00:00Z"}`},
-		{name: "unknown kind", kind: "nope", params: `{}`, code: CodeWatchUnobservable, setting: "kinds.nope.wasm"},
-		{name: "missing field", kind: "timer", params: `{}`, code: CodeInvalidParams, field: "params.at"},
-		{name: "unknown field", kind: "timer", params: `{"at":"2030-01-01T00:00:00Z","every":"1s"}`, code: CodeInvalidParams, field: "params.every"},
-		{name: "wrong type", kind: "timer", params: `{"at":5}`, code: CodeInvalidParams, field: "params.at"},
-		{name: "bad format", kind: "timer", params: `{"at":"tomorrow"}`, code: CodeInvalidParams, field: "params.at"},
-		{name: "not an object", kind: "timer", params: `[]`, code: CodeInvalidParams, field: "params"},
-		{name: "no params", kind: "timer", params: ``, code: CodeInvalidParams, field: "params"},
+		{name: "unknown kind", kind: "nope", params: `{}`, code: api.CodeWatchUnobservable, setting: "kinds.nope.wasm"},
+		{name: "missing field", kind: "timer", params: `{}`, code: api.CodeInvalidParams, field: "params.at"},
+		{name: "unknown field", kind: "timer", params: `{"at":"2030-01-01T00:00:00Z","every":"1s"}`, code: api.CodeInvalidParams, field: "params.every"},
+		{name: "wrong type", kind: "timer", params: `{"at":5}`, code: api.CodeInvalidParams, field: "params.at"},
+		{name: "bad format", kind: "timer", params: `{"at":"tomorrow"}`, code: api.CodeInvalidParams, field: "params.at"},
+		{name: "not an object", kind: "timer", params: `[]`, code: api.CodeInvalidParams, field: "params"},
+		{name: "no params", kind: "timer", params: ``, code: api.CodeInvalidParams, field: "params"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,7 +101,7 @@ func TestAdmit(t *testing.T) {
 				}
 				return
 			}
-			var ref *Refusal
+			var ref *api.Error
 			if !errors.As(err, &ref) {
 				t.Fatalf("want a refusal, got %v", err)
 			}
@@ -124,16 +125,16 @@ func TestFaultsAreBounded(t *testing.T) {
 		reasons      []string
 		timeout      time.Duration
 	}{
-		{"loop", "test.loop", []string{FaultTimeout}, 300 * time.Millisecond},
+		{"loop", "test.loop", []string{kind.FaultTimeout}, 300 * time.Millisecond},
 		// Room for the memory cap to be the bound that stops it, even on a
 		// loaded machine: growing to 32 MiB is not instant.
-		{"alloc", "test.alloc", []string{FaultMemory, FaultTrap}, 5 * time.Second},
+		{"alloc", "test.alloc", []string{kind.FaultMemory, kind.FaultTrap}, 5 * time.Second},
 		// Where the timeout is not the bound under test, it is long enough
 		// that a loaded machine's first call (which initializes the
 		// instance) cannot run into it first.
-		{"trap", "test.trap", []string{FaultTrap}, 5 * time.Second},
-		{"bigout", "test.bigout", []string{FaultTooLarge}, 5 * time.Second},
-		{"offcontract", "test.offcontract", []string{FaultContract}, 5 * time.Second},
+		{"trap", "test.trap", []string{kind.FaultTrap}, 5 * time.Second},
+		{"bigout", "test.bigout", []string{kind.FaultTooLarge}, 5 * time.Second},
+		{"offcontract", "test.offcontract", []string{kind.FaultContract}, 5 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.plugin, func(t *testing.T) {
@@ -194,9 +195,9 @@ func TestBadDescribeIsRefusedAlone(t *testing.T) {
 		t.Fatalf("problems = %v", ps)
 	}
 	// Registering its kind says why.
-	var ref *Refusal
+	var ref *api.Error
 	if _, err := r.Admit(context.Background(), "test.badschema", json.RawMessage(`{}`)); !errors.As(err, &ref) ||
-		ref.Code != CodeWatchUnobservable || !strings.Contains(ref.Message, "did not load") {
+		ref.Code != api.CodeWatchUnobservable || !strings.Contains(ref.Message, "did not load") {
 		t.Fatalf("admit = %v", err)
 	}
 }
@@ -365,9 +366,9 @@ func TestFetchNeedsItsGrant(t *testing.T) {
 	params := json.RawMessage(`{"url":"https://example.org/x"}`)
 
 	r := newRuntime(t, Config{Dir: pluginDir(t, "", "fetcher")})
-	var ref *Refusal
+	var ref *api.Error
 	_, err := r.Admit(ctx, "test.fetcher", params)
-	if !errors.As(err, &ref) || ref.Code != CodeWatchUnobservable || ref.Setting != "kinds.test.fetcher.capabilities" ||
+	if !errors.As(err, &ref) || ref.Code != api.CodeWatchUnobservable || ref.Setting != "kinds.test.fetcher.capabilities" ||
 		!strings.Contains(ref.Message, "kinds.test.fetcher.capabilities") {
 		t.Fatalf("ungranted admit = %v", err)
 	}
@@ -507,7 +508,7 @@ func TestReload(t *testing.T) {
 	}
 
 	// A call in flight while the plugin is removed finishes on the old module.
-	done := make(chan Observation, 1)
+	done := make(chan kind.Observation, 1)
 	go func() {
 		obs, _ := r.Observe(ctx, abi.ObserveRequest{Kind: "test.fetcher", Now: t0, Params: json.RawMessage(`{"url":"https://example.org/"}`)})
 		done <- obs
@@ -526,7 +527,7 @@ func TestReload(t *testing.T) {
 	if obs := <-done; obs.Status != abi.StatusSettled || obs.Outcome.Result != "200" {
 		t.Fatalf("in-flight call: %+v", obs)
 	}
-	if _, err := r.Observe(ctx, abi.ObserveRequest{Kind: "test.fetcher", Now: t0, Params: json.RawMessage(`{"url":"x"}`)}); !errors.Is(err, ErrUnknownKind) {
+	if _, err := r.Observe(ctx, abi.ObserveRequest{Kind: "test.fetcher", Now: t0, Params: json.RawMessage(`{"url":"x"}`)}); !errors.Is(err, kind.ErrUnknownKind) {
 		t.Fatalf("removed kind: %v", err)
 	}
 
@@ -560,7 +561,7 @@ func TestWrongKindIsAnErrorNotPending(t *testing.T) {
 	req.Kind = "ci"
 	in, _ := json.Marshal(req)
 	_, err := r.invoke(context.Background(), l, abi.ExportObserve, in, time.Second, nil)
-	if !errors.Is(err, ErrRaised) || !strings.Contains(err.Error(), "routing bug") {
+	if !errors.Is(err, kind.ErrRaised) || !strings.Contains(err.Error(), "routing bug") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -771,7 +772,7 @@ func TestSandbox(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
 	defer srv.Close()
 	r := newRuntime(t, Config{Dir: pluginDir(t, "", "sandbox")})
-	observe := func(params string) Observation {
+	observe := func(params string) kind.Observation {
 		t.Helper()
 		obs, err := r.Observe(context.Background(), abi.ObserveRequest{Kind: "test.sandbox", Now: t0, Params: json.RawMessage(params)})
 		if err != nil {
@@ -853,7 +854,7 @@ func TestChangedClosesOnceTheNewSetIsInForce(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, RegistryFile), []byte(fetchGrant), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	seen := make(chan []Info, 1)
+	seen := make(chan []kind.Info, 1)
 	go func() {
 		<-changed
 		seen <- r.Plugins()

@@ -96,13 +96,14 @@ func Listen(cfg Config) (*Share, error) {
 func (s *Share) seenSubject(node string) string { return s.prefix + "seen." + node }
 
 // Run answers requests and hears of changes until ctx ends (or the
-// connection closes), then unsubscribes. Run once.
-func (s *Share) Run(ctx context.Context) {
-	defer s.Close()
+// connection closes), and returns nil once both readers have stopped.
+// The subscriptions are Listen's, and Close's to end. Run once.
+func (s *Share) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.read(ctx, s.requests, s.answer) })
 	wg.Go(func() { s.read(ctx, s.changes, s.hear) })
 	wg.Wait()
+	return nil
 }
 
 // closeFlush bounds how long Close waits for the servers to have its

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/netguard"
 	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/store"
@@ -15,7 +16,7 @@ import (
 
 func wantError(t *testing.T, err error, code, field, setting string) {
 	t.Helper()
-	var e *Error
+	var e *api.Error
 	if !errors.As(err, &e) || e.Code != code || e.Field != field || e.Setting != setting || e.Message == "" {
 		t.Fatalf("%v, want %s on %s naming %s", err, code, field, setting)
 	}
@@ -33,7 +34,7 @@ func TestRefsAreBounded(t *testing.T) {
 		return out
 	}
 	_, err := svc.Put(ctx, Update{ID: "a", Status: store.StatusRunning, Refs: refs(3)})
-	wantError(t, err, CodeTooManyRefs, "refs", SettingMaxRefs)
+	wantError(t, err, api.CodeTooManyRefs, "refs", SettingMaxRefs)
 	if _, err := svc.Get(ctx, "a"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a refused put stored the recipient: %v", err)
 	}
@@ -63,7 +64,7 @@ func TestPendingWatchesAreBounded(t *testing.T) {
 		}
 		ids = append(ids, w.ID)
 	}
-	wantError(t, svc.CheckPending(ctx, "a"), CodeTooManyPending, "recipient.id", SettingMaxPending)
+	wantError(t, svc.CheckPending(ctx, "a"), api.CodeTooManyPending, "recipient.id", SettingMaxPending)
 	if err := svc.CheckPending(ctx, "b"); err != nil {
 		t.Fatalf("another recipient: %v", err)
 	}
@@ -114,7 +115,7 @@ func TestWebhookDestinationIsCheckedAtPut(t *testing.T) {
 	} {
 		_, err := tt.svc.Put(ctx, Update{ID: "hooked", Status: store.StatusRunning, Webhook: &store.Webhook{URL: tt.url, Secret: secret}})
 		if tt.refused {
-			wantError(t, err, CodeDestinationRefused, "webhook.url", SettingWebhookAllow)
+			wantError(t, err, api.CodeDestinationRefused, "webhook.url", SettingWebhookAllow)
 			continue
 		}
 		if err != nil {

@@ -8,8 +8,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/reminder"
-	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -81,14 +81,14 @@ func (s *Service) phaseStore() (PhaseStore, error) {
 // must exist (store.ErrNotFound otherwise: a report creates nothing). It
 // changes no watch: the reminder reads the phase at its next check.
 func (s *Service) ReportPhase(ctx context.Context, id string, r PhaseReport) (store.Phase, error) {
-	if !scheduler.ValidRecipientID(id) {
-		return store.Phase{}, &Error{Code: CodeInvalidRecipient, Field: "id", Message: scheduler.RecipientIDGrammar}
+	if !store.ValidRecipientID(id) {
+		return store.Phase{}, &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: store.RecipientIDGrammar}
 	}
 	if !ValidPhaseName(r.Name) {
-		return store.Phase{}, &Error{Code: CodeInvalidField, Field: "name", Message: PhaseNameGrammar}
+		return store.Phase{}, &api.Error{Code: api.CodeInvalidField, Field: "name", Message: PhaseNameGrammar}
 	}
 	if !ValidPhaseText(r.Text) {
-		return store.Phase{}, &Error{Code: CodeInvalidField, Field: "text", Message: fmt.Sprintf("want at most %d bytes of UTF-8 text without control characters (a newline or tab is fine)", MaxPhaseText)}
+		return store.Phase{}, &api.Error{Code: api.CodeInvalidField, Field: "text", Message: fmt.Sprintf("want at most %d bytes of UTF-8 text without control characters (a newline or tab is fine)", MaxPhaseText)}
 	}
 	if r.By == "" {
 		return store.Phase{}, fmt.Errorf("recipients: a phase report without its principal")
@@ -107,15 +107,15 @@ func (s *Service) ReportPhase(ctx context.Context, id string, r PhaseReport) (st
 // ReportActivity adds to a recipient's activity counts. Each count is 0
 // to MaxActivityStep; the recipient must exist.
 func (s *Service) ReportActivity(ctx context.Context, id string, replies, toolCalls int64) (store.Activity, error) {
-	if !scheduler.ValidRecipientID(id) {
-		return store.Activity{}, &Error{Code: CodeInvalidRecipient, Field: "id", Message: scheduler.RecipientIDGrammar}
+	if !store.ValidRecipientID(id) {
+		return store.Activity{}, &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: store.RecipientIDGrammar}
 	}
 	for _, c := range []struct {
 		field string
 		n     int64
 	}{{"replies", replies}, {"tool_calls", toolCalls}} {
 		if c.n < 0 || c.n > MaxActivityStep {
-			return store.Activity{}, &Error{Code: CodeInvalidField, Field: c.field, Message: fmt.Sprintf("want a count from 0 to %d to add", MaxActivityStep)}
+			return store.Activity{}, &api.Error{Code: api.CodeInvalidField, Field: c.field, Message: fmt.Sprintf("want a count from 0 to %d to add", MaxActivityStep)}
 		}
 	}
 	ps, err := s.phaseStore()
@@ -134,15 +134,15 @@ func (s *Service) ReportActivity(ctx context.Context, id string, replies, toolCa
 // reconciles its watches: while it runs and is opted in it keeps one
 // reminder watch at that cadence. The recipient must exist.
 func (s *Service) SetReminder(ctx context.Context, id string, every time.Duration) (store.RecipientRecord, error) {
-	if !scheduler.ValidRecipientID(id) {
-		return store.RecipientRecord{}, &Error{Code: CodeInvalidRecipient, Field: "id", Message: scheduler.RecipientIDGrammar}
+	if !store.ValidRecipientID(id) {
+		return store.RecipientRecord{}, &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: store.RecipientIDGrammar}
 	}
 	if every != 0 && (every < reminder.MinEvery || every > reminder.MaxEvery) {
-		return store.RecipientRecord{}, &Error{Code: CodeInvalidField, Field: "every",
+		return store.RecipientRecord{}, &api.Error{Code: api.CodeInvalidField, Field: "every",
 			Message: fmt.Sprintf("%s: want a duration from %s to %s", every, reminder.MinEvery, reminder.MaxEvery)}
 	}
 	if info, ok := s.kinds.Lookup(reminder.Name); every != 0 && (!ok || !info.Standing) {
-		return store.RecipientRecord{}, &Error{Code: CodeWatchUnobservable, Field: "every",
+		return store.RecipientRecord{}, &api.Error{Code: api.CodeWatchUnobservable, Field: "every",
 			Message: fmt.Sprintf("this host serves no %s kind", reminder.Name)}
 	}
 	ps, err := s.phaseStore()

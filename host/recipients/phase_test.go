@@ -12,6 +12,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/reminder"
 	"github.com/vigilhq/vigil/store"
 )
@@ -30,36 +31,36 @@ func TestReportsValidate(t *testing.T) {
 		code  string
 		field string
 	}{
-		{"bad id", func() error { _, err := f.svc.ReportPhase(ctx, "a b", PhaseReport{Name: "build", By: "w"}); return err }, CodeInvalidRecipient, "id"},
-		{"empty name", func() error { _, err := f.svc.ReportPhase(ctx, "w", PhaseReport{By: "w"}); return err }, CodeInvalidField, "name"},
-		{"upper-case name", func() error { _, err := f.svc.ReportPhase(ctx, "w", PhaseReport{Name: "Build", By: "w"}); return err }, CodeInvalidField, "name"},
+		{"bad id", func() error { _, err := f.svc.ReportPhase(ctx, "a b", PhaseReport{Name: "build", By: "w"}); return err }, api.CodeInvalidRecipient, "id"},
+		{"empty name", func() error { _, err := f.svc.ReportPhase(ctx, "w", PhaseReport{By: "w"}); return err }, api.CodeInvalidField, "name"},
+		{"upper-case name", func() error { _, err := f.svc.ReportPhase(ctx, "w", PhaseReport{Name: "Build", By: "w"}); return err }, api.CodeInvalidField, "name"},
 		{"long name", func() error {
 			_, err := f.svc.ReportPhase(ctx, "w", PhaseReport{Name: strings.Repeat("b", MaxPhaseName+1), By: "w"})
 			return err
-		}, CodeInvalidField, "name"},
+		}, api.CodeInvalidField, "name"},
 		{"long text", func() error {
 			_, err := f.svc.ReportPhase(ctx, "w", PhaseReport{Name: "build", Text: strings.Repeat("x", MaxPhaseText+1), By: "w"})
 			return err
-		}, CodeInvalidField, "text"},
+		}, api.CodeInvalidField, "text"},
 		{"control in text", func() error {
 			_, err := f.svc.ReportPhase(ctx, "w", PhaseReport{Name: "build", Text: "a\x1b[2Jb", By: "w"})
 			return err
-		}, CodeInvalidField, "text"},
-		{"negative replies", func() error { _, err := f.svc.ReportActivity(ctx, "w", -1, 0); return err }, CodeInvalidField, "replies"},
-		{"tool calls over the step", func() error { _, err := f.svc.ReportActivity(ctx, "w", 0, MaxActivityStep+1); return err }, CodeInvalidField, "tool_calls"},
-		{"activity bad id", func() error { _, err := f.svc.ReportActivity(ctx, "", 1, 1); return err }, CodeInvalidRecipient, "id"},
-		{"interval below the minimum", func() error { _, err := f.svc.SetReminder(ctx, "w", reminder.MinEvery-time.Second); return err }, CodeInvalidField, "every"},
-		{"interval above the maximum", func() error { _, err := f.svc.SetReminder(ctx, "w", reminder.MaxEvery+time.Second); return err }, CodeInvalidField, "every"},
-		{"negative interval", func() error { _, err := f.svc.SetReminder(ctx, "w", -time.Minute); return err }, CodeInvalidField, "every"},
+		}, api.CodeInvalidField, "text"},
+		{"negative replies", func() error { _, err := f.svc.ReportActivity(ctx, "w", -1, 0); return err }, api.CodeInvalidField, "replies"},
+		{"tool calls over the step", func() error { _, err := f.svc.ReportActivity(ctx, "w", 0, MaxActivityStep+1); return err }, api.CodeInvalidField, "tool_calls"},
+		{"activity bad id", func() error { _, err := f.svc.ReportActivity(ctx, "", 1, 1); return err }, api.CodeInvalidRecipient, "id"},
+		{"interval below the minimum", func() error { _, err := f.svc.SetReminder(ctx, "w", reminder.MinEvery-time.Second); return err }, api.CodeInvalidField, "every"},
+		{"interval above the maximum", func() error { _, err := f.svc.SetReminder(ctx, "w", reminder.MaxEvery+time.Second); return err }, api.CodeInvalidField, "every"},
+		{"negative interval", func() error { _, err := f.svc.SetReminder(ctx, "w", -time.Minute); return err }, api.CodeInvalidField, "every"},
 		// This fixture's kinds have no reminder: an opt-in it could never
 		// keep is refused, not stored.
-		{"no reminder kind", func() error { _, err := f.svc.SetReminder(ctx, "w", time.Hour); return err }, CodeWatchUnobservable, "every"},
-		{"reminder bad id", func() error { _, err := f.svc.SetReminder(ctx, "a/b", time.Hour); return err }, CodeInvalidRecipient, "id"},
+		{"no reminder kind", func() error { _, err := f.svc.SetReminder(ctx, "w", time.Hour); return err }, api.CodeWatchUnobservable, "every"},
+		{"reminder bad id", func() error { _, err := f.svc.SetReminder(ctx, "a/b", time.Hour); return err }, api.CodeInvalidRecipient, "id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.do()
-			var e *Error
+			var e *api.Error
 			if !errors.As(err, &e) || e.Code != tt.code || e.Field != tt.field {
 				t.Fatalf("err = %v, want %s on %s", err, tt.code, tt.field)
 			}

@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/vigilhq/vigil/api"
 	"log/slog"
 	"net/netip"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/internal/clock"
 
 	"github.com/vigilhq/vigil/api/webhooks"
 	"github.com/vigilhq/vigil/host/kind"
@@ -46,16 +48,11 @@ type Kinds interface {
 	Admit(ctx context.Context, name string, req kind.AdmitRequest) (kind.Admission, error)
 }
 
-// Clock tells the time.
-type Clock interface{ Now() time.Time }
-
 // Destinations judges the addresses a webhook may be delivered to: the
 // delivery guard, *netguard.Guard.
 type Destinations interface {
 	CheckAddr(ip netip.Addr) error
 }
-
-var _ Destinations = (*netguard.Guard)(nil)
 
 // Limits bound what one recipient holds. Zero fields take the defaults.
 type Limits struct {
@@ -99,7 +96,7 @@ type Service struct {
 	store  Store
 	sched  Scheduler
 	kinds  Kinds
-	clock  Clock
+	clock  clock.Clock
 	log    *slog.Logger
 	limits Limits
 	// dests, when set, refuses webhook URLs whose host the guard always
@@ -108,11 +105,11 @@ type Service struct {
 }
 
 // New builds a Service with the default limits and no destination check.
-func New(st Store, sched Scheduler, kinds Kinds, clock Clock, log *slog.Logger) *Service {
+func New(st Store, sched Scheduler, kinds Kinds, clk clock.Clock, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: st, sched: sched, kinds: kinds, clock: clock, log: log.With("component", "recipients"), limits: Limits{}.withDefaults()}
+	return &Service{store: st, sched: sched, kinds: kinds, clock: clock.Or(clk), log: log.With("component", "recipients"), limits: Limits{}.withDefaults()}
 }
 
 // WithLimits returns a copy of s bounded by l (zero fields: the defaults).
@@ -148,28 +145,13 @@ type Update struct {
 	Caller kind.Caller
 }
 
-// Error is an update the service refuses: the API's one error type. Field
-// names the part at fault and Setting, when set, the operator setting that
-// would allow it.
-type Error = api.Error
-
-// Codes (api's table of codes).
-const (
-	CodeInvalidRecipient   = api.CodeInvalidRecipient
-	CodeInvalidField       = api.CodeInvalidField
-	CodeDestinationRefused = api.CodeDestinationRefused
-	CodeTooManyRefs        = api.CodeTooManyRefs
-	CodeTooManyPending     = api.CodeTooManyPending
-	CodeWatchUnobservable  = api.CodeWatchUnobservable
-)
-
 // Put validates and stores a recipient, then reconciles its watches.
 func (s *Service) Put(ctx context.Context, u Update) (store.RecipientRecord, error) {
-	if !scheduler.ValidRecipientID(u.ID) {
-		return store.RecipientRecord{}, &Error{Code: CodeInvalidRecipient, Field: "id", Message: scheduler.RecipientIDGrammar}
+	if !store.ValidRecipientID(u.ID) {
+		return store.RecipientRecord{}, &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: store.RecipientIDGrammar}
 	}
 	if !u.Status.Valid() {
-		return store.RecipientRecord{}, &Error{Code: CodeInvalidField, Field: "status", Message: "want running, paused or stopped"}
+		return store.RecipientRecord{}, &api.Error{Code: api.CodeInvalidField, Field: "status", Message: "want running, paused or stopped"}
 	}
 	if u.Webhook != nil {
 		if err := s.checkWebhook(ctx, *u.Webhook); err != nil {
@@ -177,37 +159,37 @@ func (s *Service) Put(ctx context.Context, u Update) (store.RecipientRecord, err
 		}
 	}
 	if len(u.Refs) > s.limits.MaxRefs {
-		return store.RecipientRecord{}, &Error{Code: CodeTooManyRefs, Field: "refs", Setting: SettingMaxRefs,
+		return store.RecipientRecord{}, &api.Error{Code: api.CodeTooManyRefs, Field: "refs", Setting: SettingMaxRefs,
 			Message: fmt.Sprintf("%d refs; a recipient holds at most %d", len(u.Refs), s.limits.MaxRefs)}
 	}
 	if w := u.Workspace; w != "" && (!filepath.IsAbs(w) || filepath.Clean(w) != w || strings.ContainsRune(w, 0) || len(w) > MaxWorkspace) {
-		return store.RecipientRecord{}, &Error{Code: CodeInvalidField, Field: "workspace",
+		return store.RecipientRecord{}, &api.Error{Code: api.CodeInvalidField, Field: "workspace",
 			Message: fmt.Sprintf("want an absolute, clean directory path of at most %d bytes", MaxWorkspace)}
 	}
 	for i, ref := range u.Refs {
 		if !abi.ValidKind(ref.Kind) {
-			return store.RecipientRecord{}, &Error{Code: CodeInvalidField, Field: fmt.Sprintf("refs[%d].kind", i),
+			return store.RecipientRecord{}, &api.Error{Code: api.CodeInvalidField, Field: fmt.Sprintf("refs[%d].kind", i),
 				Message: fmt.Sprintf("want 1-%d of a-z 0-9 . _ -", abi.MaxKindLen)}
 		}
 		if err := kind.CheckParams(ref.Params); err != nil {
-			var rf *kind.Refusal
+			var rf *api.Error
 			if errors.As(err, &rf) {
-				return store.RecipientRecord{}, &Error{Code: rf.Code, Field: fmt.Sprintf("refs[%d].%s", i, rf.Field), Message: rf.Message}
+				return store.RecipientRecord{}, &api.Error{Code: rf.Code, Field: fmt.Sprintf("refs[%d].%s", i, rf.Field), Message: rf.Message}
 			}
 			return store.RecipientRecord{}, err
 		}
 		info, ok := s.kinds.Lookup(ref.Kind)
 		if !ok || !info.Standing {
-			return store.RecipientRecord{}, &Error{Code: CodeInvalidField, Field: fmt.Sprintf("refs[%d].kind", i),
+			return store.RecipientRecord{}, &api.Error{Code: api.CodeInvalidField, Field: fmt.Sprintf("refs[%d].kind", i),
 				Message: fmt.Sprintf("%q is not a standing kind this host serves", ref.Kind)}
 		}
 		if _, err := canonical(ref.Params); err != nil {
-			return store.RecipientRecord{}, &Error{Code: CodeInvalidField, Field: fmt.Sprintf("refs[%d].params", i), Message: err.Error()}
+			return store.RecipientRecord{}, &api.Error{Code: api.CodeInvalidField, Field: fmt.Sprintf("refs[%d].params", i), Message: err.Error()}
 		}
 		if _, err := s.kinds.Admit(ctx, ref.Kind, kind.AdmitRequest{Params: ref.Params, Recipient: u.ID, Caller: u.Caller}); err != nil {
 			var (
 				hidden *kind.HiddenError
-				ref    *kind.Refusal
+				ref    *api.Error
 			)
 			if errors.As(err, &hidden) {
 				return store.RecipientRecord{}, err // as an unknown id: no field of the record named
@@ -217,7 +199,7 @@ func (s *Service) Put(ctx context.Context, u Update) (store.RecipientRecord, err
 				if ref.Field != "" {
 					field += "." + ref.Field
 				}
-				return store.RecipientRecord{}, &Error{Code: ref.Code, Field: field, Message: ref.Message}
+				return store.RecipientRecord{}, &api.Error{Code: ref.Code, Field: field, Message: ref.Message}
 			}
 			return store.RecipientRecord{}, err
 		}
@@ -248,15 +230,15 @@ const MaxWebhookURL = 2048
 // 24 to 64 bytes); a destination the guard always refuses.
 func (s *Service) checkWebhook(ctx context.Context, w store.Webhook) error {
 	if len(w.URL) > MaxWebhookURL {
-		return &Error{Code: CodeInvalidField, Field: "webhook.url",
+		return &api.Error{Code: api.CodeInvalidField, Field: "webhook.url",
 			Message: fmt.Sprintf("%d bytes; a webhook URL is at most %d", len(w.URL), MaxWebhookURL)}
 	}
 	u, err := url.Parse(w.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return &Error{Code: CodeInvalidField, Field: "webhook.url", Message: "want an absolute http or https URL without credentials"}
+		return &api.Error{Code: api.CodeInvalidField, Field: "webhook.url", Message: "want an absolute http or https URL without credentials"}
 	}
 	if err := webhooks.CheckSecret(w.Secret); err != nil {
-		return &Error{Code: CodeInvalidField, Field: "webhook.secret",
+		return &api.Error{Code: api.CodeInvalidField, Field: "webhook.secret",
 			Message: fmt.Sprintf("want whsec_ and the standard base64 of a %d- to %d-byte key", webhooks.MinNewSecretBytes, webhooks.MaxSecretBytes)}
 	}
 	if s.dests != nil {
@@ -291,7 +273,7 @@ func (s *Service) checkDestination(ctx context.Context, host string) error {
 	if first == nil {
 		return nil
 	}
-	return &Error{Code: CodeDestinationRefused, Field: "webhook.url", Setting: SettingWebhookAllow,
+	return &api.Error{Code: api.CodeDestinationRefused, Field: "webhook.url", Setting: SettingWebhookAllow,
 		Message: fmt.Sprintf("%s reaches %s, %s: the host never delivers there unless an allow prefix contains it (serve --webhook-allow, VIGIL_WEBHOOK_ALLOW, config webhook_allow)",
 			host, first.Addr, first.Reason)}
 }
@@ -303,7 +285,7 @@ func (s *Service) checkDestination(ctx context.Context, host string) error {
 // (scheduler.Registration.Bounded), so registrations racing cannot pass
 // it.
 func (s *Service) CheckPending(ctx context.Context, recipient string) error {
-	if !scheduler.ValidRecipientID(recipient) {
+	if !store.ValidRecipientID(recipient) {
 		return nil // Register refuses a malformed id, naming it
 	}
 	n, err := s.store.CountPending(ctx, recipient, s.limits.MaxPending)
@@ -319,8 +301,8 @@ func (s *Service) CheckPending(ctx context.Context, recipient string) error {
 // TooManyPending is the refusal of a registration for a recipient that
 // holds max pending watches, CheckPending's and the registration's own
 // (a *store.TooManyPendingError, when registrations raced to the bound).
-func TooManyPending(recipient string, max int) *Error {
-	return &Error{Code: CodeTooManyPending, Field: "recipient.id", Setting: SettingMaxPending,
+func TooManyPending(recipient string, max int) *api.Error {
+	return &api.Error{Code: api.CodeTooManyPending, Field: "recipient.id", Setting: SettingMaxPending,
 		Message: fmt.Sprintf("recipient %s holds %d pending watches, the most it may; cancel some or let them settle", recipient, max)}
 }
 
@@ -424,8 +406,8 @@ func reminderOptIn(rec store.RecipientRecord) []standingWatch {
 
 func (s *Service) cancel(ctx context.Context, w store.Watch, reason string) {
 	if _, err := s.sched.Cancel(ctx, w.ID, reason); err != nil {
-		var se *scheduler.Error
-		if errors.As(err, &se) && se.Code == scheduler.CodeAlreadySettled {
+		var se *api.Error
+		if errors.As(err, &se) && se.Code == api.CodeAlreadySettled {
 			return
 		}
 		s.log.Error("cancelling a watch", "watch", w.ID, "recipient", w.Recipient.ID, "err", err)
@@ -483,8 +465,8 @@ func canonical(raw json.RawMessage) (string, error) {
 
 // Get returns a recipient.
 func (s *Service) Get(ctx context.Context, id string) (store.RecipientRecord, error) {
-	if !scheduler.ValidRecipientID(id) {
-		return store.RecipientRecord{}, &Error{Code: CodeInvalidRecipient, Field: "id", Message: scheduler.RecipientIDGrammar}
+	if !store.ValidRecipientID(id) {
+		return store.RecipientRecord{}, &api.Error{Code: api.CodeInvalidRecipient, Field: "id", Message: store.RecipientIDGrammar}
 	}
 	return s.store.GetRecipient(ctx, id)
 }

@@ -14,8 +14,9 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/api/webhooks"
 	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/badger"
@@ -23,53 +24,28 @@ import (
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-type fixedClock struct{ t time.Time }
-
-func (c fixedClock) Now() time.Time { return c.t }
-
-// fakePlugins serves a wait kind "ci" that never settles and a standing
-// kind "ticket".
-type fakePlugins struct {
-	mu     sync.Mutex
-	probes int
-	// admitted are the admission requests the kinds were asked.
-	admitted []kind.AdmitRequest
-}
-
-func (f *fakePlugins) Lookup(kind string) (plugin.Info, bool) {
-	switch kind {
-	case "ci":
-		return plugin.Info{Kind: "ci", DefaultEvery: 30 * time.Second}, true
-	case "ticket":
-		return plugin.Info{Kind: "ticket", Standing: true, DefaultEvery: time.Minute}, true
-	}
-	return plugin.Info{}, false
-}
-
-func (f *fakePlugins) Admit(_ context.Context, _ string, req kind.AdmitRequest) (plugin.Admission, error) {
-	f.mu.Lock()
-	f.admitted = append(f.admitted, req)
-	f.mu.Unlock()
-	if strings.Contains(string(req.Params), `"work"`) {
-		// Params naming a record: admitted only for a caller that may
-		// read it, hidden as an unknown id otherwise.
-		if err := kind.MayRead(req.Caller, kind.Object{Class: kind.ObjectWork, ID: "w1", Scope: "support"}); err != nil {
-			return plugin.Admission{}, &kind.HiddenError{NotFound: &api.Error{Code: api.CodeNotFound, Message: `no work item "w1"`}, Reason: err}
+// fakePlugins serves a wait kind "ci" and a standing kind "ticket", each
+// settling on its first probe; params naming a Work are admitted only for
+// a caller that may read it.
+func fakePlugins() *hosttest.FakeKinds {
+	return hosttest.NewFakeKinds(
+		kind.Info{Kind: "ci", DefaultEvery: 30 * time.Second},
+		kind.Info{Kind: "ticket", Standing: true, DefaultEvery: time.Minute},
+	).OnObserve(func(abi.ObserveRequest) (kind.Observation, error) {
+		return hosttest.Settled("success")
+	}).OnAdmit(func(_ string, req kind.AdmitRequest) (kind.Admission, error) {
+		if strings.Contains(string(req.Params), `"work"`) {
+			// Params naming a record: admitted only for a caller that may
+			// read it, hidden as an unknown id otherwise.
+			if err := kind.MayRead(req.Caller, kind.Object{Class: kind.ObjectWork, ID: "w1", Scope: "support"}); err != nil {
+				return kind.Admission{}, &kind.HiddenError{NotFound: &api.Error{Code: api.CodeNotFound, Message: `no work item "w1"`}, Reason: err}
+			}
 		}
-	}
-	if strings.Contains(string(req.Params), `"bad"`) {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeInvalidParams, Field: "params.bad", Message: "bad"}
-	}
-	return plugin.Admission{}, nil
-}
-
-func (f *fakePlugins) Settled(context.Context, store.Watch) {}
-
-func (f *fakePlugins) Observe(context.Context, abi.ObserveRequest) (plugin.Observation, error) {
-	f.mu.Lock()
-	f.probes++
-	f.mu.Unlock()
-	return plugin.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: "success"}}, nil
+		if strings.Contains(string(req.Params), `"bad"`) {
+			return kind.Admission{}, &api.Error{Code: api.CodeInvalidParams, Field: "params.bad", Message: "bad"}
+		}
+		return kind.Admission{}, nil
+	})
 }
 
 // countingDeliverer settles and carries on the store, and counts what it
@@ -105,7 +81,7 @@ type fixture struct {
 	st      *store.Store
 	sched   *scheduler.Scheduler
 	svc     *Service
-	plugins *fakePlugins
+	plugins *hosttest.FakeKinds
 	mail    *countingDeliverer
 }
 
@@ -116,12 +92,12 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	f := &fixture{st: st, plugins: &fakePlugins{}, mail: &countingDeliverer{st: st}}
-	f.sched, err = scheduler.New(scheduler.Config{Store: st, Plugins: f.plugins, Deliver: f.mail, Recipients: st, Clock: fixedClock{t0}})
+	f := &fixture{st: st, plugins: fakePlugins(), mail: &countingDeliverer{st: st}}
+	f.sched, err = scheduler.New(scheduler.Config{Store: st, Plugins: f.plugins, Deliver: f.mail, Recipients: st, Clock: fakeclock.At(t0)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.svc = New(st, f.sched, f.plugins, fixedClock{t0}, nil)
+	f.svc = New(st, f.sched, f.plugins, fakeclock.At(t0), nil)
 	return f
 }
 
@@ -158,8 +134,8 @@ func TestPausingCancelsEveryWatchOfTheRecipient(t *testing.T) {
 		t.Fatalf("%d cancelled, note %q", len(cancelled), cancelled[0].LastNote)
 	}
 	f.sched.Tick(ctx, t0)
-	if f.mail.n != 1 || f.plugins.probes != 1 {
-		t.Fatalf("mailed %d, probed %d: only the other recipient's watch may run", f.mail.n, f.plugins.probes)
+	if f.mail.n != 1 || f.plugins.Probes() != 1 {
+		t.Fatalf("mailed %d, probed %d: only the other recipient's watch may run", f.mail.n, f.plugins.Probes())
 	}
 	if got, _ := f.st.Get(ctx, other.ID); got.State != store.Fired {
 		t.Fatalf("other recipient's watch: %+v", got)
@@ -226,16 +202,14 @@ func TestRefsAreAdmittedWithTheCallersGrant(t *testing.T) {
 	if _, err := f.st.GetRecipient(ctx, "w"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a refused record was stored: %v", err)
 	}
-	f.plugins.admitted = nil
+	before := len(f.plugins.Admitted())
 	if _, err := f.svc.Put(ctx, Update{ID: "w", Status: store.StatusRunning, Refs: []store.Ref{ref}, Caller: readsAll{}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(f.pending(t, "w")); n != 1 {
 		t.Fatalf("%d standing watches, want the ref's", n)
 	}
-	f.plugins.mu.Lock()
-	defer f.plugins.mu.Unlock()
-	got := f.plugins.admitted
+	got := f.plugins.Admitted()[before:]
 	if len(got) != 2 || got[0].Recipient != "w" || got[0].Caller != kind.Caller(readsAll{}) || got[1].Recipient != "w" || got[1].Caller != kind.Caller(kind.HostCaller{}) {
 		t.Fatalf("admitted %+v: want the put's as its caller, then the reconciler's as the host", got)
 	}
@@ -336,7 +310,7 @@ func TestPutValidates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := f.svc.Put(ctx, tt.u)
-			var e *Error
+			var e *api.Error
 			if !errors.As(err, &e) || e.Field != tt.field {
 				t.Fatalf("err = %v", err)
 			}

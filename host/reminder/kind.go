@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
@@ -99,11 +100,11 @@ func ParseParams(raw json.RawMessage) (Params, error) {
 // recipient it reminds is the watch's own), so the caller is not asked.
 func (k *Kind) Admit(ctx context.Context, req kind.AdmitRequest) (kind.Admission, error) {
 	if !fromReconciler(ctx) {
-		return kind.Admission{}, &kind.Refusal{Code: kind.CodeInvalidParams, Field: "kind",
+		return kind.Admission{}, &api.Error{Code: api.CodeInvalidParams, Field: "kind",
 			Message: "the host keeps a recipient's reminder watch itself: opt in with PUT /api/v1/recipients/{id}/reminder (vigil recipient reminder)"}
 	}
 	if _, err := ParseParams(req.Params); err != nil {
-		return kind.Admission{}, &kind.Refusal{Code: kind.CodeInvalidParams, Field: "params", Message: err.Error()}
+		return kind.Admission{}, &api.Error{Code: api.CodeInvalidParams, Field: "params", Message: err.Error()}
 	}
 	return kind.Admission{}, nil
 }

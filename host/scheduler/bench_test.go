@@ -42,7 +42,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"runtime"
@@ -56,7 +55,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/hosttest"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/plugin"
@@ -131,16 +133,14 @@ func (p *timers) due(i int) time.Time {
 
 // timerFakes answers like the timer, without wasm: admitted with the
 // deadline at + 1 min, pending with the next check an hour ahead.
-func timerFakes(at time.Time) *fakePlugins {
-	return &fakePlugins{
-		kinds: map[string]plugin.Info{"timer": {Kind: "timer", DefaultEvery: time.Minute}},
-		observe: func(req abi.ObserveRequest) (plugin.Observation, error) {
-			return plugin.Observation{Status: abi.StatusPending, Note: "not yet", NextCheck: req.Now.Add(time.Hour)}, nil
-		},
-		admit: func(string, json.RawMessage) (plugin.Admission, error) {
-			return plugin.Admission{Deadline: at.Add(time.Minute)}, nil
-		},
-	}
+func timerFakes(at time.Time) *hosttest.FakeKinds {
+	return hosttest.NewFakeKinds(kind.Info{Kind: "timer", DefaultEvery: time.Minute}).
+		OnObserve(func(req abi.ObserveRequest) (kind.Observation, error) {
+			return kind.Observation{Status: abi.StatusPending, Note: "not yet", NextCheck: req.Now.Add(time.Hour)}, nil
+		}).
+		OnAdmit(func(string, kind.AdmitRequest) (kind.Admission, error) {
+			return kind.Admission{Deadline: at.Add(time.Minute)}, nil
+		})
 }
 
 // genStore stands in for badger where only the scheduler's own memory is
@@ -170,7 +170,7 @@ func (g *genStore) ForEachPending(ctx context.Context, fn func(store.Schedule) e
 }
 
 func (g *genStore) ForEach(_ context.Context, _ store.Filter, fn func(store.Watch) error) (int, error) {
-	ids := idSource{rand.NewChaCha8([32]byte{3})}
+	ids := hosttest.IDs(3)
 	for i := range g.n {
 		id, err := store.NewID(g.pop.now, ids)
 		if err != nil {
@@ -196,16 +196,19 @@ func (g *genStore) List(ctx context.Context, f store.Filter) ([]store.Watch, int
 // it twice per pass (to move what is due to the ready queue, then to arm
 // its timer), and nothing else does while the benchmark watches (an idle
 // worker reads no clock), so reads / 2 is how often it woke.
-type countingClock struct{ reads atomic.Int64 }
+type countingClock struct {
+	clock.Wall
+	reads atomic.Int64
+}
 
 func (c *countingClock) Now() time.Time {
 	c.reads.Add(1)
 	return time.Now()
 }
 
-func benchScheduler(tb testing.TB, st rowStore, pl Kinds, clock Clock, workers int) *Scheduler {
+func benchScheduler(tb testing.TB, st rowStore, pl Kinds, clk clock.Clock, workers int) *Scheduler {
 	tb.Helper()
-	s, err := New(Config{Store: st, Plugins: pl, Deliver: &recordingDeliverer{st: st}, Clock: clock, Workers: workers})
+	s, err := New(Config{Store: st, Plugins: pl, Deliver: &recordingDeliverer{st: st}, Clock: clk, Workers: workers})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -470,7 +473,7 @@ func (p *pendingStore) build(b *testing.B) error {
 	start := time.Now()
 	for g := range writers {
 		wg.Go(func() {
-			ids := idSource{rand.NewChaCha8([32]byte{byte(g), 'w'})}
+			ids := hosttest.IDs('w' + byte(g))
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= p.n {
@@ -549,7 +552,7 @@ var memDesigns = map[string]func(tb testing.TB, n int, pop *timers) (cleanup fun
 	// A bare container/heap of {id, due, index} with a map index for
 	// cancel, pushed one at a time.
 	"bare-heap": func(_ testing.TB, n int, pop *timers) func() {
-		ids := idSource{rand.NewChaCha8([32]byte{4})}
+		ids := hosttest.IDs(4)
 		h := bareHeap{}
 		byID := map[store.ID]*bareEntry{}
 		for i := range n {
@@ -566,7 +569,7 @@ var memDesigns = map[string]func(tb testing.TB, n int, pop *timers) (cleanup fun
 	// One time.AfterFunc per watch, its func closing over the id; the
 	// *Timer handles in a slice, to stop them (no map: no cancel by id).
 	"afterfunc": func(tb testing.TB, n int, pop *timers) func() {
-		ids := idSource{rand.NewChaCha8([32]byte{5})}
+		ids := hosttest.IDs(5)
 		ts := make([]*time.Timer, 0, n)
 		for i := range n {
 			id, _ := store.NewID(pop.now, ids)
@@ -583,7 +586,7 @@ var memDesigns = map[string]func(tb testing.TB, n int, pop *timers) (cleanup fun
 	// One goroutine per watch blocked on its own time.Timer, or on a
 	// shared stop channel (no per-watch cancel).
 	"goroutine-timer": func(_ testing.TB, n int, pop *timers) func() {
-		ids := idSource{rand.NewChaCha8([32]byte{6})}
+		ids := hosttest.IDs(6)
 		stop := make(chan struct{})
 		var ready, done sync.WaitGroup
 		ready.Add(n)
@@ -716,11 +719,11 @@ func childRestart(t *testing.T, dir, design string) map[string]float64 {
 
 	window := benchIdle(t)
 	loopCtx, cancel := context.WithCancel(ctx)
-	done := s.Start(loopCtx)
+	done := lifecycle.Go(loopCtx, s.Run)
 	time.Sleep(window)
-	probes := fp.probeCount()
+	probes := fp.Probes()
 	cancel()
-	<-done
+	_ = done()
 	mib := func(v int64) float64 { return float64(v) / (1 << 20) }
 	return map[string]float64{
 		"open-ms":             float64(open.Microseconds()) / 1000,
@@ -807,21 +810,21 @@ func childIdle(t *testing.T, c, dir string) map[string]float64 {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	reads := clock.reads.Load()
-	done := s.Start(ctx)
+	done := lifecycle.Go(ctx, s.Run)
 	for clock.reads.Load() < reads+2 { // the first pass: what is due, then the timer
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(100 * time.Millisecond)
 
 	sw0 := contextSwitches() // reading /proc costs CPU: outside the window
-	reads0, probes0, cpu0, wall0 := clock.reads.Load(), fp.probeCount(), cpuTime(), time.Now()
+	reads0, probes0, cpu0, wall0 := clock.reads.Load(), fp.Probes(), cpuTime(), time.Now()
 	time.Sleep(window)
-	cpu1, reads1, probes1, wall := cpuTime(), clock.reads.Load(), fp.probeCount(), time.Since(wall0)
+	cpu1, reads1, probes1, wall := cpuTime(), clock.reads.Load(), fp.Probes(), time.Since(wall0)
 	sw1 := contextSwitches()
 	next, ok := s.NextWake()
 	pending := s.Pending()
 	cancel()
-	<-done
+	_ = done()
 
 	res := map[string]float64{
 		"cpu-ms":         float64((cpu1 - cpu0).Microseconds()) / 1000,
@@ -888,7 +891,10 @@ func benchTick(b *testing.B, real bool, workers int) {
 		}
 	}
 	// A first, untimed Tick grows the plugin's pool to one instance per
-	// worker and each instance's memory to its working size.
+	// worker and each instance's memory to its working size. The timer's
+	// admit names its instant as the first check, so its watches are made
+	// due now, as between the timed Ticks.
+	rearmAll(s, pop.now)
 	if got := s.Tick(ctx, pop.now); got != n {
 		b.Fatalf("warm-up tick probed %d, want %d", got, n)
 	}

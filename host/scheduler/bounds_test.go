@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -21,10 +21,10 @@ func TestRegistrationBounds(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	admitted := 0
-	h.plugins.admit = func(string, json.RawMessage) (plugin.Admission, error) {
+	h.plugins.OnAdmit(func(string, kind.AdmitRequest) (kind.Admission, error) {
 		admitted++
-		return plugin.Admission{}, nil
-	}
+		return kind.Admission{}, nil
+	})
 	dur := func(d time.Duration) *time.Duration { return &d }
 	deep := `{"expect":{"json_path":{"path":"a","equals":` + strings.Repeat("[", 500) + strings.Repeat("]", 500) + `}}}`
 	for _, tt := range []struct {
@@ -32,19 +32,19 @@ func TestRegistrationBounds(t *testing.T) {
 		reg         Registration
 		code, field string
 	}{
-		{"every of 2562047h", Registration{Kind: "ci", Every: dur(2562047 * time.Hour)}, CodeInvalidField, "every"},
-		{"every past the longest deadline", Registration{Kind: "ci", Every: dur(7*24*time.Hour + time.Millisecond)}, CodeInvalidField, "every"},
-		{"a standing kind's every past it", Registration{Kind: "ticket", Every: dur(8 * 24 * time.Hour)}, CodeInvalidField, "every"},
-		{"a kind outside the grammar", Registration{Kind: "CI"}, CodeInvalidField, "kind"},
-		{"a kind name of 100,000 bytes", Registration{Kind: strings.Repeat("k", 100_000)}, CodeInvalidField, "kind"},
-		{"params 500 deep", Registration{Kind: "ci", Params: json.RawMessage(deep)}, kind.CodeInvalidParams,
+		{"every of 2562047h", Registration{Kind: "ci", Every: dur(2562047 * time.Hour)}, api.CodeInvalidField, "every"},
+		{"every past the longest deadline", Registration{Kind: "ci", Every: dur(7*24*time.Hour + time.Millisecond)}, api.CodeInvalidField, "every"},
+		{"a standing kind's every past it", Registration{Kind: "ticket", Every: dur(8 * 24 * time.Hour)}, api.CodeInvalidField, "every"},
+		{"a kind outside the grammar", Registration{Kind: "CI"}, api.CodeInvalidField, "kind"},
+		{"a kind name of 100,000 bytes", Registration{Kind: strings.Repeat("k", 100_000)}, api.CodeInvalidField, "kind"},
+		{"params 500 deep", Registration{Kind: "ci", Params: json.RawMessage(deep)}, api.CodeInvalidParams,
 			"params.expect.json_path.equals." + strings.TrimSuffix(strings.Repeat("0.", kind.MaxParamsDepth-3), ".")},
-		{"params over the size", Registration{Kind: "ci", Params: json.RawMessage(`"` + strings.Repeat("x", kind.MaxParamsBytes) + `"`)}, kind.CodeInvalidParams, "params"},
+		{"params over the size", Registration{Kind: "ci", Params: json.RawMessage(`"` + strings.Repeat("x", kind.MaxParamsBytes) + `"`)}, api.CodeInvalidParams, "params"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.reg.Recipient.ID = "agent-1"
 			_, err := h.s.Register(ctx, tt.reg)
-			var se *Error
+			var se *api.Error
 			if !errors.As(err, &se) || se.Code != tt.code || se.Field != tt.field {
 				t.Fatalf("err = %v, want %s naming %s", err, tt.code, tt.field)
 			}
@@ -69,16 +69,16 @@ func TestExpiresAtBeforeTheNaturalDeadline(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	natural := t0.Add(time.Hour + time.Minute) // a timer at t0+1h
-	h.plugins.admit = func(string, json.RawMessage) (plugin.Admission, error) {
-		return plugin.Admission{Deadline: natural}, nil
-	}
+	h.plugins.OnAdmit(func(string, kind.AdmitRequest) (kind.Admission, error) {
+		return kind.Admission{Deadline: natural}, nil
+	})
 	register := func(expires time.Time) (store.Watch, error) {
 		return h.s.Register(ctx, Registration{Kind: "ci", Recipient: store.Recipient{ID: "agent-1"}, ExpiresAt: &expires})
 	}
 	for _, early := range []time.Time{t0.Add(time.Minute), t0.Add(time.Hour), natural.Add(-time.Nanosecond)} {
 		_, err := register(early)
-		var se *Error
-		if !errors.As(err, &se) || se.Code != CodeInvalidField || se.Field != "expires_at" || !strings.Contains(se.Message, "natural deadline") {
+		var se *api.Error
+		if !errors.As(err, &se) || se.Code != api.CodeInvalidField || se.Field != "expires_at" || !strings.Contains(se.Message, "natural deadline") {
 			t.Fatalf("expires_at %s: %v", early, err)
 		}
 	}
@@ -92,7 +92,7 @@ func TestExpiresAtBeforeTheNaturalDeadline(t *testing.T) {
 		t.Fatalf("past natural deadline: %+v %v", w, err)
 	}
 	// A kind that names no natural deadline takes any future one.
-	h.plugins.admit = nil
+	h.plugins.OnAdmit(nil)
 	if _, err := register(t0.Add(time.Second)); err != nil {
 		t.Fatalf("no natural deadline: %v", err)
 	}

@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/hosttest"
 
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/badger"
@@ -43,10 +44,8 @@ func TestCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plugins := &fakePlugins{
-		kinds:   map[string]plugin.Info{"ci": {Kind: "ci", DefaultEvery: 30 * time.Second}},
-		observe: func(abi.ObserveRequest) (plugin.Observation, error) { return settled("success") },
-	}
+	plugins := hosttest.NewFakeKinds(kind.Info{Kind: "ci", DefaultEvery: 30 * time.Second}).
+		OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return hosttest.Settled("success") })
 	s, err := New(Config{Store: st, Plugins: plugins, Deliver: killingDeliverer{}, Clock: fakeclock.At(t0)})
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +78,7 @@ func TestKilledBeforeTheSettleCommits(t *testing.T) {
 	if n, err := h.s.Prime(context.Background()); err != nil || n != 1 {
 		t.Fatalf("prime: %d %v", n, err)
 	}
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("success") }
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return hosttest.Settled("success") })
 	h.tick(t0.Add(time.Minute)) // within its interval and before its deadline
 	rows, _, err := h.store.List(context.Background(), store.Filter{Recipient: "agent-1"})
 	if err != nil || len(rows) != 1 {

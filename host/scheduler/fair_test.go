@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/internal/hosttest"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -41,28 +43,28 @@ func newIsolation(t *testing.T, slowKinds ...string) *isolation {
 		release: make(chan struct{}),
 		mailed:  make(chan store.Message, 4096),
 	}
-	iso.plugins.kinds["timer"] = plugin.Info{Kind: "timer", DefaultEvery: time.Minute}
+	iso.plugins.Add(kind.Info{Kind: "timer", DefaultEvery: time.Minute})
 	for _, k := range slowKinds {
-		iso.plugins.kinds[k] = plugin.Info{Kind: k, DefaultEvery: time.Minute}
+		iso.plugins.Add(kind.Info{Kind: k, DefaultEvery: time.Minute})
 	}
-	iso.plugins.observe = iso.observe
+	iso.plugins.OnObserve(iso.observe)
 	iso.deliver.before = func(m store.Message) { iso.mailed <- m }
 	return iso
 }
 
-func (iso *isolation) observe(req abi.ObserveRequest) (plugin.Observation, error) {
+func (iso *isolation) observe(req abi.ObserveRequest) (kind.Observation, error) {
 	id, _ := store.ParseID(req.WatchID)
 	w, _ := iso.store.Get(context.Background(), id)
 	iso.entered <- probeStart{kind: req.Kind, recipient: w.Recipient.ID, now: req.Now}
 	if req.Kind == "timer" {
-		return settled("fired")
+		return hosttest.Settled("fired")
 	}
 	<-iso.release
 	if iso.fault {
-		return plugin.Observation{Status: abi.StatusPending, Note: "plugin fault: timeout",
-			Fault: &plugin.CallError{Kind: req.Kind, Export: "observe", Reason: plugin.FaultTimeout, Err: context.DeadlineExceeded}}, nil
+		return kind.Observation{Status: abi.StatusPending, Note: "plugin fault: timeout",
+			Fault: &kind.CallError{Kind: req.Kind, Export: "observe", Reason: kind.FaultTimeout, Err: context.DeadlineExceeded}}, nil
 	}
-	return pending("still slow")
+	return hosttest.Pending("still slow")
 }
 
 // next is the next probe to start; a probe that never comes fails the
@@ -82,7 +84,7 @@ func (iso *isolation) next() probeStart {
 // stops them at the end of the test, releasing what is held.
 func (iso *isolation) start() {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := iso.s.Start(ctx)
+	done := lifecycle.Go(ctx, iso.s.Run)
 	iso.t.Cleanup(func() {
 		select {
 		case <-iso.release:
@@ -90,7 +92,7 @@ func (iso *isolation) start() {
 			close(iso.release)
 		}
 		cancel()
-		<-done
+		_ = done()
 	})
 }
 
@@ -162,7 +164,7 @@ func TestABusyRecipientDoesNotHoldBackAnother(t *testing.T) {
 func TestSlowFaultsDoNotHoldBackATimer(t *testing.T) {
 	iso := newIsolation(t)
 	iso.fault = true
-	iso.plugins.kinds["flaky"] = plugin.Info{Kind: "flaky", Standing: true, DefaultEvery: time.Minute}
+	iso.plugins.Add(kind.Info{Kind: "flaky", Standing: true, DefaultEvery: time.Minute})
 	for i := range 1000 {
 		iso.registerFor("flaky", fmt.Sprintf("agent-%d", i))
 	}
@@ -240,7 +242,7 @@ func TestHammerCapsAndCancels(t *testing.T) {
 	h := newHarness(t)
 	kinds := []string{"k0", "k1", "k2"}
 	for _, k := range kinds {
-		h.plugins.kinds[k] = plugin.Info{Kind: k, DefaultEvery: time.Minute}
+		h.plugins.Add(kind.Info{Kind: k, DefaultEvery: time.Minute})
 	}
 	var mu sync.Mutex
 	inFlight, peak := map[string]int{}, 0
@@ -259,7 +261,7 @@ func TestHammerCapsAndCancels(t *testing.T) {
 			inFlight[k]--
 		}
 	}
-	h.plugins.observe = func(req abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.OnObserve(func(req abi.ObserveRequest) (kind.Observation, error) {
 		id, _ := store.ParseID(req.WatchID)
 		w, _ := h.store.Get(context.Background(), id)
 		keys := []string{"kind/" + req.Kind, "recipient/" + w.Recipient.ID}
@@ -269,13 +271,13 @@ func TestHammerCapsAndCancels(t *testing.T) {
 			runtime.Gosched()
 		}
 		if id[15]%2 == 0 {
-			return settled("done")
+			return hosttest.Settled("done")
 		}
-		return pending("not yet")
-	}
+		return hosttest.Pending("not yet")
+	})
 	h.s.cfg.IDs = crand.Reader // the seeded source of the harness is for one goroutine
 	ctx, cancel := context.WithCancel(context.Background())
-	done := h.s.Start(ctx)
+	done := lifecycle.Go(ctx, h.s.Run)
 
 	const perGoroutine = 150
 	ids := make(chan store.ID, 4*perGoroutine)
@@ -333,7 +335,7 @@ func TestHammerCapsAndCancels(t *testing.T) {
 	}
 	awaitSettledWorkers(t, h.s)
 	cancel()
-	<-done
+	_ = done()
 
 	if limit := h.s.cfg.Workers - 1; peak > limit {
 		t.Fatalf("%d probes of one kind or recipient at once, cap %d", peak, limit)
@@ -404,10 +406,10 @@ func TestABacklogIsProbedWhileItIsRead(t *testing.T) {
 	}
 	readAtFirst := -1
 	var once sync.Once
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) {
 		once.Do(func() { readAtFirst = cg.count() })
-		return pending("not yet")
-	}
+		return hosttest.Pending("not yet")
+	})
 	if got := h.tick(t0); got != n {
 		t.Fatalf("probed %d, want %d", got, n)
 	}

@@ -5,96 +5,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/hosttest"
 
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/badger"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-
-// fakePlugins stands in for the plugin runtime: kinds with scripted
-// answers. observe is called for every probe.
-type fakePlugins struct {
-	mu      sync.Mutex
-	kinds   map[string]plugin.Info
-	observe func(req abi.ObserveRequest) (plugin.Observation, error)
-	admit   func(kind string, params json.RawMessage) (plugin.Admission, error)
-	// observeCtx, when set, sees each probe's context.
-	observeCtx func(ctx context.Context)
-	probes     int
-}
-
-func (f *fakePlugins) Lookup(kind string) (plugin.Info, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	i, ok := f.kinds[kind]
-	return i, ok
-}
-
-func (f *fakePlugins) Admit(_ context.Context, kind string, req kind.AdmitRequest) (plugin.Admission, error) {
-	if _, ok := f.Lookup(kind); !ok {
-		return plugin.Admission{}, &plugin.Refusal{Code: plugin.CodeWatchUnobservable, Setting: "kinds." + kind + ".wasm", Message: "no plugin"}
-	}
-	if f.admit != nil {
-		return f.admit(kind, req.Params)
-	}
-	return plugin.Admission{}, nil
-}
-
-func (f *fakePlugins) Settled(context.Context, store.Watch) {}
-
-func (f *fakePlugins) Observe(ctx context.Context, req abi.ObserveRequest) (plugin.Observation, error) {
-	if f.observeCtx != nil {
-		f.observeCtx(ctx)
-	}
-	f.mu.Lock()
-	f.probes++
-	_, ok := f.kinds[req.Kind]
-	obs := f.observe
-	f.mu.Unlock()
-	if !ok {
-		return plugin.Observation{}, fmt.Errorf("%w %q", plugin.ErrUnknownKind, req.Kind)
-	}
-	return obs(req)
-}
-
-func (f *fakePlugins) probeCount() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.probes
-}
-
-func (f *fakePlugins) remove(kind string) {
-	f.mu.Lock()
-	delete(f.kinds, kind)
-	f.mu.Unlock()
-}
-
-func pending(note string) (plugin.Observation, error) {
-	return plugin.Observation{Status: abi.StatusPending, Note: note}, nil
-}
-
-func settled(result string) (plugin.Observation, error) {
-	return plugin.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: result}}, nil
-}
-
-// rowStore is the rows' part of the store the fakes here stand in for or
-// wrap: the scheduler's Store, and the baseline the fake deliverer
-// carries.
-type rowStore interface {
-	Store
-	CarryBaseline(ctx context.Context, id store.ID, baseline json.RawMessage, attempts int, note string) error
-}
 
 // recordingDeliverer settles and carries on the store it is given (st,
 // set by the harness) and records the messages it would mail, for the
@@ -106,6 +33,9 @@ type recordingDeliverer struct {
 	mu sync.Mutex
 	// failSettles makes that many settlements fail first, unwritten.
 	failSettles int
+	// full refuses every settlement as a store on a full disk does
+	// (store.ErrStorageFull), unwritten.
+	full bool
 	// notOwner makes every settlement refused as another node's now.
 	notOwner bool
 	got      []store.Message
@@ -118,10 +48,13 @@ func (d *recordingDeliverer) Settle(ctx context.Context, id store.ID, st store.S
 	if fail {
 		d.failSettles--
 	}
-	notOwner := d.notOwner
+	notOwner, full := d.notOwner, d.full
 	d.mu.Unlock()
 	if fail {
 		return store.Watch{}, errors.New("fake: the store did not answer")
+	}
+	if full {
+		return store.Watch{}, &store.StorageFullError{Dir: "/var/lib/vigil/store", Free: 1 << 20, Need: 2 << 20}
 	}
 	if notOwner {
 		return store.Watch{}, fmt.Errorf("fake: %w", store.ErrNotOwner)
@@ -267,7 +200,7 @@ type harness struct {
 	dir     string
 	store   *store.Store
 	counted *countingStore
-	plugins *fakePlugins
+	plugins *hosttest.FakeKinds
 	deliver *recordingDeliverer
 	// realDelivery, set before open (newStoreHarness), makes open build
 	// delivery, the real delivery the scheduler settles through (deliver
@@ -281,6 +214,8 @@ type harness struct {
 	ownership Ownership
 	// onChange, when set before open, is the scheduler's OnChange.
 	onChange func(store.ID)
+	// logger, when set before open, is the scheduler's.
+	logger *slog.Logger
 }
 
 func newHarness(t *testing.T) *harness {
@@ -308,14 +243,11 @@ func newHarnessUnopened(t *testing.T) *harness {
 	return &harness{
 		t:   t,
 		dir: t.TempDir(),
-		plugins: &fakePlugins{
-			kinds: map[string]plugin.Info{
-				"ci":       {Kind: "ci", DefaultEvery: 30 * time.Second},
-				"ticket":   {Kind: "ticket", Standing: true, DefaultEvery: time.Minute},
-				"no-every": {Kind: "no-every"},
-			},
-			observe: func(abi.ObserveRequest) (plugin.Observation, error) { return pending("not yet") },
-		},
+		plugins: hosttest.NewFakeKinds(
+			kind.Info{Kind: "ci", DefaultEvery: 30 * time.Second},
+			kind.Info{Kind: "ticket", Standing: true, DefaultEvery: time.Minute},
+			kind.Info{Kind: "no-every"},
+		).OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return hosttest.Pending("not yet") }),
 		deliver: &recordingDeliverer{},
 		clock:   fakeclock.At(t0),
 	}
@@ -338,11 +270,11 @@ func (h *harness) open() {
 	h.deliver.st = h.counted
 	cfg := Config{
 		Store: h.counted, Plugins: h.plugins, Deliver: h.deliver, Clock: h.clock,
-		Jitter: rand.New(rand.NewPCG(1, 2)), IDs: idSource{rand.NewChaCha8([32]byte{7})},
-		Ownership: h.ownership, OnChange: h.onChange,
+		Jitter: rand.New(rand.NewPCG(1, 2)), IDs: hosttest.IDs(7),
+		Ownership: h.ownership, OnChange: h.onChange, Logger: h.logger,
 	}
 	if h.realDelivery {
-		d, err := delivery.New(delivery.Config{Store: st, Clock: h.clock, IDs: idSource{rand.NewChaCha8([32]byte{9})}})
+		d, err := delivery.New(delivery.Config{Store: st, Clock: h.clock, IDs: hosttest.IDs(9)})
 		if err != nil {
 			h.t.Fatal(err)
 		}
@@ -354,10 +286,6 @@ func (h *harness) open() {
 	}
 	h.s = s
 }
-
-type idSource struct{ r *rand.ChaCha8 }
-
-func (s idSource) Read(p []byte) (int, error) { return s.r.Read(p) }
 
 func (h *harness) register(kind string) store.Watch {
 	h.t.Helper()
@@ -411,4 +339,12 @@ func (h *harness) row(id store.ID) store.Watch {
 		h.t.Fatal(err)
 	}
 	return w
+}
+
+// rowStore is the rows' part of the store the fakes here stand in for or
+// wrap: the scheduler's Store, and the baseline the fake deliverer
+// carries.
+type rowStore interface {
+	Store
+	CarryBaseline(ctx context.Context, id store.ID, baseline json.RawMessage, attempts int, note string) error
 }

@@ -27,8 +27,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/internal/benchtest"
+	"github.com/vigilhq/vigil/internal/hosttest"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/badger"
@@ -59,7 +61,7 @@ func BenchmarkLateness(b *testing.B) {
 }
 
 // latenessPass is one pass: it returns each timer's lateness.
-func latenessPass(b *testing.B, design string, timers int, kind string, n int, probe time.Duration) []time.Duration {
+func latenessPass(b *testing.B, design string, timers int, kindName string, n int, probe time.Duration) []time.Duration {
 	b.StopTimer()
 	ctx := context.Background()
 	st, err := badger.OpenStore(b.TempDir(), badger.Options{})
@@ -76,50 +78,47 @@ func latenessPass(b *testing.B, design string, timers int, kind string, n int, p
 		stopped = make(chan struct{}) // closed at the end of the pass: held probes return
 	)
 	probed.Add(timers)
-	pl := &fakePlugins{
-		kinds: map[string]plugin.Info{
-			"timer": {Kind: "timer", DefaultEvery: time.Minute},
-			"slow":  {Kind: "slow", DefaultEvery: time.Minute},
-			"flaky": {Kind: "flaky", Standing: true, DefaultEvery: time.Minute},
-		},
-		observe: func(req abi.ObserveRequest) (plugin.Observation, error) {
-			if req.Kind == "timer" {
-				mu.Lock()
-				due, ok := dueOf[req.WatchID]
-				if ok {
-					late = append(late, time.Since(due))
-					delete(dueOf, req.WatchID)
-				}
-				mu.Unlock()
-				if ok {
-					probed.Done()
-				}
-				return settled("fired")
+	pl := hosttest.NewFakeKinds(
+		kind.Info{Kind: "timer", DefaultEvery: time.Minute},
+		kind.Info{Kind: "slow", DefaultEvery: time.Minute},
+		kind.Info{Kind: "flaky", Standing: true, DefaultEvery: time.Minute},
+	).OnObserve(func(req abi.ObserveRequest) (kind.Observation, error) {
+		if req.Kind == "timer" {
+			mu.Lock()
+			due, ok := dueOf[req.WatchID]
+			if ok {
+				late = append(late, time.Since(due))
+				delete(dueOf, req.WatchID)
 			}
-			select {
-			case <-time.After(probe):
-			case <-stopped:
+			mu.Unlock()
+			if ok {
+				probed.Done()
 			}
-			if req.Kind == "flaky" {
-				return faulted("flaky")
-			}
-			return pending("still running")
-		},
-	}
+			return hosttest.Settled("fired")
+		}
+		select {
+		case <-time.After(probe):
+		case <-stopped:
+		}
+		if req.Kind == "flaky" {
+			return faulted("flaky")
+		}
+		return hosttest.Pending("still running")
+	})
 	s, err := New(Config{Store: st, Plugins: pl, Deliver: &recordingDeliverer{st: st}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	kindOf := map[store.ID]string{}
-	register := func(kind string, i int) {
-		w, err := s.Register(ctx, Registration{Kind: kind, Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: fmt.Sprintf("agent-%d", i%64)}})
+	register := func(kindName string, i int) {
+		w, err := s.Register(ctx, Registration{Kind: kindName, Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: fmt.Sprintf("agent-%d", i%64)}})
 		if err != nil {
 			b.Fatal(err)
 		}
-		kindOf[w.ID] = kind
+		kindOf[w.ID] = kindName
 	}
 	for i := range n {
-		register(kind, i)
+		register(kindName, i)
 	}
 	for i := range timers {
 		register("timer", i)
@@ -141,20 +140,17 @@ func latenessPass(b *testing.B, design string, timers int, kind string, n int, p
 	s.mu.Unlock()
 
 	runCtx, cancel := context.WithCancel(ctx)
-	var done <-chan struct{}
+	run := s.Run
 	if design == "batch" {
-		ch := make(chan struct{})
-		go func() { defer close(ch); s.batchLoop(runCtx) }()
-		done = ch
-	} else {
-		done = s.Start(runCtx)
+		run = func(ctx context.Context) error { s.batchLoop(ctx); return nil }
 	}
+	done := lifecycle.Go(runCtx, run)
 	b.StartTimer()
 	probed.Wait()
 	b.StopTimer()
 	close(stopped)
 	cancel()
-	<-done
+	_ = done()
 	return late
 }
 

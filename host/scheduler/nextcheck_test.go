@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -43,9 +43,9 @@ func TestNextCheckIsWrittenWhenItChanges(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	hint := func(req abi.ObserveRequest) time.Time { return t0.Add(time.Hour) }
-	h.plugins.observe = func(req abi.ObserveRequest) (plugin.Observation, error) {
-		return plugin.Observation{Status: abi.StatusPending, Note: "not yet", NextCheck: hint(req)}, nil
-	}
+	h.plugins.OnObserve(func(req abi.ObserveRequest) (kind.Observation, error) {
+		return kind.Observation{Status: abi.StatusPending, Note: "not yet", NextCheck: hint(req)}, nil
+	})
 	w := h.register("ci") // every 30 s, deadline 15 min: an hour ahead is clamped, still durable
 	probe := func(at time.Time) int {
 		t.Helper()
@@ -95,9 +95,9 @@ func TestNextCheckIsWrittenWhenItChanges(t *testing.T) {
 func TestPrimeArmsAtTheDurableNextCheck(t *testing.T) {
 	h := newHarness(t)
 	var hints = map[string]time.Time{}
-	h.plugins.observe = func(req abi.ObserveRequest) (plugin.Observation, error) {
-		return plugin.Observation{Status: abi.StatusPending, Note: "not yet", NextCheck: hints[req.WatchID]}, nil
-	}
+	h.plugins.OnObserve(func(req abi.ObserveRequest) (kind.Observation, error) {
+		return kind.Observation{Status: abi.StatusPending, Note: "not yet", NextCheck: hints[req.WatchID]}, nil
+	})
 	later := registerUntil(t, h, t0.Add(2*time.Hour)) // next check an hour on
 	overdue := h.register("ci")                       // next check 10 s on, passed during the downtime
 	plain := h.register("ci")                         // no next check: jittered across its 30 s
@@ -123,9 +123,9 @@ func TestPrimeArmsAtTheDurableNextCheck(t *testing.T) {
 	if got := dueOf(t, h.s, plain.ID); got.Before(restart) || !got.Before(restart.Add(30*time.Second)) {
 		t.Fatalf("the watch without a next check is due at %v, outside its interval", got)
 	}
-	before := h.plugins.probeCount()
+	before := h.plugins.Probes()
 	h.tick(restart.Add(time.Second))
-	if n := h.plugins.probeCount() - before; n != 2 && n != 3 {
+	if n := h.plugins.Probes() - before; n != 2 && n != 3 {
 		t.Fatalf("%d probed within a second of the restart, want the 2 overdue (and perhaps the jittered one)", n)
 	}
 	if got := dueOf(t, h.s, later.ID); !got.Equal(t0.Add(time.Hour)) {
@@ -187,8 +187,8 @@ func defaultOverdueRate() int { return Config{}.withDefaults().OverdueRate }
 // answer clears it.
 func TestNoteAndFaultAreWrittenWhenTheyChange(t *testing.T) {
 	h := newHarness(t)
-	answer := func() (plugin.Observation, error) { return pending("run 7 in progress") }
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return answer() }
+	answer := func() (kind.Observation, error) { return hosttest.Pending("run 7 in progress") }
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return answer() })
 	w := registerUntil(t, h, t0.Add(6*time.Hour)) // past every backoff below
 	now := t0
 	probe := func() int {
@@ -200,25 +200,25 @@ func TestNoteAndFaultAreWrittenWhenTheyChange(t *testing.T) {
 	}
 	steps := []struct {
 		name   string
-		answer func() (plugin.Observation, error)
+		answer func() (kind.Observation, error)
 		writes []int
 		note   string
 		fault  *store.Fault
 	}{
 		{"a note", answer, []int{1, 0, 0}, "run 7 in progress", nil},
-		{"a fault", func() (plugin.Observation, error) {
+		{"a fault", func() (kind.Observation, error) {
 			ce := &kind.CallError{Kind: "ci", Export: "observe", Reason: kind.FaultTimeout, Err: errors.New("observe ran past 5s")}
-			return plugin.Observation{Status: abi.StatusPending, Note: "plugin fault: timeout", Fault: ce}, nil
+			return kind.Observation{Status: abi.StatusPending, Note: "plugin fault: timeout", Fault: ce}, nil
 		}, []int{1, 0, 0}, "run 7 in progress", &store.Fault{Reason: kind.FaultTimeout, Message: "observe ran past 5s"}},
-		{"a plugin error", func() (plugin.Observation, error) {
-			return plugin.Observation{}, errors.New("no such run")
+		{"a plugin error", func() (kind.Observation, error) {
+			return kind.Observation{}, errors.New("no such run")
 		}, []int{1, 0}, "run 7 in progress", &store.Fault{Reason: "error", Message: "no such run"}},
 		{"an answer again", answer, []int{1, 0}, "run 7 in progress", nil},
-		{"a new note", func() (plugin.Observation, error) { return pending("run 8 queued") }, []int{1, 0}, "run 8 queued", nil},
+		{"a new note", func() (kind.Observation, error) { return hosttest.Pending("run 8 queued") }, []int{1, 0}, "run 8 queued", nil},
 	}
 	for _, st := range steps {
 		answer := st.answer
-		h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return answer() }
+		h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return answer() })
 		for i, want := range st.writes {
 			if got := probe(); got != want {
 				t.Fatalf("%s, probe %d: %d writes, want %d", st.name, i+1, got, want)

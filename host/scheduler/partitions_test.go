@@ -10,7 +10,9 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -85,7 +87,7 @@ func TestOnlyOwnedPartitionsAreArmed(t *testing.T) {
 		}
 	}
 	h.tick(t0)
-	if got := h.plugins.probeCount(); got != mine {
+	if got := h.plugins.Probes(); got != mine {
 		t.Fatalf("%d probes, want %d", got, mine)
 	}
 	// A restart primes the same ones.
@@ -157,7 +159,7 @@ func TestGainArmsAPartitionAndDropForgetsIt(t *testing.T) {
 	// Gained watches that were due are spread from now, as after a
 	// restart: a second later all have been probed.
 	h.tick(t0.Add(time.Second))
-	if got, want := h.plugins.probeCount(), len(ws)-inPartition(ws, 1, 4); got != want {
+	if got, want := h.plugins.Probes(), len(ws)-inPartition(ws, 1, 4); got != want {
 		t.Fatalf("%d probes after dropping partition 1, want %d", got, want)
 	}
 }
@@ -171,7 +173,7 @@ func TestADueWatchWhosePartitionMovedIsNotProbed(t *testing.T) {
 	w := h.register("ci")
 	own.set(0, false)
 	h.tick(t0)
-	if got := h.plugins.probeCount(); got != 0 {
+	if got := h.plugins.Probes(); got != 0 {
 		t.Fatalf("%d probes of a watch whose partition moved", got)
 	}
 	if got := h.row(w.ID); got.State != store.Pending || got.Attempts != 0 {
@@ -187,10 +189,10 @@ func TestADueWatchWhosePartitionMovedIsNotProbed(t *testing.T) {
 func TestAProbeWhosePartitionMovesWritesNothing(t *testing.T) {
 	own := owning(1, 0)
 	h := clusteredHarness(t, own)
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) {
 		own.set(0, false)
-		return settled("success")
-	}
+		return hosttest.Settled("success")
+	})
 	w := h.register("ci")
 	h.tick(t0)
 	if got := h.row(w.ID); got.State != store.Pending || got.Attempts != 0 {
@@ -240,11 +242,11 @@ func TestAdoptArmsOnlyOwnedWatches(t *testing.T) {
 // Every watch admit gives one partition key lands in one partition.
 func TestAPartitionKeyPicksThePartition(t *testing.T) {
 	h := clusteredHarness(t, owning(64, 0))
-	h.plugins.admit = func(_ string, params json.RawMessage) (plugin.Admission, error) {
+	h.plugins.OnAdmit(func(_ string, req kind.AdmitRequest) (kind.Admission, error) {
 		var p struct{ Key string }
-		_ = json.Unmarshal(params, &p)
-		return plugin.Admission{PartitionKey: p.Key}, nil
-	}
+		_ = json.Unmarshal(req.Params, &p)
+		return kind.Admission{PartitionKey: p.Key}, nil
+	})
 	parts := map[string]map[int]bool{}
 	for i := range 30 {
 		key := fmt.Sprintf("ticket-%d", i%3)
@@ -270,11 +272,11 @@ func TestAPartitionKeyPicksThePartition(t *testing.T) {
 // under 1e-14); a watch with no key keeps its id's random slot.
 func TestPartitionKeysLandTogetherAndSpread(t *testing.T) {
 	h := clusteredHarness(t, owning(64, 0))
-	h.plugins.admit = func(_ string, params json.RawMessage) (plugin.Admission, error) {
+	h.plugins.OnAdmit(func(_ string, req kind.AdmitRequest) (kind.Admission, error) {
 		var p struct{ Key string }
-		_ = json.Unmarshal(params, &p)
-		return plugin.Admission{PartitionKey: p.Key}, nil
-	}
+		_ = json.Unmarshal(req.Params, &p)
+		return kind.Admission{PartitionKey: p.Key}, nil
+	})
 	register := func(t *rapid.T, key string) store.Watch {
 		params, _ := json.Marshal(map[string]string{"key": key})
 		w, err := h.s.Register(context.Background(), Registration{Kind: "ci", Params: params, Recipient: store.Recipient{ID: "agent-1"}})
@@ -324,11 +326,11 @@ var _ Gate = (*gatedOwnership)(nil)
 // registrations go through.
 func TestAGateRefusesRegistrations(t *testing.T) {
 	g := &gatedOwnership{fakeOwnership: owning(8, 0, 1, 2, 3, 4, 5, 6, 7)}
-	refusal := &Error{Code: "plugin_set_mismatch", Message: "another set"}
+	refusal := &api.Error{Code: "plugin_set_mismatch", Message: "another set"}
 	g.refusal = refusal
 	h := clusteredHarness(t, g)
 	admitted := 0
-	h.plugins.admit = func(string, json.RawMessage) (plugin.Admission, error) { admitted++; return plugin.Admission{}, nil }
+	h.plugins.OnAdmit(func(string, kind.AdmitRequest) (kind.Admission, error) { admitted++; return kind.Admission{}, nil })
 	_, err := h.s.Register(context.Background(), Registration{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "agent-1"}})
 	if err != refusal || admitted != 0 || h.counted.count() != 0 || h.s.Pending() != 0 {
 		t.Fatalf("register = %v, admitted %d, writes %d, pending %d; want the gate's refusal and nothing done", err, admitted, h.counted.count(), h.s.Pending())

@@ -8,15 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
 
-// settledRecorder is fakePlugins that records each settlement it hears of.
+// settledRecorder is the fake kinds, recording each settlement it hears of.
 type settledRecorder struct {
-	*fakePlugins
+	*hosttest.FakeKinds
 	mu      sync.Mutex
 	settled []store.Watch
 }
@@ -32,24 +33,24 @@ func (r *settledRecorder) Settled(_ context.Context, w store.Watch) {
 func TestPushedWatchIsWokenByPokeOnly(t *testing.T) {
 	h := newHarness(t)
 	ready := false
-	h.plugins.kinds["observe.thread"] = plugin.Info{Kind: "observe.thread", Pushed: true}
-	h.plugins.admit = func(kind string, params json.RawMessage) (plugin.Admission, error) {
-		return plugin.Admission{Subject: "work/1", Params: json.RawMessage(`{"work_id":"1","after":0}`)}, nil
-	}
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.Add(kind.Info{Kind: "observe.thread", Pushed: true})
+	h.plugins.OnAdmit(func(kindName string, req kind.AdmitRequest) (kind.Admission, error) {
+		return kind.Admission{Subject: "work/1", Params: json.RawMessage(`{"work_id":"1","after":0}`)}, nil
+	})
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) {
 		if ready {
-			return plugin.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: "new_items"}}, nil
+			return kind.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: "new_items"}}, nil
 		}
-		return pending("nothing new")
-	}
-	rec := &settledRecorder{fakePlugins: h.plugins}
+		return hosttest.Pending("nothing new")
+	})
+	rec := &settledRecorder{FakeKinds: h.plugins}
 	h.s.cfg.Plugins = rec
 	w := h.register("observe.thread")
 	if w.Subject != "work/1" || string(w.Params) != `{"work_id":"1","after":0}` {
 		t.Fatalf("row %+v: the admission's subject and params are stored", w)
 	}
 	h.tick(t0) // the probe at registration
-	if n := h.plugins.probeCount(); n != 1 {
+	if n := h.plugins.Probes(); n != 1 {
 		t.Fatalf("%d probes at registration", n)
 	}
 	// Nothing is due before the deadline: no cadence.
@@ -59,7 +60,7 @@ func TestPushedWatchIsWokenByPokeOnly(t *testing.T) {
 	for _, at := range []time.Duration{30 * time.Second, time.Minute, 5 * time.Minute} {
 		h.tick(t0.Add(at))
 	}
-	if n := h.plugins.probeCount(); n != 1 {
+	if n := h.plugins.Probes(); n != 1 {
 		t.Fatalf("probed %d times without a poke", n)
 	}
 	// Another subject's poke wakes nothing.
@@ -90,10 +91,10 @@ func TestPushedWatchIsWokenByPokeOnly(t *testing.T) {
 // A pushed kind takes no cadence from the registration.
 func TestPushedWatchRefusesEvery(t *testing.T) {
 	h := newHarness(t)
-	h.plugins.kinds["observe.thread"] = plugin.Info{Kind: "observe.thread", Pushed: true}
+	h.plugins.Add(kind.Info{Kind: "observe.thread", Pushed: true})
 	every := time.Minute
 	_, err := h.s.Register(context.Background(), Registration{Kind: "observe.thread", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "agent-1"}, Every: &every})
-	var se *Error
+	var se *api.Error
 	if !errors.As(err, &se) || se.Field != "every" {
 		t.Fatalf("err = %v", err)
 	}
@@ -103,20 +104,20 @@ func TestPushedWatchRefusesEvery(t *testing.T) {
 // watch is due again as soon as that probe ends.
 func TestPokeDuringAProbeIsKept(t *testing.T) {
 	h := newHarness(t)
-	h.plugins.kinds["observe.thread"] = plugin.Info{Kind: "observe.thread", Pushed: true}
-	h.plugins.admit = func(string, json.RawMessage) (plugin.Admission, error) {
-		return plugin.Admission{Subject: "work/1"}, nil
-	}
+	h.plugins.Add(kind.Info{Kind: "observe.thread", Pushed: true})
+	h.plugins.OnAdmit(func(string, kind.AdmitRequest) (kind.Admission, error) {
+		return kind.Admission{Subject: "work/1"}, nil
+	})
 	first := true
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) {
 		if first {
 			first = false
 			if n, err := h.s.Poke(context.Background(), "work/1"); err != nil || n != 1 {
 				t.Errorf("poke during the probe: %d %v", n, err)
 			}
 		}
-		return pending("nothing new")
-	}
+		return hosttest.Pending("nothing new")
+	})
 	h.register("observe.thread")
 	h.tick(t0)
 	if next, _ := h.s.NextWake(); !next.Equal(t0) {
@@ -128,7 +129,7 @@ func TestPokeDuringAProbeIsKept(t *testing.T) {
 func TestProbeCarriesTheRecipient(t *testing.T) {
 	h := newHarness(t)
 	var got string
-	h.plugins.observeCtx = func(ctx context.Context) { got = kind.RecipientFrom(ctx) }
+	h.plugins.OnObserveCtx(func(ctx context.Context) { got = kind.RecipientFrom(ctx) })
 	h.register("ci")
 	h.tick(t0)
 	if got != "agent-1" {
@@ -141,7 +142,7 @@ func TestProbeCarriesTheRecipient(t *testing.T) {
 func TestProbeCarriesTheCadence(t *testing.T) {
 	h := newHarness(t)
 	var got time.Duration
-	h.plugins.observeCtx = func(ctx context.Context) { got = kind.CadenceFrom(ctx) }
+	h.plugins.OnObserveCtx(func(ctx context.Context) { got = kind.CadenceFrom(ctx) })
 	w := h.register("ci")
 	h.tick(t0)
 	if got == 0 || got != time.Duration(w.Every) {

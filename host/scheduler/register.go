@@ -38,54 +38,15 @@ type Registration struct {
 	Bounded bool
 }
 
-// Refusal codes of registration, beside the kinds' (api's table of codes).
-const (
-	CodeDeadlineTooFar   = api.CodeDeadlineTooFar
-	CodeInvalidField     = api.CodeInvalidField
-	CodeInvalidRecipient = api.CodeInvalidRecipient
-	CodeAlreadySettled   = api.CodeAlreadySettled
-	// CodeRecipientNotRunning: the recipient is paused or stopped; its
-	// pending watches were cancelled and it takes no new ones.
-	CodeRecipientNotRunning = api.CodeRecipientNotRunning
-)
-
-// Error is a registration or cancel the scheduler refuses: the API's one
-// error type. Field names the request field at fault.
-type Error = api.Error
-
-// maxRecipientID bounds a recipient id.
-const maxRecipientID = 128
-
-// RecipientIDGrammar says what a recipient id is, for error messages.
-const RecipientIDGrammar = "want 1-128 of letters, digits and . _ - : @"
-
-// ValidRecipientID reports whether s is a recipient id: 1 to 128 bytes of
-// letters, digits and . _ - : @.
-func ValidRecipientID(s string) bool {
-	if len(s) == 0 || len(s) > maxRecipientID {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case c == '.', c == '_', c == '-', c == ':', c == '@':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // Register admits, resolves and stores a new watch, then arms it to be
 // probed at once. The row is committed before Register returns. A refusal
-// is a *kind.Refusal (the kind or params) or an *Error (the deadline,
+// is a *api.Error from the kind (the kind or params) or of its own (the deadline,
 // cadence or recipient).
 func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, error) {
 	now := s.cfg.Clock.Now().UTC()
-	if !ValidRecipientID(r.Recipient.ID) {
-		return store.Watch{}, &Error{Code: CodeInvalidRecipient, Field: "recipient.id",
-			Message: RecipientIDGrammar}
+	if !store.ValidRecipientID(r.Recipient.ID) {
+		return store.Watch{}, &api.Error{Code: api.CodeInvalidRecipient, Field: "recipient.id",
+			Message: store.RecipientIDGrammar}
 	}
 	// A cluster node refused for its plugin set writes nothing, not even
 	// the recipient a first registration would create.
@@ -96,7 +57,7 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 	// sees it: a kind name of the grammar (never echoed at any length),
 	// params within the host's size and depth.
 	if !abi.ValidKind(r.Kind) {
-		return store.Watch{}, &Error{Code: CodeInvalidField, Field: "kind",
+		return store.Watch{}, &api.Error{Code: api.CodeInvalidField, Field: "kind",
 			Message: fmt.Sprintf("want 1-%d of a-z 0-9 . _ -", abi.MaxKindLen)}
 	}
 	if err := kind.CheckParams(r.Params); err != nil {
@@ -121,7 +82,7 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 			return store.Watch{}, fmt.Errorf("scheduler: recipient %q: %w", r.Recipient.ID, err)
 		}
 		if rec.Status != store.StatusRunning {
-			return store.Watch{}, &Error{Code: CodeRecipientNotRunning, Field: "recipient.id",
+			return store.Watch{}, &api.Error{Code: api.CodeRecipientNotRunning, Field: "recipient.id",
 				Message: fmt.Sprintf("recipient %s is %s; a watch belongs to a running recipient", rec.ID, rec.Status)}
 		}
 	}
@@ -144,7 +105,7 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 		// Woken by Poke when its subject changes, probed once now and
 		// otherwise only at its deadline.
 		if r.Every != nil {
-			return store.Watch{}, &Error{Code: CodeInvalidField, Field: "every",
+			return store.Watch{}, &api.Error{Code: api.CodeInvalidField, Field: "every",
 				Message: fmt.Sprintf("kind %s is woken when its subject changes, never probed on a cadence; leave every out", r.Kind)}
 		}
 		every = s.cfg.MaxDeadline
@@ -160,7 +121,7 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 	switch {
 	case info.Standing:
 		if r.ExpiresAt != nil {
-			return store.Watch{}, &Error{Code: CodeInvalidField, Field: "expires_at",
+			return store.Watch{}, &api.Error{Code: api.CodeInvalidField, Field: "expires_at",
 				Message: "a standing kind has no deadline: it lives as long as its recipient runs"}
 		}
 	default:
@@ -178,20 +139,20 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 		if r.ExpiresAt != nil {
 			x := r.ExpiresAt.UTC()
 			if !x.After(now) {
-				return store.Watch{}, &Error{Code: CodeInvalidField, Field: "expires_at", Message: "the deadline has passed"}
+				return store.Watch{}, &api.Error{Code: api.CodeInvalidField, Field: "expires_at", Message: "the deadline has passed"}
 			}
 			// A deadline before the subject's own (a timer's instant plus
 			// a minute) ends the wait before the subject can settle: the
 			// watch could only expire.
 			if natural && x.Before(d) {
-				return store.Watch{}, &Error{Code: CodeInvalidField, Field: "expires_at",
+				return store.Watch{}, &api.Error{Code: api.CodeInvalidField, Field: "expires_at",
 					Message: fmt.Sprintf("%s is before the kind's natural deadline %s (for a timer, its instant plus a minute), so the watch could only expire; leave expires_at out, or set it at or after that",
 						x.Format(time.RFC3339), d.Format(time.RFC3339))}
 			}
 			d = x
 		}
 		if limit := now.Add(s.cfg.MaxDeadline); d.After(limit) {
-			return store.Watch{}, &Error{Code: CodeDeadlineTooFar, Field: "expires_at",
+			return store.Watch{}, &api.Error{Code: api.CodeDeadlineTooFar, Field: "expires_at",
 				Message: fmt.Sprintf("deadline %s is beyond the maximum of %s from now (%s); there is no waiting forever",
 					d.Format(time.RFC3339), s.cfg.MaxDeadline, limit.Format(time.RFC3339))}
 		}
@@ -211,10 +172,16 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 		State: store.Pending, Receipt: store.ReceiptNone, Every: store.Duration(every),
 		Standing: info.Standing, CreatedAt: now, ExpiresAt: expires, Subject: adm.Subject,
 	}
+	first := firstCheck(now, adm.NextCheck, expires)
+	if first.After(now) {
+		// Durable from the start, so a restart arms the watch there too,
+		// not at its registration.
+		w.NextCheck = first
+	}
 	if err := s.create(ctx, w, r.Bounded); err != nil {
 		return store.Watch{}, err
 	}
-	e := &entry{id: id, due: now.UnixNano(), every: everyMillis(every)}
+	e := &entry{id: id, due: first.UnixNano(), every: everyMillis(every)}
 	if expires != nil {
 		e.deadline = expires.UnixNano()
 	}
@@ -239,10 +206,10 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 func (s *Scheduler) checkEvery(every time.Duration) error {
 	switch {
 	case every < s.cfg.MinEvery:
-		return &Error{Code: CodeInvalidField, Field: "every",
+		return &api.Error{Code: api.CodeInvalidField, Field: "every",
 			Message: fmt.Sprintf("%s is below the minimum interval %s", every, s.cfg.MinEvery)}
 	case every > s.cfg.MaxDeadline:
-		return &Error{Code: CodeInvalidField, Field: "every",
+		return &api.Error{Code: api.CodeInvalidField, Field: "every",
 			Message: fmt.Sprintf("%s is above the longest interval %s, the longest deadline this host allows", every, s.cfg.MaxDeadline)}
 	}
 	return nil
@@ -281,7 +248,7 @@ func (s *Scheduler) create(ctx context.Context, w store.Watch, bounded bool) err
 		if status == "" {
 			status = "gone"
 		}
-		return &Error{Code: CodeRecipientNotRunning, Field: "recipient.id",
+		return &api.Error{Code: api.CodeRecipientNotRunning, Field: "recipient.id",
 			Message: fmt.Sprintf("recipient %s is %s; a watch belongs to a running recipient", nr.Recipient, status)}
 	case err != nil:
 		return fmt.Errorf("scheduler: register: %w", err)
@@ -348,9 +315,9 @@ func (s *Scheduler) Cancel(ctx context.Context, id store.ID, reason string) (sto
 	if errors.Is(err, store.ErrNotPending) {
 		cur, gerr := s.cfg.Store.Get(ctx, id)
 		if gerr == nil {
-			return cur, &Error{Code: CodeAlreadySettled, Message: fmt.Sprintf("watch %s is already %s", id, cur.State)}
+			return cur, &api.Error{Code: api.CodeAlreadySettled, Message: fmt.Sprintf("watch %s is already %s", id, cur.State)}
 		}
-		return store.Watch{}, &Error{Code: CodeAlreadySettled, Message: fmt.Sprintf("watch %s is no longer pending", id)}
+		return store.Watch{}, &api.Error{Code: api.CodeAlreadySettled, Message: fmt.Sprintf("watch %s is no longer pending", id)}
 	}
 	if err != nil {
 		return store.Watch{}, err
@@ -415,6 +382,6 @@ func (s *Scheduler) checkWorkspace(ctx context.Context, info kind.Info, r Regist
 	if owner != r.Recipient.ID {
 		who = "the recipient named like the principal that registers the watch"
 	}
-	return &Error{Code: api.CodeWatchUnobservable, Setting: "recipients." + owner + ".workspace",
+	return &api.Error{Code: api.CodeWatchUnobservable, Setting: "recipients." + owner + ".workspace",
 		Message: fmt.Sprintf("kind %s runs its command in the workspace of %s, %s, which declares none (vigil recipient set %s --workspace DIR)", r.Kind, who, owner, owner)}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -35,8 +36,8 @@ func TestRegistrationRacingAPauseLeavesNoRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = s.Register(context.Background(), Registration{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "agent-1"}})
-	var se *Error
-	if !errors.As(err, &se) || se.Code != CodeRecipientNotRunning {
+	var se *api.Error
+	if !errors.As(err, &se) || se.Code != api.CodeRecipientNotRunning {
 		t.Fatalf("register: %v", err)
 	}
 	rows, _, err := h.store.List(context.Background(), store.Filter{Recipient: "agent-1"})

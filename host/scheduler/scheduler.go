@@ -18,18 +18,10 @@ import (
 
 	"github.com/vigilhq/vigil/host/kind"
 	"github.com/vigilhq/vigil/host/watchwait"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
-
-// Clock tells the time. The product uses the wall clock; tests a fake one.
-type Clock interface {
-	Now() time.Time
-}
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
 
 // Kinds is what the scheduler needs of the kinds it serves: the host's
 // kind.Registry, where the plugin runtime and the built-in kinds register.
@@ -41,8 +33,6 @@ type Kinds interface {
 	Observe(ctx context.Context, req abi.ObserveRequest) (kind.Observation, error)
 	Settled(ctx context.Context, w store.Watch)
 }
-
-var _ Kinds = (*kind.Registry)(nil)
 
 // Deliverer settles a watch and mails its outcome in one store
 // transaction, and records a baseline with its change mail likewise; the
@@ -129,7 +119,7 @@ const (
 
 // DefaultRetention is how long a settled row is kept after it settled
 // (seed 002: seven days): Config.Retention's default, for the start-time
-// backstop prune, and the upkeep's SettledRetention, so the two cannot
+// backstop prune, and the upkeep's settled class, so the two cannot
 // drift apart.
 const DefaultRetention = 7 * 24 * time.Hour
 
@@ -151,7 +141,7 @@ type Config struct {
 	// Recipients, when set, makes Register create an unknown recipient and
 	// refuse one that is not running.
 	Recipients Recipients
-	Clock      Clock
+	Clock      clock.Clock
 	Logger     *slog.Logger
 	// Workers is the fixed pool of long-lived probe workers (default 4, at
 	// most 16), never scaled with the watches. No kind and no recipient
@@ -203,9 +193,7 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Clock == nil {
-		c.Clock = wallClock{}
-	}
+	c.Clock = clock.Or(c.Clock)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -268,12 +256,16 @@ type Scheduler struct {
 
 	wake    chan struct{}
 	running atomic.Bool
+	// diskFull is set while the store refuses the scheduler's writes
+	// for a full disk, so that is logged once (storeFailed).
+	diskFull atomic.Bool
 	// changes wakes the waiters on a watch after each change the
 	// scheduler makes to it.
 	changes *watchwait.Notifier
 }
 
-// New builds a scheduler. Call Prime, then Start (or Tick, in tests).
+// New builds a scheduler; it starts nothing. Call Prime, then Run (or
+// Tick, in tests).
 func New(cfg Config) (*Scheduler, error) {
 	if cfg.Store == nil || cfg.Plugins == nil || cfg.Deliver == nil {
 		return nil, errors.New("scheduler: Store, Plugins and Deliver are required")

@@ -11,7 +11,11 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/api"
+	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/internal/clock"
+	"github.com/vigilhq/vigil/internal/hosttest"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -49,20 +53,21 @@ func TestIdleSchedule(t *testing.T) {
 	}
 }
 
-// A timer an hour away is probed twice: once at registration, once at its
-// instant, because the scheduler honours the plugin's next_check.
+// A timer an hour away whose admit names no first check is probed twice:
+// once at registration, once at its instant, because the scheduler
+// honours observe's next_check.
 func TestNextCheckHintIsHonoured(t *testing.T) {
 	h := newHarness(t)
 	at := t0.Add(time.Hour)
-	h.plugins.observe = func(req abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.OnObserve(func(req abi.ObserveRequest) (kind.Observation, error) {
 		if req.Now.Before(at) {
-			return plugin.Observation{Status: abi.StatusPending, NextCheck: at}, nil
+			return kind.Observation{Status: abi.StatusPending, NextCheck: at}, nil
 		}
-		return settled("fired")
-	}
-	h.plugins.admit = func(string, json.RawMessage) (plugin.Admission, error) {
-		return plugin.Admission{Deadline: at.Add(time.Minute)}, nil
-	}
+		return hosttest.Settled("fired")
+	})
+	h.plugins.OnAdmit(func(string, kind.AdmitRequest) (kind.Admission, error) {
+		return kind.Admission{Deadline: at.Add(time.Minute)}, nil
+	})
 	w := h.register("ci")
 	if w.ExpiresAt == nil || !w.ExpiresAt.Equal(at.Add(time.Minute)) {
 		t.Fatalf("the plugin's natural deadline was not used: %v", w.ExpiresAt)
@@ -73,7 +78,7 @@ func TestNextCheckHintIsHonoured(t *testing.T) {
 		t.Fatalf("next wake %v, want the hint %v", next, at)
 	}
 	h.tick(next)
-	if n := h.plugins.probeCount(); n != 2 {
+	if n := h.plugins.Probes(); n != 2 {
 		t.Fatalf("probed %d times", n)
 	}
 	if m := h.deliver.messages(); len(m) != 1 || m[0].Type != store.MessageFired {
@@ -84,9 +89,9 @@ func TestNextCheckHintIsHonoured(t *testing.T) {
 func TestNextCheckIsClamped(t *testing.T) {
 	h := newHarness(t)
 	var hint time.Time
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) {
-		return plugin.Observation{Status: abi.StatusPending, NextCheck: hint}, nil
-	}
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) {
+		return kind.Observation{Status: abi.StatusPending, NextCheck: hint}, nil
+	})
 	w := h.register("ci") // deadline: now + 15 min
 
 	hint = t0 // in the past: no busy loop, at least the minimum interval
@@ -117,7 +122,7 @@ func TestPendingRewritesNothing(t *testing.T) {
 		h.tick(now)
 		now, _ = h.s.NextWake()
 	}
-	if n := h.plugins.probeCount(); n != 25 {
+	if n := h.plugins.Probes(); n != 25 {
 		t.Fatalf("only %d probes", n)
 	}
 	if got := h.counted.count(); got != writes {
@@ -134,7 +139,7 @@ func TestPendingRewritesNothing(t *testing.T) {
 // row (store/settle.go).
 func TestOutcomeIsSettledAndMailedTogether(t *testing.T) {
 	h := newStoreHarness(t)
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("success") }
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return hosttest.Settled("success") })
 	w := h.register("ci")
 	rec, err := h.store.GetRecipient(context.Background(), "agent-1")
 	if err != nil {
@@ -172,7 +177,7 @@ func TestOutcomeIsSettledAndMailedTogether(t *testing.T) {
 
 func TestRestartDoesNotResendASettledWatch(t *testing.T) {
 	h := newHarness(t)
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("success") }
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return hosttest.Settled("success") })
 	h.register("ci")
 	h.tick(t0)
 	_ = h.store.Close()
@@ -197,14 +202,14 @@ func TestCancelWinsOverAProbeInFlight(t *testing.T) {
 func testCancelWins(t *testing.T, answer string) {
 	h := newHarness(t)
 	entered, release := make(chan struct{}), make(chan struct{})
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) {
 		close(entered)
 		<-release
 		if answer == abi.StatusPending {
-			return pending("still running")
+			return hosttest.Pending("still running")
 		}
-		return settled("success")
-	}
+		return hosttest.Settled("success")
+	})
 	w := h.register("ci")
 	done := make(chan struct{})
 	go func() { h.tick(t0); close(done) }()
@@ -229,12 +234,12 @@ func testCancelWins(t *testing.T, answer string) {
 // A probe that settles first makes a later cancel a conflict.
 func TestCancelAfterSettlementIsAConflict(t *testing.T) {
 	h := newHarness(t)
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("success") }
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return hosttest.Settled("success") })
 	w := h.register("ci")
 	h.tick(t0)
 	_, err := h.s.Cancel(context.Background(), w.ID, "test")
-	var se *Error
-	if !errors.As(err, &se) || se.Code != CodeAlreadySettled {
+	var se *api.Error
+	if !errors.As(err, &se) || se.Code != api.CodeAlreadySettled {
 		t.Fatalf("cancel: %v", err)
 	}
 	if got := h.row(w.ID); got.State != store.Fired {
@@ -269,7 +274,7 @@ func TestExpiryIsDelivered(t *testing.T) {
 func TestRemovedKindSettlesUnwatchable(t *testing.T) {
 	h := newHarness(t)
 	w := h.register("ci")
-	h.plugins.remove("ci")
+	h.plugins.Remove("ci")
 	h.tick(t0)
 	if got := h.row(w.ID); got.State != store.Unwatchable || got.Outcome.Result != "unwatchable" {
 		t.Fatalf("row: %+v", got)
@@ -287,7 +292,7 @@ func TestRemovedKindSettlesUnwatchable(t *testing.T) {
 // (store/settle.go).
 func TestRejectedDeliverySettlesUndeliverable(t *testing.T) {
 	h := newStoreHarness(t)
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("success") }
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return hosttest.Settled("success") })
 	w := h.register("ci")
 	h.setStatus("agent-1", store.StatusPaused)
 	h.tick(t0)
@@ -306,9 +311,9 @@ func TestRejectedDeliverySettlesUndeliverable(t *testing.T) {
 // pending and loud, never settled on a guess.
 func TestPluginErrorKeepsTheWatchPending(t *testing.T) {
 	h := newHarness(t)
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) {
-		return plugin.Observation{}, &plugin.CallError{Kind: "ci", Export: "observe", Reason: plugin.FaultRaised, Err: errors.New("wrong kind")}
-	}
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) {
+		return kind.Observation{}, &kind.CallError{Kind: "ci", Export: "observe", Reason: kind.FaultRaised, Err: errors.New("wrong kind")}
+	})
 	w := h.register("ci")
 	h.tick(t0)
 	if got := h.row(w.ID); got.State != store.Pending {
@@ -332,19 +337,19 @@ func TestStandingWatch(t *testing.T) {
 	h := newStoreHarness(t)
 	type snap struct{ Title string }
 	title := "a"
-	h.plugins.observe = func(req abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.OnObserve(func(req abi.ObserveRequest) (kind.Observation, error) {
 		var prev snap
 		_ = json.Unmarshal(req.Baseline, &prev)
 		cur, _ := json.Marshal(snap{title})
 		switch {
 		case len(req.Baseline) == 0:
-			return plugin.Observation{Status: abi.StatusPending, Baseline: cur}, nil
+			return kind.Observation{Status: abi.StatusPending, Baseline: cur}, nil
 		case prev.Title == title:
-			return pending("unchanged")
+			return hosttest.Pending("unchanged")
 		default:
-			return plugin.Observation{Status: abi.StatusChanged, Outcome: &abi.Outcome{Result: "changed", Summary: title}, Baseline: cur}, nil
+			return kind.Observation{Status: abi.StatusChanged, Outcome: &abi.Outcome{Result: "changed", Summary: title}, Baseline: cur}, nil
 		}
-	}
+	})
 	w := h.register("ticket")
 	if w.ExpiresAt != nil || !w.Standing {
 		t.Fatalf("standing row: %+v", w)
@@ -389,12 +394,12 @@ func TestStandingWatch(t *testing.T) {
 // mailed.
 func TestPendingBaselineIsRecordedOnceSilently(t *testing.T) {
 	h := newHarness(t)
-	h.plugins.observe = func(req abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.OnObserve(func(req abi.ObserveRequest) (kind.Observation, error) {
 		if len(req.Baseline) == 0 {
-			return plugin.Observation{Status: abi.StatusPending, Baseline: json.RawMessage(`{"fp":"a"}`)}, nil
+			return kind.Observation{Status: abi.StatusPending, Baseline: json.RawMessage(`{"fp":"a"}`)}, nil
 		}
-		return plugin.Observation{Status: abi.StatusPending, Baseline: req.Baseline}, nil
-	}
+		return kind.Observation{Status: abi.StatusPending, Baseline: req.Baseline}, nil
+	})
 	w := h.register("ci")
 	writes := h.counted.count()
 	now := t0
@@ -421,39 +426,39 @@ func TestRegistrationRules(t *testing.T) {
 		code  string
 		field string
 	}{
-		{"every below the minimum", Registration{Kind: "ci", Every: dur(500 * time.Millisecond)}, CodeInvalidField, "every"},
-		{"deadline too far", Registration{Kind: "ci", ExpiresAt: at(8 * 24 * time.Hour)}, CodeDeadlineTooFar, "expires_at"},
-		{"deadline passed", Registration{Kind: "ci", ExpiresAt: at(-time.Second)}, CodeInvalidField, "expires_at"},
-		{"standing with a deadline", Registration{Kind: "ticket", ExpiresAt: at(time.Hour)}, CodeInvalidField, "expires_at"},
-		{"bad recipient", Registration{Kind: "ci", Recipient: store.Recipient{ID: "a b"}}, CodeInvalidRecipient, "recipient.id"},
-		{"empty recipient", Registration{Kind: "ci", Recipient: store.Recipient{}}, CodeInvalidRecipient, "recipient.id"},
+		{"every below the minimum", Registration{Kind: "ci", Every: dur(500 * time.Millisecond)}, api.CodeInvalidField, "every"},
+		{"deadline too far", Registration{Kind: "ci", ExpiresAt: at(8 * 24 * time.Hour)}, api.CodeDeadlineTooFar, "expires_at"},
+		{"deadline passed", Registration{Kind: "ci", ExpiresAt: at(-time.Second)}, api.CodeInvalidField, "expires_at"},
+		{"standing with a deadline", Registration{Kind: "ticket", ExpiresAt: at(time.Hour)}, api.CodeInvalidField, "expires_at"},
+		{"bad recipient", Registration{Kind: "ci", Recipient: store.Recipient{ID: "a b"}}, api.CodeInvalidRecipient, "recipient.id"},
+		{"empty recipient", Registration{Kind: "ci", Recipient: store.Recipient{}}, api.CodeInvalidRecipient, "recipient.id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.reg.Recipient.ID == "" && tt.code != CodeInvalidRecipient {
+			if tt.reg.Recipient.ID == "" && tt.code != api.CodeInvalidRecipient {
 				tt.reg.Recipient.ID = "agent-1"
 			}
 			_, err := h.s.Register(ctx, tt.reg)
-			var se *Error
+			var se *api.Error
 			if !errors.As(err, &se) || se.Code != tt.code || se.Field != tt.field {
 				t.Fatalf("err = %v", err)
 			}
 		})
 	}
 	// The plugin runtime's refusal passes through.
-	var ref *plugin.Refusal
+	var ref *api.Error
 	if _, err := h.s.Register(ctx, Registration{Kind: "nope", Recipient: store.Recipient{ID: "a"}}); !errors.As(err, &ref) {
 		t.Fatalf("unknown kind: %v", err)
 	}
 	// A plugin's natural deadline beyond the maximum is refused too.
-	h.plugins.admit = func(string, json.RawMessage) (plugin.Admission, error) {
-		return plugin.Admission{Deadline: t0.Add(30 * 24 * time.Hour)}, nil
-	}
-	var se *Error
-	if _, err := h.s.Register(ctx, Registration{Kind: "ci", Recipient: store.Recipient{ID: "a"}}); !errors.As(err, &se) || se.Code != CodeDeadlineTooFar {
+	h.plugins.OnAdmit(func(string, kind.AdmitRequest) (kind.Admission, error) {
+		return kind.Admission{Deadline: t0.Add(30 * 24 * time.Hour)}, nil
+	})
+	var se *api.Error
+	if _, err := h.s.Register(ctx, Registration{Kind: "ci", Recipient: store.Recipient{ID: "a"}}); !errors.As(err, &se) || se.Code != api.CodeDeadlineTooFar {
 		t.Fatalf("far natural deadline: %v", err)
 	}
-	h.plugins.admit = nil
+	h.plugins.OnAdmit(nil)
 
 	// Defaults: the open-ended deadline, the plugin's every, else the host's.
 	w := h.register("ci")
@@ -522,7 +527,7 @@ func TestPrimeExpiresOverdueWatches(t *testing.T) {
 
 func TestPrimePrunesOldSettledRows(t *testing.T) {
 	h := newHarness(t)
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("x") }
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return hosttest.Settled("x") })
 	w := h.register("ci")
 	h.tick(t0)
 	h.open()
@@ -545,7 +550,7 @@ func TestWorkersBoundConcurrentProbes(t *testing.T) {
 	inFlight, peak := 0, 0
 	gate := make(chan struct{})
 	entered := make(chan struct{}, 6)
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) {
 		mu.Lock()
 		inFlight++
 		peak = max(peak, inFlight)
@@ -555,12 +560,12 @@ func TestWorkersBoundConcurrentProbes(t *testing.T) {
 		mu.Lock()
 		inFlight--
 		mu.Unlock()
-		return pending("")
-	}
+		return hosttest.Pending("")
+	})
 	for i := range 6 {
-		kind := fmt.Sprintf("k%d", i)
-		h.plugins.kinds[kind] = plugin.Info{Kind: kind}
-		h.registerFor(kind, fmt.Sprintf("agent-%d", i))
+		kindName := fmt.Sprintf("k%d", i)
+		h.plugins.Add(kind.Info{Kind: kindName})
+		h.registerFor(kindName, fmt.Sprintf("agent-%d", i))
 	}
 	done := make(chan int)
 	go func() { done <- h.tick(t0) }()
@@ -587,15 +592,15 @@ func TestWorkersBoundConcurrentProbes(t *testing.T) {
 // The background loop: register, be woken, stop.
 func TestStartRunsTheLoop(t *testing.T) {
 	h := newHarness(t)
-	h.s.cfg.Clock = wallClock{}
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("done") }
+	h.s.cfg.Clock = clock.Wall{}
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return hosttest.Settled("done") })
 	delivered := make(chan store.Message, 1)
 	h.deliver.before = func(m store.Message) { delivered <- m }
 	if _, err := h.s.Prime(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	stopped := h.s.Start(ctx)
+	stopped := lifecycle.Go(ctx, h.s.Run)
 	w, err := h.s.Register(context.Background(), Registration{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "a"}})
 	if err != nil {
 		t.Fatal(err)
@@ -604,7 +609,7 @@ func TestStartRunsTheLoop(t *testing.T) {
 		t.Fatalf("delivered %+v", m)
 	}
 	cancel()
-	<-stopped
+	_ = stopped()
 }
 
 func TestRegistrationEnsuresARunningRecipient(t *testing.T) {
@@ -621,8 +626,8 @@ func TestRegistrationEnsuresARunningRecipient(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = h.s.Register(ctx, Registration{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "agent-1"}})
-	var se *Error
-	if !errors.As(err, &se) || se.Code != CodeRecipientNotRunning {
+	var se *api.Error
+	if !errors.As(err, &se) || se.Code != api.CodeRecipientNotRunning {
 		t.Fatalf("paused recipient: %v", err)
 	}
 }
@@ -647,11 +652,11 @@ func TestTickStopsProbingWhenCancelled(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	probes := 0
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) {
 		probes++
 		cancel() // the host is shutting down after the first probe
-		return pending("")
-	}
+		return hosttest.Pending("")
+	})
 	h.clock.Set(t0)
 	h.s.Tick(ctx, t0)
 	if probes != 1 {
@@ -673,24 +678,24 @@ func TestStartWaitsForItsWorkers(t *testing.T) {
 	h.s.cfg.Workers = 2 // one probe at a time for kind ci: the cap is 1
 	entered := make(chan struct{}, 10)
 	var returned atomic.Bool
-	h.plugins.observeCtx = func(ctx context.Context) {
+	h.plugins.OnObserveCtx(func(ctx context.Context) {
 		entered <- struct{}{}
 		<-ctx.Done()
 		time.Sleep(10 * time.Millisecond) // a probe slow to notice
 		returned.Store(true)
-	}
+	})
 	for range 3 {
 		h.register("ci")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := h.s.Start(ctx)
+	done := lifecycle.Go(ctx, h.s.Run)
 	<-entered
 	cancel()
-	<-done
+	_ = done()
 	if !returned.Load() {
-		t.Fatal("Start's channel closed while a probe was in flight")
+		t.Fatal("Run returned while a probe was in flight")
 	}
-	if n := h.plugins.probeCount(); n != 1 {
+	if n := h.plugins.Probes(); n != 1 {
 		t.Fatalf("%d probes", n)
 	}
 	if next, ok := h.s.NextWake(); !ok || !next.Equal(t0) || h.s.Pending() != 3 {

@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -28,7 +29,7 @@ func TestAStoreThatDidNotAnswerIsTriedAgainSoon(t *testing.T) {
 			h.deliver.mu.Lock()
 			h.deliver.failSettles = 1
 			h.deliver.mu.Unlock()
-			h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("done") }
+			h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return hosttest.Settled("done") })
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,13 +100,13 @@ func TestAWriteRefusedAsNotTheOwnersDropsTheWatch(t *testing.T) {
 			h.counted.mu.Lock()
 			h.counted.notOwner = true
 			h.counted.mu.Unlock()
-			h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return pending("changed") }
+			h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return hosttest.Pending("changed") })
 		}},
 		{"a settlement", func(h *harness) {
 			h.deliver.mu.Lock()
 			h.deliver.notOwner = true
 			h.deliver.mu.Unlock()
-			h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return settled("done") }
+			h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return hosttest.Settled("done") })
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -31,11 +32,11 @@ const maxFaults = 30
 
 // Tick is the deterministic entry point for tests: it moves every watch
 // due at or before now into the ready queue and drains it on
-// Config.Workers workers, exactly as Start's workers would (the same
+// Config.Workers workers, exactly as Run's workers would (the same
 // fairness and caps), probing at now; it returns when every one of them
 // has been probed, and how many there were. A watch re-armed meanwhile,
 // even due at once, waits for the next Tick. Tick must not run beside
-// Start.
+// Run.
 func (s *Scheduler) Tick(ctx context.Context, now time.Time) int {
 	s.mu.Lock()
 	n := s.promote(now.UnixNano())
@@ -51,40 +52,38 @@ func (s *Scheduler) Tick(ctx context.Context, now time.Time) int {
 	return n
 }
 
-// Start runs the schedule until ctx ends: one goroutine over the heap that
-// moves what is due into the ready queue, sleeping on the wake channel
-// and on at most one timer (armed for the earliest due watch; with
-// nothing pending there is no timer), and Config.Workers long-lived
-// workers that drain the ready queue. When ctx ends the workers finish the
-// probes in flight, what was due and not taken goes back in the heap, and
-// then the returned channel closes. Start may be called once.
-func (s *Scheduler) Start(ctx context.Context) <-chan struct{} {
-	done := make(chan struct{})
+// Run runs the schedule until ctx ends: one loop over the heap that moves
+// what is due into the ready queue, sleeping on the wake channel and on
+// at most one timer (armed for the earliest due watch; with nothing
+// pending there is no timer), and Config.Workers long-lived workers that
+// drain the ready queue. When ctx ends the workers finish the probes in
+// flight, what was due and not taken goes back in the heap, and Run
+// returns nil. Run once: a second Run returns ErrRunning.
+func (s *Scheduler) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
-		close(done)
-		return done
+		return ErrRunning
 	}
 	var workers sync.WaitGroup
 	for range s.cfg.Workers {
 		workers.Go(func() { s.worker(ctx, false, time.Time{}) })
 	}
-	go func() {
-		defer close(done)
-		s.loop(ctx)
-		s.mu.Lock()
-		s.work.Broadcast() // the workers see ctx has ended
-		s.mu.Unlock()
-		workers.Wait()
-		s.mu.Lock()
-		s.requeue()
-		s.mu.Unlock()
-	}()
-	return done
+	s.loop(ctx)
+	s.mu.Lock()
+	s.work.Broadcast() // the workers see ctx has ended
+	s.mu.Unlock()
+	workers.Wait()
+	s.mu.Lock()
+	s.requeue()
+	s.mu.Unlock()
+	return nil
 }
+
+// ErrRunning: Run was called on a scheduler that runs already.
+var ErrRunning = errors.New("scheduler: already running")
 
 // loop is the heap's one goroutine.
 func (s *Scheduler) loop(ctx context.Context) {
-	var timer *time.Timer
+	var timer clock.Timer
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -105,11 +104,11 @@ func (s *Scheduler) loop(ctx context.Context) {
 		var fire <-chan time.Time
 		if armed {
 			if timer == nil {
-				timer = time.NewTimer(wait)
+				timer = s.cfg.Clock.NewTimer(wait)
 			} else {
 				timer.Reset(wait)
 			}
-			fire = timer.C
+			fire = timer.C()
 		}
 		select {
 		case <-ctx.Done():
@@ -176,7 +175,7 @@ func (s *Scheduler) next(ctx context.Context, untilEmpty bool) ([]*entry, *job) 
 	for {
 		if ctx.Err() != nil {
 			if untilEmpty {
-				s.requeue() // Tick's: Start's loop requeues once its workers are gone
+				s.requeue() // Tick's: Run's loop requeues once its workers are gone
 			}
 			return nil, nil
 		}
@@ -411,11 +410,14 @@ func (s *Scheduler) durableNext(e *entry, start, end, hint time.Time) time.Time 
 // is no longer pending (a cancel committed first).
 func (s *Scheduler) record(ctx context.Context, e *entry, w store.Watch, attempts int, note string, fault *store.Fault, next time.Time) bool {
 	var err error
+	wrote := true
 	switch {
 	case note != w.LastNote || !fault.Equal(w.LastFault) || w.Attempts == 0:
 		err = s.cfg.Store.RecordProbe(ctx, e.id, store.Probe{Attempts: attempts, Note: note, Fault: fault, NextCheck: next})
 	case !next.Equal(w.NextCheck):
 		err = s.cfg.Store.SetNextCheck(ctx, e.id, next)
+	default:
+		wrote = false
 	}
 	switch {
 	case errors.Is(err, store.ErrNotPending), errors.Is(err, store.ErrNotOwner):
@@ -424,9 +426,37 @@ func (s *Scheduler) record(ctx context.Context, e *entry, w store.Watch, attempt
 	case err != nil && ctx.Err() == nil:
 		// The schedule in memory is still right; only a restart would
 		// miss what this probe saw.
-		s.log.Error("recording a probe", "watch", e.id, "err", err)
+		s.storeFailed("recording a probe", e.id, err)
+	case err == nil && wrote:
+		s.storeWrote()
 	}
 	return true
+}
+
+// storeFailed logs a write of the scheduler's that the store did not
+// take. One refused for a full disk (store.ErrStorageFull) is said once,
+// until a write is taken again (storeWrote): every watch whose
+// outcome waits is tried again each second, and a line per watch per
+// attempt would bury the store's own line, which says how much space is
+// missing and where. Any other failure is said per watch.
+func (s *Scheduler) storeFailed(what string, id store.ID, err error) {
+	if !errors.Is(err, store.ErrStorageFull) {
+		s.log.Error(what, "watch", id, "err", err)
+		return
+	}
+	if s.diskFull.CompareAndSwap(false, true) {
+		s.log.Warn(what+" was refused: the store's disk is full. Each watch waiting on it is tried again every second, and settles and mails once space is freed; this is not said again until the scheduler writes again",
+			"watch", id, "err", err)
+	}
+}
+
+// storeWrote notes a write the store took (a settlement, a baseline, a
+// probe's record): after a full disk, it says once that the scheduler
+// writes again.
+func (s *Scheduler) storeWrote() {
+	if s.diskFull.CompareAndSwap(true, false) {
+		s.log.Info("the store takes the scheduler's writes again")
+	}
 }
 
 // expiry is the outcome of a watch whose final observation was still
@@ -557,10 +587,11 @@ func (s *Scheduler) settle(ctx context.Context, e *entry, w store.Watch, state s
 	}
 	if err != nil {
 		// Neither persisted nor mailed: try again soon.
-		s.log.Error("persisting an outcome", "watch", e.id, "err", err)
+		s.storeFailed("persisting an outcome", e.id, err)
 		s.rearm(e, now.Add(s.storeRetry(e)), time.Time{})
 		return
 	}
+	s.storeWrote()
 	s.drop(e)
 	s.cfg.Plugins.Settled(ctx, settled)
 }
@@ -585,12 +616,15 @@ func (s *Scheduler) carry(ctx context.Context, e *entry, w store.Watch, obs kind
 			return
 		}
 		// Neither persisted nor mailed: look again at the next interval.
-		s.log.Error("persisting a baseline", "watch", e.id, "err", err)
-	} else if next := s.durableNext(e, start, now, obs.NextCheck); !next.Equal(w.NextCheck) {
-		// The baseline keeps the row's next check; a new one is written
-		// beside it.
-		if !s.record(ctx, e, store.Watch{Attempts: attempts, LastNote: obs.Note, NextCheck: w.NextCheck}, attempts, obs.Note, nil, next) {
-			return
+		s.storeFailed("persisting a baseline", e.id, err)
+	} else {
+		s.storeWrote()
+		if next := s.durableNext(e, start, now, obs.NextCheck); !next.Equal(w.NextCheck) {
+			// The baseline keeps the row's next check; a new one is
+			// written beside it.
+			if !s.record(ctx, e, store.Watch{Attempts: attempts, LastNote: obs.Note, NextCheck: w.NextCheck}, attempts, obs.Note, nil, next) {
+				return
+			}
 		}
 	}
 	s.mu.Lock()

@@ -8,14 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
 
-func faulted(kind string) (plugin.Observation, error) {
-	return plugin.Observation{Status: abi.StatusPending, Note: "plugin fault: timeout: context deadline exceeded",
-		Fault: &plugin.CallError{Kind: kind, Export: "observe", Reason: plugin.FaultTimeout, Err: context.DeadlineExceeded}}, nil
+func faulted(kindName string) (kind.Observation, error) {
+	return kind.Observation{Status: abi.StatusPending, Note: "plugin fault: timeout: context deadline exceeded",
+		Fault: &kind.CallError{Kind: kindName, Export: "observe", Reason: kind.FaultTimeout, Err: context.DeadlineExceeded}}, nil
 }
 
 // A faulting watch backs off: each gap between its probes is twice the
@@ -39,13 +40,13 @@ func TestFaultsBackOff(t *testing.T) {
 				h.s.cfg.MaxBackoff = tt.maxBackoff
 			}
 			var probes []time.Time
-			h.plugins.observe = func(req abi.ObserveRequest) (plugin.Observation, error) {
+			h.plugins.OnObserve(func(req abi.ObserveRequest) (kind.Observation, error) {
 				probes = append(probes, req.Now)
 				if tt.raise {
-					return plugin.Observation{}, &plugin.CallError{Kind: "ci", Export: "observe", Reason: plugin.FaultRaised, Err: errors.New("wrong kind")}
+					return kind.Observation{}, &kind.CallError{Kind: "ci", Export: "observe", Reason: kind.FaultRaised, Err: errors.New("wrong kind")}
 				}
 				return faulted("ci")
-			}
+			})
 			every, deadline := 10*time.Second, t0.Add(15*time.Minute)
 			w, err := h.s.Register(context.Background(), Registration{Kind: "ci", Params: json.RawMessage(`{}`),
 				Recipient: store.Recipient{ID: "agent-1"}, Every: &every, ExpiresAt: &deadline})
@@ -84,12 +85,12 @@ func offsets(ts []time.Time) []time.Duration {
 func TestAnAnswerEndsTheBackoff(t *testing.T) {
 	h := newHarness(t)
 	fault := true
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) {
 		if fault {
 			return faulted("ci")
 		}
-		return pending("answered")
-	}
+		return hosttest.Pending("answered")
+	})
 	h.register("ci") // every 30 s
 	h.tick(t0)
 	next, _ := h.s.NextWake()
@@ -109,12 +110,12 @@ func TestAnAnswerEndsTheBackoff(t *testing.T) {
 func TestALateProbeThatSettlesFires(t *testing.T) {
 	h := newHarness(t)
 	met := false
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) {
 		if met {
-			return settled("success")
+			return hosttest.Settled("success")
 		}
-		return pending("CI run 7 in progress")
-	}
+		return hosttest.Pending("CI run 7 in progress")
+	})
 	w := h.register("ci") // deadline t0 + 15 min
 	h.tick(t0)
 	met = true
@@ -131,7 +132,7 @@ func TestALateProbeThatSettlesFires(t *testing.T) {
 // expiry carries what that observation said.
 func TestExpiryCarriesTheLastNote(t *testing.T) {
 	h := newHarness(t)
-	h.plugins.observe = func(abi.ObserveRequest) (plugin.Observation, error) { return pending("CI run 7 in progress") }
+	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return hosttest.Pending("CI run 7 in progress") })
 	w := h.register("ci")
 	for now, ok := t0, true; ok; now, ok = h.s.NextWake() {
 		h.tick(now)
@@ -153,16 +154,16 @@ func TestExpiryCarriesTheLastNote(t *testing.T) {
 func TestANaturalDeadlineInThePastIsObservedAtOnce(t *testing.T) {
 	h := newHarness(t)
 	instant := t0.Add(-3 * time.Minute)
-	h.plugins.kinds["timer"] = plugin.Info{Kind: "timer", DefaultEvery: time.Minute}
-	h.plugins.admit = func(string, json.RawMessage) (plugin.Admission, error) {
-		return plugin.Admission{Deadline: instant.Add(time.Minute)}, nil
-	}
-	h.plugins.observe = func(req abi.ObserveRequest) (plugin.Observation, error) {
+	h.plugins.Add(kind.Info{Kind: "timer", DefaultEvery: time.Minute})
+	h.plugins.OnAdmit(func(string, kind.AdmitRequest) (kind.Admission, error) {
+		return kind.Admission{Deadline: instant.Add(time.Minute)}, nil
+	})
+	h.plugins.OnObserve(func(req abi.ObserveRequest) (kind.Observation, error) {
 		if req.Now.Before(instant) {
-			return plugin.Observation{Status: abi.StatusPending, NextCheck: instant}, nil
+			return kind.Observation{Status: abi.StatusPending, NextCheck: instant}, nil
 		}
-		return settled("fired")
-	}
+		return hosttest.Settled("fired")
+	})
 	w := h.register("timer")
 	if w.State != store.Pending || w.ExpiresAt == nil || !w.ExpiresAt.Equal(t0) {
 		t.Fatalf("registered %+v", w)
@@ -208,9 +209,9 @@ func TestCancelBeforeAChangeMailWins(t *testing.T) {
 				t.Fatal(err)
 			}
 			h.s = s
-			h.plugins.observe = func(req abi.ObserveRequest) (plugin.Observation, error) {
-				return plugin.Observation{Status: abi.StatusChanged, Outcome: &abi.Outcome{Result: "changed"}, Baseline: json.RawMessage(`{"n":2}`)}, nil
-			}
+			h.plugins.OnObserve(func(req abi.ObserveRequest) (kind.Observation, error) {
+				return kind.Observation{Status: abi.StatusChanged, Outcome: &abi.Outcome{Result: "changed"}, Baseline: json.RawMessage(`{"n":2}`)}, nil
+			})
 			w := h.register("ticket")
 			hd.beforeCarry = func(id store.ID) {
 				var err error

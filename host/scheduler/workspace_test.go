@@ -10,8 +10,8 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/hosttest"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/badger"
@@ -29,15 +29,13 @@ func TestCommandsRunWhereTheyWereRegistered(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	var registrants []string
-	plugins := &fakePlugins{
-		kinds:   map[string]plugin.Info{"command": {Kind: "command", DefaultEvery: time.Minute, Capabilities: []string{abi.CapabilityExec}}},
-		observe: func(abi.ObserveRequest) (plugin.Observation, error) { return pending("not yet") },
-		observeCtx: func(ctx context.Context) {
+	plugins := hosttest.NewFakeKinds(kind.Info{Kind: "command", DefaultEvery: time.Minute, Capabilities: []string{abi.CapabilityExec}}).
+		OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return hosttest.Pending("not yet") }).
+		OnObserveCtx(func(ctx context.Context) {
 			registrants = append(registrants, kind.WorkspaceOwner(kind.RecipientFrom(ctx), kind.RegistrantFrom(ctx)))
-		},
-	}
+		})
 	s, err := New(Config{Store: st, Plugins: plugins, Deliver: &recordingDeliverer{st: st}, Clock: fakeclock.At(t0), Recipients: st,
-		Jitter: rand.New(rand.NewPCG(1, 2)), IDs: idSource{rand.NewChaCha8([32]byte{7})}})
+		Jitter: rand.New(rand.NewPCG(1, 2)), IDs: hosttest.IDs(7)})
 	if err != nil {
 		t.Fatal(err)
 	}

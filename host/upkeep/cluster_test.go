@@ -4,13 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/vigilhq/vigil/host/fetch"
+	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/host/upkeep"
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/hosttest"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/natsstore"
@@ -36,7 +38,7 @@ func TestTheUpkeepHearsOtherNodesRecords(t *testing.T) {
 		return f
 	}
 	a, b := open(), open()
-	ids := seeded{rand.NewChaCha8([32]byte{3})}
+	ids := hosttest.IDs(3)
 	settled := func(at time.Time) store.ID {
 		t.Helper()
 		id, err := store.NewID(t0, ids)
@@ -67,15 +69,15 @@ func TestTheUpkeepHearsOtherNodesRecords(t *testing.T) {
 	clock := fakeclock.At(t0)
 	u, err := upkeep.New(upkeep.Config{Store: a, Clock: clock, Classes: []upkeep.Class{
 		{Class: store.RetainedEvents(fetch.StreamFacts), Retention: upkeep.EventRetention},
-		{Class: store.RetainedSettled, Retention: upkeep.SettledRetention},
+		{Class: store.RetainedSettled, Retention: scheduler.DefaultRetention},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := u.Start(ctx)
-	defer func() { cancel(); <-done }()
-	armedAt("the upkeep's first read of b's row", t0.Add(upkeep.SettledRetention), u)
-	if _, err := u.Tick(ctx, t0.Add(upkeep.SettledRetention)); err != nil {
+	done := lifecycle.Go(ctx, u.Run)
+	defer func() { cancel(); _ = done() }()
+	armedAt("the upkeep's first read of b's row", t0.Add(scheduler.DefaultRetention), u)
+	if _, err := u.Tick(ctx, t0.Add(scheduler.DefaultRetention)); err != nil {
 		t.Fatal(err)
 	}
 	if at, armed := u.NextWake(); armed {
@@ -87,7 +89,7 @@ func TestTheUpkeepHearsOtherNodesRecords(t *testing.T) {
 
 	settledAt := t0.Add(time.Minute)
 	id := settled(settledAt)
-	due := settledAt.Add(upkeep.SettledRetention)
+	due := settledAt.Add(scheduler.DefaultRetention)
 	armedAt("the upkeep on a armed by b's settled row", due, u)
 	factAt := t0.Add(-time.Hour)
 	if _, _, err := b.AppendEvent(ctx, store.Event{Stream: fetch.StreamFacts, Key: "k", Type: "fact", OccurredAt: factAt, Payload: json.RawMessage(`{}`)}); err != nil {
@@ -147,22 +149,26 @@ func TestTheUpkeepFollowsAgainWhenTheFeedEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	fx := newFixture(t)
 	f := &fakeFollower{Store: fx.st, subscribed: make(chan int, 4), records: make(chan store.Retained)}
-	u, err := upkeep.New(upkeep.Config{Store: f, Clock: fakeclock.At(t0)})
+	clk := fakeclock.At(t0)
+	u, err := upkeep.New(upkeep.Config{Store: f, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := u.Start(ctx)
-	defer func() { cancel(); <-done }()
+	done := lifecycle.Go(ctx, u.Run)
+	defer func() { cancel(); _ = done() }()
 	if n := <-f.subscribed; n != 1 {
 		t.Fatalf("subscription %d, want 1", n)
 	}
+	// The feed ended: the upkeep follows again a second on.
+	clk.AwaitTimer(t, time.Second)
+	clk.Add(time.Second)
 	if n := <-f.subscribed; n != 2 {
 		t.Fatalf("subscription %d, want 2 after the first feed ended", n)
 	}
 	// The second send is taken once the first has reached Notify.
 	f.records <- store.RetainedSettled
 	f.records <- store.RetainedSettled
-	if at, armed := u.NextWake(); !armed || !at.Equal(t0.Add(upkeep.SettledRetention)) {
+	if at, armed := u.NextWake(); !armed || !at.Equal(t0.Add(scheduler.DefaultRetention)) {
 		t.Fatalf("after a record on the second feed: %s %v, want armed at its retention", at, armed)
 	}
 }

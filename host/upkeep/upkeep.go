@@ -13,14 +13,14 @@ import (
 	"github.com/vigilhq/vigil/host/fetch"
 	"github.com/vigilhq/vigil/host/observe"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/store"
 )
 
-// The retentions, one place for every class.
+// The retentions of the classes the upkeep alone keeps; a settled row's
+// is the scheduler's (scheduler.DefaultRetention), which its start-time
+// backstop prune uses too.
 const (
-	// SettledRetention keeps a settled row this long after it settled:
-	// the scheduler's, which its start-time backstop prune uses too.
-	SettledRetention = scheduler.DefaultRetention
 	// MessageRetention keeps a mailbox message this long after it was
 	// written.
 	MessageRetention = 7 * 24 * time.Hour
@@ -64,13 +64,6 @@ type Follower interface {
 // after its feed ended (the servers ended it).
 const refollowAfter = time.Second
 
-// Clock tells the time. The product uses the wall clock; tests a fake one.
-type Clock interface{ Now() time.Time }
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
-
 // Class is one retained class and how long its records are kept.
 type Class struct {
 	Class     store.Retained
@@ -81,7 +74,7 @@ type Class struct {
 // retention. The observe streams are not among them, and never may be.
 func DefaultClasses() []Class {
 	return []Class{
-		{store.RetainedSettled, SettledRetention},
+		{store.RetainedSettled, scheduler.DefaultRetention},
 		{store.RetainedMessages, MessageRetention},
 		{store.RetainedPushes, PushRetention},
 		{store.RetainedEvents(fetch.StreamFacts), EventRetention},
@@ -97,7 +90,7 @@ type Config struct {
 	Classes []Class
 	// Batch bounds how many records one transaction prunes (default 256).
 	Batch  int
-	Clock  Clock
+	Clock  clock.Clock
 	Logger *slog.Logger
 }
 
@@ -156,7 +149,8 @@ type Upkeep struct {
 	wake chan struct{}
 }
 
-// New builds an Upkeep. Call Start (or, in tests, Prime and Tick).
+// New builds an Upkeep; it starts nothing. Call Run (or, in tests,
+// Prime and Tick).
 func New(cfg Config) (*Upkeep, error) {
 	if cfg.Store == nil {
 		return nil, &ConfigError{Field: "Store", Reason: "is required"}
@@ -167,9 +161,7 @@ func New(cfg Config) (*Upkeep, error) {
 	if cfg.Batch <= 0 {
 		cfg.Batch = DefaultBatch
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = wallClock{}
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -278,7 +270,7 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
-// Prime reads every class's oldest record and arms the heap. Start calls
+// Prime reads every class's oldest record and arms the heap. Run calls
 // it; tests call it before Tick.
 func (u *Upkeep) Prime(ctx context.Context) error {
 	now := u.cfg.Clock.Now()
@@ -351,38 +343,32 @@ func (u *Upkeep) Tick(ctx context.Context, now time.Time) (int, error) {
 	return n, nil
 }
 
-// Start primes the heap and runs the loop on its own goroutine until ctx
-// ends; the channel closes when it has. On a store that is a Follower it
-// first subscribes to the retained records every process commits, and
-// keeps a second goroutine reading them into Notify, so a class that
-// read empty is armed by another node's record; the channel closes once
-// both have stopped.
-func (u *Upkeep) Start(ctx context.Context) <-chan struct{} {
-	done := make(chan struct{})
+// Run primes the heap and runs the loop until ctx ends, then returns nil.
+// On a store that is a Follower it first subscribes to the retained
+// records every process commits, and keeps a second goroutine reading
+// them into Notify, so a class that read empty is armed by another node's
+// record; Run returns once both have stopped.
+func (u *Upkeep) Run(ctx context.Context) error {
 	var classes []store.Retained
 	for _, c := range u.cfg.Classes {
 		classes = append(classes, c.Class)
 	}
-	f, follows := u.cfg.Store.(Follower)
-	go func() {
-		defer close(done)
-		var wg sync.WaitGroup
-		defer wg.Wait()
-		if follows {
-			// Subscribe before Prime reads: a record committed after the
-			// read is told by the feed, one before it is in the read.
-			run, err := f.FollowRetained(ctx, classes)
-			if err != nil {
-				u.log.Error("following the retained records of other nodes; following again after "+refollowAfter.String(), "err", err)
-			}
-			wg.Go(func() { u.follow(ctx, f, classes, run) })
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if f, follows := u.cfg.Store.(Follower); follows {
+		// Subscribe before Prime reads: a record committed after the
+		// read is told by the feed, one before it is in the read.
+		run, err := f.FollowRetained(ctx, classes)
+		if err != nil {
+			u.log.Error("following the retained records of other nodes; following again after "+refollowAfter.String(), "err", err)
 		}
-		if err := u.Prime(ctx); err != nil {
-			u.log.Error("reading the oldest records", "err", err)
-		}
-		u.loop(ctx)
-	}()
-	return done
+		wg.Go(func() { u.follow(ctx, f, classes, run) })
+	}
+	if err := u.Prime(ctx); err != nil {
+		u.log.Error("reading the oldest records", "err", err)
+	}
+	u.loop(ctx)
+	return nil
 }
 
 // follow reads the store's feed of retained records into Notify until
@@ -398,12 +384,12 @@ func (u *Upkeep) follow(ctx context.Context, f Follower, classes []store.Retaine
 			}
 			u.log.Error("the feed of retained records ended; following again after "+refollowAfter.String(), "err", err)
 		}
-		t := time.NewTimer(refollowAfter)
+		t := u.cfg.Clock.NewTimer(refollowAfter)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		var err error
 		if run, err = f.FollowRetained(ctx, classes); err != nil {
@@ -419,7 +405,7 @@ func (u *Upkeep) follow(ctx context.Context, f Follower, classes []store.Retaine
 // loop is the upkeep's one goroutine: a batch whenever a class is due,
 // else one timer for the earliest, else none.
 func (u *Upkeep) loop(ctx context.Context) {
-	var timer *time.Timer
+	var timer clock.Timer
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -439,11 +425,11 @@ func (u *Upkeep) loop(ctx context.Context) {
 		var fire <-chan time.Time
 		if armed {
 			if timer == nil {
-				timer = time.NewTimer(next.Sub(now))
+				timer = u.cfg.Clock.NewTimer(next.Sub(now))
 			} else {
 				timer.Reset(next.Sub(now))
 			}
-			fire = timer.C
+			fire = timer.C()
 		}
 		select {
 		case <-ctx.Done():

@@ -4,13 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math/rand/v2"
+	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/hosttest"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 
 	"github.com/vigilhq/vigil/host/delivery"
 	"github.com/vigilhq/vigil/host/fetch"
@@ -27,16 +29,12 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 const day = 24 * time.Hour
 
-type seeded struct{ r *rand.ChaCha8 }
-
-func (s seeded) Read(p []byte) (int, error) { return s.r.Read(p) }
-
 // fixture is a real badger store in a temporary directory with one
 // running recipient.
 type fixture struct {
 	t   testing.TB
 	st  *store.Store
-	ids seeded
+	ids io.Reader
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -49,7 +47,7 @@ func newFixture(t testing.TB) *fixture {
 	if _, _, err := st.PutRecipient(context.Background(), store.RecipientRecord{ID: "a", Status: store.StatusRunning, CreatedAt: t0, UpdatedAt: t0}); err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{t: t, st: st, ids: seeded{rand.NewChaCha8([32]byte{7})}}
+	return &fixture{t: t, st: st, ids: hosttest.IDs(7)}
 }
 
 func (f *fixture) id(at time.Time) store.ID {
@@ -179,7 +177,7 @@ func TestNothingRetainedNoTimer(t *testing.T) {
 	f.event(fetch.StreamFacts, "fact2", t0.Add(time.Hour))
 	wantWake(t, u, t0.Add(time.Minute+upkeep.EventRetention))
 	id := f.settled(t0)
-	wantWake(t, u, t0.Add(upkeep.SettledRetention))
+	wantWake(t, u, t0.Add(scheduler.DefaultRetention))
 
 	// Everything comes due and is pruned: no timer again.
 	later := t0.Add(30 * day)
@@ -261,8 +259,8 @@ func TestPrunedWhileRunning(t *testing.T) {
 	u := newUpkeep(t, upkeep.Config{Store: f.st, Clock: clock})
 	f.st.OnRetained(u.Notify)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := u.Start(ctx)
-	defer func() { cancel(); <-done }()
+	done := lifecycle.Go(ctx, u.Run)
+	defer func() { cancel(); _ = done() }()
 
 	eventually(t, "the old row pruned", func() bool { return !f.exists(old) })
 	// Armed for the young row (and its message), six days ahead.
@@ -407,11 +405,11 @@ func TestLargePruneDoesNotBlockProbing(t *testing.T) {
 	if err := kinds.Register("test", nowKind{}); err != nil {
 		t.Fatal(err)
 	}
-	del, err := delivery.New(delivery.Config{Store: f.st, Clock: clock, IDs: seeded{rand.NewChaCha8([32]byte{8})}})
+	del, err := delivery.New(delivery.Config{Store: f.st, Clock: clock, IDs: hosttest.IDs(8)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sched, err := scheduler.New(scheduler.Config{Store: f.st, Plugins: kinds, Deliver: del, Recipients: f.st, Clock: clock, IDs: seeded{rand.NewChaCha8([32]byte{9})}})
+	sched, err := scheduler.New(scheduler.Config{Store: f.st, Plugins: kinds, Deliver: del, Recipients: f.st, Clock: clock, IDs: hosttest.IDs(9)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,8 +425,8 @@ func TestLargePruneDoesNotBlockProbing(t *testing.T) {
 	}
 	u := newUpkeep(t, upkeep.Config{Store: cs, Clock: clock, Batch: batch, Classes: settledOnly(7 * day)})
 	ctx, cancel := context.WithCancel(context.Background())
-	done := u.Start(ctx)
-	defer func() { cancel(); <-done }()
+	done := lifecycle.Go(ctx, u.Run)
+	defer func() { cancel(); _ = done() }()
 
 	<-inPass
 	w, err := sched.Register(ctx, scheduler.Registration{Kind: "now", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "a"}})

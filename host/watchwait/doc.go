@@ -26,7 +26,6 @@
 // wakes on an append, and a cancel or a pause appends nothing; a probe that
 // only counts an attempt writes no row at all (writes follow state
 // changes), so a hook on the store's commits would miss it. The scheduler
-// sees both. The rejected alternative, a waiter re-reading the watch every
-// second, costs CPU per waiting agent, which is the cost model seed 002
-// rules out.
+// sees both. Rejected: a waiter re-reading the watch every second, which
+// costs CPU per waiting agent, the cost model seed 002 rules out.
 package watchwait

@@ -3,28 +3,28 @@ package apitest
 import (
 	"context"
 	"io"
-	"math/rand/v2"
 	"net"
 	"testing"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/vigilhq/vigil/host/core"
 	"github.com/vigilhq/vigil/host/delivery"
+	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/host/recipients"
 	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/clock"
+	"github.com/vigilhq/vigil/internal/hosttest"
+	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/badger"
 )
 
-// Clock is the clock every part of the stack reads.
-type Clock interface{ Now() time.Time }
-
 // Config shapes a Stack. Plugins and Clock are required.
 type Config struct {
 	Plugins scheduler.Kinds
-	Clock   Clock
+	Clock   clock.Clock
 	// IDs is the randomness of watch ids (default: a fixed seed).
 	IDs io.Reader
 	// Deliver wraps the delivery the scheduler settles through (default:
@@ -42,16 +42,12 @@ type Stack struct {
 	Recipients *recipients.Service
 }
 
-type seeded struct{ r *rand.ChaCha8 }
-
-func (s seeded) Read(p []byte) (int, error) { return s.r.Read(p) }
-
 // NewStack builds the stack; it closes when the test ends.
 func NewStack(tb testing.TB, cfg Config) *Stack {
 	tb.Helper()
 	ids := cfg.IDs
 	if ids == nil {
-		ids = seeded{rand.NewChaCha8([32]byte{7})}
+		ids = hosttest.IDs(7)
 	}
 	// The stack's backend is badger, opened here through the core's
 	// OpenStore so the tests can reach it as itself; the core closes it.
@@ -75,6 +71,14 @@ func NewStack(tb testing.TB, cfg Config) *Stack {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = c.Close() })
+	// The outbox runs, as serve's does; the scheduler's loop does not:
+	// the tests drive Tick. Stopped before the core closes.
+	stop := lifecycle.Go(context.Background(), c.Outbox.Run)
+	tb.Cleanup(func() {
+		if err := stop(); err != nil {
+			tb.Error(err)
+		}
+	})
 	return &Stack{Store: st, Delivery: c.Delivery, Outbox: c.Outbox, Scheduler: c.Scheduler, Recipients: c.Recipients}
 }
 
@@ -89,4 +93,25 @@ func Serve(tb testing.TB, app *fiber.App) string {
 	go func() { _ = app.Listener(ln) }()
 	tb.Cleanup(func() { _ = app.Shutdown() })
 	return "http://" + ln.Addr().String()
+}
+
+// FakePlugins is hosttest.FakeKinds as the plugin runtime the API reads
+// (httpapi.Plugins) as well as the kinds the scheduler serves: its kinds
+// loaded, no problems, and a reload that loads them again.
+type FakePlugins struct{ *hosttest.FakeKinds }
+
+// NewFakePlugins serves infos.
+func NewFakePlugins(infos ...kind.Info) FakePlugins {
+	return FakePlugins{hosttest.NewFakeKinds(infos...)}
+}
+
+// Plugins are the kinds loaded.
+func (p FakePlugins) Plugins() []kind.Info { return p.Infos() }
+
+// Problems: none.
+func (FakePlugins) Problems() []*plugin.LoadError { return nil }
+
+// Reload loads the same kinds again.
+func (p FakePlugins) Reload(context.Context) (plugin.Report, error) {
+	return plugin.Report{Loaded: p.Infos()}, nil
 }

@@ -5,4 +5,7 @@
 // It is test support and must never be imported by the product. It
 // imports the standard library alone, so any package's own benchmarks can
 // use it without an import cycle.
+//
+// Rejected: Go's mean alone, which hides the tail a scheduler's lateness
+// lives in.
 package benchtest

@@ -1,8 +1,10 @@
-// Package fakeclock is test support: a clock that stands still until the
-// test moves it, safe to read from the goroutines under test. It owns
-// nothing but the instant; it must never be used by product code, which
-// reads the wall clock through the Clock its components are given.
+// Package fakeclock is test support: the one fake of internal/clock's
+// Clock, standing still until the test moves it (Set, Add) or a Sleep
+// does, its timers firing as it passes them, safe to use from the
+// goroutines under test. It must never be used by product code, which
+// is given clock.Wall.
 //
-// One here rather than a copy per package: the scheduler's, observe's and
-// the upkeep's tests each had the same mutex-guarded struct.
+// Rejected: a fake per package (the scheduler's, the outbox's, the
+// issuer's and the JetStream store's tests each had one, each with a
+// different subset of timers and sleeps recorded).
 package fakeclock

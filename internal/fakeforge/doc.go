@@ -16,4 +16,7 @@
 // GitHub and Gitea share the paths; the dialect is chosen by prefix: a
 // request under /api/v1 is answered as Gitea (GiteaURL), anything else as
 // GitHub (URL).
+//
+// Rejected: recorded responses of the real forges, which cannot fail on
+// cue (a 503, a hang) or count what arrived.
 package fakeforge

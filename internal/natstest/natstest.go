@@ -42,7 +42,7 @@ func run(t testing.TB, o *server.Options) *server.Server {
 	}
 	o.JetStream = true
 	if o.StoreDir == "" {
-		o.StoreDir = t.TempDir()
+		o.StoreDir = storeDir(t)
 	}
 	o.NoLog = os.Getenv("NATSTEST_LOG") == ""
 	o.NoSigs = true
@@ -62,6 +62,30 @@ func run(t testing.TB, o *server.Options) *server.Server {
 		t.Fatalf("natstest: server %s not ready in %s", o.ServerName, ready)
 	}
 	return s
+}
+
+// storeDir is a directory for a server's JetStream store, removed when
+// the test ends. Not t.TempDir: a stopped server's store can still be
+// settling its atomic batches' files for a moment after WaitForShutdown,
+// and t.TempDir fails the test when its removal meets a directory that
+// filled again; this removal retries for a while and then only logs.
+func storeDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "natstest-")
+	if err != nil {
+		t.Fatalf("natstest: %v", err)
+	}
+	t.Cleanup(func() {
+		var err error
+		for range 50 {
+			if err = os.RemoveAll(dir); err == nil {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Logf("natstest: leaving %s: %v", dir, err)
+	})
+	return dir
 }
 
 // Cluster runs n servers routed to one another, with JetStream, and waits
@@ -112,7 +136,7 @@ func Form(t testing.TB, n int) *Forming {
 	}
 	f := &Forming{t: t}
 	for i := range n {
-		o := &server.Options{ServerName: fmt.Sprintf("n%d", i+1), Routes: routes, Port: clients[i], StoreDir: t.TempDir()}
+		o := &server.Options{ServerName: fmt.Sprintf("n%d", i+1), Routes: routes, Port: clients[i], StoreDir: storeDir(t)}
 		o.Cluster.Name = "vigil-test"
 		o.Cluster.Host = "127.0.0.1"
 		o.Cluster.Port = cluster[i]

@@ -10,9 +10,9 @@
 // (one apt-get call for clang and lld; npm for AssemblyScript, into
 // ASCPrefix()), and a developer does the same by hand.
 //
-// Why an environment variable and not a build tag: the same `go test
+// Rejected: a build tag in place of the variable. The same `go test
 // ./...` runs on a laptop and in CI, and a tag would have to be
 // remembered on the command line; a variable CI exports once cannot be
-// forgotten by one stage. Why not fail always: most contributors touch
-// neither template, and a Go-only checkout must stay testable.
+// forgotten by one stage. (Failing always would leave a Go-only checkout
+// untestable.)
 package toolreq

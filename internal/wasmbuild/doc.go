@@ -10,4 +10,7 @@
 // It also names the one wazero compilation cache directory every test
 // shares, because compiling a Go plugin cold takes seconds and CI would
 // spend minutes doing it per package.
+//
+// Rejected: committing the test plugins' .wasm, as the bundled ones are,
+// which would go stale against the checkout's SDK.
 package wasmbuild

@@ -50,8 +50,10 @@ var Plugin = sdk.Plugin[Params]{
 	Admit:        admit,
 	Observe:      observe,
 	Destinations: func(p Params) []sdk.Destination { return p.Ref.Destinations() },
-	// The commit: every watch on it lands on one node of a cluster.
-	PartitionKey: func(p Params) string { return p.Ref.PartitionKey("/commits/" + strings.ToLower(p.SHA)) },
+	// The commit: every watch on it lands on one node of a cluster, and
+	// an event about it (wake) wakes every watch on it.
+	PartitionKey: func(p Params) string { return commitKey(p.Ref, p.SHA) },
+	Wake:         wake,
 }
 
 // admit checks configuration only; it never asks the forge whether the

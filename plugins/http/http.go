@@ -104,8 +104,10 @@ var Plugin = sdk.Plugin[Params]{
 	// or private one at registration, not at every probe.
 	Destinations: func(p Params) []sdk.Destination { return []sdk.Destination{{Target: p.URL, Field: "url"}} },
 	// Every watch on one URL lands on one node of a cluster, which reads
-	// it once per interval for all of them.
+	// it once per interval for all of them; an event naming it (wake)
+	// wakes every watch on it.
 	PartitionKey: partitionKey,
+	Wake:         wake,
 }
 
 // partitionKey is the resource a watch reads: its URL as the server sees

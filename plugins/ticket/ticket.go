@@ -75,8 +75,10 @@ var Plugin = sdk.Plugin[Params]{
 	Admit:        admit,
 	Observe:      observe,
 	Destinations: func(p Params) []sdk.Destination { return p.Ref.Destinations() },
-	// The ticket: every watch on it lands on one node of a cluster.
-	PartitionKey: func(p Params) string { return p.Ref.PartitionKey("/issues/" + strconv.Itoa(p.Number)) },
+	// The ticket: every watch on it lands on one node of a cluster, and
+	// an event about it (wake) wakes every watch on it.
+	PartitionKey: func(p Params) string { return issueKey(p.Ref, p.Number) },
+	Wake:         wake,
 }
 
 // admit checks configuration only; it never asks whether the issue exists.

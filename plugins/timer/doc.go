@@ -7,7 +7,9 @@
 //
 // It owns one question, has the instant come, and must never read the wall
 // clock: it answers from the host's now alone, so it is deterministic under
-// a fake clock and probed twice (at registration and at its instant), not
-// every interval, because its pending answer names the instant as the next
-// check.
+// a fake clock and probed once, at its instant, not every interval: its
+// admit names the instant as the watch's first check (next_check), so the
+// host arms the watch there instead of probing it at registration, and
+// its pending answer (to a probe before the instant: a clock that moved
+// back, a restart's overdue pass) names it as the next check.
 package main

@@ -48,6 +48,20 @@ var Plugin = sdk.Plugin[Params]{
 	// host's open-ended default would make every long timer expire
 	// instead of fire.
 	Deadline: func(p Params) time.Time { return p.At.Add(time.Minute) },
+	// The first probe worth making is at the instant: the host arms the
+	// watch there instead of probing it at registration to hear "not
+	// yet". No lead: a probe whose now is at the instant fires, as the
+	// next_check observe answers does.
+	FirstCheck: firstCheck,
+}
+
+// firstCheck is the instant, or none for one before the Unix epoch (long
+// past, so probed at once, where the host takes no first check).
+func firstCheck(p Params) time.Time {
+	if p.At.Unix() < 0 {
+		return time.Time{}
+	}
+	return p.At
 }
 
 // lastAt is the last instant a timer may name: its deadline, a minute

@@ -127,3 +127,30 @@ func TestUnmarshalParamsAgrees(t *testing.T) {
 		}
 	}
 }
+
+// Admit names the instant as the watch's first check, so the host arms
+// the watch there instead of probing it at registration; an instant
+// before the Unix epoch (which the host takes as no first check) names
+// none, and is probed at once.
+func TestAdmitNamesTheInstantAsTheFirstCheck(t *testing.T) {
+	h := sdk.NewHarness(Plugin)
+	for params, want := range map[string]time.Time{
+		`{"at":"2026-11-30T15:00:00+01:00"}`: at,
+		`{"at":"1970-01-01T00:00:00Z"}`:      time.Unix(0, 0),
+		`{"at":"1969-12-31T23:59:59Z"}`:      {},
+		`{"at":"0001-06-01T00:00:00Z"}`:      {},
+	} {
+		got, err := h.Admit(abi.AdmitRequest{Kind: "timer", Params: json.RawMessage(params)})
+		if err != nil || !got.OK {
+			t.Fatalf("%s: %+v, %v", params, got, err)
+		}
+		switch {
+		case want.IsZero() && got.NextCheck != nil:
+			t.Errorf("%s: next_check %s, want none", params, got.NextCheck)
+		case !want.IsZero() && (got.NextCheck == nil || !got.NextCheck.Equal(want)):
+			t.Errorf("%s: next_check %v, want %s", params, got.NextCheck, want)
+		case got.NextCheck != nil && got.NextCheck.After(*got.Deadline):
+			t.Errorf("%s: next_check %s after the deadline %s", params, got.NextCheck, got.Deadline)
+		}
+	}
+}

@@ -16,6 +16,11 @@ const (
 	ExportObserve  = "observe"
 )
 
+// ExportWake is the optional export that maps an inbound event to the
+// partition keys of the watches it concerns (WakeRequest in, WakeResponse
+// out). A plugin without it is woken by nothing but its cadence.
+const ExportWake = "wake"
+
 // Host function a plugin may import to reach the network through the host.
 const (
 	HostNamespace = "extism:host/user"
@@ -106,6 +111,15 @@ const (
 // of them; without a key a watch's partition is drawn at random. It is
 // not the pushed kinds' wake subject, and on one host it changes nothing.
 // A key on a refusal, or over the bound, is the plugin's fault.
+//
+// NextCheck, on an ok answer, is the first time the watch is worth
+// probing (a timer's instant), as an observe answer's next_check is the
+// next: the host arms the new watch there, clamped to [now, the deadline],
+// instead of probing it at once. Absent means at once. It is a function
+// of the params alone (admit has no clock), so an instant already past is
+// fine (the watch is probed at once); one before the Unix epoch
+// (1970-01-01T00:00:00Z), after the natural deadline, or on a refusal is
+// the plugin's fault.
 type AdmitResponse struct {
 	OK           bool          `json:"ok"`
 	Code         string        `json:"code,omitempty"`
@@ -115,6 +129,7 @@ type AdmitResponse struct {
 	Deadline     *time.Time    `json:"deadline,omitempty"`
 	Destinations []Destination `json:"destinations,omitempty"`
 	PartitionKey string        `json:"partition_key,omitempty"`
+	NextCheck    *time.Time    `json:"next_check,omitempty"`
 }
 
 // MaxPartitionKey bounds an admit answer's partition_key, in bytes: room
@@ -122,6 +137,53 @@ type AdmitResponse struct {
 // small beside the output cap. A plugin whose key could be longer sends
 // a digest of it instead (the host only hashes the key).
 const MaxPartitionKey = 1024
+
+// WakeRequest is the input of the optional wake export: one inbound event
+// the host verified (a signed forge or Standard Webhooks POST). Event is
+// its name as its source gives it (GitHub's X-GitHub-Event, Gitea's
+// X-Gitea-Event: "check_suite", "issues"; a Standard Webhooks payload's
+// type), at most MaxWakeEvent bytes of printable ASCII, possibly empty;
+// Source is the scheme of the hook source it came through (SourceGitHub,
+// SourceGitea, SourceStandard); Body is the event's JSON body as the
+// source sent it. Nothing in it is trusted beyond its signature: a wake
+// only makes watches due now, and observe still decides.
+type WakeRequest struct {
+	Event  string          `json:"event"`
+	Source string          `json:"source"`
+	Body   json.RawMessage `json:"body"`
+}
+
+// The hook sources' verification schemes, as WakeRequest.Source names
+// them.
+const (
+	SourceGitHub   = "github"
+	SourceGitea    = "gitea"
+	SourceStandard = "standard"
+)
+
+// KnownSources lists every source scheme this ABI version defines.
+func KnownSources() []string { return []string{SourceGitHub, SourceGitea, SourceStandard} }
+
+// WakeResponse is the output of the wake export: the partition keys
+// (exactly the strings admit answers as partition_key) of the watches
+// the event concerns, at most MaxWakeKeys, each 1 to MaxPartitionKey
+// bytes; [] for none. The host makes every pending watch with one of
+// them due now. An answer off the contract (not this JSON, too many keys,
+// an empty or too long one) or an error is a fault that wakes nothing.
+type WakeResponse struct {
+	Keys []string `json:"keys"`
+}
+
+// Bounds of a wake call.
+const (
+	// MaxWakeKeys bounds the keys one wake answer names: an event about
+	// one commit, issue or URL names a handful (one per forge base URL
+	// it names); the bound keeps a hostile body from making one event a
+	// flood of pokes.
+	MaxWakeKeys = 256
+	// MaxWakeEvent bounds an event's name, in bytes.
+	MaxWakeEvent = 128
+)
 
 // ObserveRequest is the input of the observe export. Now is the host's
 // clock; a plugin never reads its own.

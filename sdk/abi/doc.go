@@ -1,8 +1,9 @@
 // Package abi is the wire contract between the vigil host and a predicate
 // plugin: ABI vigil.predicate/v1. It holds the JSON shapes of the three
-// exports (describe, admit, observe) and of the host functions a plugin may
-// call (vigil_fetch, vigil_extraction_failed, vigil_exec), plus the grammar
-// rules both sides check.
+// exports every plugin has (describe, admit, observe), of the optional one
+// (wake: an inbound event to the partition keys it concerns), and of the
+// host functions a plugin may call (vigil_fetch, vigil_extraction_failed,
+// vigil_exec), plus the grammar rules both sides check.
 //
 // It owns the shapes and nothing else. It must never import another package
 // of this repository, and nothing outside the standard library: the guest SDK

@@ -22,4 +22,7 @@
 //
 // It must never be a dependency of anything: it is documentation that
 // compiles, tested like a real plugin, and not bundled with the host.
+//
+// Rejected: an example inside the host's module, which an author could not
+// copy out and build without the host's go.mod.
 package main

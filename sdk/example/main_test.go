@@ -269,7 +269,9 @@ func TestBuildPullsOnlyTheSDK(t *testing.T) {
 	if len(got) > 0 {
 		got = got[:len(got)-1]
 	}
-	want := []string{"github.com/vigilhq/vigil/sdk/abi", "github.com/vigilhq/vigil/sdk"}
+	// sdk/internal/export joins the optional exports (sdk/wake) to the
+	// registered plugin: the SDK's own.
+	want := []string{"github.com/vigilhq/vigil/sdk/abi", "github.com/vigilhq/vigil/sdk/internal/export", "github.com/vigilhq/vigil/sdk"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("the build pulls %v beside the plugin, want %v", got, want)
 	}

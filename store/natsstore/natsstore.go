@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -105,7 +106,7 @@ type Config struct {
 	StartTimeout time.Duration
 	// Clock paces Open's waiting and a commit's between tries the servers
 	// refused as too many in flight (nil: the wall clock and its timers).
-	Clock Clock
+	Clock clock.Clock
 	// Logger receives connection events. Nil discards them.
 	Logger *slog.Logger
 }
@@ -114,28 +115,6 @@ type Config struct {
 // enough for a cluster whose servers start together to elect a meta
 // leader, short enough that a node pointed at the wrong servers says so.
 const DefaultStartTimeout = time.Minute
-
-// Clock is the time Open's waiting for JetStream reads and waits on.
-type Clock interface {
-	Now() time.Time
-	// Sleep waits d, or until ctx ends (its error).
-	Sleep(ctx context.Context, d time.Duration) error
-}
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
-
-func (wallClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 // Store is vigil's store on NATS JetStream. See the package doc.
 type Store struct {
@@ -155,7 +134,7 @@ type Store struct {
 	// stream has no leader gets no answer, whatever the caller's context.
 	timeout time.Duration
 	// clock paces a commit's waits between tries (Config.Clock).
-	clock Clock
+	clock clock.Clock
 	log   *slog.Logger
 	// stripes serialise this process's transitions that share a hint
 	// (store.Tx.Serialise): a recipient's mail and count of pending rows,
@@ -242,19 +221,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	for _, u := range cfg.URLs[1:] {
 		url += "," + u
 	}
-	clock := cfg.Clock
-	if clock == nil {
-		clock = wallClock{}
-	}
+	clk := clock.Or(cfg.Clock)
 	startTimeout := cfg.StartTimeout
 	if startTimeout == 0 {
 		startTimeout = DefaultStartTimeout
 	}
-	deadline := clock.Now().Add(startTimeout)
+	deadline := clk.Now().Add(startTimeout)
 	for attempt := 1; ; attempt++ {
 		s, err := open(ctx, cfg, url, opts, bucket, timeout, log)
 		if err == nil {
-			s.clock = clock
+			s.clock = clk
 			if attempt > 1 {
 				log.Info("JetStream answered", "attempt", attempt)
 			}
@@ -264,7 +240,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			return nil, err
 		}
 		wait := startBackoff(attempt)
-		if left := deadline.Sub(clock.Now()); left < wait {
+		if left := deadline.Sub(clk.Now()); left < wait {
 			if left <= 0 {
 				return nil, fmt.Errorf("%w (store.nats.start_timeout %s, %d attempts; %s): %w",
 					ErrStartTimeout, startTimeout, attempt, startHint(err, url), err)
@@ -272,7 +248,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			wait = left
 		}
 		log.Warn(fmt.Sprintf("waiting for JetStream: %s (attempt %d)", waitingFor(err), attempt), "attempt", attempt, "retry_in", wait, "err", err)
-		if err := clock.Sleep(ctx, wait); err != nil {
+		if err := clk.Sleep(ctx, wait); err != nil {
 			return nil, err
 		}
 	}
@@ -350,7 +326,7 @@ func open(ctx context.Context, cfg Config, url string, opts []nats.Option, bucke
 		return nil, fmt.Errorf("natsstore: %w", err)
 	}
 	s := &Store{nc: nc, js: js, bucket: bucket, subj: "$KV." + bucket + ".", timeout: timeout, log: log,
-		clock: wallClock{}, inflight: make(chan struct{}, maxInflight), fences: map[int]fenceState{}}
+		clock: clock.Wall{}, inflight: make(chan struct{}, maxInflight), fences: map[int]fenceState{}}
 	if err := s.openBucket(ctx, cfg); err != nil {
 		nc.Close()
 		return nil, err

@@ -6,47 +6,13 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/internal/syncbuf"
 )
-
-// fakeStartClock is a clock for Open's waiting, for tests only: Sleep
-// moves it on by d at once and records d, and onSleep, when set, runs
-// first with the sleep's number (from 1).
-type fakeStartClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	sleeps  []time.Duration
-	onSleep func(n int)
-}
-
-func (c *fakeStartClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeStartClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	c.sleeps = append(c.sleeps, d)
-	n, hook := len(c.sleeps), c.onSleep
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-	if hook != nil {
-		hook(n)
-	}
-	return ctx.Err()
-}
-
-func (c *fakeStartClock) slept() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]time.Duration(nil), c.sleeps...)
-}
 
 // TestOpenWaitsForAMetaLeader: one server of three is up, so JetStream
 // has no meta leader and answers nothing; Open says so and waits, and
@@ -55,13 +21,13 @@ func (c *fakeStartClock) slept() []time.Duration {
 func TestOpenWaitsForAMetaLeader(t *testing.T) {
 	f := natstest.Form(t, 3)
 	f.Start(0)
-	clock := &fakeStartClock{now: t0}
-	clock.onSleep = func(n int) {
+	clock := fakeclock.At(t0).AdvanceOnSleep()
+	clock.OnSleep(func(n int) {
 		if n == 1 {
 			f.Start(1)
 			f.Start(2)
 		}
-	}
+	})
 	var logs syncbuf.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // the test's own bound, not a wait
 	defer cancel()
@@ -74,7 +40,7 @@ func TestOpenWaitsForAMetaLeader(t *testing.T) {
 	if s.Replicas() != 3 {
 		t.Errorf("replicas %d, want 3", s.Replicas())
 	}
-	if len(clock.slept()) == 0 {
+	if len(clock.Sleeps()) == 0 {
 		t.Fatal("Open never waited")
 	}
 	if !strings.Contains(logs.String(), "waiting for JetStream: no meta leader yet (attempt 1)") {
@@ -92,7 +58,7 @@ func TestOpenWaitsForAMetaLeader(t *testing.T) {
 func TestOpenGivesUpAtTheStartTimeout(t *testing.T) {
 	f := natstest.Form(t, 3)
 	f.Start(0)
-	clock := &fakeStartClock{now: t0}
+	clock := fakeclock.At(t0).AdvanceOnSleep()
 	var logs syncbuf.Buffer
 	_, err := Open(context.Background(), Config{URLs: strings.Split(f.URLs(), ","), Replicas: 3, Timeout: 200 * time.Millisecond,
 		StartTimeout: 3 * time.Second, Clock: clock, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
@@ -105,7 +71,7 @@ func TestOpenGivesUpAtTheStartTimeout(t *testing.T) {
 		}
 	}
 	want := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 1250 * time.Millisecond}
-	if got := clock.slept(); !slices.Equal(got, want) {
+	if got := clock.Sleeps(); !slices.Equal(got, want) {
 		t.Errorf("waited %v, want %v", got, want)
 	}
 	if n := strings.Count(logs.String(), "waiting for JetStream: no meta leader yet"); n != 4 {
@@ -119,12 +85,12 @@ func TestOpenGivesUpAtTheStartTimeout(t *testing.T) {
 func TestOpenDoesNotWaitOnARefusal(t *testing.T) {
 	srv := runServer(t)
 	openStore(t, Config{Partitions: 8}, srv)
-	clock := &fakeStartClock{now: t0}
+	clock := fakeclock.At(t0).AdvanceOnSleep()
 	_, err := Open(context.Background(), Config{URLs: []string{srv.ClientURL()}, Partitions: 16, Clock: clock})
 	if !errors.Is(err, ErrMismatch) || errors.Is(err, ErrStartTimeout) {
 		t.Fatalf("Open with another partition count: %v, want the mismatch alone", err)
 	}
-	if got := clock.slept(); len(got) != 0 {
+	if got := clock.Sleeps(); len(got) != 0 {
 		t.Errorf("Open waited %v before refusing", got)
 	}
 	if _, err := Open(context.Background(), Config{URLs: []string{srv.ClientURL()}, StartTimeout: -time.Second}); !errors.Is(err, ErrBadConfig) {
@@ -137,14 +103,14 @@ func TestOpenDoesNotWaitOnARefusal(t *testing.T) {
 // opens once all three have started (during its first wait).
 func TestOpenWaitsForTheFirstServer(t *testing.T) {
 	f := natstest.Form(t, 3)
-	clock := &fakeStartClock{now: t0}
-	clock.onSleep = func(n int) {
+	clock := fakeclock.At(t0).AdvanceOnSleep()
+	clock.OnSleep(func(n int) {
 		if n == 1 {
 			for i := range 3 {
 				f.Start(i)
 			}
 		}
-	}
+	})
 	var logs syncbuf.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // the test's own bound, not a wait
 	defer cancel()
@@ -168,7 +134,7 @@ func TestOpenWaitsForTheFirstServer(t *testing.T) {
 // reached, not that a meta leader is missing.
 func TestOpenGivesUpOnUnreachableServers(t *testing.T) {
 	f := natstest.Form(t, 1)
-	clock := &fakeStartClock{now: t0}
+	clock := fakeclock.At(t0).AdvanceOnSleep()
 	_, err := Open(context.Background(), Config{URLs: strings.Split(f.URLs(), ","), Timeout: 200 * time.Millisecond,
 		StartTimeout: time.Second, Clock: clock})
 	if !errors.Is(err, ErrStartTimeout) {
@@ -184,12 +150,12 @@ func TestOpenGivesUpOnUnreachableServers(t *testing.T) {
 // there opens.
 func TestOpenExistingCreatesNothing(t *testing.T) {
 	srv := runServer(t)
-	clock := &fakeStartClock{now: t0}
+	clock := fakeclock.At(t0).AdvanceOnSleep()
 	_, err := Open(context.Background(), Config{URLs: []string{srv.ClientURL()}, Bucket: "typo", Existing: true, Clock: clock})
 	if !errors.Is(err, ErrNoBucket) {
 		t.Fatalf("Open of a missing bucket: %v, want ErrNoBucket", err)
 	}
-	if got := clock.slept(); len(got) != 0 {
+	if got := clock.Sleeps(); len(got) != 0 {
 		t.Errorf("Open waited %v before refusing", got)
 	}
 	_, js := natstest.Connect(t, srv)

@@ -124,3 +124,6 @@ EXPORT("describe") int32_t describe(void) {
 EXPORT("admit") int32_t admit(void) { return call(timer_admit); }
 
 EXPORT("observe") int32_t observe(void) { return call(timer_observe); }
+
+/* Optional: see timer_wake in timer.h. */
+EXPORT("wake") int32_t wake(void) { return call(timer_wake); }

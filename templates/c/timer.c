@@ -572,6 +572,14 @@ int timer_admit(const uint8_t *in, size_t n, out *o) {
             instant deadline = {ps.at.sec + 60, ps.at.nsec};
             puts_(o, "{\"ok\":true,\"deadline\":");
             put_string(o, buf, format_rfc3339(deadline, 1, buf));
+            if (ps.at.sec >= 0) {
+                /* The first check: the host arms the watch at the instant
+                 * instead of probing it at registration. Not before the
+                 * Unix epoch, which the host refuses (such a timer is long
+                 * past, and probed at once without one). */
+                puts_(o, ",\"next_check\":");
+                put_string(o, buf, format_rfc3339(ps.at, 1, buf));
+            }
             puts_(o, "}");
             return 0;
         }
@@ -631,5 +639,13 @@ int timer_observe(const uint8_t *in, size_t n, out *o) {
     puts_(o, "\",\"detail\":{\"at\":");
     put_string(o, at, atn);
     puts_(o, "}}}");
+    return 0;
+}
+
+int timer_wake(const uint8_t *in, size_t n, out *o) {
+    (void)in;
+    (void)n;
+    o->len = 0;
+    puts_(o, "{\"keys\":[]}");
     return 0;
 }

@@ -33,6 +33,18 @@ int timer_describe(out *o);
 int timer_admit(const uint8_t *in, size_t n, out *o);
 int timer_observe(const uint8_t *in, size_t n, out *o);
 
+/*
+ * timer_wake is the optional wake export: it reads an inbound event
+ * ({"event", "source", "body"}: a signed forge or Standard Webhooks POST)
+ * and answers {"keys": [...]}, the partition keys (exactly as admit
+ * answers partition_key) of the watches the event concerns, at most 256,
+ * each 1 to 1024 bytes. A timer reads no events, so it answers none; a
+ * kind that wakes reads the input here, and answers no keys, never an
+ * error, for anything it does not read. A kind that never wakes may drop
+ * the export from abi.c: the host then reports that it does not wake.
+ */
+int timer_wake(const uint8_t *in, size_t n, out *o);
+
 /* An instant: seconds since 1970-01-01T00:00:00Z (negative before it, in
  * the proleptic Gregorian calendar) and nanoseconds within that second. */
 typedef struct {

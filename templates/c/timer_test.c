@@ -50,11 +50,14 @@ int main(void) {
     /* admit */
     expect_answer(timer_admit,
                   "{\"kind\":\"" KIND "\",\"params\":{\"at\":\"2026-11-30T14:00:00Z\"},\"grants\":{\"capabilities\":[]}}",
-                  "{\"ok\":true,\"deadline\":\"2026-11-30T14:01:00Z\"}");
+                  "{\"ok\":true,\"deadline\":\"2026-11-30T14:01:00Z\",\"next_check\":\"2026-11-30T14:00:00Z\"}");
     expect_answer(timer_admit, "{\"params\":{\"at\":\"2026-11-30T15:00:00.5+01:00\"},\"kind\":\"" KIND "\"}",
-                  "{\"ok\":true,\"deadline\":\"2026-11-30T14:01:00.5Z\"}");
+                  "{\"ok\":true,\"deadline\":\"2026-11-30T14:01:00.5Z\",\"next_check\":\"2026-11-30T14:00:00.5Z\"}");
     expect_answer(timer_admit, "{\"kind\":\"" KIND "\",\"params\":{\"at\":\"9999-12-31T23:58:00Z\"}}",
-                  "{\"ok\":true,\"deadline\":\"9999-12-31T23:59:00Z\"}");
+                  "{\"ok\":true,\"deadline\":\"9999-12-31T23:59:00Z\",\"next_check\":\"9999-12-31T23:58:00Z\"}");
+    /* before the Unix epoch: no first check, which the host would refuse */
+    expect_answer(timer_admit, "{\"kind\":\"" KIND "\",\"params\":{\"at\":\"1969-12-31T23:59:59Z\"}}",
+                  "{\"ok\":true,\"deadline\":\"1970-01-01T00:00:59Z\"}");
     expect_refused("{}", "at");
     expect_refused("{\"at\":\"noon\"}", "at");
     expect_refused("{\"at\":5}", "at");
@@ -70,6 +73,11 @@ int main(void) {
     expect_error(timer_admit, "{\"kind\":\"" KIND "\",\"params\":{\"at\":");
     expect_error(timer_admit, "not json");
     expect_error(timer_admit, "{\"kind\":\"" KIND "\",\"params\":{\"at\":\"2026-11-30T14:00:00Z\"}} {}");
+
+    /* wake: no keys, whatever the event */
+    expect_answer(timer_wake, "{\"event\":\"check_suite\",\"source\":\"github\",\"body\":{\"action\":\"completed\"}}",
+                  "{\"keys\":[]}");
+    expect_answer(timer_wake, "not json", "{\"keys\":[]}");
 
     /* observe */
     expect_answer(timer_observe,

@@ -6,9 +6,9 @@
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -buildvcs=false -o template.timer.wasm .
 //
 // It answers from the host's now alone, never the wall clock, so it is
-// deterministic under a fake clock and probed twice (at registration and
-// at its instant), not every interval: its pending answer names the
-// instant as the next check.
+// deterministic under a fake clock and probed once, at its instant, not
+// every interval: its admit names the instant as the first check, and a
+// pending answer names it as the next.
 package main
 
 import "github.com/vigilhq/vigil/sdk"

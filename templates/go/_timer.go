@@ -40,6 +40,15 @@ var Plugin = sdk.Plugin[Params]{
 	// host gives the watch its open-ended default, and a long timer would
 	// expire instead of fire.
 	Deadline: func(p Params) time.Time { return p.At.Add(time.Minute) },
+	// The first check is the instant: the host arms the watch there
+	// instead of probing it at registration. None before the Unix epoch,
+	// which the host refuses (such a timer is long past, probed at once).
+	FirstCheck: func(p Params) time.Time {
+		if p.At.Unix() < 0 {
+			return time.Time{}
+		}
+		return p.At
+	},
 }
 
 // lastAt is the last instant a timer may name: its deadline, a minute on,

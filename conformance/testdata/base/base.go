@@ -129,3 +129,16 @@ func Fingerprint(resp sdk.FetchResponse) string {
 	sum := sha256.Sum256(resp.Body)
 	return hex.EncodeToString(sum[:])
 }
+
+// Wake is the well-behaved wake: a Standard Webhooks event whose body
+// names a URL ({"url": …}) wakes the watches on it (their partition key
+// is their URL); anything else names none.
+func Wake(e sdk.Event) ([]string, error) {
+	var body struct {
+		URL string `json:"url"`
+	}
+	if e.Source != abi.SourceStandard || !e.DecodeBody(&body) || body.URL == "" || len(body.URL) > abi.MaxPartitionKey {
+		return nil, nil
+	}
+	return []string{body.URL}, nil
+}

@@ -44,6 +44,12 @@ type Plugin struct {
 	// Destinations, when set, is the JSON admit's ok answer carries as
 	// its destinations, verbatim.
 	Destinations string
+	// FirstCheck, when set, is admit's ok answer's next_check, from the
+	// params' instant.
+	FirstCheck func(at time.Time) time.Time
+	// WakeAnswer is what the wake export answers, verbatim, whatever the
+	// event (a main package that exports wake calls Wake).
+	WakeAnswer string
 }
 
 const schema = `{"type":"object","properties":{"at":{"type":"string","format":"date-time"}},` +
@@ -78,6 +84,10 @@ func (p Plugin) Admit() int32 {
 	}
 	d := ps.At.Add(time.Minute).UTC()
 	resp := abi.AdmitResponse{OK: true, Deadline: &d}
+	if p.FirstCheck != nil {
+		n := p.FirstCheck(ps.At).UTC()
+		resp.NextCheck = &n
+	}
 	if p.Destinations != "" {
 		if err := json.Unmarshal([]byte(p.Destinations), &resp.Destinations); err != nil {
 			return fail("rawabi: Destinations: " + err.Error())
@@ -106,6 +116,9 @@ func (p Plugin) Observe() int32 {
 	return respond(abi.ObserveResponse{Status: abi.StatusSettled,
 		Outcome: &abi.Outcome{Result: "fired", Summary: "reached " + ps.At.UTC().Format(time.RFC3339)}})
 }
+
+// Wake answers wake with WakeAnswer.
+func (p Plugin) Wake() int32 { return output([]byte(p.WakeAnswer)) }
 
 func input() []byte {
 	b := make([]byte, inputLength())

@@ -4,4 +4,7 @@
 // so the bundled plugins are held to the very check authors are. It must
 // never be imported by a plugin's own code, which is built to wasm
 // and has no use for a schema compiler.
+//
+// Rejected: a schema compiler of the bundled plugins' own, which could
+// pass a schema the host refuses.
 package plugintest

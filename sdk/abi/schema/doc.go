@@ -1,8 +1,8 @@
 // Package schema holds the JSON Schemas (draft 2020-12) of every message
 // of ABI vigil.predicate/v1: the input and output of each export
-// (describe, admit, observe) and of each host function (vigil_fetch,
-// vigil_extraction_failed, vigil_exec), one file a message, named as
-// [Files] lists them. docs/abi.md is their prose.
+// (describe, admit, observe, and the optional wake) and of each host
+// function (vigil_fetch, vigil_extraction_failed, vigil_exec), one file a
+// message, named as [Files] lists them. docs/abi.md is their prose.
 //
 // It owns the schemas as data and nothing else. It must never be imported
 // by a plugin's own code (the schemas are for tests and tools; embedded in

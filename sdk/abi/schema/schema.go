@@ -8,7 +8,7 @@ import (
 //go:embed *.json
 var files embed.FS
 
-// Files maps each message ("describe", "observe.response",
+// Files maps each message ("describe", "observe.response", "wake.request",
 // "vigil_fetch.request", …) to its schema's file name in FS, in a map of
 // the caller's own.
 func Files() map[string]string {
@@ -24,6 +24,8 @@ func Files() map[string]string {
 		"vigil_extraction_failed.response": "extraction-failed-response.json",
 		"vigil_exec.request":               "exec-request.json",
 		"vigil_exec.response":              "exec-response.json",
+		"wake.request":                     "wake-request.json",
+		"wake.response":                    "wake-response.json",
 	}
 }
 

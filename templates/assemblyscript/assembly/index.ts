@@ -18,7 +18,7 @@
 // handler (timer.ts), and copies the answer, as UTF-8, into a kernel block
 // it hands to output_set, or to error_set for an error (the host sees a
 // non-zero return and the message).
-import { admit as admitJSON, Answer, describe as describeJSON, observe as observeJSON } from "./timer";
+import { admit as admitJSON, Answer, describe as describeJSON, observe as observeJSON, wake as wakeJSON } from "./timer";
 
 @external("extism:host/env", "input_length")
 declare function input_length(): u64;
@@ -89,4 +89,11 @@ export function observe(): i32 {
   const in_ = input();
   if (in_ == null) return answer(new Answer("input larger than the plugin reads", true));
   return answer(observeJSON(in_));
+}
+
+// Optional: see wake in timer.ts.
+export function wake(): i32 {
+  const in_ = input();
+  if (in_ == null) return answer(new Answer("input larger than the plugin reads", true));
+  return answer(wakeJSON(in_));
 }

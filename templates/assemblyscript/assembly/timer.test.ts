@@ -1,6 +1,6 @@
 // The timer's unit tests (make test): the handlers of timer.ts on the JSON
 // the host sends, without the Extism ABI, run under node by run-tests.mjs.
-import { admit, Answer, describe, formatRFC3339, Instant, KIND, observe, parseRFC3339 } from "./timer";
+import { admit, Answer, describe, formatRFC3339, Instant, KIND, observe, parseRFC3339, wake } from "./timer";
 
 @external("test", "print")
 declare function print(s: string): void;
@@ -42,11 +42,21 @@ function expectError(f: (b: Uint8Array) => Answer, input: string): void {
 export function run(): i32 {
   // admit
   expectAdmit('{"kind":"' + KIND + '","params":{"at":"2026-11-30T14:00:00Z"},"grants":{"capabilities":[]}}',
-    '{"ok":true,"deadline":"2026-11-30T14:01:00Z"}');
+    '{"ok":true,"deadline":"2026-11-30T14:01:00Z","next_check":"2026-11-30T14:00:00Z"}');
   expectAdmit('{"params":{"at":"2026-11-30T15:00:00.5+01:00"},"kind":"' + KIND + '"}',
-    '{"ok":true,"deadline":"2026-11-30T14:01:00.5Z"}');
-  expectAdmit('{"kind":"' + KIND + '","params":{"at":"9999-12-31T23:58:00Z"}}', '{"ok":true,"deadline":"9999-12-31T23:59:00Z"}');
-  expectAdmit('{"kind":"' + KIND + '","params":{"\\u0061t":"2026-11-30T14:00:00Z"}}', '{"ok":true,"deadline":"2026-11-30T14:01:00Z"}');
+    '{"ok":true,"deadline":"2026-11-30T14:01:00.5Z","next_check":"2026-11-30T14:00:00.5Z"}');
+  expectAdmit('{"kind":"' + KIND + '","params":{"at":"9999-12-31T23:58:00Z"}}',
+    '{"ok":true,"deadline":"9999-12-31T23:59:00Z","next_check":"9999-12-31T23:58:00Z"}');
+  expectAdmit('{"kind":"' + KIND + '","params":{"\\u0061t":"2026-11-30T14:00:00Z"}}',
+    '{"ok":true,"deadline":"2026-11-30T14:01:00Z","next_check":"2026-11-30T14:00:00Z"}');
+  // Before the Unix epoch: no first check, which the host would refuse.
+  expectAdmit('{"kind":"' + KIND + '","params":{"at":"1969-12-31T23:59:59Z"}}', '{"ok":true,"deadline":"1970-01-01T00:00:59Z"}');
+  // wake: no keys, whatever the event.
+  for (let i = 0; i < 2; i++) {
+    const input = i == 0 ? '{"event":"check_suite","source":"github","body":{"action":"completed"}}' : "not json";
+    const a = wake(bytes(input));
+    expect(!a.error && a.json == '{"keys":[]}', '{"keys":[]}', input, a);
+  }
   expectRefused("{}", "at");
   expectRefused('{"at":"noon"}', "at");
   expectRefused('{"at":5}', "at");

@@ -467,7 +467,23 @@ export function admit(input: Uint8Array): Answer {
   const deadline = new Instant();
   deadline.sec = at.sec + 60;
   deadline.nsec = at.nsec;
-  return new Answer('{"ok":true,"deadline":' + quote(formatRFC3339(deadline, true)) + "}");
+  // The first check: the host arms the watch at the instant instead of
+  // probing it at registration. Not before the Unix epoch, which the host
+  // refuses (such a timer is long past, and probed at once without one).
+  const first = at.sec >= 0 ? ',"next_check":' + quote(formatRFC3339(at, true)) : "";
+  return new Answer('{"ok":true,"deadline":' + quote(formatRFC3339(deadline, true)) + first + "}");
+}
+
+// wake is the optional wake export: it reads an inbound event ({"event",
+// "source", "body"}: a signed forge or Standard Webhooks POST) and answers
+// {"keys": [...]}, the partition keys (exactly as admit answers
+// partition_key) of the watches the event concerns, at most 256, each 1
+// to 1024 bytes. A timer reads no events, so it answers none; a kind that
+// wakes reads the input here, and answers no keys, never an error, for
+// anything it does not read. A kind that never wakes may drop the export
+// from index.ts: the host then reports that it does not wake.
+export function wake(input: Uint8Array): Answer {
+  return new Answer('{"keys":[]}');
 }
 
 export function observe(input: Uint8Array): Answer {

@@ -1,13 +1,15 @@
 // Command standing is a well-behaved standing plugin: the base, which also
 // runs a command before it looks (so the exec checks run too), pending
-// when the command could not run or timed out. The suite must pass it on
-// every check.
+// when the command could not run or timed out, and wakes the watches on a
+// URL a Standard Webhooks event names (so the wake checks run too). The
+// suite must pass it on every check.
 package main
 
 import (
 	"github.com/vigilhq/vigil/conformance/testdata/base"
 	"github.com/vigilhq/vigil/sdk"
 	"github.com/vigilhq/vigil/sdk/abi"
+	_ "github.com/vigilhq/vigil/sdk/wake"
 )
 
 func init() {
@@ -23,6 +25,8 @@ func init() {
 		}
 		return base.Observe(true, p, in)
 	}
+	p.PartitionKey = func(p base.Params) string { return p.URL }
+	p.Wake = base.Wake
 	sdk.Register(p)
 }
 
