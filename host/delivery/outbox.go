@@ -234,6 +234,9 @@ func (o *Outbox) Run(ctx context.Context) error {
 	now := o.cfg.Clock.Now()
 	recovered, err := o.cfg.Store.RecoverPushes(ctx, now)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: a clean stop
+		}
 		return fmt.Errorf("delivery: outbox: recovering pushes in flight: %w", err)
 	}
 	for _, p := range recovered {
@@ -248,6 +251,9 @@ func (o *Outbox) Run(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("delivery: outbox: loading pushes: %w", err)
 	}
 	o.log.Info("outbox started", "queued", queued, "recovered_unknown", len(recovered), "workers", o.cfg.Workers)
