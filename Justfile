@@ -35,13 +35,13 @@ conformance FILE *ARGS:
 
 # Run the benchmarks reported in docs/BENCHMARKS.md (about 13 min).
 bench:
-    go test -run XXX -bench . -benchmem ./host/plugin/ ./plugins/timer/ ./store/badger/ ./host/scheduler/
-    go test -run XXX -bench . -benchmem ./host/delivery/ ./host/httpapi/ ./host/observe/ ./host/authz/
-    go test -run XXX -bench . -benchmem -benchtime 2s ./host/fetch/ ./host/runner/
+    go test -run XXX -bench . -benchmem ./internal/plugin/ ./plugins/timer/ ./store/badger/ ./internal/scheduler/
+    go test -run XXX -bench . -benchmem ./internal/delivery/ ./internal/httpapi/ ./internal/observe/ ./internal/authz/
+    go test -run XXX -bench . -benchmem -benchtime 2s ./internal/fetch/ ./internal/runner/
     go test -run XXX -bench CheckTimer -benchtime 10x ./conformance/
     go test -run XXX -bench TemplateObserve -benchmem ./templates/
     go test -run XXX -bench . -benchtime 500x ./store/natsstore/
-    go test -run XXX -bench Node -benchtime 2000x -timeout 30m ./host/core/
+    go test -run XXX -bench Node -benchtime 2000x -timeout 30m ./internal/core/
 
 # A cluster's failover (docs/BENCHMARKS.md): RUNS SIGKILLs of a vigil node
 # on SERVERS (1 or 3) JetStream servers, each timed to the first of its

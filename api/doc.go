@@ -10,4 +10,6 @@
 // Rejected: error codes declared where they are raised (the scheduler's,
 // the recipients'), where two packages could name one code twice and the
 // OpenAPI document drift from both; every code lives here, once.
+//
+// Public: the wire contract, for any program that speaks to vigil.
 package api

@@ -22,7 +22,7 @@ import (
 // The tests below keep openapi.yaml in step with this package: the schemas
 // mirror the wire types field by field, the error codes are this file's
 // codes with the statuses Status gives them, and what the Go types marshal
-// to validates against the schemas. host/httpapi checks the paths and
+// to validates against the schemas. internal/httpapi checks the paths and
 // methods against the routes the server registers.
 
 const docURL = "file:///openapi.json"

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/internal/kind"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/internal/kind"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
 

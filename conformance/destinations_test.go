@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/internal/kind"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
 

@@ -4,7 +4,7 @@
 // good vigil predicate? Each check has a stable id, a level (required or
 // advisory), a why and a fix, listed in Specs and on docs/conformance.md.
 //
-// What it owns: the checks, run inside the real runtime (host/plugin) with
+// What it owns: the checks, run inside the real runtime (internal/plugin) with
 // the production limits and a registry entry granting what the kind
 // declares, so what passes here is what the host will serve; a fake fetch
 // and exec, so nothing reaches a network (generic scenarios, or an
@@ -15,7 +15,7 @@
 // vigil plugin try prints from the same function). Each check is proved
 // to bite by a broken plugin in testdata/broken, which fails exactly it.
 //
-// It composes host/plugin as the binary does; it sits above the host's
+// It composes internal/plugin as the binary does; it sits above the host's
 // packages, not below them.
 //
 // What it must never do: judge a plugin by anything but the contract
@@ -29,4 +29,6 @@
 // plugin's payloads; its generic answers test what every plugin must do
 // with any answer, and what a plugin makes of its forge's real payloads is
 // the author's cases, replayed offline.
+//
+// Public: plugin authors run it from their own tests.
 package conformance

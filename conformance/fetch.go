@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/internal/plugin"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
 

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
-	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/kind"
+	"github.com/vigilhq/vigil/internal/plugin"
+	"github.com/vigilhq/vigil/internal/scheduler"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
 

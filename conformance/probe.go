@@ -11,7 +11,7 @@ import (
 	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
 
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/internal/plugin"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api"
-	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/internal/kind"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
 

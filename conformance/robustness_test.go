@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/vigilhq/vigil/api"
-	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/internal/kind"
 )
 
 // Only a call that ran out of its time is tried again: a refusal, a trap

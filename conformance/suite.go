@@ -20,8 +20,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/tetratelabs/wazero"
 
-	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/internal/kind"
+	"github.com/vigilhq/vigil/internal/plugin"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
 

@@ -11,4 +11,7 @@
 // Rejected alternative: building the plugins at start-up or in go generate.
 // A host that needs a wasm toolchain at run time, or an extra command before
 // its first run, breaks the two-commands rule.
+//
+// Public: for a program that embeds vigil's bundled plugins; each kind's
+// folder is a plugin's source (package main), not a library.
 package plugins

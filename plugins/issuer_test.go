@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api"
-	"github.com/vigilhq/vigil/host/fetch"
-	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/internal/fakeforge"
+	"github.com/vigilhq/vigil/internal/fetch"
+	"github.com/vigilhq/vigil/internal/kind"
+	"github.com/vigilhq/vigil/internal/plugin"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"

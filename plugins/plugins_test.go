@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/internal/plugin"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 )
 

@@ -48,4 +48,7 @@
 // Each backend its own copy of the domain, as badger and JetStream had
 // before this package: every rule written twice, and a fix to one copy
 // (a retry, an index) waiting on the other.
+//
+// Public: for a program that reads or copies a vigil store; the host
+// reaches it through internal/core.
 package store

@@ -175,7 +175,7 @@ func DecodeIdem(b []byte) (IdemRecord, error) {
 }
 
 // RetainedIdem is the class of idempotency records, ordered by when
-// their request came (IdemRecord.At); host/upkeep keeps them 24 hours.
+// their request came (IdemRecord.At); internal/upkeep keeps them 24 hours.
 const RetainedIdem Retained = "idempotency_keys"
 
 // checkIdem is the first step of a write that honours an idempotency

@@ -18,7 +18,7 @@ const (
 	MessageChanged     MessageType = "changed"
 	MessageUnwatchable MessageType = "unwatchable"
 	// MessageReminder is a notice the host sends on its own initiative
-	// (host/reminder): a recipient still working on an old phase report is
+	// (internal/reminder): a recipient still working on an old phase report is
 	// asked to report again. It is never peer mail and never a watch's
 	// outcome.
 	MessageReminder MessageType = "reminder"

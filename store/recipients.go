@@ -69,7 +69,7 @@ type RecipientRecord struct {
 	Phase    *Phase   `json:"phase,omitempty"`
 	Activity Activity `json:"activity,omitzero"`
 	// ReminderEvery is the recipient's opt-in to the phase reminder
-	// (host/reminder): how often it is checked and how old a report must
+	// (internal/reminder): how often it is checked and how old a report must
 	// be; zero is no reminder. Written by SetReminder only, kept by
 	// PutRecipient.
 	ReminderEvery Duration `json:"reminder_every,omitempty"`

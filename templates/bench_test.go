@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/internal/benchtest"
+	"github.com/vigilhq/vigil/internal/plugin"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 	"github.com/vigilhq/vigil/plugins"
 	"github.com/vigilhq/vigil/sdk/abi"

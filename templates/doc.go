@@ -22,4 +22,7 @@
 // file name), so the C and AssemblyScript templates build and pass the
 // suite as they stand in the tree and the Go one is ordinary Go gofmt
 // checks: what is tested is what is written, not a rendering of it.
+//
+// Public: for a tool that writes vigil's plugin templates, as vigil
+// plugin new does.
 package templates

@@ -21,14 +21,14 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/api/client"
-	"github.com/vigilhq/vigil/host/authz"
-	"github.com/vigilhq/vigil/host/delivery"
-	"github.com/vigilhq/vigil/host/httpapi"
-	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/apitest"
+	"github.com/vigilhq/vigil/internal/authz"
 	"github.com/vigilhq/vigil/internal/authztest"
+	"github.com/vigilhq/vigil/internal/delivery"
 	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/internal/hosttest"
+	"github.com/vigilhq/vigil/internal/httpapi"
+	"github.com/vigilhq/vigil/internal/scheduler"
 	"github.com/vigilhq/vigil/store"
 )
 

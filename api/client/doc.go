@@ -22,4 +22,6 @@
 //
 // Rejected: retrying a creating call without a key, which turns a lost
 // answer into a second watch.
+//
+// Public: for any Go program that calls vigil's API.
 package client

@@ -12,7 +12,7 @@
 // own, idempotency_key, for an answer lost between the agent and this
 // server). A refusal is a tool result with IsError
 // set and the API's envelope as its structured content. It is served over
-// stdio (`vigil mcp`) and by the host itself at /mcp (host/httpapi), with
+// stdio (`vigil mcp`) and by the host itself at /mcp (internal/httpapi), with
 // the bearer token of the request that carried the call.
 //
 // What it must never do: decide a default (a field the agent left out is
@@ -26,4 +26,7 @@
 // by the host. They would repeat the API's decoding, defaults and
 // authorization checks, and the two would drift; going through the API
 // costs a loopback of bytes in memory and nothing else.
+//
+// Public: for a program that serves vigil's tools over an MCP transport
+// of its own.
 package mcpserver

@@ -22,4 +22,6 @@
 // The scheme keys the HMAC with the decoded bytes, and following it
 // exactly lets a recipient verify with a library it already has, in any
 // language.
+//
+// Public: for a recipient that verifies vigil's pushes.
 package webhooks

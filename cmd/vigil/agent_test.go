@@ -14,9 +14,9 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/api/webhooks"
-	"github.com/vigilhq/vigil/host/authz"
-	"github.com/vigilhq/vigil/host/httpapi"
+	"github.com/vigilhq/vigil/internal/authz"
 	"github.com/vigilhq/vigil/internal/authztest"
+	"github.com/vigilhq/vigil/internal/httpapi"
 	"github.com/vigilhq/vigil/internal/syncbuf"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/vigilhq/vigil/api"
-	"github.com/vigilhq/vigil/host/httpapi"
+	"github.com/vigilhq/vigil/internal/httpapi"
 )
 
 // The CLI meets the host's bounds as every client does: the API's

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api"
-	"github.com/vigilhq/vigil/host/httpapi"
-	"github.com/vigilhq/vigil/host/kind"
+	"github.com/vigilhq/vigil/internal/httpapi"
+	"github.com/vigilhq/vigil/internal/kind"
 )
 
 // vigil cluster prints the one node, its plugin set digest and no

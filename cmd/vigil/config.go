@@ -14,11 +14,11 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/vigilhq/vigil/host/authz"
-	"github.com/vigilhq/vigil/host/fetch"
-	"github.com/vigilhq/vigil/host/observe"
-	"github.com/vigilhq/vigil/host/recipients"
-	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/authz"
+	"github.com/vigilhq/vigil/internal/fetch"
+	"github.com/vigilhq/vigil/internal/observe"
+	"github.com/vigilhq/vigil/internal/recipients"
+	"github.com/vigilhq/vigil/internal/scheduler"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
@@ -125,7 +125,7 @@ type fetchSettings struct {
 }
 
 // token maps a bearer token to the principal it authenticates, and says
-// what that principal may do (host/authz, docs/authorization.md). Tokens
+// what that principal may do (internal/authz, docs/authorization.md). Tokens
 // come from the config file only: a flag or an environment variable would
 // put them in process listings and shell history.
 type token struct {
@@ -373,7 +373,7 @@ func (s settings) allowPrefixes() []netip.Prefix {
 	return out
 }
 
-// authTokens is the tokens and grants as host/authz takes them.
+// authTokens is the tokens and grants as internal/authz takes them.
 func (s settings) authTokens() []authz.Token {
 	if len(s.Tokens) == 0 {
 		return nil

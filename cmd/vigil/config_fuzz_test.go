@@ -14,7 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/scheduler"
 	"github.com/vigilhq/vigil/store"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vigilhq/vigil/host/authz"
+	"github.com/vigilhq/vigil/internal/authz"
 )
 
 // settingsFor parses serve's flags from args and resolves the settings
@@ -191,7 +191,7 @@ func TestTokensOpenTheListenAddress(t *testing.T) {
 }
 
 // A grant the config gets wrong is named down to its entry and field, and
-// a good one reaches host/authz whole.
+// a good one reaches internal/authz whole.
 func TestGrantSettings(t *testing.T) {
 	file := "tokens:\n  - principal: orch\n    token: 0123456789abcdef0123\n    recipients: [orch, 'team-*']\n    roles: [orchestrator, operator]\n    register_for: ['worker-*']\n    scopes: [support]\n"
 	s, err := settingsFor(t, nil, nil, file)

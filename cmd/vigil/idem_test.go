@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/vigilhq/vigil/api"
-	"github.com/vigilhq/vigil/host/httpapi"
+	"github.com/vigilhq/vigil/internal/httpapi"
 )
 
 // An agent's `vigil watch add` through a store that stored the watch and

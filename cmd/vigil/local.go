@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vigilhq/vigil/host"
+	"github.com/vigilhq/vigil/internal/host"
 	"github.com/vigilhq/vigil/plugins"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/api/client"
 	"github.com/vigilhq/vigil/api/mcpserver"
-	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/scheduler"
 )
 
 // newMCP is `vigil mcp`: the MCP server over stdio, a client of a running

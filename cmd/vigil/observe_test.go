@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api"
-	"github.com/vigilhq/vigil/host/fetch"
-	"github.com/vigilhq/vigil/host/httpapi"
-	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/observe"
-	"github.com/vigilhq/vigil/host/plugin"
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/fetch"
 	"github.com/vigilhq/vigil/internal/hosttest"
+	"github.com/vigilhq/vigil/internal/httpapi"
+	"github.com/vigilhq/vigil/internal/kind"
+	"github.com/vigilhq/vigil/internal/observe"
+	"github.com/vigilhq/vigil/internal/plugin"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
 

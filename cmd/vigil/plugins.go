@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/internal/plugin"
 )
 
 func newPlugins(stdout, stderr io.Writer) *cobra.Command {

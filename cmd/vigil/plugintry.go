@@ -17,11 +17,11 @@ import (
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/conformance"
-	"github.com/vigilhq/vigil/host"
-	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
-	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/clock"
+	"github.com/vigilhq/vigil/internal/host"
+	"github.com/vigilhq/vigil/internal/kind"
+	"github.com/vigilhq/vigil/internal/plugin"
+	"github.com/vigilhq/vigil/internal/scheduler"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )

@@ -16,8 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/vigilhq/vigil/api"
-	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/internal/kind"
+	"github.com/vigilhq/vigil/internal/plugin"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 	"github.com/vigilhq/vigil/sdk/abi"
 )

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
+	"github.com/vigilhq/vigil/internal/kind"
+	"github.com/vigilhq/vigil/internal/plugin"
 	"github.com/vigilhq/vigil/sdk/abi"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vigilhq/vigil/host"
-	"github.com/vigilhq/vigil/host/recipients"
+	"github.com/vigilhq/vigil/internal/host"
+	"github.com/vigilhq/vigil/internal/recipients"
 	"github.com/vigilhq/vigil/plugins"
 )
 

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vigilhq/vigil/host/cluster"
-	"github.com/vigilhq/vigil/host/core"
+	"github.com/vigilhq/vigil/internal/cluster"
+	"github.com/vigilhq/vigil/internal/core"
 	"github.com/vigilhq/vigil/store/natsstore"
 )
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigilhq/vigil/host/fetch"
-	"github.com/vigilhq/vigil/host/observe"
+	"github.com/vigilhq/vigil/internal/fetch"
+	"github.com/vigilhq/vigil/internal/observe"
 	"github.com/vigilhq/vigil/internal/syncbuf"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/badger"

@@ -8,15 +8,15 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/vigilhq/vigil/host/core"
-	"github.com/vigilhq/vigil/host/delivery"
-	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/plugin"
-	"github.com/vigilhq/vigil/host/recipients"
-	"github.com/vigilhq/vigil/host/scheduler"
 	"github.com/vigilhq/vigil/internal/clock"
+	"github.com/vigilhq/vigil/internal/core"
+	"github.com/vigilhq/vigil/internal/delivery"
 	"github.com/vigilhq/vigil/internal/hosttest"
+	"github.com/vigilhq/vigil/internal/kind"
 	"github.com/vigilhq/vigil/internal/lifecycle"
+	"github.com/vigilhq/vigil/internal/plugin"
+	"github.com/vigilhq/vigil/internal/recipients"
+	"github.com/vigilhq/vigil/internal/scheduler"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/badger"
 )
@@ -33,7 +33,7 @@ type Config struct {
 }
 
 // Stack is the host behind the API: the core as serve builds it
-// (host/core), over fake kinds and a fake clock.
+// (internal/core), over fake kinds and a fake clock.
 type Stack struct {
 	Store      *store.Store
 	Delivery   *delivery.Delivery

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/vigilhq/vigil/host/kind"
-	"github.com/vigilhq/vigil/host/scheduler"
+	"github.com/vigilhq/vigil/internal/kind"
+	"github.com/vigilhq/vigil/internal/scheduler"
 	"github.com/vigilhq/vigil/store"
 )
 
 // threadKind is the built-in wait on a Work's next item (observe.WorkKind;
-// named here, since host/observe's own tests import this package).
+// named here, since internal/observe's own tests import this package).
 const threadKind = "observe.thread"
 
 // ParkThreadWatch registers, as the host (kind.HostCaller), the next

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/vigilhq/vigil/host/authz"
+	"github.com/vigilhq/vigil/internal/authz"
 )
 
 // Guard puts in force a policy of tokens (token → principal), every one

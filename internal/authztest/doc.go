@@ -7,6 +7,6 @@
 // product, never around it, so a test's policy obeys the same rules (a
 // token's length, the reserved name local) as the one it stands in for.
 //
-// Rejected: a test-only constructor in host/authz itself, which would
+// Rejected: a test-only constructor in internal/authz itself, which would
 // leave a way to build a Policy the config file could not describe.
 package authztest

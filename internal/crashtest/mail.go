@@ -25,7 +25,7 @@ var mailedStates = map[string]bool{"fired": true, "expired": true, "unwatchable"
 // of that recipient whose state mails and is the message's type; no watch
 // has two messages; and every listed watch in a state that mails has its
 // message. The crash harness's last check runs it, and so does the
-// cluster's failover test (host/failover_test.go), over answers read the
+// cluster's failover test (internal/host/failover_test.go), over answers read the
 // same way.
 func CheckMail(mail map[string][]api.Message, watches map[string]api.Watch) []Problem {
 	var out []Problem

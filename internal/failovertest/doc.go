@@ -21,7 +21,7 @@
 // but 127.0.0.1, or leave a process behind (each start is killed in
 // t.Cleanup).
 //
-// Rejected alternative: two cores in the test process (host/core's
+// Rejected alternative: two cores in the test process (internal/core's
 // cluster tests), stopped by cancelling their context. A cancelled node
 // leaves the cluster, deleting its leases, so the other takes over at
 // once; only a process killed from outside leaves its leases to expire,

@@ -3,7 +3,7 @@
 // (scheduler.Kinds: Lookup, Admit, Observe, Settled) with the answers the
 // tests share by default; IDs is a seeded source of watch ids.
 //
-// It imports no component of the host but host/kind, so a component's
+// It imports no component of the host but internal/kind, so a component's
 // own tests (the scheduler's, in package scheduler) can use it; the API's
 // side of the fake plugins (Plugins, Problems, Reload) is apitest.FakePlugins.
 // It must never be imported by product code.

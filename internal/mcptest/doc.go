@@ -1,5 +1,5 @@
 // Package mcptest is test support for the MCP server's tests, over stdio
-// (cmd/vigil) and over streamable HTTP (host/httpapi): calling a tool
+// (cmd/vigil) and over streamable HTTP (internal/httpapi): calling a tool
 // with the SDK's own client and reading a tool error as the API's
 // envelope. It owns no server and no client; it must never be used by
 // product code.

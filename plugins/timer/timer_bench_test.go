@@ -1,7 +1,7 @@
 package main
 
 // The timer's observe as plain Go, the floor under the wasm benchmarks in
-// host/plugin/bench_test.go (same pending request). See docs/BENCHMARKS.md.
+// internal/plugin/bench_test.go (same pending request). See docs/BENCHMARKS.md.
 
 import (
 	"encoding/json"

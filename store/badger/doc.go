@@ -45,4 +45,6 @@
 // WriteBatch and one sync: the same shared fsyncs, but without badger's
 // per-transaction conflict detection, which every conditional transition
 // relies on.
+//
+// Public: for a program that opens a vigil store on its own disk.
 package badger

@@ -25,4 +25,7 @@
 // Testing the adapters only through the domain's suite: a broken seam
 // (a fence not checked, a hint not serialised) shows there as a rare
 // race, where a rule of its own fails here on the first run.
+//
+// Public: for the author of another adapter of the seam, run from the
+// adapter's tests.
 package kvtest

@@ -13,11 +13,11 @@ import (
 // sends those another node's settlements wrote.
 
 // JetStream is the store's JetStream context, on its connection: the
-// cluster's leases bucket (host/cluster) is opened on it, with the
+// cluster's leases bucket (internal/cluster) is opened on it, with the
 // store's replica count, so a node holds one connection to the servers.
 func (s *Store) JetStream() jetstream.JetStream { return s.js }
 
 // Bucket is the store's bucket name, which names the cluster: a node's
-// subjects beside the store (host/probeshare) carry it, so two clusters
+// subjects beside the store (internal/probeshare) carry it, so two clusters
 // sharing a NATS system do not hear each other.
 func (s *Store) Bucket() string { return s.bucket }

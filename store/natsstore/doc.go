@@ -55,4 +55,6 @@
 // published after them: each key safe, but a settlement whose row landed
 // and whose mail did not (a crash between them) left for a repair pass.
 // One atomic batch needs none.
+//
+// Public: for a program that opens a cluster's vigil store on JetStream.
 package natsstore

@@ -40,4 +40,7 @@
 // every agent's cursor would point at the wrong message; held-aside rows
 // have no method that writes them; and settled rows would need a
 // transition per state. The raw records carry all of it as it is.
+//
+// Public: for a program that moves a vigil store between backends, as
+// vigil store copy does.
 package storecopy

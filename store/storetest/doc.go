@@ -32,4 +32,7 @@
 // A copy of package store's tests per adapter, which would drift as the
 // two copies of the domain did, and could not tell an adapter's author
 // which rule a failure breaks.
+//
+// Public: for the author of another adapter of the seam, run from the
+// adapter's tests.
 package storetest
