@@ -22,6 +22,13 @@
 //     alone opens (Plan.Exclusive), the process's memory, set at each
 //     commit. A recipient with none is counted from its index at first
 //     use.
+//   - Every pending row is in the due index (FamDue, due.go) once, keyed
+//     by its durable next check, else its registration instant (never
+//     after when it is due), written in the transactions that write its
+//     schedule and never as time passes: ScanDue reads a window of it
+//     by time, so the scheduler holds only what is due soon and a
+//     restart reads the first window. JetStream's keys carry a minute's
+//     bucket (Plan.DueBucket), so a window lists its buckets alone.
 //   - A row this build cannot decode is held aside: reads, lists and
 //     prunes step over it, and nothing rewrites it.
 //   - Retention is by class (Retained), oldest first, a bounded batch a

@@ -14,9 +14,9 @@ import (
 // adapter is written to another as it was: the same rows, index
 // entries, mailbox and event seqs and values, byte for byte. Held-aside
 // rows are records like any other. The derived keys (a recipient's count
-// and index of pending rows, FamPendingCount and FamRecipientPending)
-// and the store's markers are not copied: an import derives the
-// destination's own from the rows it writes.
+// and index of pending rows, FamPendingCount and FamRecipientPending;
+// the due index, FamDue) and the store's markers are not copied: an
+// import derives the destination's own from the records it writes.
 
 // ErrUnknownRecord: a key no family of this build names. A copy stops
 // on it rather than leave it behind.
@@ -30,7 +30,7 @@ var ErrUntranslatable = errors.New("store: a key's name is kept one way and no r
 // derived says whether a family's keys are the store's own, not records
 // a copy carries.
 func derived(f Family) bool {
-	return f == FamPendingCount || f == FamRecipientPending || f == FamMarker
+	return f == FamPendingCount || f == FamRecipientPending || f == FamMarker || f == FamDue
 }
 
 func (s *Store) copier() (Copier, error) {
@@ -130,7 +130,8 @@ func learnNames(f Family, v []byte, learn func(string)) {
 // closed and opened again before it is served. A pending row brings its
 // entry of its recipient's pending rows where the plan keeps them, and
 // its recipient's count is dropped (here and in memory), to be counted
-// again at its next use.
+// again at its next use; a pending state entry brings its due index
+// entry.
 func (s *Store) ImportRecords(ctx context.Context, recs []KeyValue) error {
 	c, err := s.copier()
 	if err != nil {
@@ -142,6 +143,17 @@ func (s *Store) ImportRecords(ctx context.Context, recs []KeyValue) error {
 			continue
 		}
 		out = append(out, r)
+		if r.Key.Fam == FamState && r.Key.Sub == string(Pending) {
+			// The due index's entry, from the schedule the state entry
+			// carries; one of an older layout carries none, and the
+			// next open indexes it (the marker dropped).
+			sc := Schedule{ID: r.Key.ID}
+			if decodeSchedule(r.Value, &sc) {
+				out = append(out, KeyValue{Key: s.dueKey(r.Key.ID, sc.Next), Value: r.Value})
+			} else {
+				out = append(out, KeyValue{Key: kMarker(dueMarkerName), Deleted: true})
+			}
+		}
 		if r.Key.Fam != FamRow {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"strings"
+	"time"
 )
 
 // The storage seam. Every record and transition of this package is
@@ -52,8 +53,14 @@ const (
 	// FamRecipientPending is a recipient's pending rows (Name, ID), kept
 	// only where the adapter's Plan asks for it (RecipientPending).
 	FamRecipientPending Family = "recipient_pending_index"
+	// FamDue is every pending row by its due time (Seq, the time's
+	// bucket: Plan.DueBucket; At, the due time; ID), its value the row's
+	// schedule, written in the transactions that write the row's pending
+	// state entry: the scheduler reads a window of it by time (due.go).
+	FamDue Family = "due_index"
 	// FamMarker is one of the store's own markers (Name): "pkv", the
-	// pending-by-kind index covers every pending row.
+	// pending-by-kind index covers every pending row; "due", the due
+	// index does.
 	FamMarker Family = "markers"
 )
 
@@ -100,6 +107,7 @@ var (
 	partsAtNameSub = []Part{PartAt, PartName, PartSub}
 	partsIDSeq     = []Part{PartID, PartSeq}
 	partsNameSubID = []Part{PartName, PartSub, PartID}
+	partsSeqAtID   = []Part{PartSeq, PartAt, PartID}
 )
 
 // Parts is the family's key parts in order, nil for a family this build
@@ -129,6 +137,8 @@ func (f Family) Parts() []Part {
 		return partsIDSeq
 	case FamWorkScope:
 		return partsNameSubID
+	case FamDue:
+		return partsSeqAtID
 	}
 	return nil
 }
@@ -355,6 +365,13 @@ type Plan struct {
 	// Backfill: the layout may hold pending rows an older build wrote
 	// without their pending-by-kind entry; New indexes them once.
 	Backfill bool
+	// DueBucket groups the due index's keys in buckets of this width
+	// (their Seq part is the due time's bucket), so a scan of a window of
+	// due times lists that window's buckets where a Scan lists a whole
+	// range whatever part of it is read (Remote). Zero: one bucket, for
+	// an adapter whose ordered scan seeks. Fixed for a store's life: the
+	// keys it wrote carry it.
+	DueBucket time.Duration
 	// MaxWrites bounds the keys one transaction writes; a batch of the
 	// domain's (a prune, a recovery, a route) stays within it.
 	MaxWrites int

@@ -89,12 +89,14 @@ func (t tx) createRow(w Watch) error {
 		return err
 	}
 	t.Put(kRecipient(w.Recipient.ID, w.ID), nil)
-	t.Put(kState(w.State, w.ID), scheduleValue(w))
+	sv := scheduleValue(w)
+	t.Put(kState(w.State, w.ID), sv)
 	t.indexSettled(w)
 	if w.State != Pending {
 		return nil
 	}
 	t.indexPending(w, true)
+	t.putDue(w.ID, w.NextCheck, sv, nil)
 	if w.Subject != "" {
 		return t.editSubject(w.Subject, w.ID, true)
 	}
@@ -126,6 +128,16 @@ func (t tx) indexSettled(w Watch) {
 
 // rewriteRow writes w, which was in state from, and moves its indexes.
 func (t tx) rewriteRow(from State, w Watch) error {
+	var oldDue Key
+	if from == Pending {
+		// The due entry's key before this write, from the schedule the
+		// pending entry carries (read once by getRow already).
+		sc, _, err := t.readSchedule(w.ID)
+		if err != nil && !errors.Is(err, ErrNotPending) {
+			return err
+		}
+		oldDue = t.s.dueKey(w.ID, sc.Next)
+	}
 	if from != w.State && (from == Pending || w.State == Pending) {
 		// The count first, as createRow does.
 		d := 1
@@ -142,17 +154,27 @@ func (t tx) rewriteRow(from State, w Watch) error {
 	switch {
 	case w.State != from:
 		t.Delete(kState(from, w.ID))
-		t.Put(kState(w.State, w.ID), scheduleValue(w))
+		sv := scheduleValue(w)
+		t.Put(kState(w.State, w.ID), sv)
 		if from == Pending || w.State == Pending {
 			t.indexPending(w, w.State == Pending)
+		}
+		switch {
+		case from == Pending:
+			t.Delete(oldDue)
+		case w.State == Pending:
+			t.putDue(w.ID, w.NextCheck, sv, nil)
 		}
 		t.indexSettled(w)
 		if w.Subject != "" && (from == Pending || w.State == Pending) {
 			return t.editSubject(w.Subject, w.ID, w.State == Pending)
 		}
 	case w.State == Pending:
-		// The pending index carries the schedule; keep it current.
-		t.Put(kState(Pending, w.ID), scheduleValue(w))
+		// The pending index carries the schedule, and the due index
+		// carries it under the due time; keep both current.
+		sv := scheduleValue(w)
+		t.Put(kState(Pending, w.ID), sv)
+		t.putDue(w.ID, w.NextCheck, sv, &oldDue)
 	}
 	return nil
 }
@@ -499,8 +521,11 @@ func (s *Store) SetNextCheck(ctx context.Context, id ID, next time.Time) error {
 				w.ExpiresAt = &sc.Expires
 			}
 		}
+		old := t.s.dueKey(id, sc.Next)
 		w.NextCheck = next
-		t.Put(kState(Pending, id), scheduleValue(w))
+		sv := scheduleValue(w)
+		t.Put(kState(Pending, id), sv)
+		t.putDue(id, next, sv, &old)
 		return nil
 	})
 }

@@ -172,7 +172,8 @@ func (r *run) committed() {
 
 // New is the store over kv. It indexes, once, the pending rows an older
 // build wrote without their pending-by-kind entry, where the adapter's
-// layout may hold some (Plan.Backfill).
+// layout may hold some (Plan.Backfill), and without their due entry
+// (due.go).
 func New(ctx context.Context, kv KV) (*Store, error) {
 	s := &Store{kv: kv, plan: kv.Plan(), floors: newFloors()}
 	if s.plan.MaxWrites < 40 {
@@ -182,6 +183,9 @@ func New(ctx context.Context, kv KV) (*Store, error) {
 		if err := s.backfillPendingKinds(ctx); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.backfillDue(ctx); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

@@ -40,7 +40,8 @@ import (
 //	rc/<recipient>                   recipients
 //	ik/<principal>\x00<key>          idempotency records
 //	ia/<time><principal>\x00<key>    idempotency records by time
-//	pkv                              a marker: its name alone
+//	du/<bucket><time><id>            pending rows by due time (bucket 0: the plan has none)
+//	pkv, due                         markers: their names alone
 //	v                                the store version (this package's own)
 
 // seg is one part of a layout: fixed width w (an id, a sequence, a
@@ -96,6 +97,7 @@ var layouts = map[store.Family]layout{
 	store.FamRecipient:        {pfx: "rc/", segs: []seg{segName}},
 	store.FamIdem:             {pfx: "ik/", segs: []seg{nul(segName), segSub}},
 	store.FamIdemAt:           {pfx: "ia/", segs: []seg{segAt, nul(segName), segSub}},
+	store.FamDue:              {pfx: "du/", segs: []seg{segSeq, segAt, segID}},
 	store.FamMarker:           {segs: []seg{segName}},
 }
 
@@ -111,7 +113,7 @@ var byPrefix = func() map[string]store.Family {
 }()
 
 // markers are the keys of FamMarker.
-var markers = map[string]bool{"pkv": true}
+var markers = map[string]bool{"pkv": true, "due": true}
 
 // versionKey is the store version's key, this package's own.
 var versionKey = []byte("v")

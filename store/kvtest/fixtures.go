@@ -48,7 +48,7 @@ func Golden(tb testing.TB, path string) (keys []store.Key, written []string) {
 // then one longer than an adapter keeps as it is), a state where the
 // family holds one, a kind of the kinds' grammar.
 func AnyKey(t *rapid.T, long bool) store.Key {
-	fam := rapid.SampledFrom(append(append([]store.Family{}, store.Families...), store.FamPendingCount, store.FamRecipientPending)).Draw(t, "family")
+	fam := rapid.SampledFrom(append(append([]store.Family{}, store.Families...), store.FamPendingCount, store.FamRecipientPending, store.FamDue)).Draw(t, "family")
 	k := store.Key{Fam: fam}
 	names := rapid.StringN(0, 40, -1).Filter(func(s string) bool { return !strings.ContainsRune(s, 0) })
 	if long {

@@ -220,6 +220,7 @@ func samples() []store.Key {
 		{Fam: store.FamRecipient, Name: "agent.one@x"},
 		{Fam: store.FamIdem, Name: "principal", Sub: "key-1"},
 		{Fam: store.FamIdemAt, At: at, Name: "principal", Sub: "key-1"},
+		{Fam: store.FamDue, Seq: 29_000_000, At: at, ID: id(7)},
 		{Fam: store.FamMarker, Name: "pkv"},
 	}
 }
@@ -318,6 +319,27 @@ func testScan(e *env) {
 	keys, _ = e.scan(store.Prefix(store.Key{Fam: store.FamWorkScope, Name: "s"}, 1))
 	if len(keys) != 3 || keys[0].Sub != "completed" {
 		e.Fatalf("scope s: %+v", keys)
+	}
+	// The due index: by bucket, then time, then id; a bucket's keys from
+	// a time within it, the earlier ones and the other buckets' left out.
+	due := []store.Key{
+		{Fam: store.FamDue, Seq: 7, At: 300, ID: id(1)},
+		{Fam: store.FamDue, Seq: 7, At: 100, ID: id(9)},
+		{Fam: store.FamDue, Seq: 7, At: 100, ID: id(2)},
+		{Fam: store.FamDue, Seq: 6, At: 900, ID: id(3)},
+		{Fam: store.FamDue, Seq: 8, At: 1, ID: id(4)},
+	}
+	for _, k := range due {
+		e.put(k, "s")
+	}
+	keys, vals = e.scan(store.Prefix(store.Key{Fam: store.FamDue, Seq: 7}, 1).FromKey(store.Key{Fam: store.FamDue, Seq: 7, At: 100, ID: id(3)}))
+	if len(keys) != 2 || keys[0].ID != id(9) || keys[1].At != 300 || keys[1].Seq != 7 || vals[0] != "s" {
+		e.Fatalf("bucket 7 from time 100, id 3: %+v", keys)
+	}
+	keys, _ = e.scan(store.Prefix(store.Key{Fam: store.FamDue}, 0))
+	slices.SortFunc(due, store.Compare)
+	if !keysEqual(keys, due) || keys[0].Seq != 6 || keys[1].ID != id(2) {
+		e.Fatalf("the due index: %+v", keys)
 	}
 }
 

@@ -82,7 +82,13 @@ func TestImportSplitsIntoBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	if err := s.ExportKeys(ctx, func(store.Key, []byte) error { n++; return nil }); err != nil || n != len(kvs) {
+	count := func(k store.Key, _ []byte) error {
+		if k.Fam != store.FamMarker { // the store's own ("due", written at its open)
+			n++
+		}
+		return nil
+	}
+	if err := s.ExportKeys(ctx, count); err != nil || n != len(kvs) {
 		t.Fatalf("exported %d of %d: %v", n, len(kvs), err)
 	}
 }

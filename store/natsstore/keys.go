@@ -41,7 +41,8 @@ import (
 //	rc.<rid>                            recipients
 //	ik.<principal>.<key>                idempotency records
 //	ia.<time>.<principal>.<key>         idempotency records by time
-//	pkv                                 a marker: its name alone
+//	du.<bucket>.<time>.<id>             pending rows by due time, in buckets (Plan.DueBucket)
+//	pkv, due                            markers: their names alone
 //	meta, ep.<p>, ef.<p>                this package's own (metadata, fences)
 //
 // The families whose keys carry no value of the domain's
@@ -105,6 +106,7 @@ var layouts = map[store.Family]nlayout{
 	store.FamRecipient:        {"rc", []nseg{nName}},
 	store.FamIdem:             {"ik", []nseg{nName, nSub}},
 	store.FamIdemAt:           {"ia", []nseg{nAt, nName, nSub}},
+	store.FamDue:              {"du", []nseg{nSeq, nAt, nID}},
 	store.FamMarker:           {"", []nseg{{store.PartName, tkRaw}}},
 }
 
@@ -119,7 +121,7 @@ func familyOf(pfx string) (store.Family, bool) {
 }
 
 // markers are the keys of store.FamMarker.
-var markers = map[string]bool{"pkv": true}
+var markers = map[string]bool{"pkv": true, "due": true}
 
 // keyString is k's first n parts (all of them: the key; fewer: the
 // tokens every key with them begins with, without a trailing dot).

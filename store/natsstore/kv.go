@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -62,11 +63,18 @@ func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {
 	return s.view(ctx, func(t *txn) error { return fn(t) })
 }
 
+// DueBucket is the width of the due index's buckets here
+// (store.Plan.DueBucket): a window's scan lists a minute's keys a
+// request, never every pending watch's. A minute holds what a host
+// registers for one instant of a minute's spread; the scheduler's window
+// spans a few.
+const DueBucket = time.Minute
+
 // Plan implements store.KV: a scan here is a listing of the keys under
 // a subject (JetStream orders a bucket by write, not by key), every read
 // a round trip, and a batch at most maxBatch messages.
 func (s *Store) Plan() store.Plan {
-	return store.Plan{Remote: true, RecipientPending: true, MaxWrites: 800}
+	return store.Plan{Remote: true, RecipientPending: true, DueBucket: DueBucket, MaxWrites: 800}
 }
 
 // stripe is the mutex of hint's stripe.

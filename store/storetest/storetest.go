@@ -64,6 +64,7 @@ type Backend interface {
 	ReportPhase(ctx context.Context, id string, p store.Phase) (store.RecipientRecord, error)
 	RouteBatch(ctx context.Context, steps []store.RouteStep) ([]store.Routed, error)
 	RouterCursor(ctx context.Context, name string) (uint64, error)
+	ScanDue(ctx context.Context, q store.DueQuery, fn func(store.Schedule) error) (store.DueKey, bool, error)
 	SetNextCheck(ctx context.Context, id store.ID, next time.Time) error
 	SetReceipt(ctx context.Context, id store.ID, r store.Receipt) (store.Watch, error)
 	SetReminder(ctx context.Context, id string, every time.Duration) (store.RecipientRecord, error)
@@ -124,6 +125,7 @@ type group struct {
 func groups() []group {
 	return []group{
 		{"Rows", rowCases()},
+		{"Due", dueCases()},
 		{"Mail", mailCases()},
 		{"Outbox", outboxCases()},
 		{"Recipients", recipientCases()},

@@ -1,0 +1,135 @@
+package storetest
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/vigilhq/vigil/store"
+)
+
+func dueCases() []testCase {
+	return []testCase{
+		{"EveryPendingRowOnceAtItsDueTime", testDueFollowsTransitions},
+		{"ASliceByTimeCursorAndLimit", testDueSlices},
+	}
+}
+
+// due reads the whole due index through ScanDue: each pending row's
+// schedule, in due order.
+func (e *env) due(q store.DueQuery) ([]store.Schedule, store.DueKey, bool) {
+	e.Helper()
+	if q.Through.IsZero() {
+		q.Through = t0.Add(1000 * time.Hour)
+	}
+	var got []store.Schedule
+	last, full, err := e.b.ScanDue(e.ctx, q, func(sc store.Schedule) error {
+		got = append(got, sc)
+		return nil
+	})
+	if err != nil {
+		e.Fatal(err)
+	}
+	return got, last, full
+}
+
+// Every pending row is in the due index exactly once, at its durable next
+// check when it has one and else at its registration instant, with its
+// schedule; each transition that moves the next check moves the entry,
+// and each that ends pending removes it.
+func testDueFollowsTransitions(e *env) {
+	e.running("r", "")
+	plain := e.created("r", t0)                 // no next check: its registration
+	timer := e.watch("r", t0.Add(-time.Minute)) // a first check an hour on
+	timer.NextCheck = t0.Add(time.Hour)
+	if err := e.b.Create(e.ctx, timer); err != nil {
+		e.Fatal(err)
+	}
+	probed := e.created("r", t0.Add(time.Second))
+	carried := e.created("r", t0.Add(2*time.Second))
+	mailed := e.created("r", t0.Add(3*time.Second))
+	cancelled := e.created("r", t0.Add(4*time.Second))
+
+	if err := e.b.RecordProbe(e.ctx, probed.ID, store.Probe{Attempts: 1, Note: "n", NextCheck: t0.Add(30 * time.Minute)}); err != nil {
+		e.Fatal(err)
+	}
+	if err := e.b.SetNextCheck(e.ctx, timer.ID, t0.Add(2*time.Hour)); err != nil {
+		e.Fatal(err)
+	}
+	if err := e.b.SetNextCheck(e.ctx, carried.ID, t0.Add(10*time.Minute)); err != nil {
+		e.Fatal(err)
+	}
+	// A baseline keeps the next check, and so the entry's time.
+	if err := e.b.CarryBaseline(e.ctx, carried.ID, json.RawMessage(`{"a":1}`), 4, "b"); err != nil {
+		e.Fatal(err)
+	}
+	if _, _, err := e.b.SettleAndMail(e.ctx, mailed.ID, store.Settlement{State: store.Fired, Outcome: &store.Outcome{Result: "fired"}, SettledAt: t0}, e.fired()); err != nil {
+		e.Fatal(err)
+	}
+	if _, err := e.b.Settle(e.ctx, cancelled.ID, store.Settlement{State: store.Cancelled, Receipt: store.ReceiptNone, SettledAt: t0}); err != nil {
+		e.Fatal(err)
+	}
+	// A next check cleared: back at its registration.
+	if err := e.b.RecordProbe(e.ctx, probed.ID, store.Probe{Attempts: 2, Note: "m"}); err != nil {
+		e.Fatal(err)
+	}
+	got, _, _ := e.due(store.DueQuery{})
+	want := []struct {
+		id       store.ID
+		at       time.Time
+		attempts int
+	}{
+		{plain.ID, plain.ID.Time(), 0},
+		{probed.ID, probed.ID.Time(), 2},
+		{carried.ID, t0.Add(10 * time.Minute), 4},
+		{timer.ID, t0.Add(2 * time.Hour), 0},
+	}
+	if len(got) != len(want) {
+		e.Fatalf("the due index holds %d rows: %+v; want the %d pending ones", len(got), got, len(want))
+	}
+	for i, w := range want {
+		sc := got[i]
+		if sc.ID != w.id || !store.DueAt(sc.ID, sc.Next).Equal(w.at) || sc.Attempts != w.attempts || sc.Every != time.Minute {
+			e.Fatalf("entry %d: %+v due %v; want %s due %v with %d attempts", i, sc, store.DueAt(sc.ID, sc.Next), w.id, w.at, w.attempts)
+		}
+	}
+	// What the pending index says of each, the due index says too.
+	for _, sc := range got {
+		if s := e.schedules()[sc.ID]; s != sc {
+			e.Fatalf("%s: the due index's %+v, the pending index's %+v", sc.ID, sc, s)
+		}
+	}
+}
+
+// A slice is the entries after its cursor and through its time, in due
+// order, at most its limit (saying it stopped there), of the ids it keeps.
+func testDueSlices(e *env) {
+	e.running("r", "")
+	var ids []store.ID
+	for i := range 10 {
+		w := e.watch("r", t0)
+		w.NextCheck = t0.Add(time.Duration(10-i) * time.Minute) // registered in the reverse order of due
+		if err := e.b.Create(e.ctx, w); err != nil {
+			e.Fatal(err)
+		}
+		ids = append([]store.ID{w.ID}, ids...)
+	}
+	got, last, full := e.due(store.DueQuery{Through: t0.Add(5 * time.Minute)})
+	if len(got) != 5 || full || got[0].ID != ids[0] || got[4].ID != ids[4] || last.ID != ids[4] || last.At != t0.Add(5*time.Minute).UnixNano() {
+		e.Fatalf("through 5 minutes: %d, last %+v, full %v", len(got), last, full)
+	}
+	got, last, full = e.due(store.DueQuery{After: last, Through: t0.Add(time.Hour), Limit: 3})
+	if len(got) != 3 || !full || got[0].ID != ids[5] || last.ID != ids[7] {
+		e.Fatalf("after the 5th, 3 of them: %d, last %+v, full %v", len(got), last, full)
+	}
+	got, last, full = e.due(store.DueQuery{After: last, Through: t0.Add(time.Hour), Limit: 2})
+	if len(got) != 2 || got[1].ID != ids[9] || last.ID != ids[9] {
+		e.Fatalf("the last 2: %d, last %+v, full %v", len(got), last, full)
+	}
+	if got, again, _ := e.due(store.DueQuery{After: last}); len(got) != 0 || again != last {
+		e.Fatalf("after the last: %d, %+v", len(got), again)
+	}
+	odd := func(id store.ID) bool { return id == ids[1] || id == ids[3] }
+	if got, _, _ := e.due(store.DueQuery{Keep: odd}); len(got) != 2 || got[0].ID != ids[1] || got[1].ID != ids[3] {
+		e.Fatalf("the kept ids: %+v", got)
+	}
+}
