@@ -324,3 +324,123 @@ func (s *Store) DeleteRecipient(ctx context.Context, id string) error {
 		return nil
 	})
 }
+
+// PendingRecipients calls fn with each recipient id the recipients' index
+// names, once each, in order, without reading a row: where the plan
+// keeps each recipient's pending rows (Plan.RecipientPending), the
+// recipients with a pending row; else the recipients with any row, each
+// name found by a seek past the one before (a recipient's rows cost one
+// seek, not a read each). A name an adapter keeps one way is read from
+// one of its rows. For a start-up pass that must find the recipients
+// pending rows name without a record, where listing every pending row
+// would decode them all.
+func (s *Store) PendingRecipients(ctx context.Context, fn func(id string) error) error {
+	var names []string
+	err := s.view(ctx, func(t tx) error {
+		names = names[:0]
+		fam := FamRecipientIndex
+		if s.plan.RecipientPending {
+			fam = FamRecipientPending
+		}
+		name := func(k Key) (string, error) {
+			if k.OneWay&OneWayName == 0 {
+				return k.Name, nil
+			}
+			w, found, err := t.readRow(k.ID)
+			if err != nil || !found {
+				return "", nil // held aside or gone: its name stays unknown
+			}
+			return w.Recipient.ID, nil
+		}
+		if s.plan.Remote {
+			// One listing of the family's keys, their names in runs.
+			last, lastWay := "", uint8(0)
+			first := true
+			return t.Scan(Range{Prefix: Key{Fam: fam}, KeysOnly: true}, func(k Key, _ []byte) (bool, error) {
+				if err := ctx.Err(); err != nil {
+					return false, err
+				}
+				if !first && k.Name == last && k.OneWay == lastWay {
+					return true, nil
+				}
+				first, last, lastWay = false, k.Name, k.OneWay
+				n, err := name(k)
+				if n != "" {
+					names = append(names, n)
+				}
+				return true, err
+			})
+		}
+		var maxID ID
+		for i := range maxID {
+			maxID[i] = 0xff
+		}
+		r := Range{Prefix: Key{Fam: fam}, KeysOnly: true, Want: 1}
+		for {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			var found *Key
+			if err := t.Scan(r, func(k Key, _ []byte) (bool, error) {
+				if r.Seek && k.Name == r.From.Name {
+					return true, nil // the seek's own name, at the greatest id
+				}
+				found = &k
+				return false, nil
+			}); err != nil {
+				return err
+			}
+			if found == nil {
+				return nil
+			}
+			n, err := name(*found)
+			if err != nil {
+				return err
+			}
+			if n != "" {
+				names = append(names, n)
+			}
+			r = r.FromKey(Key{Fam: fam, Name: found.Name, ID: maxID})
+		}
+	})
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := fn(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ForEachPendingOfKind calls fn with each readable pending row of kind,
+// found by the pending-by-kind index: the cost is that kind's pending
+// rows, never the store's.
+func (s *Store) ForEachPendingOfKind(ctx context.Context, kind string, fn func(Watch) error) error {
+	var ids []ID
+	if err := s.view(ctx, func(t tx) error {
+		ids = ids[:0]
+		return t.Scan(Range{Prefix: kPendingKind(kind, ID{}), Fixed: 1, KeysOnly: true}, func(k Key, _ []byte) (bool, error) {
+			ids = append(ids, k.ID)
+			return true, ctx.Err()
+		})
+	}); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		w, err := s.Get(ctx, id)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			continue
+		case err != nil:
+			return err
+		case w.State != Pending:
+			continue
+		}
+		if err := fn(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -23,7 +23,7 @@ import (
 
 // Config shapes a Stack. Plugins and Clock are required.
 type Config struct {
-	Plugins scheduler.Kinds
+	Plugins core.Kinds
 	Clock   clock.Clock
 	// IDs is the randomness of watch ids (default: a fixed seed).
 	IDs io.Reader

@@ -29,9 +29,17 @@ type Metrics interface {
 // The components the core composes fit the interfaces their consumers
 // declare: checked here, where they are composed.
 var (
-	_ scheduler.Kinds         = (*kind.Registry)(nil)
+	_ Kinds                   = (*kind.Registry)(nil)
 	_ recipients.Destinations = (*netguard.Guard)(nil)
 )
+
+// Kinds is what the core's components need of the kinds: the scheduler's
+// (scheduler.Kinds) and the list of them, by which recipients'
+// reconciliation finds the standing ones.
+type Kinds interface {
+	scheduler.Kinds
+	Infos() []kind.Info
+}
 
 // Config shapes a Core. OpenStore or StoreDir is required.
 type Config struct {
@@ -46,7 +54,7 @@ type Config struct {
 	// Kinds the scheduler serves. Nil: a new registry, Core.Registry,
 	// where the plugin runtime and the built-in kinds register, the phase
 	// reminder (internal/reminder) registered in it here.
-	Kinds scheduler.Kinds
+	Kinds Kinds
 	// Clock (default the wall clock) and Logger (default discard) reach
 	// every component.
 	Clock  clock.Clock
@@ -82,7 +90,7 @@ type Core struct {
 	// Registry is the kind registry the core made, nil when Config.Kinds
 	// was given.
 	Registry   *kind.Registry
-	Kinds      scheduler.Kinds
+	Kinds      Kinds
 	Metrics    Metrics // nil without Config.Metrics
 	Outbox     *delivery.Outbox
 	Delivery   *delivery.Delivery

@@ -77,6 +77,7 @@ import (
 type benchPlugins interface {
 	scheduler.Kinds
 	Plugins
+	Infos() []kind.Info
 }
 
 // wasmHost is the real runtime with its kinds in a registry, as serve
@@ -97,6 +98,8 @@ func (h wasmHost) Close(ctx context.Context) error                   { return h.
 type timerFake struct{}
 
 var timerFakeInfo = kind.Info{Kind: "timer", DefaultEvery: time.Minute, Observable: true}
+
+func (timerFake) Infos() []kind.Info { return []kind.Info{timerFakeInfo} }
 
 func (timerFake) Lookup(kind string) (kind.Info, bool) {
 	return timerFakeInfo, kind == "timer"

@@ -33,6 +33,11 @@ type Store interface {
 	// CountPending counts a recipient's pending watches up to upTo,
 	// without reading every row.
 	CountPending(ctx context.Context, recipient string, upTo int) (int, error)
+	// PendingRecipients names the recipients the recipients' index holds
+	// (at least every one with a pending row), reading no row.
+	PendingRecipients(ctx context.Context, fn func(id string) error) error
+	// ForEachPendingOfKind gives a kind's pending rows, reading no other.
+	ForEachPendingOfKind(ctx context.Context, kind string, fn func(store.Watch) error) error
 }
 
 // Scheduler is what reconciliation needs of the scheduler.
@@ -45,6 +50,9 @@ type Scheduler interface {
 // the recipient is stored, so a refused ref changes nothing.
 type Kinds interface {
 	Lookup(kind string) (kind.Info, bool)
+	// Infos lists the kinds served now: ReconcileAll reads the pending
+	// rows of the standing ones.
+	Infos() []kind.Info
 	Admit(ctx context.Context, name string, req kind.AdmitRequest) (kind.Admission, error)
 }
 
@@ -311,23 +319,55 @@ func TooManyPending(recipient string, max int) *api.Error {
 // derives from its record (one per attached ref, the reminder when it
 // opted in). It is idempotent.
 func (s *Service) Reconcile(ctx context.Context, id string) error {
+	rec, status, err := s.record(ctx, id)
+	if err != nil {
+		return err
+	}
+	if status != store.StatusRunning {
+		return s.cancelAll(ctx, id, status)
+	}
+	pending, _, err := s.store.List(ctx, store.Filter{Recipient: id, State: store.Pending})
+	if err != nil {
+		return err
+	}
+	return s.keepStanding(ctx, rec, pending)
+}
+
+// record is a recipient's record and status; a recipient that is gone is
+// stopped: it runs nothing.
+func (s *Service) record(ctx context.Context, id string) (store.RecipientRecord, store.RecipientStatus, error) {
 	rec, err := s.store.GetRecipient(ctx, id)
-	status := rec.Status
-	if errors.Is(err, store.ErrNotFound) {
-		status = store.StatusStopped // a recipient that is gone runs nothing
-	} else if err != nil {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return store.RecipientRecord{ID: id}, store.StatusStopped, nil
+	case err != nil:
+		return rec, "", err
+	}
+	return rec, rec.Status, nil
+}
+
+// cancelAll cancels every pending watch of a recipient that is not
+// running; the count its commits keep says first whether it has any, so
+// a stopped recipient with none costs one read.
+func (s *Service) cancelAll(ctx context.Context, id string, status store.RecipientStatus) error {
+	if n, err := s.store.CountPending(ctx, id, 1); err != nil || n == 0 {
 		return err
 	}
 	pending, _, err := s.store.List(ctx, store.Filter{Recipient: id, State: store.Pending})
 	if err != nil {
 		return err
 	}
-	if status != store.StatusRunning {
-		for _, w := range pending {
-			s.cancel(ctx, w, "recipient "+string(status))
-		}
-		return nil
+	for _, w := range pending {
+		s.cancel(ctx, w, "recipient "+string(status))
 	}
+	return nil
+}
+
+// keepStanding makes a running recipient's standing watches the ones its
+// record derives: pending holds its pending watches, of which only the
+// standing ones are read.
+func (s *Service) keepStanding(ctx context.Context, rec store.RecipientRecord, pending []store.Watch) error {
+	id := rec.ID
 	wanted := map[string]standingWatch{}
 	for _, sw := range standing(rec) {
 		key, err := refKey(sw.Kind, sw.Params)
@@ -415,26 +455,59 @@ func (s *Service) cancel(ctx context.Context, w store.Watch, reason string) {
 }
 
 // ReconcileAll reconciles every recipient, and every recipient that pending
-// watches name without a record. A failure for one is logged and the pass
-// goes on.
+// watches name without a record, without reading every pending row: the
+// ids come from the records and the recipients' index (the store's
+// PendingRecipients), a running recipient's standing watches from the
+// pending rows of the standing kinds alone, and a recipient that is not
+// running has its rows listed only when the count its commits keep says
+// it has any. A failure for one is logged and the pass goes on.
 func (s *Service) ReconcileAll(ctx context.Context) error {
 	recs, err := s.store.ListRecipients(ctx)
 	if err != nil {
 		return err
 	}
-	seen := map[string]bool{}
+	known := make(map[string]bool, len(recs))
 	for _, r := range recs {
-		seen[r.ID] = true
+		known[r.ID] = true
 	}
-	pending, _, err := s.store.List(ctx, store.Filter{State: store.Pending})
-	if err != nil {
+	var orphans []string
+	if err := s.store.PendingRecipients(ctx, func(id string) error {
+		if !known[id] {
+			orphans = append(orphans, id)
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
-	for _, w := range pending {
-		seen[w.Recipient.ID] = true
+	// The standing watches, by recipient: the pending rows of the kinds
+	// that are standing, which refs and reminders bound, not the store's.
+	standingOf := map[string][]store.Watch{}
+	for _, info := range s.kinds.Infos() {
+		if !info.Standing {
+			continue
+		}
+		if err := s.store.ForEachPendingOfKind(ctx, info.Kind, func(w store.Watch) error {
+			if w.Standing {
+				standingOf[w.Recipient.ID] = append(standingOf[w.Recipient.ID], w)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
 	}
-	for id := range seen {
-		if err := s.Reconcile(ctx, id); err != nil {
+	for _, r := range recs {
+		var err error
+		if r.Status == store.StatusRunning {
+			err = s.keepStanding(ctx, r, standingOf[r.ID])
+		} else {
+			err = s.cancelAll(ctx, r.ID, r.Status)
+		}
+		if err != nil {
+			s.log.Error("reconciling a recipient", "recipient", r.ID, "err", err)
+		}
+	}
+	for _, id := range orphans {
+		if err := s.cancelAll(ctx, id, store.StatusStopped); err != nil {
 			s.log.Error("reconciling a recipient", "recipient", id, "err", err)
 		}
 	}

@@ -249,6 +249,63 @@ func TestReconcileAllRepairs(t *testing.T) {
 	}
 }
 
+// listCounter is the store, counting List's calls and the rows it gives.
+type listCounter struct {
+	*store.Store
+	calls, rows int
+}
+
+func (l *listCounter) List(ctx context.Context, f store.Filter) ([]store.Watch, int, error) {
+	ws, held, err := l.Store.List(ctx, f)
+	l.calls++
+	l.rows += len(ws)
+	return ws, held, err
+}
+
+// ReconcileAll reads no pending row it has no work for: a running
+// recipient's watches that are not standing are never listed, nor a
+// stopped recipient's when it has none; yet a recipient that pending rows
+// name without a record has them cancelled, and a running one's standing
+// watch is kept once.
+func TestReconcileAllReadsNoRowItDoesNotAct(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, _, _ = f.st.PutRecipient(ctx, store.RecipientRecord{ID: "busy", Status: store.StatusRunning,
+		Refs: []store.Ref{{Kind: "ticket", Params: json.RawMessage(`{"n":1}`)}}})
+	for range 50 {
+		if _, err := f.sched.Register(ctx, scheduler.Registration{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "busy"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, _ = f.st.PutRecipient(ctx, store.RecipientRecord{ID: "idle", Status: store.StatusStopped})
+	if _, err := f.sched.Register(ctx, scheduler.Registration{Kind: "ci", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: "orphan"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.st.DeleteRecipient(ctx, "orphan"); err != nil { // the record gone behind the service's back
+		t.Fatal(err)
+	}
+	lc := &listCounter{Store: f.st}
+	svc := New(lc, f.sched, f.plugins, fakeclock.At(t0), nil)
+	if err := svc.ReconcileAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.pending(t, "orphan")); n != 0 {
+		t.Fatalf("a recipient with no record keeps %d pending", n)
+	}
+	if got := f.pending(t, "busy"); len(got) != 51 {
+		t.Fatalf("the running recipient has %d pending, want its 50 and its ref's one", len(got))
+	}
+	if lc.calls != 1 || lc.rows != 1 {
+		t.Fatalf("ReconcileAll listed %d times, %d rows; want the orphan's one row alone", lc.calls, lc.rows)
+	}
+	if err := svc.ReconcileAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.pending(t, "busy"); len(got) != 51 {
+		t.Fatalf("a second pass left %d pending", len(got))
+	}
+}
+
 func TestWorkspaceIsKept(t *testing.T) {
 	f := newFixture(t)
 	rec, err := f.svc.Put(context.Background(), Update{ID: "a", Status: store.StatusRunning, Workspace: "/srv/work/a"})

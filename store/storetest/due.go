@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/vigilhq/vigil/store"
@@ -11,6 +12,7 @@ func dueCases() []testCase {
 	return []testCase{
 		{"EveryPendingRowOnceAtItsDueTime", testDueFollowsTransitions},
 		{"ASliceByTimeCursorAndLimit", testDueSlices},
+		{"PendingRecipientsAndKinds", testPendingRecipients},
 	}
 }
 
@@ -131,5 +133,48 @@ func testDueSlices(e *env) {
 	odd := func(id store.ID) bool { return id == ids[1] || id == ids[3] }
 	if got, _, _ := e.due(store.DueQuery{Keep: odd}); len(got) != 2 || got[0].ID != ids[1] || got[1].ID != ids[3] {
 		e.Fatalf("the kept ids: %+v", got)
+	}
+}
+
+// PendingRecipients names every recipient with a pending row once, a
+// long name whole and one with no record too; ForEachPendingOfKind gives
+// a kind's pending rows and no other.
+func testPendingRecipients(e *env) {
+	long := "agent-" + strings.Repeat("x", 200)
+	var want []string
+	for i, rid := range []string{"b", "a", long, "c"} {
+		for j := range 3 {
+			w := e.watch(rid, t0.Add(time.Duration(i*3+j)*time.Second))
+			if j == 1 {
+				w.Kind = "ticket"
+			}
+			if err := e.b.Create(e.ctx, w); err != nil {
+				e.Fatal(err)
+			}
+		}
+		want = append(want, rid)
+	}
+	e.running("a", "")
+	seen := map[string]int{}
+	if err := e.b.PendingRecipients(e.ctx, func(id string) error { seen[id]++; return nil }); err != nil {
+		e.Fatal(err)
+	}
+	for _, rid := range want {
+		if seen[rid] != 1 {
+			e.Fatalf("%.20s named %d times: %v", rid, seen[rid], seen)
+		}
+	}
+	if len(seen) != len(want) {
+		e.Fatalf("named %v, want %d recipients", seen, len(want))
+	}
+	n := 0
+	if err := e.b.ForEachPendingOfKind(e.ctx, "ticket", func(w store.Watch) error {
+		if w.Kind != "ticket" || w.State != store.Pending {
+			e.Fatalf("a row of kind %s, %s", w.Kind, w.State)
+		}
+		n++
+		return nil
+	}); err != nil || n != 4 {
+		e.Fatalf("%d ticket rows, %v; want 4", n, err)
 	}
 }
