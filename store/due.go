@@ -109,20 +109,29 @@ type DueQuery struct {
 	Keep func(ID) bool
 }
 
+// DueSlice is what a ScanDue read: the position of its last key, to
+// start the next slice after (the query's After if none); whether it
+// stopped at the query's Limit with more keys through Through possibly
+// left (Full); and whether a key after Through is there (Beyond): known
+// where the index is one ordered range, and said true where the plan
+// buckets it (a later bucket is not listed).
+type DueSlice struct {
+	Last   DueKey
+	Full   bool
+	Beyond bool
+}
+
 // ScanDue calls fn with the schedule of each pending row in the due index
 // after q.After and due at or before q.Through, in due order, at most
-// q.Limit of them, from the index alone (no row is read). It returns the
-// position of the last key it read (q.After if none), to start the next
-// slice after, and whether it stopped at q.Limit with more keys through
-// q.Through possibly left. Where the plan buckets the index
-// (Plan.DueBucket), a slice from the zero DueKey lists every key of the
-// family once (the overdue slice may start anywhere); one after a key
-// lists its buckets through q.Through.
-func (s *Store) ScanDue(ctx context.Context, q DueQuery, fn func(Schedule) error) (DueKey, bool, error) {
+// q.Limit of them, from the index alone (no row is read). Where the plan
+// buckets the index (Plan.DueBucket), a slice from the zero DueKey lists
+// every key of the family once (the overdue slice may start anywhere);
+// one after a key lists its buckets through q.Through.
+func (s *Store) ScanDue(ctx context.Context, q DueQuery, fn func(Schedule) error) (DueSlice, error) {
 	through := atNanos(q.Through)
-	last, full := q.After, false
+	last, full, beyond := q.After, false, false
 	err := s.view(ctx, func(t tx) error {
-		last, full = q.After, false
+		last, full, beyond = q.After, false, s.plan.DueBucket > 0
 		n := 0
 		each := func(k Key, v []byte) (bool, error) {
 			if n%1024 == 0 {
@@ -131,6 +140,7 @@ func (s *Store) ScanDue(ctx context.Context, q DueQuery, fn func(Schedule) error
 				}
 			}
 			if k.At > through {
+				beyond = true
 				return false, nil
 			}
 			pos := DueKey{At: k.At, ID: k.ID}
@@ -186,7 +196,7 @@ func (s *Store) ScanDue(ctx context.Context, q DueQuery, fn func(Schedule) error
 		}
 		return nil
 	})
-	return last, full, err
+	return DueSlice{Last: last, Full: full, Beyond: beyond || full}, err
 }
 
 // backfillDue indexes, once, the pending rows of a store written before

@@ -13,7 +13,7 @@ import (
 func dueIndex(t *testing.T, s *store.Store) map[store.ID]time.Time {
 	t.Helper()
 	out := map[store.ID]time.Time{}
-	if _, _, err := s.ScanDue(context.Background(), store.DueQuery{Through: t0.Add(1000 * time.Hour)}, func(sc store.Schedule) error {
+	if _, err := s.ScanDue(context.Background(), store.DueQuery{Through: t0.Add(1000 * time.Hour)}, func(sc store.Schedule) error {
 		if _, dup := out[sc.ID]; dup {
 			t.Fatalf("%s twice", sc.ID)
 		}
@@ -153,5 +153,49 @@ func TestImportDerivesTheDueIndex(t *testing.T) {
 		if !got[id].Equal(at) {
 			t.Fatalf("%s at %v, want %v", id, got[id], at)
 		}
+	}
+}
+
+// The retention's start-time backstop runs once in a store's life: it
+// prunes what settled before the cutoff, even a row with no time index,
+// and then, its marker written, reads nothing more; an import, which may
+// bring an older build's records, makes it run again.
+func TestPruneUnindexedRunsOnce(t *testing.T) {
+	ctx := context.Background()
+	s, err := badger.OpenStore(t.TempDir(), badger.Options{}) // with its copier
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ids := newIDs()
+	unindexed := func() store.Watch {
+		w := createdWatch(t, s, ids, "a", t0)
+		if _, err := s.Settle(ctx, w.ID, store.Settlement{State: store.Cancelled, Receipt: store.ReceiptNone, SettledAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+		raw(t, s, func(tx store.Tx) { tx.Delete(store.Key{Fam: store.FamSettledAt, At: t0.UnixNano(), ID: w.ID}) })
+		return w
+	}
+	first := unindexed()
+	cutoff := t0.Add(time.Hour)
+	if n, err := s.PruneUnindexed(ctx, cutoff); err != nil || n != 1 {
+		t.Fatalf("the first backstop pruned %d, %v", n, err)
+	}
+	if _, err := s.Get(ctx, first.ID); err == nil {
+		t.Fatal("the unindexed row is still there")
+	}
+	second := unindexed()
+	if n, err := s.PruneUnindexed(ctx, cutoff); err != nil || n != 0 {
+		t.Fatalf("the second backstop pruned %d, %v: it read the rows again", n, err)
+	}
+	if _, err := s.Get(ctx, second.ID); err != nil {
+		t.Fatalf("the second backstop read the rows: %v", err)
+	}
+	// An import (here of a key the store holds already) runs it again.
+	if err := s.ImportRecords(ctx, []store.KeyValue{{Key: store.Key{Fam: store.FamState, Sub: string(store.Cancelled), ID: second.ID}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.PruneUnindexed(ctx, cutoff); err != nil || n != 1 {
+		t.Fatalf("after an import the backstop pruned %d, %v", n, err)
 	}
 }

@@ -137,7 +137,12 @@ func (s *Store) ImportRecords(ctx context.Context, recs []KeyValue) error {
 	if err != nil {
 		return err
 	}
-	out := make([]KeyValue, 0, len(recs)+len(recs)/4)
+	out := make([]KeyValue, 0, len(recs)+len(recs)/4+1)
+	if len(recs) > 0 {
+		// The records may be an older build's, without their time index:
+		// the next start runs the retention's backstop again.
+		out = append(out, KeyValue{Key: kMarker(indexedMarkerName), Deleted: true})
+	}
 	for _, r := range recs {
 		if derived(r.Key.Fam) {
 			continue

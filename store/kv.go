@@ -60,7 +60,8 @@ const (
 	FamDue Family = "due_index"
 	// FamMarker is one of the store's own markers (Name): "pkv", the
 	// pending-by-kind index covers every pending row; "due", the due
-	// index does.
+	// index does; "tix", every retained record has its time index (the
+	// start-time backstop of the retention has run: PruneUnindexed).
 	FamMarker Family = "markers"
 )
 

@@ -419,3 +419,34 @@ func (s *Store) Prune(ctx context.Context, cutoff time.Time) (int, error) {
 	})
 	return total + rows, err
 }
+
+// indexedMarkerName is the marker that says every retained record of
+// the store has its time index: the start-time backstop (Prune) has run
+// once over it, and this build writes every record with its index.
+const indexedMarkerName = "tix"
+
+// PruneUnindexed is the start-time backstop of the retention, run once
+// in a store's life: while the marker "tix" is absent it prunes as Prune
+// does (decoding every settled row, message and push, for the records an
+// older build wrote without their time index) and then writes the
+// marker; once it is there, it reads nothing else and returns 0, and the
+// time indexes (PruneOldest) keep every class. So a restart decodes no
+// row to prune.
+func (s *Store) PruneUnindexed(ctx context.Context, cutoff time.Time) (int, error) {
+	done := false
+	if err := s.view(ctx, func(t tx) error {
+		_, ok, err := t.Get(kMarker(indexedMarkerName))
+		done = ok
+		return err
+	}); err != nil || done {
+		return 0, err
+	}
+	n, err := s.Prune(ctx, cutoff)
+	if err != nil {
+		return n, err
+	}
+	return n, s.update(ctx, TxOptions{Name: "mark-indexed"}, func(t tx) error {
+		t.Put(kMarker(indexedMarkerName), nil)
+		return nil
+	})
+}

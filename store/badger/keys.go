@@ -41,7 +41,7 @@ import (
 //	ik/<principal>\x00<key>          idempotency records
 //	ia/<time><principal>\x00<key>    idempotency records by time
 //	du/<bucket><time><id>            pending rows by due time (bucket 0: the plan has none)
-//	pkv, due                         markers: their names alone
+//	pkv, due, tix                    markers: their names alone
 //	v                                the store version (this package's own)
 
 // seg is one part of a layout: fixed width w (an id, a sequence, a
@@ -113,7 +113,7 @@ var byPrefix = func() map[string]store.Family {
 }()
 
 // markers are the keys of FamMarker.
-var markers = map[string]bool{"pkv": true, "due": true}
+var markers = map[string]bool{"pkv": true, "due": true, "tix": true}
 
 // versionKey is the store version's key, this package's own.
 var versionKey = []byte("v")

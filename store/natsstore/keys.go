@@ -42,7 +42,7 @@ import (
 //	ik.<principal>.<key>                idempotency records
 //	ia.<time>.<principal>.<key>         idempotency records by time
 //	du.<bucket>.<time>.<id>             pending rows by due time, in buckets (Plan.DueBucket)
-//	pkv, due                            markers: their names alone
+//	pkv, due, tix                       markers: their names alone
 //	meta, ep.<p>, ef.<p>                this package's own (metadata, fences)
 //
 // The families whose keys carry no value of the domain's
@@ -121,7 +121,7 @@ func familyOf(pfx string) (store.Family, bool) {
 }
 
 // markers are the keys of store.FamMarker.
-var markers = map[string]bool{"pkv": true, "due": true}
+var markers = map[string]bool{"pkv": true, "due": true, "tix": true}
 
 // keyString is k's first n parts (all of them: the key; fewer: the
 // tokens every key with them begins with, without a trailing dot).

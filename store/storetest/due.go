@@ -18,20 +18,20 @@ func dueCases() []testCase {
 
 // due reads the whole due index through ScanDue: each pending row's
 // schedule, in due order.
-func (e *env) due(q store.DueQuery) ([]store.Schedule, store.DueKey, bool) {
+func (e *env) due(q store.DueQuery) ([]store.Schedule, store.DueSlice) {
 	e.Helper()
 	if q.Through.IsZero() {
 		q.Through = t0.Add(1000 * time.Hour)
 	}
 	var got []store.Schedule
-	last, full, err := e.b.ScanDue(e.ctx, q, func(sc store.Schedule) error {
+	sl, err := e.b.ScanDue(e.ctx, q, func(sc store.Schedule) error {
 		got = append(got, sc)
 		return nil
 	})
 	if err != nil {
 		e.Fatal(err)
 	}
-	return got, last, full
+	return got, sl
 }
 
 // Every pending row is in the due index exactly once, at its durable next
@@ -74,7 +74,7 @@ func testDueFollowsTransitions(e *env) {
 	if err := e.b.RecordProbe(e.ctx, probed.ID, store.Probe{Attempts: 2, Note: "m"}); err != nil {
 		e.Fatal(err)
 	}
-	got, _, _ := e.due(store.DueQuery{})
+	got, _ := e.due(store.DueQuery{})
 	want := []struct {
 		id       store.ID
 		at       time.Time
@@ -115,23 +115,23 @@ func testDueSlices(e *env) {
 		}
 		ids = append([]store.ID{w.ID}, ids...)
 	}
-	got, last, full := e.due(store.DueQuery{Through: t0.Add(5 * time.Minute)})
-	if len(got) != 5 || full || got[0].ID != ids[0] || got[4].ID != ids[4] || last.ID != ids[4] || last.At != t0.Add(5*time.Minute).UnixNano() {
-		e.Fatalf("through 5 minutes: %d, last %+v, full %v", len(got), last, full)
+	got, sl := e.due(store.DueQuery{Through: t0.Add(5 * time.Minute)})
+	if len(got) != 5 || sl.Full || !sl.Beyond || got[0].ID != ids[0] || got[4].ID != ids[4] || sl.Last.ID != ids[4] || sl.Last.At != t0.Add(5*time.Minute).UnixNano() {
+		e.Fatalf("through 5 minutes: %d, %+v", len(got), sl)
 	}
-	got, last, full = e.due(store.DueQuery{After: last, Through: t0.Add(time.Hour), Limit: 3})
-	if len(got) != 3 || !full || got[0].ID != ids[5] || last.ID != ids[7] {
-		e.Fatalf("after the 5th, 3 of them: %d, last %+v, full %v", len(got), last, full)
+	got, sl = e.due(store.DueQuery{After: sl.Last, Through: t0.Add(time.Hour), Limit: 3})
+	if len(got) != 3 || !sl.Full || got[0].ID != ids[5] || sl.Last.ID != ids[7] {
+		e.Fatalf("after the 5th, 3 of them: %d, %+v", len(got), sl)
 	}
-	got, last, full = e.due(store.DueQuery{After: last, Through: t0.Add(time.Hour), Limit: 2})
-	if len(got) != 2 || got[1].ID != ids[9] || last.ID != ids[9] {
-		e.Fatalf("the last 2: %d, last %+v, full %v", len(got), last, full)
+	got, sl = e.due(store.DueQuery{After: sl.Last, Through: t0.Add(time.Hour), Limit: 2})
+	if len(got) != 2 || got[1].ID != ids[9] || sl.Last.ID != ids[9] {
+		e.Fatalf("the last 2: %d, %+v", len(got), sl)
 	}
-	if got, again, _ := e.due(store.DueQuery{After: last}); len(got) != 0 || again != last {
+	if got, again := e.due(store.DueQuery{After: sl.Last}); len(got) != 0 || again.Last != sl.Last {
 		e.Fatalf("after the last: %d, %+v", len(got), again)
 	}
 	odd := func(id store.ID) bool { return id == ids[1] || id == ids[3] }
-	if got, _, _ := e.due(store.DueQuery{Keep: odd}); len(got) != 2 || got[0].ID != ids[1] || got[1].ID != ids[3] {
+	if got, _ := e.due(store.DueQuery{Keep: odd}); len(got) != 2 || got[0].ID != ids[1] || got[1].ID != ids[3] {
 		e.Fatalf("the kept ids: %+v", got)
 	}
 }

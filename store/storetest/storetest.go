@@ -66,7 +66,7 @@ type Backend interface {
 	ReportPhase(ctx context.Context, id string, p store.Phase) (store.RecipientRecord, error)
 	RouteBatch(ctx context.Context, steps []store.RouteStep) ([]store.Routed, error)
 	RouterCursor(ctx context.Context, name string) (uint64, error)
-	ScanDue(ctx context.Context, q store.DueQuery, fn func(store.Schedule) error) (store.DueKey, bool, error)
+	ScanDue(ctx context.Context, q store.DueQuery, fn func(store.Schedule) error) (store.DueSlice, error)
 	SetNextCheck(ctx context.Context, id store.ID, next time.Time) error
 	SetReceipt(ctx context.Context, id store.ID, r store.Receipt) (store.Watch, error)
 	SetReminder(ctx context.Context, id string, every time.Duration) (store.RecipientRecord, error)
