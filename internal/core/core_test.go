@@ -61,9 +61,9 @@ type spyTx struct {
 }
 
 func (t spyTx) Scan(r store.Range, fn func(store.Key, []byte) (bool, error)) error {
-	// The pending schedule, read with its values (a listing of the
-	// pending rows reads the same index's keys alone).
-	if r.Prefix.Fam == store.FamState && r.Prefix.Sub == string(store.Pending) && !r.KeysOnly {
+	// The pending schedule: the due index's first window, which Prime
+	// reads.
+	if r.Prefix.Fam == store.FamDue {
 		t.s.pendingReads++
 	}
 	return t.Tx.Scan(r, fn)

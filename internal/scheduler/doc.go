@@ -15,7 +15,17 @@
 //   - A new watch armed at its kind's first check (admit's next_check: a
 //     timer's instant), clamped to [now, the deadline] and kept as the
 //     row's durable next check; a kind that cannot tell is probed at once.
-//   - The heap, its wake channel and at most one timer; a ready queue
+//   - The window (window.go): in memory only the watches due within
+//     Config.Horizon ahead of now (15 min by default), read from the
+//     store's due index by Prime (the first window, the overdue with it)
+//     and by Run's loader, Config.Lead before the window's edge, at most
+//     Config.WindowMax a read. A registration or re-arm due beyond the
+//     window is written to the index only (the row's durable next check)
+//     and leaves memory; a cancel, a poke or a gained partition finds a
+//     watch there as well as in memory.
+//   - The heap, its wake channel and at most one timer (at the earliest
+//     of the heap's minimum and the loader's turn; none with nothing
+//     pending); a ready queue
 //     drained by a fixed pool of long-lived workers, fair by kind and by
 //     recipient (none holds more than Workers-1), faults backed off.
 //   - Writes on changes only: a pending answer that repeats the last one

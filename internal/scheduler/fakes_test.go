@@ -131,6 +131,13 @@ func (c *countingStore) ForEachPending(ctx context.Context, fn func(store.Schedu
 	return c.rowStore.ForEachPending(ctx, fn)
 }
 
+func (c *countingStore) ScanDue(ctx context.Context, q store.DueQuery, fn func(store.Schedule) error) (store.DueSlice, error) {
+	c.mu.Lock()
+	c.pendingReads++
+	c.mu.Unlock()
+	return c.rowStore.ScanDue(ctx, q, fn)
+}
+
 func (c *countingStore) Get(ctx context.Context, id store.ID) (store.Watch, error) {
 	c.mu.Lock()
 	fail, missing := c.failGets > 0, c.missing > 0 && c.failGets == 0
@@ -216,6 +223,10 @@ type harness struct {
 	onChange func(store.ID)
 	// logger, when set before open, is the scheduler's.
 	logger *slog.Logger
+	// horizon, lead and windowMax, when set before open, are the
+	// scheduler's window (the defaults otherwise).
+	horizon, lead time.Duration
+	windowMax     int
 }
 
 func newHarness(t *testing.T) *harness {
@@ -272,6 +283,7 @@ func (h *harness) open() {
 		Store: h.counted, Plugins: h.plugins, Deliver: h.deliver, Clock: h.clock,
 		Jitter: rand.New(rand.NewPCG(1, 2)), IDs: hosttest.IDs(7),
 		Ownership: h.ownership, OnChange: h.onChange, Logger: h.logger,
+		Horizon: h.horizon, Lead: h.lead, WindowMax: h.windowMax,
 	}
 	if h.realDelivery {
 		d, err := delivery.New(delivery.Config{Store: st, Clock: h.clock, IDs: hosttest.IDs(9)})
@@ -346,5 +358,6 @@ func (h *harness) row(id store.ID) store.Watch {
 // carries.
 type rowStore interface {
 	Store
+	ForEachPending(ctx context.Context, fn func(store.Schedule) error) (int, error)
 	CarryBaseline(ctx context.Context, id store.ID, baseline json.RawMessage, attempts int, note string) error
 }

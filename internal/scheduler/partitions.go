@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/vigilhq/vigil/store"
 )
@@ -59,9 +60,12 @@ func (s *Scheduler) holdsAny() bool {
 	return false
 }
 
-// Gain arms partition p's pending watches, as Prime arms a host's: the
-// scheduler's node has just taken p's lease. Watches already armed are
-// left as they are. It returns how many it armed.
+// Gain arms partition p's pending watches of the window, as Prime arms
+// a host's first window: the scheduler's node has just taken p's lease.
+// Only p's first window is read (its watches due by the window's end,
+// the overdue among them); the loader reads the later ones with the
+// other partitions'. Watches already armed are left as they are. It
+// returns how many it armed.
 func (s *Scheduler) Gain(ctx context.Context, p int) (int, error) {
 	o := s.cfg.Ownership
 	if o == nil {
@@ -69,52 +73,28 @@ func (s *Scheduler) Gain(ctx context.Context, p int) (int, error) {
 	}
 	n := o.Partitions()
 	now := s.cfg.Clock.Now().UnixNano()
+	s.mu.Lock()
+	through := s.windowEnd(now)
+	if !s.windowed {
+		through = now + int64(s.cfg.Horizon)
+	}
+	s.mu.Unlock()
 	var found []store.Schedule
-	// The backend streams every pending schedule; the ones of p are kept.
-	// A backend with a pending index per partition can answer only p's
-	// (PartitionPending).
-	each := func(sc store.Schedule) error {
-		if sc.ID.Partition(n) == p {
-			found = append(found, sc)
-		}
+	_, err := s.cfg.Store.ScanDue(ctx, store.DueQuery{
+		Through: time.Unix(0, through),
+		Keep:    func(id store.ID) bool { return id.Partition(n) == p },
+	}, func(sc store.Schedule) error {
+		found = append(found, sc)
 		return nil
-	}
-	var err error
-	if pp, ok := s.cfg.Store.(PartitionPending); ok {
-		_, err = pp.ForEachPendingIn(ctx, p, n, each)
-	} else {
-		_, err = s.cfg.Store.ForEachPending(ctx, each)
-	}
+	})
 	if err != nil {
 		return 0, fmt.Errorf("scheduler: load partition %d: %w", p, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var overdue []*entry
-	armed := 0
-	for _, sc := range found {
-		if _, ok := s.byID[sc.ID]; ok {
-			continue
-		}
-		if e := s.recovered(sc, now); e.due <= now {
-			overdue = append(overdue, e)
-		} else {
-			heap.Push(&s.h, e)
-		}
-		armed++
-	}
-	// spread appends to the heap's slice; the heap is rebuilt once after,
-	// as Prime does.
-	s.spread(overdue, now)
-	heap.Init(&s.h)
+	armed := s.admit(found, now)
 	s.signal()
 	return armed, nil
-}
-
-// PartitionPending is a backend that can list one partition's pending
-// schedules without reading the others'.
-type PartitionPending interface {
-	ForEachPendingIn(ctx context.Context, p, n int, fn func(store.Schedule) error) (int, error)
 }
 
 // Drop forgets partition p's watches: the scheduler's node has lost p's
@@ -155,6 +135,13 @@ func (s *Scheduler) Adopt(sc store.Schedule) bool {
 		return false
 	}
 	e := s.recovered(sc, now)
+	if e.due > s.windowEnd(now) {
+		// Beyond the window: the loader reads it from the index.
+		delete(s.byID, sc.ID)
+		s.beyond = true
+		s.signal()
+		return false
+	}
 	heap.Push(&s.h, e)
 	if e.index == 0 {
 		s.signal()

@@ -191,8 +191,18 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 		return w, nil
 	}
 	s.mu.Lock()
-	heap.Push(&s.h, e)
-	s.byID[id] = e
+	switch _, held := s.byID[id]; {
+	case held:
+		// The loader read it from the index first.
+	case e.due <= s.windowEnd(now.UnixNano()):
+		heap.Push(&s.h, e)
+		s.byID[id] = e
+	default:
+		// Beyond the window: the due index holds it (its first check is
+		// the row's durable next check), and the loader reads it when
+		// the window reaches it.
+		s.beyond = true
+	}
 	s.mu.Unlock()
 	s.signal()
 	s.changed(id)
@@ -266,8 +276,34 @@ func (s *Scheduler) Poke(ctx context.Context, subject string) (int, error) {
 		return 0, fmt.Errorf("scheduler: poke %s: %w", subject, err)
 	}
 	now := s.cfg.Clock.Now().UnixNano()
+	// A watch of the subject not in memory (due beyond the window) is
+	// read from the store and held, due now.
+	var absent []store.Schedule
+	s.mu.Lock()
+	for _, id := range ids {
+		if s.byID[id] == nil && s.owns(id) {
+			absent = append(absent, store.Schedule{ID: id})
+		}
+	}
+	s.mu.Unlock()
+	for i, sc := range absent {
+		w, err := s.cfg.Store.Get(ctx, sc.ID)
+		if err != nil || w.State != store.Pending {
+			absent[i].ID = store.ID{} // gone, or settled meanwhile
+			continue
+		}
+		absent[i] = scheduleOf(w)
+	}
 	n := 0
 	s.mu.Lock()
+	for _, sc := range absent {
+		if sc.ID == (store.ID{}) || s.byID[sc.ID] != nil {
+			continue
+		}
+		e := s.recovered(sc, now)
+		e.setDue(now)
+		heap.Push(&s.h, e)
+	}
 	for _, id := range ids {
 		e := s.byID[id]
 		switch {
@@ -384,4 +420,13 @@ func (s *Scheduler) checkWorkspace(ctx context.Context, info kind.Info, r Regist
 	}
 	return &api.Error{Code: api.CodeWatchUnobservable, Setting: "recipients." + owner + ".workspace",
 		Message: fmt.Sprintf("kind %s runs its command in the workspace of %s, %s, which declares none (vigil recipient set %s --workspace DIR)", r.Kind, who, owner, owner)}
+}
+
+// scheduleOf is the schedule of a pending row.
+func scheduleOf(w store.Watch) store.Schedule {
+	sc := store.Schedule{ID: w.ID, Every: time.Duration(w.Every), Attempts: w.Attempts, Next: w.NextCheck}
+	if w.ExpiresAt != nil {
+		sc.Expires = *w.ExpiresAt
+	}
+	return sc
 }

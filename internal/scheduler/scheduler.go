@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"cmp"
-	"container/heap"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -55,7 +54,7 @@ type Deliverer interface {
 
 // Store is what the scheduler needs of the store: rows written, read and
 // moved on conditionally (each transition only while the row is pending,
-// store.ErrNotPending otherwise), the pending schedule read at Prime, the
+// store.ErrNotPending otherwise), the due index read a window at a time, the
 // pending rows parked on a subject, and the start-time prune of settled
 // rows (the backstop of the upkeep's retention). Settlements with mail go
 // through the Deliverer, not here.
@@ -72,9 +71,9 @@ type Store interface {
 	// dropped).
 	SetNextCheck(ctx context.Context, id store.ID, next time.Time) error
 	RecordProbe(ctx context.Context, id store.ID, p store.Probe) error
-	// ForEachPending calls fn with each pending row's schedule and
-	// returns how many rows it skipped as held aside.
-	ForEachPending(ctx context.Context, fn func(store.Schedule) error) (int, error)
+	// ScanDue reads a slice of the due index by time: Prime's first
+	// window, the loader's later ones, a gained partition's (window.go).
+	ScanDue(ctx context.Context, q store.DueQuery, fn func(store.Schedule) error) (store.DueSlice, error)
 	PendingBySubject(ctx context.Context, subject string) ([]store.ID, error)
 	// Prune deletes what settled before cutoff; never a pending row.
 	Prune(ctx context.Context, cutoff time.Time) (int, error)
@@ -186,6 +185,14 @@ type Config struct {
 	// tells the other nodes, whose waiters Notify wakes). It must not
 	// block.
 	OnChange func(store.ID)
+	// Horizon is how far ahead of now the window of watches held in
+	// memory reaches (default 15 min); a watch due later is in the
+	// store's due index only. Lead is how long before the window's edge
+	// the next slice is read (default a third of Horizon). WindowMax
+	// bounds the watches one read of the window takes (default 100,000).
+	Horizon   time.Duration
+	Lead      time.Duration
+	WindowMax int
 	// OwnerSeen, on a cluster, is what the owner of a watch this
 	// scheduler does not hold has seen of its probes (bounded; false
 	// without an answer): a cancel made here keeps the owner's count.
@@ -231,6 +238,15 @@ func (c Config) withDefaults() Config {
 	if c.IDs == nil {
 		c.IDs = rand.Reader
 	}
+	if c.Horizon <= 0 {
+		c.Horizon = DefaultHorizon
+	}
+	if c.Lead <= 0 || c.Lead >= c.Horizon {
+		c.Lead = c.Horizon / 3
+	}
+	if c.WindowMax <= 0 {
+		c.WindowMax = DefaultWindowMax
+	}
 	return c
 }
 
@@ -256,6 +272,13 @@ type Scheduler struct {
 
 	wake    chan struct{}
 	running atomic.Bool
+	// The window (window.go), guarded by mu: windowed once Prime has
+	// read the first one; edge, the index's key through which every
+	// watch was read; beyond, whether the index may hold a key after
+	// it; loading, a load running. loadWake asks Run's loader for one.
+	windowed, beyond, loading bool
+	edge                      store.DueKey
+	loadWake                  chan struct{}
 	// diskFull is set while the store refuses the scheduler's writes
 	// for a full disk, so that is logged once (storeFailed).
 	diskFull atomic.Bool
@@ -278,6 +301,8 @@ func New(cfg Config) (*Scheduler, error) {
 		ready: newReadyQueue(),
 		wake:  make(chan struct{}, 1),
 
+		loadWake: make(chan struct{}, 1),
+
 		changes: watchwait.New(cfg.MaxWaiters),
 	}
 	s.work = sync.NewCond(&s.mu)
@@ -292,12 +317,16 @@ func (s *Scheduler) signal() {
 }
 
 // Prime prunes settled rows past the retention (on one host; on a
-// cluster the retention upkeep does) and arms every pending row: at its durable next check when it has one; a watch never probed at
-// once (it was due when it was registered); any other at a random point
-// of its own interval; never past its deadline. The overdue (due before
-// now) are spread from now at Config.OverdueRate a second, oldest due
-// first: within a second when fewer than that are overdue. It returns how
-// many it armed.
+// cluster the retention upkeep does) and arms the first window of the
+// pending watches from the store's due index (window.go): every one due
+// by now + Config.Horizon, the overdue among them, at most
+// Config.WindowMax; later ones are read as the window advances. Each is
+// armed at its durable next check when it has one; a watch never probed
+// at once (it was due when it was registered); any other at a random
+// point of its own interval; never past its deadline. The overdue (due
+// before now) are spread from now at Config.OverdueRate a second, oldest
+// due first: within a second when fewer than that are overdue. It
+// returns how many it armed.
 func (s *Scheduler) Prime(ctx context.Context) (int, error) {
 	now := s.cfg.Clock.Now()
 	// The start-time backstop for records written without their time
@@ -314,40 +343,30 @@ func (s *Scheduler) Prime(ctx context.Context) (int, error) {
 		}
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.h = s.h[:0]
 	clear(s.byID)
 	s.ready = newReadyQueue()
-	nowN := now.UnixNano()
-	var overdue []*entry
-	held := 0
+	s.windowed, s.beyond, s.edge = true, true, store.DueKey{}
+	hold := s.holdsAny()
+	s.mu.Unlock()
 	// A cluster node primes before it holds any partition: its watches
-	// are armed as each is gained (Gain), so nothing is read here.
-	if s.holdsAny() {
-		// Schedules stream from the store's pending index: no row is
-		// decoded, and only the 48-byte entries stay.
-		held, err = s.cfg.Store.ForEachPending(ctx, func(sc store.Schedule) error {
-			if !s.owns(sc.ID) {
-				return nil // another node's, on a cluster
-			}
-			e := s.recovered(sc, nowN)
-			if e.due <= nowN {
-				overdue = append(overdue, e)
-				return nil
-			}
-			e.index = int32(len(s.h))
-			s.h = append(s.h, e)
-			return nil
-		})
-		if err != nil {
+	// are armed as each is gained (Gain), so nothing is read here but
+	// where the window stands.
+	armed := 0
+	if hold {
+		if armed, err = s.load(ctx, true); err != nil {
 			return 0, fmt.Errorf("scheduler: load pending: %w", err)
 		}
+	} else {
+		s.mu.Lock()
+		s.edge = store.DueKey{At: now.Add(s.cfg.Horizon).UnixNano(), ID: maxID}
+		s.mu.Unlock()
 	}
-	s.spread(overdue, nowN)
-	heap.Init(&s.h)
-	s.log.Info("primed", "pending", len(s.h), "overdue", len(overdue), "pruned", pruned, "held_aside", held)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log.Info("primed", "armed", armed, "held", len(s.byID), "window_edge", time.Unix(0, s.edge.At).UTC(), "pruned", pruned)
 	s.signal()
-	return len(s.h), nil
+	return armed, nil
 }
 
 // recovered is the entry of a pending watch read back from the store, at

@@ -39,6 +39,16 @@ const maxFaults = 30
 // Run.
 func (s *Scheduler) Tick(ctx context.Context, now time.Time) int {
 	s.mu.Lock()
+	load := s.loadDue(now.UnixNano())
+	s.mu.Unlock()
+	if load {
+		// The loader's read, on Tick's own goroutine: what Run's loader
+		// would have read by now.
+		if _, err := s.load(ctx, false); err != nil {
+			s.log.Error("loading the next window of due watches", "err", err)
+		}
+	}
+	s.mu.Lock()
 	n := s.promote(now.UnixNano())
 	s.mu.Unlock()
 	if n == 0 {
@@ -67,6 +77,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	for range s.cfg.Workers {
 		workers.Go(func() { s.worker(ctx, false, time.Time{}) })
 	}
+	workers.Go(func() { s.loader(ctx) })
 	s.loop(ctx)
 	s.mu.Lock()
 	s.work.Broadcast() // the workers see ctx has ended
@@ -91,11 +102,15 @@ func (s *Scheduler) loop(ctx context.Context) {
 	}()
 	for {
 		s.mu.Lock()
-		s.promote(s.cfg.Clock.Now().UnixNano())
+		now := s.cfg.Clock.Now().UnixNano()
+		s.promote(now)
+		if s.loadDue(now) {
+			s.askLoad()
+		}
+		at, armed := s.nextTimer(now)
 		var wait time.Duration
-		armed := len(s.h) > 0
 		if armed {
-			wait = time.Duration(s.h[0].due - s.cfg.Clock.Now().UnixNano())
+			wait = time.Duration(at - s.cfg.Clock.Now().UnixNano())
 		}
 		s.mu.Unlock()
 		if armed && wait <= 0 {
@@ -120,6 +135,21 @@ func (s *Scheduler) loop(ctx context.Context) {
 			timer.Stop()
 		}
 	}
+}
+
+// nextTimer is when the loop's one timer fires: the earliest of the
+// heap's minimum and the loader's turn (Lead before the window's edge);
+// false for no timer, when neither is (nothing pending). The caller
+// holds mu.
+func (s *Scheduler) nextTimer(now int64) (int64, bool) {
+	at, armed := s.loadAt()
+	if armed && at <= now {
+		armed = false // asked already, or waiting for room in the heap
+	}
+	if len(s.h) > 0 && (!armed || s.h[0].due < at) {
+		at, armed = s.h[0].due, true
+	}
+	return at, armed
 }
 
 // promote moves every entry due at or before now from the heap to the
@@ -526,7 +556,11 @@ func (s *Scheduler) backoff(e *entry, start, end time.Time) {
 	}
 	faults := min(e.faults()+1, maxFaults)
 	e.setTries(e.attempts()+1, faults)
-	s.arm(e, e.clamp(end.Add(s.backoffDelay(e.interval(), faults))), start)
+	if s.armOrLeave(e, e.clamp(end.Add(s.backoffDelay(e.interval(), faults))), start) {
+		s.mu.Unlock()
+		s.leave(context.Background(), e)
+		s.mu.Lock()
+	}
 }
 
 // rearm puts e back in the heap at next, unless it was cancelled
@@ -541,7 +575,11 @@ func (s *Scheduler) rearm(e *entry, next, probed time.Time) {
 	if !probed.IsZero() {
 		e.setTries(e.attempts()+1, 0)
 	}
-	s.arm(e, next, probed)
+	if s.armOrLeave(e, next, probed) {
+		s.mu.Unlock()
+		s.leave(context.Background(), e)
+		s.mu.Lock()
+	}
 }
 
 // arm pushes e into the heap at next (at once, if it was poked while in
@@ -629,11 +667,15 @@ func (s *Scheduler) carry(ctx context.Context, e *entry, w store.Watch, obs kind
 	}
 	s.mu.Lock()
 	live := s.byID[e.id] == e
+	out := false
 	if live {
 		e.setTries(attempts, 0)
-		s.arm(e, s.nextDue(e, now, obs.NextCheck), start)
+		out = s.armOrLeave(e, s.nextDue(e, now, obs.NextCheck), start)
 	}
 	s.mu.Unlock()
+	if out {
+		s.leave(ctx, e)
+	}
 	if live && mail && err == nil && !mailed {
 		s.log.Warn("a standing watch's change was not mailed: its recipient is not running", "watch", e.id)
 	}
