@@ -154,8 +154,8 @@ type genStore struct {
 	pop      *timers
 }
 
-func (g *genStore) Prune(context.Context, time.Time) (int, error) { return 0, nil }
-func (g *genStore) Create(context.Context, store.Watch) error     { return nil }
+func (g *genStore) PruneUnindexed(context.Context, time.Time) (int, error) { return 0, nil }
+func (g *genStore) Create(context.Context, store.Watch) error              { return nil }
 
 // ForEachPending yields the schedule the badger store's pending index
 // carries for each of the n rows.

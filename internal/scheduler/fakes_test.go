@@ -113,15 +113,15 @@ type countingStore struct {
 	notOwner bool
 	// pendingReads counts the reads of the pending schedule.
 	pendingReads int
-	// prunes counts the calls of Prune.
+	// prunes counts the calls of PruneUnindexed.
 	prunes int
 }
 
-func (c *countingStore) Prune(ctx context.Context, cutoff time.Time) (int, error) {
+func (c *countingStore) PruneUnindexed(ctx context.Context, cutoff time.Time) (int, error) {
 	c.mu.Lock()
 	c.prunes++
 	c.mu.Unlock()
-	return c.rowStore.Prune(ctx, cutoff)
+	return c.rowStore.PruneUnindexed(ctx, cutoff)
 }
 
 func (c *countingStore) ForEachPending(ctx context.Context, fn func(store.Schedule) error) (int, error) {

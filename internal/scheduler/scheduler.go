@@ -56,7 +56,8 @@ type Deliverer interface {
 // moved on conditionally (each transition only while the row is pending,
 // store.ErrNotPending otherwise), the due index read a window at a time, the
 // pending rows parked on a subject, and the start-time prune of settled
-// rows (the backstop of the upkeep's retention). Settlements with mail go
+// rows an older build left unindexed (the backstop of the upkeep's
+// retention). Settlements with mail go
 // through the Deliverer, not here.
 type Store interface {
 	// Create writes a new row; store.ErrExists if the id is taken.
@@ -75,8 +76,11 @@ type Store interface {
 	// window, the loader's later ones, a gained partition's (window.go).
 	ScanDue(ctx context.Context, q store.DueQuery, fn func(store.Schedule) error) (store.DueSlice, error)
 	PendingBySubject(ctx context.Context, subject string) ([]store.ID, error)
-	// Prune deletes what settled before cutoff; never a pending row.
-	Prune(ctx context.Context, cutoff time.Time) (int, error)
+	// PruneUnindexed is the retention's start-time backstop for records
+	// an older build wrote without their time index, run once in a
+	// store's life (then it reads nothing): what settled before cutoff;
+	// never a pending row.
+	PruneUnindexed(ctx context.Context, cutoff time.Time) (int, error)
 }
 
 // Recipients is what registration needs of the recipients: the named one,
@@ -316,8 +320,9 @@ func (s *Scheduler) signal() {
 	}
 }
 
-// Prime prunes settled rows past the retention (on one host; on a
-// cluster the retention upkeep does) and arms the first window of the
+// Prime prunes settled rows past the retention that an older build wrote
+// without their time index (once in a store's life, on one host; the
+// retention upkeep keeps the rest) and arms the first window of the
 // pending watches from the store's due index (window.go): every one due
 // by now + Config.Horizon, the overdue among them, at most
 // Config.WindowMax; later ones are read as the window advances. Each is
@@ -330,15 +335,15 @@ func (s *Scheduler) signal() {
 func (s *Scheduler) Prime(ctx context.Context) (int, error) {
 	now := s.cfg.Clock.Now()
 	// The start-time backstop for records written without their time
-	// index reads every row, message and push. On a cluster it is not
-	// run: every node would make that pass at each start, over the whole
-	// cluster's records, where the retention upkeep (one node, under its
-	// lease) keeps each class by its index, which the JetStream store
-	// always writes.
+	// index reads every row, message and push, once in the store's life:
+	// after it, a restart reads no row to prune, and the retention upkeep
+	// keeps each class by its index. On a cluster it is not run: the
+	// retention upkeep (one node, under its lease) keeps each class by
+	// its index, which the JetStream store always writes.
 	pruned := 0
 	var err error
 	if s.cfg.Ownership == nil {
-		if pruned, err = s.cfg.Store.Prune(ctx, now.Add(-s.cfg.Retention)); err != nil {
+		if pruned, err = s.cfg.Store.PruneUnindexed(ctx, now.Add(-s.cfg.Retention)); err != nil {
 			return 0, fmt.Errorf("scheduler: prune: %w", err)
 		}
 	}
