@@ -370,7 +370,7 @@ func BenchmarkWatches(b *testing.B) {
 		b.Skip("reads Linux's /proc")
 	}
 	n := benchWatches(b)
-	for _, design := range []string{"vigil-prime", "vigil-register", "bare-heap", "afterfunc", "goroutine-timer"} {
+	for _, design := range []string{"vigil-prime", "vigil-register", "vigil-beyond-window", "bare-heap", "afterfunc", "goroutine-timer"} {
 		b.Run("memory/"+design, func(b *testing.B) {
 			var runs []map[string]float64
 			for range b.N {
@@ -531,6 +531,17 @@ var fired atomic.Int64
 
 func fireBench(id store.ID) { fired.Add(int64(id[15]) + 1) }
 
+// firstCheckKinds admits every watch with its first check at at, keeping
+// nothing of the request (the fake kinds' own Admit records each one).
+type firstCheckKinds struct {
+	*hosttest.FakeKinds
+	at time.Time
+}
+
+func (k firstCheckKinds) Admit(context.Context, string, kind.AdmitRequest) (kind.Admission, error) {
+	return kind.Admission{NextCheck: k.at, Deadline: k.at.Add(time.Minute)}, nil
+}
+
 // memDesigns fill n watches due in about an hour the way each design holds
 // them, and return a cleanup that keeps them alive until it is called.
 var memDesigns = map[string]func(tb testing.TB, n int, pop *timers) (cleanup func()){
@@ -543,6 +554,33 @@ var memDesigns = map[string]func(tb testing.TB, n int, pop *timers) (cleanup fun
 		return func() {
 			if s.Pending() != n {
 				tb.Errorf("%d pending, want %d", s.Pending(), n)
+			}
+		}
+	},
+	// vigil's scheduler with its default window (15 minutes), given n
+	// registrations of timers due in about an hour: beyond the window,
+	// each is written to the store's due index (here: to nothing) and
+	// none is held, so the heap per pending watch is what its window
+	// costs a watch it does not hold.
+	"vigil-beyond-window": func(tb testing.TB, n int, pop *timers) func() {
+		kinds := firstCheckKinds{timerFakes(pop.at), pop.at}
+		st := &genStore{pop: pop}
+		s, err := New(Config{Store: st, Plugins: kinds, Deliver: &recordingDeliverer{st: st}, Workers: 1})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		ctx := context.Background()
+		if _, err := s.Prime(ctx); err != nil {
+			tb.Fatal(err)
+		}
+		for i := range n {
+			if _, err := s.Register(ctx, Registration{Kind: "timer", Params: pop.params, Recipient: pop.recipients[i%len(pop.recipients)]}); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		return func() {
+			if s.Pending() != 0 {
+				tb.Errorf("%d held, want none beyond the window", s.Pending())
 			}
 		}
 	},
