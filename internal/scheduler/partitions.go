@@ -138,8 +138,7 @@ func (s *Scheduler) Adopt(sc store.Schedule) bool {
 	if e.due > s.windowEnd(now) {
 		// Beyond the window: the loader reads it from the index.
 		delete(s.byID, sc.ID)
-		s.beyond = true
-		s.signal()
+		s.markBeyond()
 		return false
 	}
 	heap.Push(&s.h, e)

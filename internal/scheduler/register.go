@@ -201,7 +201,7 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 		// Beyond the window: the due index holds it (its first check is
 		// the row's durable next check), and the loader reads it when
 		// the window reaches it.
-		s.beyond = true
+		s.markBeyond()
 	}
 	s.mu.Unlock()
 	s.signal()

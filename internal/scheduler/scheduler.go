@@ -283,6 +283,9 @@ type Scheduler struct {
 	windowed, beyond, loading bool
 	edge                      store.DueKey
 	loadWake                  chan struct{}
+	// marks counts the watches written beyond the window (markBeyond),
+	// so a load knows whether one came while it read.
+	marks uint64
 	// diskFull is set while the store refuses the scheduler's writes
 	// for a full disk, so that is logged once (storeFailed).
 	diskFull atomic.Bool

@@ -85,7 +85,7 @@ func (s *Scheduler) load(ctx context.Context, first bool) (int, error) {
 		return 0, nil
 	}
 	s.loading = true
-	after := s.edge
+	after, marks := s.edge, s.marks
 	s.mu.Unlock()
 	q := store.DueQuery{After: after, Through: time.Unix(0, now+int64(s.cfg.Horizon)), Limit: s.cfg.WindowMax}
 	if s.cfg.Ownership != nil {
@@ -110,7 +110,9 @@ func (s *Scheduler) load(ctx context.Context, first bool) (int, error) {
 	if s.edge.Less(edge) {
 		s.edge = edge
 	}
-	s.beyond = sl.Beyond
+	// A watch written beyond the window while the scan ran may be one it
+	// did not see.
+	s.beyond = sl.Beyond || s.marks != marks
 	s.signal()
 	return armed, nil
 }
@@ -181,7 +183,16 @@ func (s *Scheduler) leave(ctx context.Context, e *entry) {
 		s.arm(e, time.Unix(0, e.due), time.Time{})
 	default:
 		delete(s.byID, e.id)
+		s.markBeyond()
 	}
+}
+
+// markBeyond notes a watch written to the due index beyond the window:
+// the loader has a key after the edge to read. The caller holds mu.
+func (s *Scheduler) markBeyond() {
+	s.beyond = true
+	s.marks++
+	s.signal()
 }
 
 // loader is Run's goroutine that reads the window's next slices when the

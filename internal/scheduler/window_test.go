@@ -92,6 +92,20 @@ func TestReArmBeyondTheWindowLeavesMemory(t *testing.T) {
 	if got := h.row(w.ID).NextCheck; !got.Equal(hint) {
 		t.Fatalf("the row's next check is %v, want %v", got, hint)
 	}
+	// The window reads it back before it is due, and it is probed then:
+	// its leaving told the loader a key lies beyond the edge.
+	before := h.plugins.Probes()
+	for at := t0.Add(time.Minute); at.Before(hint); at = at.Add(time.Minute) {
+		h.clock.Set(at)
+		h.tick(at)
+	}
+	if !h.held(w.ID) || h.plugins.Probes() != before {
+		t.Fatalf("before its next check: held %v, %d probes", h.held(w.ID), h.plugins.Probes()-before)
+	}
+	h.clock.Set(hint)
+	if n := h.tick(hint); n != 1 {
+		t.Fatalf("at its next check %d probed", n)
+	}
 	// Within the window: it stays, at its cadence.
 	h.plugins.OnObserve(func(abi.ObserveRequest) (kind.Observation, error) { return hosttest.Pending("not yet") })
 	v := h.register("ci")
