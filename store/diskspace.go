@@ -30,10 +30,11 @@ type StorageFullError struct {
 }
 
 func (e *StorageFullError) Error() string {
+	free, need := FormatBytesPair(e.Free, e.Need)
 	if e.Opening {
-		return fmt.Sprintf("store: storage full: %s has %s free, opening the store needs %s (badger writes memory-mapped files as it opens); free space there and start again", e.Dir, FormatBytes(e.Free), FormatBytes(e.Need))
+		return fmt.Sprintf("store: storage full: %s has %s free, opening the store needs %s (badger writes memory-mapped files as it opens); free space there and start again", e.Dir, free, need)
 	}
-	return fmt.Sprintf("store: storage full: %s has %s free, a write needs %s (free space there, and writes resume without a restart)", e.Dir, FormatBytes(e.Free), FormatBytes(e.Need))
+	return fmt.Sprintf("store: storage full: %s has %s free, a write needs %s (free space there, and writes resume without a restart)", e.Dir, free, need)
 }
 
 // Is makes errors.Is(err, ErrStorageFull) true.
@@ -83,6 +84,19 @@ func FormatBytes(n int64) string {
 		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
 	}
 	return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+}
+
+// FormatBytesPair formats two byte counts an operator compares (what is
+// free, what is needed) as FormatBytes does, each with its exact count of
+// bytes beside it when the rounding would print two different counts
+// alike: a refusal never reads "1.00 MiB free, needs 1.00 MiB".
+func FormatBytesPair(a, b int64) (string, string) {
+	fa, fb := FormatBytes(a), FormatBytes(b)
+	if fa == fb && a != b {
+		fa = fmt.Sprintf("%s (%d bytes)", fa, a)
+		fb = fmt.Sprintf("%s (%d bytes)", fb, b)
+	}
+	return fa, fb
 }
 
 // clientWrite is the context key ClientWrite sets.
