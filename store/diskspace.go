@@ -110,6 +110,22 @@ func ClientWrite(ctx context.Context) context.Context {
 	return context.WithValue(ctx, clientWrite{}, true)
 }
 
+// HostWrite is ctx for the host's own writes that follow a client's
+// request (the reconciliation of a recipient's standing watches after
+// its PUT): without the client's mark (ClientWrite), so they are refused
+// only as the host's own are, past CommitMargin, and without the
+// request's idempotency key (WithIdem), which names the request's one
+// write and no other.
+func HostWrite(ctx context.Context) context.Context {
+	if IsClientWrite(ctx) {
+		ctx = context.WithValue(ctx, clientWrite{}, false)
+	}
+	if IdemOf(ctx) != nil {
+		ctx = WithIdem(ctx, nil)
+	}
+	return ctx
+}
+
 // IsClientWrite says whether ctx was marked by ClientWrite.
 func IsClientWrite(ctx context.Context) bool {
 	v, _ := ctx.Value(clientWrite{}).(bool)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -33,5 +34,24 @@ func TestStorageFullErrorShowsFreeUnderNeed(t *testing.T) {
 				t.Fatalf("the table's free and need read alike: %q", tc.free2)
 			}
 		})
+	}
+}
+
+// TestHostWriteDropsTheClientsMarks: the host's writes that follow a
+// client's request carry neither its mark nor its idempotency key.
+func TestHostWriteDropsTheClientsMarks(t *testing.T) {
+	ctx := WithIdem(ClientWrite(context.Background()), &Idem{Principal: "p", Key: "k"})
+	if !IsClientWrite(ctx) || IdemOf(ctx) == nil {
+		t.Fatal("the client's context lost its marks")
+	}
+	h := HostWrite(ctx)
+	if IsClientWrite(h) {
+		t.Error("a host's write after a client's request is marked as the client's")
+	}
+	if IdemOf(h) != nil {
+		t.Error("a host's write after a client's request carries the request's idempotency key")
+	}
+	if !IsClientWrite(ctx) || IdemOf(ctx) == nil {
+		t.Error("HostWrite changed the client's context")
 	}
 }

@@ -310,7 +310,13 @@ func TooManyPending(recipient string, max int) *api.Error {
 // unless it is running; while it runs, the standing watches standing
 // derives from its record (one per attached ref, the reminder when it
 // opted in). It is idempotent.
+//
+// Its writes are the host's, whoever's request led to it (a PUT of the
+// record): they carry neither the client's mark nor its idempotency key
+// (store.HostWrite), so on a nearly full disk the watches the record
+// names are still kept once the record itself was written.
 func (s *Service) Reconcile(ctx context.Context, id string) error {
+	ctx = store.HostWrite(ctx)
 	rec, err := s.store.GetRecipient(ctx, id)
 	status := rec.Status
 	if errors.Is(err, store.ErrNotFound) {
