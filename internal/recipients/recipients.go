@@ -207,6 +207,11 @@ func (s *Service) Put(ctx context.Context, u Update) (store.RecipientRecord, err
 	now := s.clock.Now().UTC()
 	rec := store.RecipientRecord{ID: u.ID, Status: u.Status, Webhook: u.Webhook, Refs: u.Refs, Workspace: u.Workspace, CreatedAt: now, UpdatedAt: now}
 	if _, _, err := s.store.PutRecipient(ctx, rec); err != nil {
+		var big *store.ValueTooLargeError
+		if errors.As(err, &big) {
+			return store.RecipientRecord{}, &api.Error{Code: api.CodeInvalidField, Field: "refs",
+				Message: fmt.Sprintf("the record with its refs is %d bytes, over the %d a recipient's record holds: attach fewer refs, or refs with smaller params", big.Size, big.Limit)}
+		}
 		return store.RecipientRecord{}, err
 	}
 	if err := s.Reconcile(ctx, u.ID); err != nil {
