@@ -105,7 +105,7 @@ func TestServeOnJetStreamRepublishesItsPluginSetOnSIGHUP(t *testing.T) {
 	}
 	var before string
 	natstest.WaitFor(t, 30*time.Second, "the node published", func() bool { before = digest(); return before != "" })
-	if err := wasmbuild.BuildFile(filepath.Join("..", "..", "host", "plugin", "testdata", "destsnofetch"), filepath.Join(plugins, "destsnofetch.wasm")); err != nil {
+	if err := wasmbuild.BuildFile(filepath.Join("..", "..", "internal", "plugin", "testdata", "destsnofetch"), filepath.Join(plugins, "destsnofetch.wasm")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {

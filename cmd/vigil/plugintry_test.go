@@ -183,7 +183,7 @@ func TestPluginTryFetchesThroughTheIssuer(t *testing.T) {
 		_, _ = w.Write([]byte("hello"))
 	}))
 	defer srv.Close()
-	wasm := testPlugins.Build(t, filepath.Join("..", "..", "host", "plugin", "testdata", "fetcher"))
+	wasm := testPlugins.Build(t, filepath.Join("..", "..", "internal", "plugin", "testdata", "fetcher"))
 	params := `{"url":"` + srv.URL + `/x"}`
 
 	// The grant comes from the plugin directory serve's config file names.
@@ -255,7 +255,7 @@ func TestPluginTryRunsCommands(t *testing.T) {
 
 // A plugin that traps is a plugin fault, exit 3, with the fault's reason.
 func TestPluginTryReportsAFault(t *testing.T) {
-	wasm := testPlugins.Build(t, filepath.Join("..", "..", "host", "plugin", "testdata", "trap"))
+	wasm := testPlugins.Build(t, filepath.Join("..", "..", "internal", "plugin", "testdata", "trap"))
 	rep, code := tryJSON(t, wasm, "--params", `{}`)
 	if code != tryFault || rep.Observe == nil || rep.Observe.Fault == nil || rep.Observe.Fault.Reason != kind.FaultTrap {
 		t.Fatalf("exit %d: %+v", code, rep.Observe)
