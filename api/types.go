@@ -66,7 +66,7 @@ func Status(code string) int {
 	case CodeRateLimited:
 		return 429
 	case CodeInvalidParams, CodeInvalidField, CodeInvalidRecipient, CodeWatchUnobservable, CodeDeadlineTooFar,
-		CodeDestinationRefused, CodeIdempotencyKeyReused:
+		CodeDestinationRefused, CodeIdempotencyKeyReused, CodeIdempotencyAnswerUnkept:
 		return 422
 	case CodePluginFault, CodeTooManyWaiters, CodeTooManySessions, CodePluginSetMismatch, CodeStoreBusy,
 		CodeStoreUnavailable:
@@ -132,6 +132,13 @@ const (
 	// within the last 24 hours for another request (another method,
 	// path or body); nothing was written. Use a fresh key per request.
 	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	// CodeIdempotencyAnswerUnkept: the same request was made under the
+	// idempotency key before and written then, once, but its answer's
+	// body was too large for the store to keep, so it cannot be sent
+	// again; nothing was written now. Read what the request wrote (a
+	// claimed Work: GET /api/v1/work/{id}); do not send it again under a
+	// fresh key unless a second write is what you want.
+	CodeIdempotencyAnswerUnkept = "idempotency_answer_unkept"
 	// CodeStoreUnavailable: the store could not be reached, or did not
 	// answer a write's commit (a cluster without a leader or a quorum).
 	// The message says whether the write may have happened. Retry after

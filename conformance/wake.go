@@ -221,13 +221,21 @@ func onRun(r int) string {
 	return [...]string{"", " (again, on the same instance)", " (on a fresh instance)"}[r]
 }
 
+// timeoutRetries is how many times more a wake call that ran out of time
+// is asked, alone, before wake.bounded fails.
+const timeoutRetries = 2
+
 // probeOutputBytes is the runtime's default output cap, which wake's
 // answer is held to.
 const probeOutputBytes = 256 << 10
 
 // wakeAll calls wake with each input, passes times over the list on one
 // instance (a fresh one after a fault, which leaves an instance
-// unusable), each call bounded by timeout, and returns each pass.
+// unusable), each call bounded by timeout, and returns each pass. A call
+// that ran out of time is asked again, on a fresh instance, up to
+// timeoutRetries times: a machine busy with other work can hold one call
+// past the bound, where a plugin whose wake is unbounded runs out of time
+// on every attempt.
 func (p *probe) wakeAll(ctx context.Context, inputs []wakeInput, timeout time.Duration, passes int) [][]rawCall {
 	inst, err := p.instance(ctx)
 	defer func() {
@@ -246,7 +254,15 @@ func (p *probe) wakeAll(ctx context.Context, inputs []wakeInput, timeout time.Du
 				}
 			}
 			c := call(ctx, inst, abi.ExportWake, in.in, timeout)
-			if c.fault != nil {
+			for retry := 0; c.timedOut && retry < timeoutRetries && ctx.Err() == nil; retry++ {
+				_ = inst.Close(ctx)
+				if inst, err = p.instance(ctx); err != nil {
+					inst = nil
+					break
+				}
+				c = call(ctx, inst, abi.ExportWake, in.in, timeout)
+			}
+			if c.fault != nil && inst != nil {
 				_ = inst.Close(ctx)
 				inst = nil
 			}

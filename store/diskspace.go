@@ -30,10 +30,11 @@ type StorageFullError struct {
 }
 
 func (e *StorageFullError) Error() string {
+	free, need := FormatBytesPair(e.Free, e.Need)
 	if e.Opening {
-		return fmt.Sprintf("store: storage full: %s has %s free, opening the store needs %s (badger writes memory-mapped files as it opens); free space there and start again", e.Dir, FormatBytes(e.Free), FormatBytes(e.Need))
+		return fmt.Sprintf("store: storage full: %s has %s free, opening the store needs %s (badger writes memory-mapped files as it opens); free space there and start again", e.Dir, free, need)
 	}
-	return fmt.Sprintf("store: storage full: %s has %s free, a write needs %s (free space there, and writes resume without a restart)", e.Dir, FormatBytes(e.Free), FormatBytes(e.Need))
+	return fmt.Sprintf("store: storage full: %s has %s free, a write needs %s (free space there, and writes resume without a restart)", e.Dir, free, need)
 }
 
 // Is makes errors.Is(err, ErrStorageFull) true.
@@ -85,6 +86,19 @@ func FormatBytes(n int64) string {
 	return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 }
 
+// FormatBytesPair formats two byte counts an operator compares (what is
+// free, what is needed) as FormatBytes does, each with its exact count of
+// bytes beside it when the rounding would print two different counts
+// alike: a refusal never reads "1.00 MiB free, needs 1.00 MiB".
+func FormatBytesPair(a, b int64) (string, string) {
+	fa, fb := FormatBytes(a), FormatBytes(b)
+	if fa == fb && a != b {
+		fa = fmt.Sprintf("%s (%d bytes)", fa, a)
+		fb = fmt.Sprintf("%s (%d bytes)", fb, b)
+	}
+	return fa, fb
+}
+
 // clientWrite is the context key ClientWrite sets.
 type clientWrite struct{}
 
@@ -94,6 +108,22 @@ type clientWrite struct{}
 // are refused.
 func ClientWrite(ctx context.Context) context.Context {
 	return context.WithValue(ctx, clientWrite{}, true)
+}
+
+// HostWrite is ctx for the host's own writes that follow a client's
+// request (the reconciliation of a recipient's standing watches after
+// its PUT): without the client's mark (ClientWrite), so they are refused
+// only as the host's own are, past CommitMargin, and without the
+// request's idempotency key (WithIdem), which names the request's one
+// write and no other.
+func HostWrite(ctx context.Context) context.Context {
+	if IsClientWrite(ctx) {
+		ctx = context.WithValue(ctx, clientWrite{}, false)
+	}
+	if IdemOf(ctx) != nil {
+		ctx = WithIdem(ctx, nil)
+	}
+	return ctx
 }
 
 // IsClientWrite says whether ctx was marked by ClientWrite.

@@ -38,6 +38,12 @@
 //     kept in that write's transaction.
 //   - A copy (ExportRecords, ImportRecords) carries keys and values as
 //     stored, a name an adapter keeps one way (Key.OneWay) translated.
+//   - No value is over MaxValue (or the adapter's Plan.MaxValue, where
+//     less): a transition that would write one writes nothing
+//     (ErrValueTooLarge). The records a client or a kind can grow are
+//     bounded where they are made, so a transition never meets it: an
+//     outcome settled or mailed is kept Bounded (MaxOutcome), an
+//     idempotency record over the bound without its answer's body.
 //
 // Durability is the adapter's (store/badger's doc says what survives what
 // per setting). Where an adapter needs another way to the same rule (no

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -52,10 +53,58 @@ func FingerprintOf(method, target string, body []byte) Fingerprint {
 // Answer is a request's answer as its key keeps it: what a repeat of the
 // request is answered, byte for byte.
 type Answer struct {
-	Status int `json:"status"`
+	Status int
 	// Location is the answer's Location header, if it had one.
-	Location string `json:"location,omitempty"`
-	Body     []byte `json:"body"`
+	Location string
+	Body     []byte
+	// Unkept, when not zero, is the size of a body too large to keep
+	// (its record would have been over the store's bound on a value,
+	// MaxValue): the record holds the status and no body, and a repeat
+	// of the request cannot be answered as the first was.
+	Unkept int
+}
+
+// storedAnswer is an Answer's encoding: a body that is JSON (every
+// answer the API keeps) as JSON, a value of the record's own, any other
+// body as base64 (Go's encoding of bytes).
+type storedAnswer struct {
+	Status   int             `json:"status"`
+	Location string          `json:"location,omitempty"`
+	JSON     json.RawMessage `json:"json,omitempty"`
+	Body     []byte          `json:"body,omitempty"`
+	Unkept   int             `json:"unkept,omitempty"`
+}
+
+func (a Answer) stored() storedAnswer {
+	s := storedAnswer{Status: a.Status, Location: a.Location, Unkept: a.Unkept}
+	if isCompactJSON(a.Body) {
+		s.JSON = a.Body
+	} else {
+		s.Body = a.Body
+	}
+	return s
+}
+
+func (s storedAnswer) answer() Answer {
+	a := Answer{Status: s.Status, Location: s.Location, Body: s.Body, Unkept: s.Unkept}
+	if len(s.JSON) > 0 {
+		a.Body = s.JSON
+	}
+	return a
+}
+
+// isCompactJSON says whether b is a JSON value as encoding/json writes
+// it (no space outside its strings), so kept as JSON it reads back as
+// the same bytes.
+func isCompactJSON(b []byte) bool {
+	if len(b) == 0 || !json.Valid(b) {
+		return false
+	}
+	var c bytes.Buffer
+	if json.Compact(&c, b) != nil {
+		return false
+	}
+	return bytes.Equal(c.Bytes(), b)
 }
 
 // IdemRecord is what the store keeps under an idempotency key: whose key,
@@ -132,8 +181,10 @@ func (i *Idem) Check(v []byte) error {
 }
 
 // Record renders the answer of what the write wrote and returns the
-// record to keep under the key, encoded.
-func (i *Idem) Record(written any) ([]byte, error) {
+// record to keep under the key, encoded, at most limit bytes: a record
+// over it is kept without the answer's body (Answer.Unkept), so a write
+// whose answer is large still commits, and its key still names it.
+func (i *Idem) Record(written any, limit int) ([]byte, error) {
 	if i.Answer == nil {
 		return nil, fmt.Errorf("store: idempotency key %q without an answer", i.Key)
 	}
@@ -141,23 +192,35 @@ func (i *Idem) Record(written any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: rendering the answer of key %q: %w", i.Key, err)
 	}
-	return EncodeIdem(IdemRecord{Principal: i.Principal, Key: i.Key, Fingerprint: i.Fingerprint, At: i.At.UTC(), Answer: a})
+	r := IdemRecord{Principal: i.Principal, Key: i.Key, Fingerprint: i.Fingerprint, At: i.At.UTC(), Answer: a}
+	b, err := EncodeIdem(r)
+	if err != nil || len(b) <= limit {
+		return b, err
+	}
+	r.Answer.Body, r.Answer.Unkept = nil, len(a.Body)
+	return EncodeIdem(r)
 }
 
 // storedIdem is an idempotency record's encoding.
 type storedIdem struct {
-	V           int       `json:"v"`
-	Principal   string    `json:"principal"`
-	Key         string    `json:"key"`
-	Fingerprint []byte    `json:"fingerprint"`
-	At          time.Time `json:"at"`
-	Answer      Answer    `json:"answer"`
+	V           int          `json:"v"`
+	Principal   string       `json:"principal"`
+	Key         string       `json:"key"`
+	Fingerprint []byte       `json:"fingerprint"`
+	At          time.Time    `json:"at"`
+	Answer      storedAnswer `json:"answer"`
 }
 
 // EncodeIdem is the one encoding of an idempotency record, for every
-// backend (an export carries it between them).
+// backend (an export carries it between them). The answer's body is
+// JSON inside the record where it is JSON, not base64: a third larger,
+// it once put a Work's claim over what a JetStream message holds.
 func EncodeIdem(r IdemRecord) ([]byte, error) {
-	return json.Marshal(storedIdem{V: rowVersion, Principal: r.Principal, Key: r.Key, Fingerprint: r.Fingerprint[:], At: r.At.UTC(), Answer: r.Answer})
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false) // the body's bytes as they are
+	err := e.Encode(storedIdem{V: rowVersion, Principal: r.Principal, Key: r.Key, Fingerprint: r.Fingerprint[:], At: r.At.UTC(), Answer: r.Answer.stored()})
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), err
 }
 
 // DecodeIdem undoes EncodeIdem; a record it cannot read is ErrCorrupt.
@@ -169,7 +232,7 @@ func DecodeIdem(b []byte) (IdemRecord, error) {
 	if s.V != rowVersion || len(s.Fingerprint) != len(Fingerprint{}) || s.Principal == "" || !api.ValidIdempotencyKey(s.Key) {
 		return IdemRecord{}, fmt.Errorf("%w: idempotency record of version %d", ErrCorrupt, s.V)
 	}
-	r := IdemRecord{Principal: s.Principal, Key: s.Key, At: s.At, Answer: s.Answer}
+	r := IdemRecord{Principal: s.Principal, Key: s.Key, At: s.At, Answer: s.Answer.answer()}
 	copy(r.Fingerprint[:], s.Fingerprint)
 	return r, nil
 }
@@ -203,7 +266,7 @@ func (t tx) keepIdem(i *Idem, written any) error {
 	if i == nil {
 		return nil
 	}
-	b, err := i.Record(written)
+	b, err := i.Record(written, t.s.maxValue())
 	if err != nil {
 		return err
 	}

@@ -376,6 +376,11 @@ type Plan struct {
 	// MaxWrites bounds the keys one transaction writes; a batch of the
 	// domain's (a prune, a recovery, a route) stays within it.
 	MaxWrites int
+	// MaxValue, when not zero and under the package's MaxValue, is the
+	// largest value the adapter takes under one key (JetStream: its
+	// server's max payload, less room for a message's subject and
+	// headers); the domain then bounds what it writes by it instead.
+	MaxValue int
 }
 
 // Change is one key a Follower was told of.

@@ -116,6 +116,7 @@ func (t tx) appendMessage(rid string, m Message) (Message, error) {
 	}
 	m.Seq = last + 1
 	m.Push = nil
+	m.Outcome = m.Outcome.Bounded()
 	b, err := json.Marshal(storedMessage{V: rowVersion, Message: m})
 	if err != nil {
 		return m, err

@@ -172,11 +172,18 @@ func (s *Store) GetRecipient(ctx context.Context, id string) (RecipientRecord, e
 	return r, err
 }
 
+// recipientRoom is what a recipient's record, as PutRecipient writes it,
+// leaves under the store's bound on a value for its reports to grow it
+// (a phase of at most a few hundred bytes, its activity, its reminder).
+const recipientRoom = 8 << 10
+
 // PutRecipient writes a recipient, keeping its creation time, its phase,
 // activity and reminder opt-in (which only their own calls write, so a
 // client replacing the record cannot erase a report or race one), and
 // returns the record as it was before; existed is false for a new
-// recipient.
+// recipient. A record over the store's bound on a value less room for
+// its reports (its refs' params, which a client sends, are what grow it)
+// is refused, nothing written: a *ValueTooLargeError.
 func (s *Store) PutRecipient(ctx context.Context, r RecipientRecord) (prev RecipientRecord, existed bool, err error) {
 	if !r.Status.Valid() {
 		return prev, false, fmt.Errorf("store: recipient status %q", r.Status)
@@ -196,7 +203,15 @@ func (s *Store) PutRecipient(ctx context.Context, r RecipientRecord) (prev Recip
 		default:
 			return gerr
 		}
-		return t.putRecipient(w)
+		b, err := EncodeRecipient(w)
+		if err != nil {
+			return err
+		}
+		if limit := s.maxValue() - recipientRoom; len(b) > limit {
+			return &ValueTooLargeError{Fam: FamRecipient, Size: len(b), Limit: limit}
+		}
+		t.Put(kRecipientRec(w.ID), b)
+		return nil
 	})
 	return prev, existed, err
 }

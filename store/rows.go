@@ -573,10 +573,10 @@ func (s *Store) CountPending(ctx context.Context, recipient string, upTo int) (i
 }
 
 // ApplyTo writes the settlement onto w, a pending row, in one place for
-// every backend's Settle and SettleAndMail.
+// every backend's Settle and SettleAndMail, its outcome Bounded.
 func (st Settlement) ApplyTo(w *Watch) {
 	at := st.SettledAt.UTC()
-	w.State, w.Receipt, w.Outcome, w.SettledAt = st.State, st.Receipt, st.Outcome, &at
+	w.State, w.Receipt, w.Outcome, w.SettledAt = st.State, st.Receipt, bounded(st.Outcome), &at
 	w.Attempts, w.LastNote, w.LastFault = st.Attempts, st.LastNote, st.LastFault
 	w.NextCheck = time.Time{} // a next check is a pending row's only
 }

@@ -206,16 +206,20 @@ func (s *Store) DiskSpace() (DiskSpace, bool) {
 }
 
 // tx is a transaction of the domain: the adapter's, the store it
-// belongs to (its plan), and, in an Update of an exclusive store, what
-// the run wrote that the process keeps.
+// belongs to (its plan), in an Update of an exclusive store what the
+// run wrote that the process keeps, and the first value it wrote over
+// the store's bound (Put).
 type tx struct {
 	Tx
-	s *Store
-	r *run
+	s    *Store
+	r    *run
+	over *error
 }
 
 // update runs fn in a transaction of the adapter; a write the context
-// marks as a client's (ClientWrite) is told as one.
+// marks as a client's (ClientWrite) is told as one. A run that wrote a
+// value over the store's bound (maxValue) commits nothing: it ends with
+// a *ValueTooLargeError.
 func (s *Store) update(ctx context.Context, o TxOptions, fn func(t tx) error) error {
 	o.Client = o.Client || IsClientWrite(ctx)
 	var r *run
@@ -227,12 +231,73 @@ func (s *Store) update(ctx context.Context, o TxOptions, fn func(t tx) error) er
 		if r != nil {
 			r.counts = r.counts[:0]
 		}
-		return fn(tx{t, s, r})
+		var over error
+		if err := fn(tx{t, s, r, &over}); err != nil {
+			return err
+		}
+		return over
 	})
 }
 
 func (s *Store) view(ctx context.Context, fn func(t tx) error) error {
-	return s.kv.View(ctx, func(t Tx) error { return fn(tx{t, s, nil}) })
+	return s.kv.View(ctx, func(t Tx) error { return fn(tx{t, s, nil, nil}) })
+}
+
+// MaxValue bounds every value the domain writes under one key, in
+// bytes: below the smallest any adapter takes (a JetStream message is
+// 1 MiB by default, its subject and headers included; this leaves them
+// 64 KiB), so a transition never fails in the adapter for a value's
+// size, where a settlement would be tried again forever. An adapter
+// that takes less says so (Plan.MaxValue). The records that can grow
+// with what clients send are bounded below it where they are made (a
+// mailed message's outcome, a kept answer); Put refuses any other.
+const MaxValue = 1<<20 - 64<<10
+
+// maxValue is the bound on a value this store writes: MaxValue, or the
+// adapter's own, if it is less.
+func (s *Store) maxValue() int {
+	if m := s.plan.MaxValue; m > 0 && m < MaxValue {
+		return m
+	}
+	return MaxValue
+}
+
+// MaxValue is the bound on a value this store writes (the package's
+// MaxValue, or less where the adapter takes less), for a caller that
+// bounds what it hands the store.
+func (s *Store) MaxValue() int { return s.maxValue() }
+
+// ErrValueTooLarge: a transition would have written a value over the
+// store's bound (Store.MaxValue); nothing of it was written. The records
+// a client's input can grow are bounded before they get here, so this
+// is a bug's answer, told at once instead of a commit the adapter
+// refuses. The error is a *ValueTooLargeError.
+var ErrValueTooLarge = errors.New("store: a value over the store's bound")
+
+// ValueTooLargeError is ErrValueTooLarge naming the record's family,
+// its size and the bound.
+type ValueTooLargeError struct {
+	Fam         Family
+	Size, Limit int
+}
+
+func (e *ValueTooLargeError) Error() string {
+	return fmt.Sprintf("store: a value of %s of %d bytes, over the store's bound of %d: nothing was written", e.Fam, e.Size, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrValueTooLarge) true.
+func (e *ValueTooLargeError) Is(target error) bool { return target == ErrValueTooLarge }
+
+// Put writes v under k, unless v is over the store's bound: the run then
+// ends with a *ValueTooLargeError and writes nothing.
+func (t tx) Put(k Key, v []byte) {
+	if limit := t.s.maxValue(); len(v) > limit {
+		if t.over != nil && *t.over == nil {
+			*t.over = &ValueTooLargeError{Fam: k.Fam, Size: len(v), Limit: limit}
+		}
+		return
+	}
+	t.Tx.Put(k, v)
 }
 
 // batch is how many records one transaction of a batched transition

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/vigilhq/vigil/sdk/abi"
 )
@@ -63,6 +64,62 @@ type Outcome struct {
 	Result  string          `json:"result"`
 	Summary string          `json:"summary,omitempty"`
 	Detail  json.RawMessage `json:"detail,omitempty"`
+}
+
+// MaxOutcome bounds an outcome as the store keeps it, on a settled row
+// and in its mailed message (its result, summary and detail together),
+// in bytes: a plugin's default output cap, so a row with its params
+// (64 KiB) and its baseline, and a message, stay well within MaxValue,
+// and a settlement always commits. A kind that can say more (the
+// observe.thread kind's items) says at most this much a time; an
+// outcome over it is kept Bounded.
+const MaxOutcome = 256 << 10
+
+// maxSummary is a summary's share of an outcome cut to MaxOutcome.
+const maxSummary = 4 << 10
+
+// OutcomeDropped is the detail of an outcome whose own detail was over
+// MaxOutcome: how many bytes of it were dropped.
+type OutcomeDropped struct {
+	DroppedBytes int `json:"dropped_bytes"`
+}
+
+// Bounded is o as the store keeps it: o itself when its result, summary
+// and detail fit MaxOutcome; else its detail replaced by an
+// OutcomeDropped saying its size, and its result and summary cut to
+// their first bytes (whole characters) where they are long. The watch is
+// still answered, with what fits.
+func (o Outcome) Bounded() Outcome {
+	if len(o.Result)+len(o.Summary)+len(o.Detail) <= MaxOutcome {
+		return o
+	}
+	if len(o.Detail) > 0 {
+		d, _ := json.Marshal(OutcomeDropped{DroppedBytes: len(o.Detail)})
+		o.Detail = d
+	}
+	o.Result = cutUTF8(o.Result, maxSummary)
+	o.Summary = cutUTF8(o.Summary, maxSummary)
+	return o
+}
+
+// bounded is Bounded of a settlement's outcome, nil kept nil.
+func bounded(o *Outcome) *Outcome {
+	if o == nil {
+		return nil
+	}
+	b := o.Bounded()
+	return &b
+}
+
+// cutUTF8 is s cut to at most n bytes, at a character's boundary.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // Watch is one row.

@@ -30,6 +30,9 @@ type Config struct {
 	// Deliver wraps the delivery the scheduler settles through (default:
 	// the delivery itself); it is given the stack's store.
 	Deliver func(*delivery.Delivery, *store.Store) scheduler.Deliverer
+	// OpenStore opens the stack's store (default: badger in a temporary
+	// directory, fsync off); the core closes it.
+	OpenStore func(context.Context) (*store.Store, error)
 }
 
 // Stack is the host behind the API: the core as serve builds it
@@ -49,11 +52,16 @@ func NewStack(tb testing.TB, cfg Config) *Stack {
 	if ids == nil {
 		ids = hosttest.IDs(7)
 	}
-	// The stack's backend is badger, opened here through the core's
-	// OpenStore so the tests can reach it as itself; the core closes it.
+	// The stack's backend is badger unless the test opens another,
+	// opened here through the core's OpenStore so the tests can reach it
+	// as itself; the core closes it.
 	var st *store.Store
-	open := func(context.Context) (*store.Store, error) {
+	open := func(ctx context.Context) (*store.Store, error) {
 		var err error
+		if cfg.OpenStore != nil {
+			st, err = cfg.OpenStore(ctx)
+			return st, err
+		}
 		// fsync off, for speed: the store's tests cover the synced path.
 		if st, err = badger.OpenStore(tb.TempDir(), badger.Options{SyncWrites: false}); err != nil {
 			return nil, err

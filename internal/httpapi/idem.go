@@ -75,11 +75,19 @@ func (s *server) idempotent(answer answerer) fiber.Handler {
 }
 
 // replay answers a request whose key names a recorded one: its answer
-// again when it is the same request, else idempotency_key_reused.
+// again when it is the same request, else idempotency_key_reused; the
+// same request whose answer's body the store could not keep (over its
+// bound on a value) is idempotency_answer_unkept, which tells the client
+// its write was made.
 func (s *server) replay(c *fiber.Ctx, key string, fp store.Fingerprint, rec store.IdemRecord) error {
 	if rec.Fingerprint != fp {
 		return &api.Error{Code: api.CodeIdempotencyKeyReused, Field: api.HeaderIdempotencyKey,
 			Message: fmt.Sprintf("key %q was used at %s for another request (another method, path or body); nothing was written: use a fresh key for each request", key, rec.At.Format(time.RFC3339))}
+	}
+	if rec.Answer.Unkept > 0 {
+		return &api.Error{Code: api.CodeIdempotencyAnswerUnkept, Field: api.HeaderIdempotencyKey,
+			Message: fmt.Sprintf("key %q was used at %s for this same request, which was written then, once, and answered %d; its answer's body (%d bytes) was too large for the store to keep, so it cannot be sent again, and nothing was written now: read what the request wrote instead (a claimed Work: GET /api/v1/work/{id})",
+				key, rec.At.Format(time.RFC3339), rec.Answer.Status, rec.Answer.Unkept)}
 	}
 	c.Set(api.HeaderIdempotentReplayed, "true")
 	return send(c, rec.Answer)

@@ -457,6 +457,10 @@ func toAPIError(err error) *api.Error {
 		// request land, without a restart. Where and how much is the
 		// log's (the store says it once), not the client's.
 		return &api.Error{Code: api.CodeInsufficientStorage, Message: "the host's disk is too full to take this write; nothing was written, retry once space is freed", RetryAfter: StorageFullRetryAfter}
+	case errors.Is(err, store.ErrValueTooLarge):
+		// A record the request would write is over what the store keeps
+		// under one key: the request's own input made it so.
+		return &api.Error{Code: api.CodeInvalidField, Message: "the request would write a record larger than the store keeps in one: send less; nothing was written"}
 	case errors.As(err, &rge):
 		// The operator's registry file: say what is wrong with it.
 		return &api.Error{Code: api.CodeInternal, Message: rge.Error()}

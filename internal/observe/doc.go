@@ -16,9 +16,12 @@
 //     other owner.
 //   - The built-in pushed kind observe.thread: the Work's agent parks on
 //     it between turns; the router wakes it (Poke) when it appends an
-//     input, and each recipient's consumed input is its own. Admission
-//     reads the Work, and a Work the caller may not read is refused as an
-//     unknown id. At start every open Work is poked.
+//     input, and each recipient's consumed input is its own. A wake
+//     carries at most MaxWakeItems items within the store's bound on an
+//     outcome (store.MaxOutcome), the oldest first, says when more follow,
+//     and moves its recipient's input over what it carried alone.
+//     Admission reads the Work, and a Work the caller may not read is
+//     refused as an unknown id. At start every open Work is poked.
 //   - Claims, by a recipient that runs (or is not known yet).
 //
 // What it must never do: write an item's text to a log, an error or a

@@ -53,13 +53,23 @@ type ThreadItem struct {
 	RecordedAt time.Time `json:"recorded_at"`
 }
 
-// ThreadDetail is a fired observe.thread watch's outcome detail.
+// ThreadDetail is a fired observe.thread watch's outcome detail. Last
+// is the last item it carries; More says newer items follow it, which
+// the recipient's next wait carries at once (a wake carries at most
+// MaxWakeItems items, within store.MaxOutcome).
 type ThreadDetail struct {
 	WorkID string       `json:"work_id"`
 	Title  string       `json:"title"`
 	Items  []ThreadItem `json:"items"`
 	Last   int          `json:"last"`
+	More   bool         `json:"more,omitempty"`
 }
+
+// MaxWakeItems bounds the items one wake carries; with the store's bound
+// on an outcome (store.MaxOutcome, which the items' bytes keep within),
+// a wake of a long thread is mailed a part at a time, each moving its
+// recipient's input over what it carried alone.
+const MaxWakeItems = 100
 
 const threadSchema = `{"type":"object","additionalProperties":false,"required":["work_id"],"properties":{` +
 	`"work_id":{"type":"string","description":"the Work to wait on"},` +
@@ -130,8 +140,9 @@ func (k *Thread) Admit(ctx context.Context, req kind.AdmitRequest) (kind.Admissi
 }
 
 // Observe implements kind.Kind. It is called at registration and when the
-// Work's subject is poked: settled with the inputs after After, settled
-// "completed" when the Work completed with none, pending otherwise.
+// Work's subject is poked: settled with the inputs after After (as many
+// as one wake carries, wake), settled "completed" when the Work
+// completed with none, pending otherwise.
 func (k *Thread) Observe(ctx context.Context, req abi.ObserveRequest) (kind.Observation, error) {
 	var p ThreadParams
 	if err := json.Unmarshal(req.Params, &p); err != nil || p.After == nil {
@@ -155,18 +166,45 @@ func (k *Thread) Observe(ctx context.Context, req abi.ObserveRequest) (kind.Obse
 		}
 		return kind.Observation{Status: abi.StatusPending, Note: "no new item"}, nil
 	}
-	d := ThreadDetail{WorkID: w.ID.String(), Title: w.Title, Items: make([]ThreadItem, 0, len(inputs))}
+	return wake(w, inputs)
+}
+
+// wake is the outcome of a wake carrying inputs, the oldest first: as
+// many as fit MaxWakeItems and store.MaxOutcome (at least one), More set
+// when some are left for the next wait.
+func wake(w store.Work, inputs []store.WorkInput) (kind.Observation, error) {
+	d := ThreadDetail{WorkID: w.ID.String(), Title: w.Title, Items: make([]ThreadItem, 0, min(len(inputs), MaxWakeItems))}
+	empty, err := json.Marshal(d)
+	if err != nil {
+		return kind.Observation{}, err
+	}
+	// What the outcome holds besides its items: the result, the summary
+	// (the title quoted, at most 4 bytes a byte, and the counts) and the
+	// detail's own fields, "more" among them.
+	size := len("new_items") + 4*len(w.Title) + 96 + len(empty) + 32
 	for _, in := range inputs {
-		d.Items = append(d.Items, ThreadItem{N: in.N, Source: in.Source, Item: in.Item, Revision: in.Revision, Thread: in.Thread, Text: in.Text, RecordedAt: in.RecordedAt})
+		it := ThreadItem{N: in.N, Source: in.Source, Item: in.Item, Revision: in.Revision, Thread: in.Thread, Text: in.Text, RecordedAt: in.RecordedAt}
+		b, err := json.Marshal(it)
+		if err != nil {
+			return kind.Observation{}, err
+		}
+		if len(d.Items) > 0 && (len(d.Items) == MaxWakeItems || size+len(b)+1 > store.MaxOutcome) {
+			d.More = true
+			break
+		}
+		d.Items = append(d.Items, it)
 		d.Last = in.N
+		size += len(b) + 1
 	}
 	detail, err := json.Marshal(d)
 	if err != nil {
 		return kind.Observation{}, err
 	}
-	return kind.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{
-		Result: "new_items", Summary: fmt.Sprintf("%d new item(s) in %q", len(d.Items), w.Title), Detail: detail,
-	}}, nil
+	summary := fmt.Sprintf("%d new item(s) in %q", len(d.Items), w.Title)
+	if d.More {
+		summary += fmt.Sprintf("; more follow item %d: wait again for them", d.Last)
+	}
+	return kind.Observation{Status: abi.StatusSettled, Outcome: &abi.Outcome{Result: "new_items", Summary: summary, Detail: detail}}, nil
 }
 
 // Settled implements kind.Settler: once a wake is persisted, the watch's

@@ -39,6 +39,12 @@ func helpConfig(reporters ...string) Config {
 
 func newRig(t *testing.T, cfg Config, opts ...func(*Options)) *rig {
 	t.Helper()
+	return newRigOn(t, nil, cfg, opts...)
+}
+
+// newRigOn is newRig over the store open opens (nil: badger).
+func newRigOn(t *testing.T, open func(context.Context) (*store.Store, error), cfg Config, opts ...func(*Options)) *rig {
+	t.Helper()
 	clock := fakeclock.At(t0)
 	o := Options{Clock: clock, IDs: hosttest.IDs(3), Principal: store.ValidRecipientID}
 	for _, f := range opts {
@@ -47,7 +53,7 @@ func newRig(t *testing.T, cfg Config, opts ...func(*Options)) *rig {
 	// The stack's scheduler serves the kinds of the registry, where the
 	// observer registers its own; the observer wakes the scheduler.
 	reg := kind.NewRegistry()
-	stack := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: clock})
+	stack := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: clock, OpenStore: open})
 	o.Store = stack.Store
 	ob, err := New(o, cfg)
 	if err != nil {

@@ -19,30 +19,11 @@ func exportsWake(wasm []byte) bool {
 // name of every exported function, in order. Like wasmImports it reads
 // nothing else and never trusts a length.
 func wasmFuncExports(b []byte) ([]string, error) {
-	if len(b) < 8 || string(b[:4]) != "\x00asm" {
-		return nil, errWasm
+	sec, ok, err := wasmSection(b, 7)
+	if !ok || err != nil {
+		return nil, err
 	}
-	r := wasmReader{b: b, i: 8}
-	for r.i < len(r.b) {
-		id, err := r.byte()
-		if err != nil {
-			return nil, err
-		}
-		size, err := r.u32()
-		if err != nil {
-			return nil, err
-		}
-		if uint64(size) > uint64(len(r.b)-r.i) {
-			return nil, errWasm
-		}
-		if id != 7 {
-			r.i += int(size)
-			continue
-		}
-		sec := wasmReader{b: r.b[r.i : r.i+int(size)]}
-		return sec.funcExports()
-	}
-	return nil, nil
+	return sec.funcExports()
 }
 
 // funcExports reads an export section's entries, keeping the functions'

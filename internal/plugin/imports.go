@@ -54,30 +54,39 @@ var errWasm = errors.New("not a readable wasm module")
 // module and name of every import, in order. It reads nothing else and
 // never trusts a length: every read is bounded by the bytes there are.
 func wasmImports(b []byte) ([]wasmImport, error) {
+	sec, ok, err := wasmSection(b, 2)
+	if !ok || err != nil {
+		return nil, err
+	}
+	return sec.imports()
+}
+
+// wasmSection finds the section id of a binary wasm module, reading only
+// the sections' ids and sizes: a reader over its bytes, or false when the
+// module has none.
+func wasmSection(b []byte, id byte) (wasmReader, bool, error) {
 	if len(b) < 8 || string(b[:4]) != "\x00asm" {
-		return nil, errWasm
+		return wasmReader{}, false, errWasm
 	}
 	r := wasmReader{b: b, i: 8}
 	for r.i < len(r.b) {
-		id, err := r.byte()
+		sid, err := r.byte()
 		if err != nil {
-			return nil, err
+			return wasmReader{}, false, err
 		}
 		size, err := r.u32()
 		if err != nil {
-			return nil, err
+			return wasmReader{}, false, err
 		}
 		if uint64(size) > uint64(len(r.b)-r.i) {
-			return nil, errWasm
+			return wasmReader{}, false, errWasm
 		}
-		if id != 2 {
-			r.i += int(size)
-			continue
+		if sid == id {
+			return wasmReader{b: r.b[r.i : r.i+int(size)]}, true, nil
 		}
-		sec := wasmReader{b: r.b[r.i : r.i+int(size)]}
-		return sec.imports()
+		r.i += int(size)
 	}
-	return nil, nil
+	return wasmReader{}, false, nil
 }
 
 type wasmReader struct {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/vigilhq/vigil/api"
@@ -121,5 +122,44 @@ func TestWebhookDestinationIsCheckedAtPut(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: %v", tt.url, err)
 		}
+	}
+}
+
+// A record whose refs' params come to more than the store keeps in one
+// record (its bound on a value, less room for the recipient's reports)
+// is refused, 422 invalid_field on refs, and nothing is written; within
+// it, the record is kept and a phase report still fits.
+func TestRecordSizeIsBounded(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	refs := func(n int) []store.Ref {
+		var out []store.Ref
+		for i := range n {
+			out = append(out, store.Ref{Kind: "ticket", Params: json.RawMessage(fmt.Sprintf(`{"n":%d,"pad":"%s"}`, i, strings.Repeat("p", 60<<10)))})
+		}
+		return out
+	}
+	over := f.st.MaxValue()/(60<<10) + 1
+	_, err := f.svc.Put(ctx, Update{ID: "a", Status: store.StatusRunning, Refs: refs(over)})
+	wantError(t, err, api.CodeInvalidField, "refs", "")
+	if _, err := f.svc.Get(ctx, "a"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a refused put stored the recipient: %v", err)
+	}
+	// Within the bound on a value, but within a phase report of it: the
+	// report would be refused, so the record is.
+	near := refs(over - 2)
+	b, err := store.EncodeRecipient(store.RecipientRecord{ID: "a", Status: store.StatusRunning, Refs: near, CreatedAt: t0, UpdatedAt: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pad := f.st.MaxValue() - len(b) - 1<<10 - len(`,{"kind":"ticket","params":{"pad":""}}`)
+	_, err = f.svc.Put(ctx, Update{ID: "a", Status: store.StatusRunning,
+		Refs: append(near, store.Ref{Kind: "ticket", Params: json.RawMessage(`{"pad":"` + strings.Repeat("q", pad) + `"}`)})})
+	wantError(t, err, api.CodeInvalidField, "refs", "")
+	if _, err := f.svc.Put(ctx, Update{ID: "a", Status: store.StatusRunning, Refs: near}); err != nil {
+		t.Fatalf("a record within the bound: %v", err)
+	}
+	if _, err := f.st.ReportPhase(ctx, "a", store.Phase{Name: "build", Text: strings.Repeat("t", MaxPhaseText), ReportedBy: "a", ReportedAt: t0}); err != nil {
+		t.Fatalf("a phase report on a record near the bound: %v", err)
 	}
 }

@@ -215,6 +215,11 @@ func (s *Service) Put(ctx context.Context, u Update) (store.RecipientRecord, err
 	now := s.clock.Now().UTC()
 	rec := store.RecipientRecord{ID: u.ID, Status: u.Status, Webhook: u.Webhook, Refs: u.Refs, Workspace: u.Workspace, CreatedAt: now, UpdatedAt: now}
 	if _, _, err := s.store.PutRecipient(ctx, rec); err != nil {
+		var big *store.ValueTooLargeError
+		if errors.As(err, &big) {
+			return store.RecipientRecord{}, &api.Error{Code: api.CodeInvalidField, Field: "refs",
+				Message: fmt.Sprintf("the record with its refs is %d bytes, over the %d a recipient's record holds: attach fewer refs, or refs with smaller params", big.Size, big.Limit)}
+		}
 		return store.RecipientRecord{}, err
 	}
 	if err := s.Reconcile(ctx, u.ID); err != nil {
@@ -318,7 +323,13 @@ func TooManyPending(recipient string, max int) *api.Error {
 // unless it is running; while it runs, the standing watches standing
 // derives from its record (one per attached ref, the reminder when it
 // opted in). It is idempotent.
+//
+// Its writes are the host's, whoever's request led to it (a PUT of the
+// record): they carry neither the client's mark nor its idempotency key
+// (store.HostWrite), so on a nearly full disk the watches the record
+// names are still kept once the record itself was written.
 func (s *Service) Reconcile(ctx context.Context, id string) error {
+	ctx = store.HostWrite(ctx)
 	rec, status, err := s.record(ctx, id)
 	if err != nil {
 		return err

@@ -230,12 +230,13 @@ func (g *diskGuard) measure(seen *diskSnap) *diskSnap {
 	}
 	s.Need = s.Reserve + store.ClientMargin
 	s.Full = s.Free < s.Need
+	free, need := store.FormatBytesPair(s.Free, s.Need)
 	switch {
 	case s.Full && !g.full:
 		g.log.Warn("the data directory is nearly full: writes from clients are refused (507 insufficient_storage) until it has the space needed free; reads go on",
-			"dir", g.dir, "free", store.FormatBytes(s.Free), "needed", store.FormatBytes(s.Need), "reserve", store.FormatBytes(s.Reserve))
+			"dir", g.dir, "free", free, "needed", need, "reserve", store.FormatBytes(s.Reserve))
 	case !s.Full && g.full:
-		g.log.Info("the data directory has room again: writes resume", "dir", g.dir, "free", store.FormatBytes(s.Free), "needed", store.FormatBytes(s.Need))
+		g.log.Info("the data directory has room again: writes resume", "dir", g.dir, "free", free, "needed", need)
 	}
 	g.full = s.Full
 	g.snap.Store(s)

@@ -29,6 +29,10 @@
 // the stale owner's batch is refused whole (store.ErrNotOwner), even on a
 // row nobody wrote since it read it.
 //
+// A key's value is one message, so the store's Plan.MaxValue is the
+// server's max payload (or the stream's max message size) less room for
+// the message's subject and headers: the domain writes no value over it.
+//
 // JetStream orders a bucket by write, not by key, and has no seek: a
 // scan lists its range's keys under a subject wildcard, through a watch,
 // and sorts them (store.Plan.Remote; the domain reads a dense sequence by

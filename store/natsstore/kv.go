@@ -72,9 +72,29 @@ const DueBucket = time.Minute
 
 // Plan implements store.KV: a scan here is a listing of the keys under
 // a subject (JetStream orders a bucket by write, not by key), every read
-// a round trip, and a batch at most maxBatch messages.
+// a round trip, a batch at most maxBatch messages, and a value at most
+// what one message holds (maxValue).
 func (s *Store) Plan() store.Plan {
-	return store.Plan{Remote: true, RecipientPending: true, DueBucket: DueBucket, MaxWrites: 800}
+	return store.Plan{Remote: true, RecipientPending: true, DueBucket: DueBucket, MaxWrites: 800, MaxValue: s.maxValue()}
+}
+
+// msgRoom is what a value leaves of a message for its subject and the
+// headers a commit sets (batch, expected sequence and its subject,
+// message id, TTL, operation): each is under a few hundred bytes.
+const msgRoom = 64 << 10
+
+// maxValue is the largest value one message of the bucket holds: the
+// server's max payload (1 MiB unless its operator set another), or the
+// stream's own max message size where one is set, less msgRoom (half
+// of a message smaller than twice that).
+func (s *Store) maxValue() int {
+	limit := s.nc.MaxPayload()
+	if s.stream != nil {
+		if m := int64(s.stream.CachedInfo().Config.MaxMsgSize); m > 0 && m < limit {
+			limit = m
+		}
+	}
+	return int(limit - min(msgRoom, limit/2))
 }
 
 // stripe is the mutex of hint's stripe.

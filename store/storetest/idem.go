@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +24,7 @@ func idemCases() []testCase {
 		{"OnlyTheNamedWritesKeepKeys", testIdemOnlyNamed},
 		{"KeysRetainedAndPruned", testIdemRetention},
 		{"KeysSurviveReopen", testIdemReopen},
+		{"LargeAnswersKeptWithinTheBound", testIdemLargeAnswer},
 	}
 }
 
@@ -405,4 +408,50 @@ func testIdemReopen(e *env) {
 	rec := e.idem("p", "k")
 	e.reopen()
 	e.replayed("a registration after a reopen", e.b.CreateIfRunning(ctx, e.watch("a", t0), 0), rec)
+}
+
+// A keyed write's answer is kept within the store's bound on a value
+// (Store.MaxValue), whatever its size, and the write commits: a JSON
+// answer of three quarters of the bound (whose base64 was over what a
+// JetStream message holds) is kept whole, byte for byte; one over the
+// bound is kept without its body (Answer.Unkept says its size), and the
+// same request again is a Replay of that record, writing nothing.
+func testIdemLargeAnswer(e *env) {
+	e.running("a", "")
+	_, w, _ := e.routeOne(e.workStep(1, "T", "x"))
+	limit := e.b.MaxValue()
+	for _, tc := range []struct {
+		name string
+		size int
+		kept bool
+	}{
+		{"three quarters of the bound", limit / 4 * 3, true},
+		{"over the bound", limit + 1, false},
+	} {
+		body, err := json.Marshal(map[string]string{"text": strings.Repeat("x", tc.size)})
+		if err != nil {
+			e.Fatal(err)
+		}
+		key := "large-" + strconv.Itoa(tc.size)
+		i := &store.Idem{
+			Principal: "p", Key: key, Fingerprint: store.FingerprintOf("POST", "/claim", []byte(key)), At: t0,
+			Answer: func(any) (store.Answer, error) { return store.Answer{Status: 200, Body: body}, nil },
+		}
+		ctx := store.WithIdem(e.ctx, i)
+		if _, err := e.b.ClaimWork(ctx, w.ID, "a", t0); err != nil {
+			e.Fatalf("%s: a claim whose answer is %d bytes: %v, want it made", tc.name, len(body), err)
+		}
+		rec := e.idem("p", key)
+		switch {
+		case tc.kept && (string(rec.Answer.Body) != string(body) || rec.Answer.Unkept != 0):
+			e.Fatalf("%s: kept %d bytes of the answer (unkept %d), want its %d bytes", tc.name, len(rec.Answer.Body), rec.Answer.Unkept, len(body))
+		case !tc.kept && (len(rec.Answer.Body) != 0 || rec.Answer.Unkept != len(body) || rec.Answer.Status != 200):
+			e.Fatalf("%s: kept %d bytes of the answer (unkept %d, status %d), want status 200, no body, unkept %d", tc.name, len(rec.Answer.Body), rec.Answer.Unkept, rec.Answer.Status, len(body))
+		}
+		_, err = e.b.ClaimWork(ctx, w.ID, "a", t0)
+		var rp *store.Replay
+		if !errors.As(err, &rp) || rp.Record.Answer.Unkept != rec.Answer.Unkept || string(rp.Record.Answer.Body) != string(rec.Answer.Body) {
+			e.Fatalf("%s: the claim again under its key: %v, want a Replay of its record", tc.name, err)
+		}
+	}
 }

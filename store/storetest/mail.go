@@ -1,7 +1,11 @@
 package storetest
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"reflect"
+	"strings"
 	"sync"
 
 	"github.com/vigilhq/vigil/store"
@@ -16,6 +20,48 @@ func mailCases() []testCase {
 		{"CarryAndMailIsOneTransaction", testCarryAndMailAtomic},
 		{"AppendIfRunningAndSequence", testMailboxSequence},
 		{"SequenceUnderConcurrency", testMailboxConcurrency},
+		{"OversizedOutcomeSettlesBounded", testOversizedOutcome},
+	}
+}
+
+// A settlement, and a standing watch's change, whose outcome is over the
+// store's bound (store.MaxOutcome: 1.5 MiB of detail, more than a
+// JetStream message holds) commits, the row and the message keeping the
+// outcome Bounded (its detail replaced by its size): the watch is
+// answered, never a commit refused forever.
+func testOversizedOutcome(e *env) {
+	e.running("a", "https://example.org/hook")
+	big := store.Outcome{Result: "fired", Summary: "large", Detail: json.RawMessage(`"` + strings.Repeat("d", 3*store.MaxValue/2) + `"`)}
+	want := big.Bounded()
+	if string(want.Detail) != fmt.Sprintf(`{"dropped_bytes":%d}`, len(big.Detail)) {
+		e.Fatalf("the bounded outcome's detail %s", want.Detail)
+	}
+	w := e.created("a", t0)
+	m := e.fired()
+	m.Outcome = big
+	got, mailed, err := e.b.SettleAndMail(e.ctx, w.ID, store.Settlement{State: store.Fired, Outcome: &big, SettledAt: t0}, m)
+	if err != nil {
+		e.Fatalf("settling with a %d-byte outcome: %v, want it settled", len(big.Detail), err)
+	}
+	if got.Outcome == nil || !reflect.DeepEqual(*got.Outcome, want) || mailed.Message == nil || !reflect.DeepEqual(mailed.Message.Outcome, want) {
+		e.Fatalf("settled %+v, mailed %+v: want the outcome bounded, %+v", got.Outcome, mailed.Message, want)
+	}
+	if row, err := e.b.Get(e.ctx, w.ID); err != nil || row.State != store.Fired || !reflect.DeepEqual(*row.Outcome, want) {
+		e.Fatalf("the row as read: %+v %v", row, err)
+	}
+	msgs := e.mailbox("a")
+	if len(msgs) != 1 || !reflect.DeepEqual(msgs[0].Outcome, want) {
+		e.Fatalf("the mailbox: %+v", msgs)
+	}
+
+	s := e.created("a", t0)
+	change := e.fired()
+	change.Type, change.Outcome = store.MessageChanged, big
+	if _, err := e.b.CarryAndMail(e.ctx, s.ID, json.RawMessage(`{"v":1}`), 1, "", &change); err != nil {
+		e.Fatalf("a change with a %d-byte outcome: %v, want it mailed", len(big.Detail), err)
+	}
+	if msgs := e.mailbox("a"); len(msgs) != 2 || !reflect.DeepEqual(msgs[1].Outcome, want) {
+		e.Fatalf("the mailbox after the change: %+v", msgs)
 	}
 }
 

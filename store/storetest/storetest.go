@@ -44,6 +44,7 @@ type Backend interface {
 	List(ctx context.Context, f store.Filter) ([]store.Watch, int, error)
 	ListPage(ctx context.Context, q store.Query) (store.Page, error)
 	ListRecipients(ctx context.Context) ([]store.RecipientRecord, error)
+	MaxValue() int
 	ListWork(ctx context.Context, scope string, st store.WorkState) ([]store.Work, error)
 	LivePushes(ctx context.Context, fn func(store.Push) error) error
 	LivePushesOf(ctx context.Context, keep func(rid string) bool, fn func(store.Push) error) error
