@@ -16,12 +16,19 @@ package scheduler
 // its due time (p50-ms-late, p99-ms-late). The goal is a p99 of at most
 // 100 ms. The batch design takes about as long as its first batch, 5 to
 // 7 s at the default sizes; the continuous one about a second.
+//
+// load=edge is the window's edge: the timers are in the store's due
+// index only when the scheduler starts (a window of 4 s, the timers due
+// 1 s past its first edge) beside VIGIL_BENCH_LATE_BEYOND watches due an
+// hour to 7 days on (default 1,000,000), and are read by the loader as
+// the window advances; nothing else is due.
 
 import (
 	"container/heap"
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -47,6 +54,16 @@ func BenchmarkLateness(b *testing.B) {
 		{"slow", "slow", envInt(b, "VIGIL_BENCH_LATE_SLOW", 200), 100 * time.Millisecond},
 		{"failing", "flaky", envInt(b, "VIGIL_BENCH_LATE_FAILING", 500), 50 * time.Millisecond},
 	}
+	// The window's edge: timers loaded as the window advances, with
+	// VIGIL_BENCH_LATE_BEYOND watches pending beyond it all along.
+	b.Run("load=edge/design=continuous", func(b *testing.B) {
+		beyond := envInt(b, "VIGIL_BENCH_LATE_BEYOND", 1_000_000)
+		var late []time.Duration
+		for range b.N {
+			late = append(late, edgePass(b, timers, beyond)...)
+		}
+		benchtest.Percentiles(b, late, time.Millisecond, "ms-late")
+	})
 	for _, load := range loads {
 		for _, design := range []string{"continuous", "batch"} {
 			b.Run(fmt.Sprintf("load=%s/design=%s", load.name, design), func(b *testing.B) {
@@ -149,6 +166,95 @@ func latenessPass(b *testing.B, design string, timers int, kindName string, n in
 	probed.Wait()
 	b.StopTimer()
 	close(stopped)
+	cancel()
+	_ = done()
+	return late
+}
+
+// edgePass is one pass of the window's edge: a store holding beyond
+// watches due an hour to 7 days on and timers due over one second
+// starting 1 s past the first window's edge (a window of 4 s, read 1.3 s
+// ahead of its edge), so none is in memory when the scheduler starts and
+// each is read by the loader as the window advances. It returns each
+// timer's lateness.
+func edgePass(b *testing.B, timers, beyond int) []time.Duration {
+	b.StopTimer()
+	ctx := context.Background()
+	st, err := badger.OpenStore(b.TempDir(), badger.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	const horizon = 4 * time.Second
+	var (
+		mu     sync.Mutex
+		dueOf  = map[string]time.Time{}
+		late   = make([]time.Duration, 0, timers)
+		probed sync.WaitGroup
+	)
+	probed.Add(timers)
+	pl := hosttest.NewFakeKinds(
+		kind.Info{Kind: "timer", DefaultEvery: time.Minute},
+	).OnObserve(func(req abi.ObserveRequest) (kind.Observation, error) {
+		mu.Lock()
+		due, ok := dueOf[req.WatchID]
+		if ok {
+			late = append(late, time.Since(due))
+			delete(dueOf, req.WatchID)
+		}
+		mu.Unlock()
+		if ok {
+			probed.Done()
+		}
+		return hosttest.Settled("fired")
+	})
+	now := time.Now()
+	ids := rand.NewChaCha8([32]byte{'e', 'd', 'g', 'e'})
+	row := func(i int, at time.Time) store.Watch {
+		id, err := store.NewID(now, ids)
+		if err != nil {
+			b.Fatal(err)
+		}
+		exp := at.Add(time.Minute)
+		return store.Watch{ID: id, Kind: "timer", Params: json.RawMessage(`{}`), Recipient: store.Recipient{ID: fmt.Sprintf("agent-%d", i%1000)},
+			State: store.Pending, Receipt: store.ReceiptNone, Every: store.Duration(time.Minute),
+			CreatedAt: now, ExpiresAt: &exp, NextCheck: at}
+	}
+	const batch = 20_000
+	ws := make([]store.Watch, 0, batch)
+	for i := range beyond {
+		ws = append(ws, row(i, now.Add(time.Hour+time.Duration(int64(7*24*time.Hour)/int64(beyond)*int64(i)))))
+		if len(ws) == batch || i == beyond-1 {
+			if err := st.CreateMany(ctx, ws); err != nil {
+				b.Fatal(err)
+			}
+			ws = ws[:0]
+		}
+	}
+	start := time.Now().Add(horizon + time.Second)
+	for i := range timers {
+		w := row(i, start.Add(time.Duration(int64(time.Second)*int64(i)/int64(timers))))
+		dueOf[w.ID.String()] = w.NextCheck
+		ws = append(ws, w)
+	}
+	if err := st.CreateMany(ctx, ws); err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(Config{Store: st, Plugins: pl, Deliver: &recordingDeliverer{st: st}, Horizon: horizon})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Prime(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if n := s.Pending(); n != 0 {
+		b.Fatalf("%d held after Prime; want none (every timer is beyond the first window)", n)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := lifecycle.Go(runCtx, s.Run)
+	b.StartTimer()
+	probed.Wait()
+	b.StopTimer()
 	cancel()
 	_ = done()
 	return late
