@@ -22,8 +22,10 @@ package main
 // 200), rss_MiB (the child's VmRSS from /proc after ready and a settle
 // of 3 s: the host has no endpoint that forces a collection, so this is
 // the resident size once the start's garbage has had time to be
-// collected and returned), hwm_MiB (the child's peak resident size up to
-// then) and store_B/row (the store directory's bytes over N).
+// collected and returned; it counts the pages of the store's files
+// badger maps and the start read), anon_MiB (RssAnon: the same without
+// those file pages, the heap's share), hwm_MiB (the child's peak
+// resident size up to then) and store_B/row (the store directory's bytes over N).
 
 import (
 	"bufio"
@@ -107,6 +109,7 @@ func BenchmarkRestart(b *testing.B) {
 				b.ReportMetric(r.ready.Seconds(), "ready_s")
 				b.ReportMetric(float64(r.rss)/(1<<20), "rss_MiB")
 				b.ReportMetric(float64(r.hwm)/(1<<20), "hwm_MiB")
+				b.ReportMetric(float64(r.anon)/(1<<20), "anon_MiB")
 				if n > 0 {
 					b.ReportMetric(float64(size)/float64(n), "store_B/row")
 				}
@@ -175,8 +178,8 @@ func fillRestart(ctx context.Context, dir string, n int) error {
 
 // restarted is one measured start.
 type restarted struct {
-	ready    time.Duration
-	rss, hwm int64
+	ready          time.Duration
+	rss, hwm, anon int64
 }
 
 // restartChildSettled starts bin serve on data and returns how long it
@@ -249,37 +252,42 @@ func restartChild(b *testing.B, bin, data string, then func(restarted)) (restart
 	}
 	r := restarted{ready: at.Sub(t0)}
 	time.Sleep(3 * time.Second)
-	r.rss, r.hwm, err = procMemory(cmd.Process.Pid)
+	r.rss, r.hwm, r.anon, err = procMemory(cmd.Process.Pid)
 	if err == nil && then != nil {
 		then(r)
 	}
 	return r, err
 }
 
-// procMemory reads a process's VmRSS and VmHWM, in bytes.
-func procMemory(pid int) (rss, hwm int64, err error) {
+// procMemory reads a process's VmRSS, VmHWM and RssAnon, in bytes.
+func procMemory(pid int) (rss, hwm, anon int64, err error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	defer func() { _ = f.Close() }()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (k != "VmRSS" && k != "VmHWM") {
+		var into *int64
+		switch k {
+		case "VmRSS":
+			into = &rss
+		case "VmHWM":
+			into = &hwm
+		case "RssAnon":
+			into = &anon
+		}
+		if !ok || into == nil {
 			continue
 		}
 		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 		if err != nil {
-			return 0, 0, fmt.Errorf("/proc/%d/status %s: %w", pid, k, err)
+			return 0, 0, 0, fmt.Errorf("/proc/%d/status %s: %w", pid, k, err)
 		}
-		if k == "VmRSS" {
-			rss = kb << 10
-		} else {
-			hwm = kb << 10
-		}
+		*into = kb << 10
 	}
-	return rss, hwm, sc.Err()
+	return rss, hwm, anon, sc.Err()
 }
 
 // dirBytes is the bytes of the files under dir.

@@ -25,6 +25,10 @@ package httpapi
 // (Debian: apt-get install wrk): one wrk thread, c connections, for
 // VIGIL_BENCH_WRK (default 3s).
 //
+// BenchmarkRegisterBesidePending is BenchmarkRegisterHTTP's serve-like
+// case on an empty store and beside VIGIL_BENCH_REGISTER_PENDING pending
+// watches beyond the window (default 1,000,000).
+//
 // BenchmarkAdmit is the plugin side of a registration alone: Admit on the
 // fake and on the real runtime.
 //
@@ -624,4 +628,85 @@ func BenchmarkListByRecipient(b *testing.B) {
 	}
 	st = openBenchStore(b, dir)
 	measure("reopened")
+}
+
+// BenchmarkRegisterBesidePending is BenchmarkRegisterHTTP's case of
+// serve's defaults (the fake plugins, the loop on, group commit, 64
+// connections) on an empty store and on one already holding
+// VIGIL_BENCH_REGISTER_PENDING pending timers (default 1,000,000) of
+// 1,000 other recipients, due an hour to 7 days on: beyond the window,
+// so in the due index only. The store is filled by store.CreateMany,
+// untimed (fill_s); both sizes run in one run, the empty one first and
+// last (pending=0, pending=N, pending=0/again), so a drift of the
+// machine's load shows.
+func BenchmarkRegisterBesidePending(b *testing.B) {
+	n := 1_000_000
+	if v := os.Getenv("VIGIL_BENCH_REGISTER_PENDING"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 0 {
+			b.Fatalf("VIGIL_BENCH_REGISTER_PENDING=%q: want a count", v)
+		}
+	}
+	regs := newRegistrations()
+	const c = 64
+	for _, size := range []struct {
+		name string
+		n    int
+	}{{"pending=0", 0}, {fmt.Sprintf("pending=%d", n), n}, {"pending=0/again", 0}} {
+		b.Run(size.name, func(b *testing.B) {
+			st := openBenchStoreWith(b, b.TempDir(), badger.Options{SyncWrites: true})
+			t0 := time.Now()
+			if err := fillBeyond(st, size.n); err != nil {
+				b.Fatal(err)
+			}
+			fill := time.Since(t0)
+			srv := startServer(b, st, timerFake{}, serverOpts{loop: true})
+			client := keepAlive(c)
+			defer client.CloseIdleConnections()
+			var wg sync.WaitGroup
+			for i := range c {
+				wg.Go(func() {
+					if err := regs.post(client, srv.url, i); err != nil {
+						b.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			b.ReportAllocs()
+			ds := benchtest.Drive(b, c, func(i int) error { return regs.post(client, srv.url, i) })
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "regs/s")
+			benchtest.Percentiles(b, ds, time.Microsecond, "us")
+			b.ReportMetric(fill.Seconds(), "fill_s")
+		})
+	}
+}
+
+// fillBeyond writes n pending timers of 1,000 recipients, due an hour to
+// 7 days on, many to a commit.
+func fillBeyond(st *store.Store, n int) error {
+	ctx := context.Background()
+	now := time.Now().UTC()
+	ids := rand.NewChaCha8([32]byte{'b', 'e', 'y', 'o', 'n', 'd'})
+	const batch = 20_000
+	ws := make([]store.Watch, 0, batch)
+	for i := range n {
+		id, err := store.NewID(now, ids)
+		if err != nil {
+			return err
+		}
+		at := now.Add(time.Hour + time.Duration(int64(7*24*time.Hour)/int64(n)*int64(i))).Truncate(time.Second)
+		exp := at.Add(time.Minute)
+		ws = append(ws, store.Watch{
+			ID: id, Kind: "timer", Params: json.RawMessage(`{"at":"` + at.Format(time.RFC3339) + `"}`),
+			Recipient: store.Recipient{ID: fmt.Sprintf("filler-%04d", i%1000)}, State: store.Pending, Receipt: store.ReceiptNone,
+			Every: store.Duration(time.Minute), CreatedAt: now, ExpiresAt: &exp, NextCheck: at,
+		})
+		if len(ws) == batch || i == n-1 {
+			if err := st.CreateMany(ctx, ws); err != nil {
+				return err
+			}
+			ws = ws[:0]
+		}
+	}
+	return nil
 }
