@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	badgerdb "github.com/dgraph-io/badger/v4"
@@ -53,6 +54,16 @@ type KV struct {
 	// stripes serialise the transactions that share a hint
 	// (store.Tx.Serialise), by the hint's slot.
 	stripes [64]stripe
+	// gate counts the transactions in flight (open); Close sets closed
+	// and waits until none is: badger's Close while a commit is being
+	// sent closes the channel the commit sends on (a panic), so later
+	// transactions are refused and those in flight finish first. Not a
+	// RWMutex: a reader blocked behind a waiting Close would deadlock a
+	// transaction that opens another inside its own.
+	gate     sync.Mutex
+	idle     sync.Cond
+	inflight int
+	closed   bool
 }
 
 var (
@@ -95,6 +106,7 @@ func Open(dir string, opt Options) (*KV, error) {
 		return nil, classifyOpenError(dir, err)
 	}
 	s := &KV{db: db, disk: newDiskGuard(dir, fs, now, log.With("component", "store"))}
+	s.idle.L = &s.gate
 	s.disk.tables = db.Tables
 	s.disk.measure(nil) // says now, once, if clients' writes are refused
 	if opt.SyncWrites && !opt.SyncEachCommit {
@@ -200,6 +212,16 @@ func (s *KV) Barrier() error {
 // Close releases the store. Writers waiting for a sync get it first; a
 // commit that waits after Close has begun gets ErrClosed.
 func (s *KV) Close() error {
+	s.gate.Lock()
+	if s.closed {
+		s.gate.Unlock()
+		return nil // closed already
+	}
+	s.closed = true
+	for s.inflight > 0 {
+		s.idle.Wait()
+	}
+	s.gate.Unlock()
 	if s.group != nil {
 		s.group.close()
 	}

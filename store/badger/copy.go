@@ -16,6 +16,10 @@ import (
 // A key of no family this build knows is store.ErrUnknownRecord: a copy
 // stops on it rather than leave it behind.
 func (s *KV) ExportKeys(ctx context.Context, fn func(store.Key, []byte) error) error {
+	return s.open(func() error { return s.exportKeys(ctx, fn) })
+}
+
+func (s *KV) exportKeys(ctx context.Context, fn func(store.Key, []byte) error) error {
 	return s.db.View(func(txn *badgerdb.Txn) error {
 		it := txn.NewIterator(badgerdb.DefaultIteratorOptions)
 		defer it.Close()

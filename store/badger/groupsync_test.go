@@ -468,3 +468,43 @@ func TestSettleAndMailThenRunsInMailboxOrder(t *testing.T) {
 		t.Errorf("%d syncs for %d settlements: none shared", syncs, writers*each)
 	}
 }
+
+// Close while commits are being sent neither panics nor hangs: the
+// transactions in flight finish and later ones are refused (ErrClosed).
+// Badger's own Close, reached while a commit is sending, closes the
+// channel the commit sends on.
+func TestCloseDuringCommitsNeverPanics(t *testing.T) {
+	for round := range 20 {
+		kv, err := Open(t.TempDir(), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := store.New(context.Background(), kv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := makeRows(t, 400)
+		var wg sync.WaitGroup
+		var started sync.WaitGroup
+		for i := range 4 {
+			started.Add(1)
+			wg.Go(func() {
+				started.Done()
+				for _, row := range rows[i*100 : i*100+100] {
+					if err := s.Create(context.Background(), row); err != nil {
+						if !errors.Is(err, ErrClosed) && !errors.Is(err, badgerdb.ErrDBClosed) && !errors.Is(err, badgerdb.ErrBlockedWrites) {
+							t.Errorf("round %d: create during close: %v", round, err)
+						}
+						return
+					}
+				}
+			})
+		}
+		started.Wait()
+		time.Sleep(time.Duration(round%5) * 100 * time.Microsecond)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+	}
+}

@@ -119,7 +119,7 @@ func (s *KV) commit(ctx context.Context, f func(txn *badgerdb.Txn) error, commit
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		err := s.db.Update(f)
+		err := s.open(func() error { return s.db.Update(f) })
 		if errors.Is(err, badgerdb.ErrConflict) {
 			if attempt < maxCommitAttempts-1 {
 				continue
@@ -138,7 +138,29 @@ func (s *KV) View(ctx context.Context, fn func(store.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.View(func(txn *badgerdb.Txn) error { return fn(&tx{txn: txn}) })
+	return s.open(func() error {
+		return s.db.View(func(txn *badgerdb.Txn) error { return fn(&tx{txn: txn}) })
+	})
+}
+
+// open runs a transaction, f, unless Close has begun (ErrClosed), and
+// holds Close off until it returns.
+func (s *KV) open(f func() error) error {
+	s.gate.Lock()
+	if s.closed {
+		s.gate.Unlock()
+		return ErrClosed
+	}
+	s.inflight++
+	s.gate.Unlock()
+	defer func() {
+		s.gate.Lock()
+		if s.inflight--; s.inflight == 0 && s.closed {
+			s.idle.Broadcast()
+		}
+		s.gate.Unlock()
+	}()
+	return f()
 }
 
 // tx is one badger transaction as a store.Tx. Badger checks at the
