@@ -19,13 +19,14 @@ package main
 // compacts the fill's tables, as a host that wrote the rows itself would
 // have while it ran), stopped, and started again, the start measured.
 // Reported: fill_s (the fill, not the restart), ready_s (the child's start to GET /healthz answering
-// 200), rss_MiB (the child's VmRSS from /proc after ready and a settle
-// of 3 s: the host has no endpoint that forces a collection, so this is
-// the resident size once the start's garbage has had time to be
-// collected and returned; it counts the pages of the store's files
-// badger maps and the start read), anon_MiB (RssAnon: the same without
-// those file pages, the heap's share), hwm_MiB (the child's peak
-// resident size up to then) and store_B/row (the store directory's bytes over N).
+// 200), rss_MiB (the child's VmRSS from /proc 3 s after ready: before it
+// answers, the host forces a collection that returns the start's
+// garbage to the system and hands back the table pages its store's open
+// mapped (host.New), so this is the resident size it keeps to work
+// on, the pages of its binary and of the store's files it maps
+// counted), anon_MiB (RssAnon: the same without file pages, the heap's
+// share), hwm_MiB (the child's peak resident size up to then) and
+// store_B/row (the store directory's bytes over N).
 
 import (
 	"bufio"

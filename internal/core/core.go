@@ -234,7 +234,9 @@ func (c *Core) Prime(ctx context.Context) (int, error) {
 // ends and, on a cluster, what Join set up: the node, its feeds and its
 // jobs. When ctx ends the scheduler finishes its probes in flight and the
 // outbox stops; only then does the node leave the cluster, so the leases
-// stand while the probes settle. Run returns once all of it has stopped:
+// stand while the probes settle. On a store whose tables are mapped into
+// the process (badger), it also hands their resident pages back every
+// TrimEvery while they are over MappedBudget (mapped.go). Run returns once all of it has stopped:
 // nil, or the first error (the outbox's recovery). Run once.
 func (c *Core) Run(ctx context.Context) error {
 	if !c.running.CompareAndSwap(false, true) {
@@ -249,7 +251,11 @@ func (c *Core) Run(ctx context.Context) error {
 			defer func() { _ = leave() }()
 		}
 	}
-	return lifecycle.Group(ctx, c.Outbox.Run, c.Scheduler.Run)
+	runs := []func(context.Context) error{c.Outbox.Run, c.Scheduler.Run}
+	if _, ok := c.Store.KV().(mappedTrimmer); ok {
+		runs = append(runs, c.trimLoop)
+	}
+	return lifecycle.Group(ctx, runs...)
 }
 
 // Close releases what New and Join acquired: Join's subscriptions, if

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -185,6 +186,13 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	if h.Pending, err = h.Core.Prime(ctx); err != nil {
 		return nil, err
 	}
+	// What the start held and let go (the rows Prime and the
+	// reconciliation decoded, the plugins' loading) and the table pages
+	// the store's open read are handed back before the host serves: the
+	// resident size a start leaves is what the host works on, not what
+	// it read on the way.
+	debug.FreeOSMemory()
+	h.Core.TrimMapped(0)
 	h.base, h.stopStreams = context.WithCancel(context.Background())
 	ov, cons, err := h.views()
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,6 +46,9 @@ type Options struct {
 // in a directory, its transactions badger's optimistic ones.
 type KV struct {
 	db *badgerdb.DB
+	// dir is the store's directory as the kernel names it (absolute,
+	// links resolved), which TrimMapped finds the table mappings by.
+	dir string
 	// group is the group sync every commit waits on, nil when commits
 	// are not synced here (SyncWrites off, or SyncEachCommit).
 	group *groupSync
@@ -105,7 +109,7 @@ func Open(dir string, opt Options) (*KV, error) {
 	if err != nil {
 		return nil, classifyOpenError(dir, err)
 	}
-	s := &KV{db: db, disk: newDiskGuard(dir, fs, now, log.With("component", "store"))}
+	s := &KV{db: db, dir: realDir(dir), disk: newDiskGuard(dir, fs, now, log.With("component", "store"))}
 	s.idle.L = &s.gate
 	s.disk.tables = db.Tables
 	s.disk.measure(nil) // says now, once, if clients' writes are refused
@@ -246,3 +250,15 @@ func (b badgerLogger) Warningf(f string, a ...any) {
 
 func (badgerLogger) Infof(string, ...any)  {}
 func (badgerLogger) Debugf(string, ...any) {}
+
+// realDir is dir absolute with its links resolved, or dir itself when it
+// cannot be resolved.
+func realDir(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	return dir
+}

@@ -30,6 +30,15 @@
 // client's write (TxOptions.Client) 1 MiB above the reserve, the host's
 // own 256 KiB above it. docs/RELIABILITY.md has the figures and tests.
 //
+// # Mapped pages
+//
+// badger reads its table files through memory maps, so every page a read
+// or a compaction touched stays in the process's resident size until the
+// kernel wants the memory. TrimMapped (resident.go, Linux) hands the
+// tables' resident pages back (madvise MADV_PAGEOUT, which never changes
+// what a mapping reads) once the process's file-backed resident memory
+// is past a budget; the host calls it after its start and every 30 s.
+//
 // Transactions of one serialisation hint take one of 64 stripes for
 // their run and commit (not their sync), and their thens are called in
 // commit order, chained per stripe.

@@ -1,0 +1,69 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/vigilhq/vigil/store/badger"
+)
+
+// MappedBudget is how much resident file-backed memory the host keeps
+// before it hands the store's mapped table pages back (the binary's own
+// pages count in it too: about 50 MiB); TrimEvery how often it looks.
+// Both keep a host that waits on millions of watches at the resident
+// size of what it works on: the pages a compaction wrote or a read
+// touched would otherwise stay counted until the kernel wanted them.
+const (
+	MappedBudget = 128 << 20
+	TrimEvery    = 30 * time.Second
+)
+
+// mappedTrimmer is a store adapter whose files are mapped into the
+// process, with a way to hand their resident pages back (*badger.KV).
+type mappedTrimmer interface {
+	TrimMapped(budget int64) (badger.MappedTrim, error)
+}
+
+// TrimMapped hands the store's mapped table pages back to the kernel
+// when the process's resident file-backed memory is over budget, once.
+// ok is false when the store maps nothing the host can trim (a cluster's
+// store, or a platform without the means), which a caller stops asking
+// after.
+func (c *Core) TrimMapped(budget int64) (t badger.MappedTrim, ok bool) {
+	tr, is := c.Store.KV().(mappedTrimmer)
+	if !is {
+		return t, false
+	}
+	t, err := tr.TrimMapped(budget)
+	switch {
+	case errors.Is(err, badger.ErrTrimUnsupported):
+		c.log.Info("the store's mapped table pages are left to the kernel", "reason", err)
+		return t, false
+	case err != nil:
+		c.log.Warn("trimming the store's mapped table pages", "err", err)
+	case t.Trimmed > 0:
+		c.log.Debug("trimmed the store's mapped table pages", "file_resident", t.FileResident, "tables", t.Tables, "trimmed", t.Trimmed)
+	}
+	return t, true
+}
+
+// trimLoop calls TrimMapped with MappedBudget every TrimEvery until ctx
+// ends; once the store says it cannot, it only waits for the end (a
+// returning run would stop the core's others).
+func (c *Core) trimLoop(ctx context.Context) error {
+	t := c.clock.NewTimer(TrimEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+		}
+		if _, ok := c.TrimMapped(MappedBudget); !ok {
+			<-ctx.Done()
+			return nil
+		}
+		t.Reset(TrimEvery)
+	}
+}
