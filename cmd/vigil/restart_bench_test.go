@@ -25,7 +25,9 @@ package main
 // mapped (host.New), so this is the resident size it keeps to work
 // on, the pages of its binary and of the store's files it maps
 // counted), anon_MiB (RssAnon: the same without file pages, the heap's
-// share), hwm_MiB (the child's peak resident size up to then) and
+// share), settled_rss_MiB and settled_anon_MiB (the same once the
+// compaction the start began has finished and 3 s more have passed),
+// hwm_MiB (the child's peak resident size up to then) and
 // store_B/row (the store directory's bytes over N).
 
 import (
@@ -101,7 +103,18 @@ func BenchmarkRestart(b *testing.B) {
 					b.Fatal(err)
 				}
 				size := dirBytes(b, filepath.Join(data, "store"))
-				r, err := restartChild(b, bin, data, nil)
+				// The start measured: its resident size 3 s after ready, and
+				// again once its badger has finished the compaction a start
+				// begins (the tables the last run's close flushed) and a
+				// few of the host's trims have run.
+				var settled restarted
+				r, err := restartChild(b, bin, data, func(_ restarted, pid int) {
+					waitTables(b, filepath.Join(data, "store"))
+					time.Sleep(3 * time.Second)
+					if settled.rss, settled.hwm, settled.anon, err = procMemory(pid); err != nil {
+						b.Fatal(err)
+					}
+				})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -111,6 +124,8 @@ func BenchmarkRestart(b *testing.B) {
 				b.ReportMetric(float64(r.rss)/(1<<20), "rss_MiB")
 				b.ReportMetric(float64(r.hwm)/(1<<20), "hwm_MiB")
 				b.ReportMetric(float64(r.anon)/(1<<20), "anon_MiB")
+				b.ReportMetric(float64(settled.rss)/(1<<20), "settled_rss_MiB")
+				b.ReportMetric(float64(settled.anon)/(1<<20), "settled_anon_MiB")
 				if n > 0 {
 					b.ReportMetric(float64(size)/float64(n), "store_B/row")
 				}
@@ -188,17 +203,23 @@ type restarted struct {
 // most 10 minutes), and stops it.
 func restartChildSettled(b *testing.B, bin, data string) (time.Duration, error) {
 	var ready time.Duration
-	_, err := restartChild(b, bin, data, func(r restarted) {
+	_, err := restartChild(b, bin, data, func(r restarted, _ int) {
 		ready = r.ready
-		last, since := storeFiles(b, filepath.Join(data, "store")), time.Now()
-		for end := time.Now().Add(10 * time.Minute); time.Since(since) < 5*time.Second && time.Now().Before(end); {
-			time.Sleep(time.Second)
-			if now := storeFiles(b, filepath.Join(data, "store")); now != last {
-				last, since = now, time.Now()
-			}
-		}
+		waitTables(b, filepath.Join(data, "store"))
 	})
 	return ready, err
+}
+
+// waitTables returns once the table files in dir have not changed for
+// 5 s (at most 10 minutes).
+func waitTables(b *testing.B, dir string) {
+	last, since := storeFiles(b, dir), time.Now()
+	for end := time.Now().Add(10 * time.Minute); time.Since(since) < 5*time.Second && time.Now().Before(end); {
+		time.Sleep(time.Second)
+		if now := storeFiles(b, dir); now != last {
+			last, since = now, time.Now()
+		}
+	}
 }
 
 // storeFiles names the store's table files and their sizes, in one
@@ -218,8 +239,9 @@ func storeFiles(b *testing.B, dir string) string {
 }
 
 // restartChild starts bin serve on data, waits for /healthz, lets it
-// settle, reads its resident sizes, calls then (when set) and stops it.
-func restartChild(b *testing.B, bin, data string, then func(restarted)) (restarted, error) {
+// settle, reads its resident sizes, calls then (when set) with them and
+// its pid, and stops it.
+func restartChild(b *testing.B, bin, data string, then func(restarted, int)) (restarted, error) {
 	addr, err := servetest.FreeAddr()
 	if err != nil {
 		return restarted{}, err
@@ -255,7 +277,7 @@ func restartChild(b *testing.B, bin, data string, then func(restarted)) (restart
 	time.Sleep(3 * time.Second)
 	r.rss, r.hwm, r.anon, err = procMemory(cmd.Process.Pid)
 	if err == nil && then != nil {
-		then(r)
+		then(r, cmd.Process.Pid)
 	}
 	return r, err
 }

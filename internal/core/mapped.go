@@ -10,13 +10,16 @@ import (
 
 // MappedBudget is how much resident file-backed memory the host keeps
 // before it hands the store's mapped table pages back (the binary's own
-// pages count in it too: about 50 MiB); TrimEvery how often it looks.
+// pages count in it too: about 50 MiB); TrimEvery how often it looks,
+// and TrimSoon how soon it looks again after a look that trimmed (a
+// compaction maps pages at tens of MiB a second while it runs).
 // Both keep a host that waits on millions of watches at the resident
 // size of what it works on: the pages a compaction wrote or a read
 // touched would otherwise stay counted until the kernel wanted them.
 const (
 	MappedBudget = 128 << 20
 	TrimEvery    = 30 * time.Second
+	TrimSoon     = time.Second
 )
 
 // mappedTrimmer is a store adapter whose files are mapped into the
@@ -48,9 +51,10 @@ func (c *Core) TrimMapped(budget int64) (t badger.MappedTrim, ok bool) {
 	return t, true
 }
 
-// trimLoop calls TrimMapped with MappedBudget every TrimEvery until ctx
-// ends; once the store says it cannot, it only waits for the end (a
-// returning run would stop the core's others).
+// trimLoop calls TrimMapped with MappedBudget every TrimEvery, or
+// TrimSoon after a call that trimmed, until ctx ends; once the store says
+// it cannot, it only waits for the end (a returning run would stop the
+// core's others).
 func (c *Core) trimLoop(ctx context.Context) error {
 	t := c.clock.NewTimer(TrimEvery)
 	defer t.Stop()
@@ -60,10 +64,15 @@ func (c *Core) trimLoop(ctx context.Context) error {
 			return nil
 		case <-t.C():
 		}
-		if _, ok := c.TrimMapped(MappedBudget); !ok {
+		tr, ok := c.TrimMapped(MappedBudget)
+		if !ok {
 			<-ctx.Done()
 			return nil
 		}
-		t.Reset(TrimEvery)
+		next := TrimEvery
+		if tr.Trimmed > 0 {
+			next = TrimSoon
+		}
+		t.Reset(next)
 	}
 }

@@ -19,13 +19,14 @@ type trimSpyKV struct {
 	*badger.KV
 	calls   atomic.Int32
 	budgets chan int64
+	trimmed atomic.Int64 // what each call says it trimmed
 	err     error
 }
 
 func (s *trimSpyKV) TrimMapped(budget int64) (badger.MappedTrim, error) {
 	s.calls.Add(1)
 	s.budgets <- budget
-	return badger.MappedTrim{}, s.err
+	return badger.MappedTrim{Trimmed: s.trimmed.Load()}, s.err
 }
 
 func trimCore(t *testing.T, spy *trimSpyKV) (*Core, *fakeclock.Clock) {
@@ -103,5 +104,32 @@ func TestTheCoreStopsAskingAStoreThatCannotTrim(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
+	}
+}
+
+// A look that trimmed is followed by another TrimSoon later, while a
+// compaction may still be mapping pages; one that found the budget kept
+// waits TrimEvery again.
+func TestTheCoreLooksAgainSoonAfterATrim(t *testing.T) {
+	spy := &trimSpyKV{budgets: make(chan int64, 10)}
+	c, clk := trimCore(t, spy)
+	armed := make(chan time.Duration, 100)
+	clk.OnArm(func(d time.Duration) { armed <- d })
+	stop := lifecycle.Go(context.Background(), c.trimLoop)
+	defer func() { _ = stop() }()
+	if d := <-armed; d != TrimEvery {
+		t.Fatalf("first look in %v, want TrimEvery", d)
+	}
+	spy.trimmed.Store(1 << 20)
+	clk.Add(TrimEvery)
+	<-spy.budgets
+	if d := <-armed; d != TrimSoon {
+		t.Fatalf("after a look that trimmed, the next in %v, want TrimSoon (%v)", d, TrimSoon)
+	}
+	spy.trimmed.Store(0)
+	clk.Add(TrimSoon)
+	<-spy.budgets
+	if d := <-armed; d != TrimEvery {
+		t.Fatalf("after a look within the budget, the next in %v, want TrimEvery (%v)", d, TrimEvery)
 	}
 }
