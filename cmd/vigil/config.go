@@ -37,6 +37,7 @@ import (
 //	webhook_allow: [127.0.0.0/8]
 //	recipient_max_refs: 1000
 //	recipient_max_pending: 10000
+//	debug_listen: 127.0.0.1:6060      # default: off; loopback only
 //	tokens:
 //	  - principal: agent-7            # acts for recipient agent-7 only
 //	    token: "a long random string"
@@ -82,7 +83,10 @@ import (
 //	    routes:
 //	      - source: slack-help
 type settings struct {
-	Listen       string   `yaml:"listen"`
+	Listen string `yaml:"listen"`
+	// DebugListen, when set, serves Go's profiles and POST /debug/free
+	// there (debug.go); loopback only.
+	DebugListen  string   `yaml:"debug_listen"`
 	Data         string   `yaml:"data"`
 	PluginCache  string   `yaml:"plugin_cache"`
 	Plugins      string   `yaml:"plugins"`
@@ -202,6 +206,7 @@ func loadSettings(flags *pflag.FlagSet, getenv func(string) string) (settings, e
 	}
 	if err := errors.Join(
 		env("listen", "VIGIL_LISTEN", func(v string) error { s.Listen = v; return nil }),
+		env("debug_listen", "VIGIL_DEBUG_LISTEN", func(v string) error { s.DebugListen = v; return nil }),
 		env("data", "VIGIL_DATA", func(v string) error { s.Data = v; return nil }),
 		env("plugin_cache", "VIGIL_PLUGIN_CACHE", func(v string) error { s.PluginCache = v; return nil }),
 		env("plugins", "VIGIL_PLUGINS", func(v string) error { s.Plugins = v; return nil }),
@@ -220,6 +225,7 @@ func loadSettings(flags *pflag.FlagSet, getenv func(string) string) (settings, e
 		apply     func()
 	}{
 		{"listen", "listen", func() { s.Listen, _ = flags.GetString("listen") }},
+		{"debug-listen", "debug_listen", func() { s.DebugListen, _ = flags.GetString("debug-listen") }},
 		{"data", "data", func() { s.Data, _ = flags.GetString("data") }},
 		{"plugin-cache", "plugin_cache", func() { s.PluginCache, _ = flags.GetString("plugin-cache") }},
 		{"plugins", "plugins", func() { s.Plugins, _ = flags.GetString("plugins") }},
@@ -323,6 +329,11 @@ func (s settings) validate(sources map[string]string) error {
 	if len(s.Tokens) == 0 {
 		if err := loopbackOnly(s.Listen); err != nil {
 			bad("listen", err)
+		}
+	}
+	if s.DebugListen != "" {
+		if err := debugLoopback(s.DebugListen); err != nil {
+			bad("debug_listen", err)
 		}
 	}
 	return errors.Join(errs...)

@@ -19,12 +19,11 @@ package main
 // compacts the fill's tables, as a host that wrote the rows itself would
 // have while it ran), stopped, and started again, the start measured.
 // Reported: fill_s (the fill, not the restart), ready_s (the child's start to GET /healthz answering
-// 200), rss_MiB (the child's VmRSS from /proc 3 s after ready: before it
-// answers, the host forces a collection that returns the start's
-// garbage to the system and hands back the table pages its store's open
-// mapped (host.New), so this is the resident size it keeps to work
-// on, the pages of its binary and of the store's files it maps
-// counted), anon_MiB (RssAnon: the same without file pages, the heap's
+// 200), rss_MiB (the child's VmRSS from /proc 2 s after ready, after a
+// forced collection that returns the free memory to the system: POST
+// /debug/free on its debug listener, and a second; the resident size it
+// keeps to work on, the pages of its binary and of the store's files it
+// maps counted), anon_MiB (RssAnon: the same without file pages, the heap's
 // share), settled_rss_MiB and settled_anon_MiB (the same once the
 // compaction the start began has finished and 3 s more have passed),
 // hwm_MiB (the child's peak resident size up to then) and
@@ -37,6 +36,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,15 +103,16 @@ func BenchmarkRestart(b *testing.B) {
 					b.Fatal(err)
 				}
 				size := dirBytes(b, filepath.Join(data, "store"))
-				// The start measured: its resident size 3 s after ready, and
+				// The start measured: its resident size after ready and a forced collection, and
 				// again once its badger has finished the compaction a start
 				// begins (the tables the last run's close flushed) and a
 				// few of the host's trims have run.
 				var settled restarted
-				r, err := restartChild(b, bin, data, func(_ restarted, pid int) {
+				r, err := restartChild(b, bin, data, func(_ restarted, again func() (restarted, error)) {
 					waitTables(b, filepath.Join(data, "store"))
 					time.Sleep(3 * time.Second)
-					if settled.rss, settled.hwm, settled.anon, err = procMemory(pid); err != nil {
+					var err error
+					if settled, err = again(); err != nil {
 						b.Fatal(err)
 					}
 				})
@@ -203,7 +204,7 @@ type restarted struct {
 // most 10 minutes), and stops it.
 func restartChildSettled(b *testing.B, bin, data string) (time.Duration, error) {
 	var ready time.Duration
-	_, err := restartChild(b, bin, data, func(r restarted, _ int) {
+	_, err := restartChild(b, bin, data, func(r restarted, _ func() (restarted, error)) {
 		ready = r.ready
 		waitTables(b, filepath.Join(data, "store"))
 	})
@@ -241,12 +242,23 @@ func storeFiles(b *testing.B, dir string) string {
 // restartChild starts bin serve on data, waits for /healthz, lets it
 // settle, reads its resident sizes, calls then (when set) with them and
 // its pid, and stops it.
-func restartChild(b *testing.B, bin, data string, then func(restarted, int)) (restarted, error) {
+func restartChild(b *testing.B, bin, data string, then func(restarted, func() (restarted, error))) (restarted, error) {
 	addr, err := servetest.FreeAddr()
 	if err != nil {
 		return restarted{}, err
 	}
-	cmd := exec.Command(bin, "serve", "--listen", addr, "--data", data)
+	args := []string{"serve", "--listen", addr, "--data", data}
+	// This tree's host frees its memory on asking (POST /debug/free on
+	// its debug listener); a build before it has none, and is read
+	// after its garbage has had the 3 s to be returned.
+	debugAddr := ""
+	if os.Getenv("VIGIL_BENCH_RESTART_BIN") == "" {
+		if debugAddr, err = servetest.FreeAddr(); err != nil {
+			return restarted{}, err
+		}
+		args = append(args, "--debug-listen", debugAddr)
+	}
+	cmd := exec.Command(bin, args...)
 	log, err := os.Create(filepath.Join(b.TempDir(), "serve.log"))
 	if err != nil {
 		return restarted{}, err
@@ -273,11 +285,28 @@ func restartChild(b *testing.B, bin, data string, then func(restarted, int)) (re
 		out, _ := os.ReadFile(log.Name())
 		return restarted{}, fmt.Errorf("%w\n%s", err, out)
 	}
-	r := restarted{ready: at.Sub(t0)}
-	time.Sleep(3 * time.Second)
-	r.rss, r.hwm, r.anon, err = procMemory(cmd.Process.Pid)
+	// read frees the child's memory (this tree's) and reads its
+	// resident sizes a second later.
+	read := func() (r restarted, err error) {
+		if debugAddr != "" {
+			resp, err := http.Post("http://"+debugAddr+"/debug/free", "", nil)
+			if err != nil {
+				return r, err
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return r, fmt.Errorf("POST /debug/free: %s", resp.Status)
+			}
+		}
+		time.Sleep(time.Second)
+		r.rss, r.hwm, r.anon, err = procMemory(cmd.Process.Pid)
+		return r, err
+	}
+	time.Sleep(2 * time.Second)
+	r, err := read()
+	r.ready = at.Sub(t0)
 	if err == nil && then != nil {
-		then(r, cmd.Process.Pid)
+		then(r, read)
 	}
 	return r, err
 }

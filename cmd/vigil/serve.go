@@ -29,9 +29,9 @@ Each setting comes from, in order of precedence: a flag, the environment
 (VIGIL_LISTEN, VIGIL_DATA, VIGIL_PLUGIN_CACHE, VIGIL_PLUGINS, VIGIL_WORKERS,
 VIGIL_FSYNC, VIGIL_WEBHOOK_ALLOW as a comma-separated list,
 VIGIL_RECIPIENT_MAX_REFS, VIGIL_RECIPIENT_MAX_PENDING, VIGIL_STORE,
-VIGIL_CONFIG), the config file (YAML: listen, data, plugin_cache, plugins,
-workers, fsync, webhook_allow, recipient_max_refs, recipient_max_pending,
-tokens, store; and, in the file only, fetch, secrets, observe and scopes:
+VIGIL_DEBUG_LISTEN, VIGIL_CONFIG), the config file (YAML: listen, data,
+plugin_cache, plugins, workers, fsync, webhook_allow, recipient_max_refs,
+recipient_max_pending, debug_listen, tokens, store; and, in the file only, fetch, secrets, observe and scopes:
 see docs/fetch.md and docs/observe.md), the default. An invalid value refuses to start,
 naming the key and where it came from. Bearer tokens are set in the config
 file only; with none, the API is unauthenticated and binds to loopback
@@ -83,6 +83,7 @@ in-flight requests and probes finish.`,
 	}
 	cmd.Flags().String("config", "", "YAML config file (also VIGIL_CONFIG)")
 	cmd.Flags().String("listen", d.Listen, "address the API listens on")
+	cmd.Flags().String("debug-listen", "", "loopback address serving Go's profiles (/debug/pprof/) and POST /debug/free (collect, return free memory to the system); off by default")
 	cmd.Flags().String("data", d.Data, "data directory (the badger store; unused with --store)")
 	cmd.Flags().String("store", "", "NATS JetStream servers, nats://host:port[,...]: run as a node of a cluster (default: badger in DATA/store)")
 	cmd.Flags().String("plugin-cache", "", "plugin compilation cache directory, shared with vigil plugins and between hosts (default vigil/wazero in the user cache directory)")
@@ -131,6 +132,14 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 	ln, err := net.Listen("tcp", f.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", f.Listen, err)
+	}
+	if f.DebugListen != "" {
+		stopDebug, err := serveDebug(ctx, f.DebugListen, log)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		defer stopDebug()
 	}
 	log.Info("vigil serving", "listen", ln.Addr().String(), "data", f.Data, "store", f.Store.label(), "plugins", pluginDirLabel(f.Plugins), "plugin_cache", cache, "kinds", len(h.Runtime.Plugins()), "pending", h.Pending, "fsync", f.Fsync, "auth", authLabel(f.Tokens))
 	// The runtime logged each plugin it loaded, and each it did not.
