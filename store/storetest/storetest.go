@@ -39,6 +39,7 @@ type Backend interface {
 	Get(ctx context.Context, id store.ID) (store.Watch, error)
 	GetIdem(ctx context.Context, principal, key string) (store.IdemRecord, error)
 	GetRecipient(ctx context.Context, id string) (store.RecipientRecord, error)
+	GetToken(ctx context.Context, hash string) (store.TokenRecord, error)
 	GetWork(ctx context.Context, id store.ID) (store.Work, error)
 	LastEventSeq(ctx context.Context, stream string) (uint64, error)
 	List(ctx context.Context, f store.Filter) ([]store.Watch, int, error)
@@ -136,6 +137,7 @@ func groups() []group {
 		{"Work", workCases()},
 		{"Retention", retentionCases()},
 		{"Idempotency", idemCases()},
+		{"Tokens", tokenCases()},
 		{"HeldAside", heldAsideCases()},
 		{"Lifetime", lifetimeCases()},
 	}
