@@ -16,6 +16,7 @@ import (
 	"github.com/vigilhq/vigil/internal/recipients"
 	"github.com/vigilhq/vigil/internal/reminder"
 	"github.com/vigilhq/vigil/internal/scheduler"
+	"github.com/vigilhq/vigil/internal/signal"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/badger"
 )
@@ -149,6 +150,10 @@ func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 		// The host's own standing kind, kept by the recipients' reconciler.
 		if err = reminder.New(c.Store).Register(c.Registry); err != nil {
 			return nil, fmt.Errorf("registering %s: %w", reminder.Name, err)
+		}
+		// The signal, a wait its capability URL completes.
+		if err = (signal.Kind{}).Register(c.Registry); err != nil {
+			return nil, fmt.Errorf("registering %s: %w", signal.Name, err)
 		}
 	}
 	var dm delivery.Metrics

@@ -29,6 +29,7 @@ import (
 	"github.com/vigilhq/vigil/internal/plugin"
 	"github.com/vigilhq/vigil/internal/recipients"
 	"github.com/vigilhq/vigil/internal/runner"
+	"github.com/vigilhq/vigil/internal/signal"
 	"github.com/vigilhq/vigil/internal/upkeep"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/badger"
@@ -194,6 +195,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		Scheduler: h.Core.Scheduler, Watches: st, Mailboxes: h.Core.Delivery, Recipients: h.Core.Recipients,
 		Plugins: h.Runtime, Logger: log, Base: h.base, DeadLetters: h.Issuer, Observe: h.Observer, Refusals: h.Metrics,
 		Overview: ov, Node: h.node, Kinds: h.Core.Registry, Seen: h.Core, Idem: st,
+		Signals: signal.NewService(st, h.Core.Scheduler),
 	}, httpapi.Options{Auth: h.Auth, Metrics: h.Metrics.Handler(), Console: cons})
 	return h, nil
 }

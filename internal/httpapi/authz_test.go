@@ -26,6 +26,7 @@ import (
 	"github.com/vigilhq/vigil/internal/observe"
 	"github.com/vigilhq/vigil/internal/plugin"
 	"github.com/vigilhq/vigil/internal/scheduler"
+	"github.com/vigilhq/vigil/internal/signal"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -81,6 +82,10 @@ func (p countingPlugins) Reload(ctx context.Context) (plugin.Report, error) {
 	return p.FakePlugins.Reload(ctx)
 }
 
+// grantsSignalToken is the capability token of the grants fixture's
+// signal.
+const grantsSignalToken = "c2lnbmFsLXRva2VuLWEtMQ"
+
 // grantsFixture is a server with the grants table's tokens over a store
 // seeded with two recipients' watches, a mailbox message and two Work
 // items (one claimed by agent-1).
@@ -106,6 +111,9 @@ func newGrantsFixture(t *testing.T, base context.Context) *grantsFixture {
 		if err := reg.Register("plugins", k); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := (signal.Kind{}).Register(reg); err != nil {
+		t.Fatal(err)
 	}
 	st := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: fakeclock.At(t0)})
 	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fakeclock.At(t0), Waker: st.Scheduler, Rate: -1}, observe.Config{Scopes: map[string]observe.Scope{
@@ -133,6 +141,12 @@ func newGrantsFixture(t *testing.T, base context.Context) *grantsFixture {
 	register("{w1}", "agent-1", "agent-1")
 	register("{w2}", "agent-1", "orch")
 	register("{w3}", "agent-2", "agent-2")
+	// A signal of agent-1's, whose URL's token the table names {sig}.
+	f.ids["{sig}"] = grantsSignalToken
+	if _, err := st.Scheduler.Register(ctx, scheduler.Registration{Kind: signal.Name, Params: json.RawMessage(`{"title":"Ship it?"}`),
+		Recipient: store.Recipient{ID: "agent-1"}, RegisteredBy: "agent-1", Token: grantsSignalToken}); err != nil {
+		t.Fatal(err)
+	}
 	for _, thread := range []string{"TA", "TB"} {
 		if _, err := ob.Record(ctx, "agent-1", "support", observe.Record{Item: "m-" + thread, Thread: thread, Text: "help"}); err != nil {
 			t.Fatal(err)
@@ -161,6 +175,7 @@ func newGrantsFixture(t *testing.T, base context.Context) *grantsFixture {
 		Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients,
 		Plugins: countingPlugins{FakePlugins: fakePlugins(), reloads: f.reloads}, DeadLetters: fakeDeadLetters{}, Observe: ob, Base: base,
 		Refusals: f.refusals, Logger: slog.New(slog.NewTextHandler(f.logs, nil)), Overview: fakeOverview{}, Node: fakeNode{},
+		Signals: signal.NewService(st.Store, st.Scheduler),
 	}, Options{Auth: authz.NewGuard(policy), Metrics: metrics, StreamWait: 50 * time.Millisecond})
 	return f
 }
@@ -249,6 +264,14 @@ func TestGrantsOnEveryRoute(t *testing.T) {
 		{"POST", "/api/v1/watches", `{"kind":"observe.thread","params":{"work_id":"{workA}"},"recipient":{"id":"ops"}}`, [7]int{403, 403, 403, 201, 201, 401, 401}},
 		{"POST", "/api/v1/watches", `{"kind":"observe.thread","params":{"work_id":"{workB}"},"recipient":{"id":"agent-1"}}`, [7]int{201, 403, 404, 403, 201, 401, 401}},
 		{"POST", "/api/v1/watches", `{"kind":"observe.thread","params":{"work_id":"{workB}"},"recipient":{"id":"orch"}}`, [7]int{403, 403, 404, 403, 201, 401, 401}},
+		// Who may register a signal for whom: as any watch. Its URL needs
+		// no bearer token, by design (the token in the path is the
+		// capability): any principal, none, and a wrong one alike.
+		{"POST", "/api/v1/watches", `{"kind":"signal","params":{"title":"Deploy?"},"recipient":{"id":"agent-1"}}`, [7]int{201, 403, 201, 403, 201, 401, 401}},
+		{"POST", "/api/v1/watches", `{"kind":"signal","params":{"title":"Deploy?"},"recipient":{"id":"boss"}}`, [7]int{403, 403, 403, 403, 201, 401, 401}},
+		{"GET", "/api/v1/signals/{sig}", "", [7]int{200, 200, 200, 200, 200, 200, 200}},
+		{"POST", "/api/v1/signals/{sig}", `{"outcome":"approve"}`, [7]int{200, 200, 200, 200, 200, 200, 200}},
+		{"POST", "/api/v1/signals/AAAAAAAAAAAAAAAAAAAAAA", `{"outcome":"approve"}`, [7]int{404, 404, 404, 404, 404, 404, 404}},
 		{"GET", "/api/v1/watches", "", [7]int{200, 200, 200, 200, 200, 401, 401}},
 		{"GET", "/api/v1/watches?recipient=agent-1", "", [7]int{200, 403, 403, 200, 200, 401, 401}},
 		{"GET", "/api/v1/watches?registered_by=orch", "", [7]int{403, 403, 200, 200, 200, 401, 401}},
@@ -426,10 +449,10 @@ func TestUnfilteredListShowsWhatThePrincipalMaySee(t *testing.T) {
 		who  int
 		want []string
 	}{
-		{0, []string{"agent-1/agent-1", "agent-1/agent-1", "agent-1/orch"}}, // the settled one, w1, w2
+		{0, []string{"agent-1/agent-1", "agent-1/agent-1", "agent-1/agent-1", "agent-1/orch"}}, // the settled one, w1, the signal, w2
 		{1, []string{"agent-2/agent-2"}},
 		{2, []string{"agent-1/orch"}},
-		{3, []string{"agent-1/agent-1", "agent-1/agent-1", "agent-1/orch", "agent-2/agent-2"}},
+		{3, []string{"agent-1/agent-1", "agent-1/agent-1", "agent-1/agent-1", "agent-1/orch", "agent-2/agent-2"}},
 	} {
 		if got := list(grantPrincipals[c.who].token); !slices.Equal(got, c.want) {
 			t.Errorf("%s sees %v, want %v", grantPrincipals[c.who].name, got, c.want)
