@@ -381,13 +381,19 @@ func (s *Scheduler) Cancel(ctx context.Context, id store.ID, reason string) (sto
 	return w, nil
 }
 
+// Answerer is a Deliverer that settles an outcome given from outside on
+// any node, not fenced on the watch's owner (*delivery.Delivery is one).
+type Answerer interface {
+	Answer(ctx context.Context, id store.ID, st store.Settlement, m store.Message) (store.Watch, error)
+}
+
 // Complete settles a pending watch fired with out, from outside (a
-// signal's POST): through the Deliverer's settle-and-mail, one
+// signal's POST): through the Deliverer's settle-and-mail (its Answer,
+// when it is an Answerer, so any node of a cluster takes it), one
 // transaction, as a probe's settlement is. The store decides against a
 // probe's expiry or a cancel: the first to commit wins, and a watch no
 // longer pending is answered as it is, with a *api.Error of
-// CodeAlreadySettled. On a cluster the watch's partition must be this
-// node's (store.ErrNotOwner otherwise: nothing is written).
+// CodeAlreadySettled.
 func (s *Scheduler) Complete(ctx context.Context, id store.ID, out store.Outcome, note string) (store.Watch, error) {
 	now := s.cfg.Clock.Now()
 	s.mu.Lock()
@@ -405,7 +411,11 @@ func (s *Scheduler) Complete(ctx context.Context, id store.ID, out store.Outcome
 		return cur, alreadySettled(cur)
 	}
 	attempts = max(attempts, cur.Attempts)
-	w, err := s.cfg.Deliver.Settle(ctx, id, store.Settlement{
+	settle := s.cfg.Deliver.Settle
+	if a, ok := s.cfg.Deliver.(Answerer); ok {
+		settle = a.Answer // on any node: not fenced on the owner
+	}
+	w, err := settle(ctx, id, store.Settlement{
 		State: store.Fired, Outcome: &out, SettledAt: now, Attempts: attempts, LastNote: note,
 	}, store.Message{Kind: cur.Kind, Type: store.MessageFired, Outcome: out})
 	if errors.Is(err, store.ErrNotPending) {

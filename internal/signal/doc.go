@@ -13,6 +13,10 @@
 //     the message, through the store's settle-and-mail (one transaction,
 //     Scheduler.Complete): the message is in the mailbox before the
 //     sender is answered.
+//   - On a cluster any node takes a completion (its URL reaches whichever
+//     node serves the request): the store's answer-and-mail is not fenced
+//     on the watch's owner, and its conditional read of the row decides
+//     it against the owner's own settlement.
 //   - The first completion wins: a second (or one after the deadline's
 //     expiry, or a cancel) is refused with CodeAlreadySettled and the
 //     watch as it settled, so the sender learns what was decided.

@@ -15,6 +15,7 @@ import (
 // suite's own tests can break one rule of a store and see it fail.
 type Backend interface {
 	AppendEvent(ctx context.Context, e store.Event) (out store.Event, duplicate bool, err error)
+	AnswerAndMailThen(ctx context.Context, id store.ID, st store.Settlement, m store.Message, then func(store.Mailed)) (store.Watch, store.Mailed, error)
 	AppendIfRunning(ctx context.Context, rid string, m store.Message) (store.Message, store.RecipientRecord, error)
 	BeginPush(ctx context.Context, rid string, seq uint64, at time.Time) (store.Push, store.Message, store.RecipientRecord, error)
 	CarryAndMail(ctx context.Context, id store.ID, baseline json.RawMessage, attempts int, note string, change *store.Message) (store.Mailed, error)
