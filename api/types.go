@@ -443,10 +443,38 @@ type Ref struct {
 
 // RecipientRequest is the body of PUT /api/v1/recipients/{id}.
 type RecipientRequest struct {
-	Status    string          `json:"status"`
-	Webhook   *WebhookRequest `json:"webhook,omitempty"`
-	Refs      []Ref           `json:"refs,omitempty"`
-	Workspace string          `json:"workspace,omitempty"`
+	Status     string             `json:"status"`
+	Webhook    *WebhookRequest    `json:"webhook,omitempty"`
+	Refs       []Ref              `json:"refs,omitempty"`
+	Workspace  string             `json:"workspace,omitempty"`
+	Heartbeats []HeartbeatRequest `json:"heartbeats,omitempty"`
+}
+
+// HeartbeatRequest declares a heartbeat: missed when no ping comes within
+// Period plus Grace (Go durations) of the last one.
+type HeartbeatRequest struct {
+	Name   string `json:"name"`
+	Period string `json:"period"`
+	Grace  string `json:"grace"`
+}
+
+// Heartbeat is a declared heartbeat as a recipient's view shows it.
+// PingURL is shown only to a principal that may act for the recipient.
+type Heartbeat struct {
+	Name     string     `json:"name"`
+	Period   string     `json:"period"`
+	Grace    string     `json:"grace"`
+	PingURL  string     `json:"ping_url,omitempty"`
+	LastPing *time.Time `json:"last_ping,omitempty"`
+	Failed   bool       `json:"failed,omitempty"`
+	Note     string     `json:"note,omitempty"`
+}
+
+// Ping is the answer of a heartbeat's ping URL.
+type Ping struct {
+	Heartbeat string    `json:"heartbeat"`
+	LastPing  time.Time `json:"last_ping"`
+	Failed    bool      `json:"failed"`
 }
 
 // WebhookView is a recipient's webhook as returned: never the secret.
@@ -472,6 +500,9 @@ type Recipient struct {
 	Phase         *Phase    `json:"phase,omitempty"`
 	Activity      *Activity `json:"activity,omitempty"`
 	ReminderEvery string    `json:"reminder_every,omitempty"`
+	// Heartbeats are the heartbeats it declares, each with its ping URL
+	// for a principal that may act for it.
+	Heartbeats []Heartbeat `json:"heartbeats,omitempty"`
 }
 
 // PhaseRequest is the body of PUT /api/v1/recipients/{id}/phase.

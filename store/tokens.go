@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 )
@@ -14,10 +16,15 @@ import (
 // prunes the row): a token never outlives its record, and a record never
 // lacks the token it was answered with.
 
-// TokenRecord is what a capability token's hash names.
+// TokenRecord is what a capability token's hash names: a watch (a
+// signal's), or a recipient's heartbeat.
 type TokenRecord struct {
 	// Watch is the watch the token acts on.
-	Watch ID `json:"watch"`
+	Watch ID `json:"watch,omitzero"`
+	// Recipient and Heartbeat name the heartbeat a ping URL's token
+	// pings.
+	Recipient string `json:"recipient,omitempty"`
+	Heartbeat string `json:"heartbeat,omitempty"`
 }
 
 type storedToken struct {
@@ -46,6 +53,51 @@ func (t tx) putToken(w Watch) error {
 	}
 	t.Put(kToken(w.Token), b)
 	return nil
+}
+
+// moveHeartbeatTokens writes the token records of a recipient's
+// heartbeats as put (hash to recipient and name), and deletes those of
+// old that put no longer has: in the record's own transaction, so a ping
+// URL acts exactly while its heartbeat is declared. A hash another
+// record holds is ErrExists.
+func (t tx) moveHeartbeatTokens(rid string, old, put []Heartbeat) error {
+	keep := map[string]bool{}
+	for _, h := range put {
+		hash := HashToken(h.Token)
+		keep[hash] = true
+		rec := TokenRecord{Recipient: rid, Heartbeat: h.Name}
+		v, ok, err := t.Get(kToken(hash))
+		if err != nil {
+			return err
+		}
+		if ok {
+			var st storedToken
+			if json.Unmarshal(v, &st) == nil && st.TokenRecord == rec {
+				continue
+			}
+			if st.Recipient != rid {
+				return fmt.Errorf("store: heartbeat token: %w", ErrExists)
+			}
+		}
+		b, err := json.Marshal(storedToken{V: tokenVersion, TokenRecord: rec})
+		if err != nil {
+			return err
+		}
+		t.Put(kToken(hash), b)
+	}
+	for _, h := range old {
+		if hash := HashToken(h.Token); !keep[hash] {
+			t.Delete(kToken(hash))
+		}
+	}
+	return nil
+}
+
+// HashToken is what the store keeps of a capability token: its SHA-256,
+// in hex (internal/captoken.Hash, the same).
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
 }
 
 // GetToken reads the record a capability token's hash names: ErrNotFound

@@ -1,9 +1,7 @@
 package captoken
 
 import (
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -39,10 +37,4 @@ func Parse(s string) (string, error) {
 		return "", ErrMalformed
 	}
 	return s, nil
-}
-
-// Hash is what the store keeps of a token: its SHA-256, in hex.
-func Hash(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
 }

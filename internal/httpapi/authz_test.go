@@ -22,6 +22,7 @@ import (
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/authz"
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/heartbeat"
 	"github.com/vigilhq/vigil/internal/kind"
 	"github.com/vigilhq/vigil/internal/observe"
 	"github.com/vigilhq/vigil/internal/plugin"
@@ -86,6 +87,9 @@ func (p countingPlugins) Reload(ctx context.Context) (plugin.Report, error) {
 // signal.
 const grantsSignalToken = "c2lnbmFsLXRva2VuLWEtMQ"
 
+// grantsPingToken is the ping token of the grants fixture's heartbeat.
+const grantsPingToken = "aGVhcnRiZWF0LXRvay0wMQ"
+
 // grantsFixture is a server with the grants table's tokens over a store
 // seeded with two recipients' watches, a mailbox message and two Work
 // items (one claimed by agent-1).
@@ -116,6 +120,9 @@ func newGrantsFixture(t *testing.T, base context.Context) *grantsFixture {
 		t.Fatal(err)
 	}
 	st := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: fakeclock.At(t0)})
+	if err := heartbeat.New(st.Store).Register(reg); err != nil {
+		t.Fatal(err)
+	}
 	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fakeclock.At(t0), Waker: st.Scheduler, Rate: -1}, observe.Config{Scopes: map[string]observe.Scope{
 		"support": {Observe: []observe.Entry{{Sources: []observe.Source{{Name: "slack-help", Reporters: []string{"agent-1"}}}}}, Routes: []observe.Route{{Source: "slack-help"}}},
 	}})
@@ -141,6 +148,17 @@ func newGrantsFixture(t *testing.T, base context.Context) *grantsFixture {
 	register("{w1}", "agent-1", "agent-1")
 	register("{w2}", "agent-1", "orch")
 	register("{w3}", "agent-2", "agent-2")
+	// A heartbeat of agent-1's, whose ping URL's token the table names
+	// {ping}.
+	f.ids["{ping}"] = grantsPingToken
+	rec, err := st.Store.GetRecipient(ctx, "agent-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Heartbeats = []store.Heartbeat{{Name: "job", Period: store.Duration(time.Minute), Grace: store.Duration(time.Second), Token: grantsPingToken}}
+	if _, _, err := st.Store.PutRecipient(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
 	// A signal of agent-1's, whose URL's token the table names {sig}.
 	f.ids["{sig}"] = grantsSignalToken
 	if _, err := st.Scheduler.Register(ctx, scheduler.Registration{Kind: signal.Name, Params: json.RawMessage(`{"title":"Ship it?"}`),
@@ -175,7 +193,8 @@ func newGrantsFixture(t *testing.T, base context.Context) *grantsFixture {
 		Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients,
 		Plugins: countingPlugins{FakePlugins: fakePlugins(), reloads: f.reloads}, DeadLetters: fakeDeadLetters{}, Observe: ob, Base: base,
 		Refusals: f.refusals, Logger: slog.New(slog.NewTextHandler(f.logs, nil)), Overview: fakeOverview{}, Node: fakeNode{},
-		Signals: signal.NewService(st.Store, st.Scheduler),
+		Signals:    signal.NewService(st.Store, st.Scheduler),
+		Heartbeats: heartbeat.NewService(st.Store, st.Scheduler, fakeclock.At(t0)),
 	}, Options{Auth: authz.NewGuard(policy), Metrics: metrics, StreamWait: 50 * time.Millisecond})
 	return f
 }
@@ -272,6 +291,12 @@ func TestGrantsOnEveryRoute(t *testing.T) {
 		{"GET", "/api/v1/signals/{sig}", "", [7]int{200, 200, 200, 200, 200, 200, 200}},
 		{"POST", "/api/v1/signals/{sig}", `{"outcome":"approve"}`, [7]int{200, 200, 200, 200, 200, 200, 200}},
 		{"POST", "/api/v1/signals/AAAAAAAAAAAAAAAAAAAAAA", `{"outcome":"approve"}`, [7]int{404, 404, 404, 404, 404, 404, 404}},
+		// A heartbeat's ping URL needs no bearer token either; declaring
+		// heartbeats is putting the recipient (acting for it).
+		{"POST", "/api/v1/heartbeats/{ping}", "ran", [7]int{200, 200, 200, 200, 200, 200, 200}},
+		{"POST", "/api/v1/heartbeats/{ping}/fail", "disk full", [7]int{200, 200, 200, 200, 200, 200, 200}},
+		{"POST", "/api/v1/heartbeats/AAAAAAAAAAAAAAAAAAAAAA", "", [7]int{404, 404, 404, 404, 404, 404, 404}},
+		{"PUT", "/api/v1/recipients/agent-1", `{"status":"running","heartbeats":[{"name":"job","period":"1m","grace":"1s"}]}`, [7]int{200, 403, 403, 403, 200, 401, 401}},
 		{"GET", "/api/v1/watches", "", [7]int{200, 200, 200, 200, 200, 401, 401}},
 		{"GET", "/api/v1/watches?recipient=agent-1", "", [7]int{200, 403, 403, 200, 200, 401, 401}},
 		{"GET", "/api/v1/watches?registered_by=orch", "", [7]int{403, 403, 200, 200, 200, 401, 401}},
@@ -563,5 +588,32 @@ func TestRevocationEndsLongPollsAndStreams(t *testing.T) {
 	}
 	if r := get("/api/v1/plugins", ops); r.StatusCode != 200 {
 		t.Fatalf("the kept token after a refused reload: %d", r.StatusCode)
+	}
+}
+
+// A heartbeat's ping URL is on the recipient's view for a principal that
+// may act for it, and no other: an operator reads the heartbeat, not its
+// URL.
+func TestPingURLShownToWhoActsForTheRecipient(t *testing.T) {
+	f := newGrantsFixture(t, context.Background())
+	for i, wantURL := range map[int]bool{0: true, 3: false, 4: true} {
+		resp, b := f.send(t, "GET", "/api/v1/recipients/agent-1", "", grantPrincipals[i].token)
+		var r api.Recipient
+		if resp.StatusCode != 200 || json.Unmarshal(b, &r) != nil || len(r.Heartbeats) != 1 {
+			t.Fatalf("%s: %d %s", grantPrincipals[i].name, resp.StatusCode, b)
+		}
+		if got := r.Heartbeats[0].PingURL != ""; got != wantURL || strings.Contains(string(b), grantsPingToken) != wantURL {
+			t.Errorf("%s sees the ping URL: %v, want %v: %s", grantPrincipals[i].name, got, wantURL, b)
+		}
+		if wantURL && !strings.HasSuffix(r.Heartbeats[0].PingURL, HeartbeatsPath+grantsPingToken) {
+			t.Errorf("%s: ping URL %q", grantPrincipals[i].name, r.Heartbeats[0].PingURL)
+		}
+	}
+	resp, b := f.send(t, "GET", "/api/v1/recipients", "", grantPrincipals[3].token)
+	if resp.StatusCode != 200 || strings.Contains(string(b), grantsPingToken) {
+		t.Fatalf("the operator's recipient list shows the ping token: %s", b)
+	}
+	if strings.Contains(f.logs.String(), grantsPingToken) {
+		t.Fatal("the log holds the ping token")
 	}
 }

@@ -145,6 +145,9 @@ type Deps struct {
 	// Signals answers signals' capability URLs (nil: every such URL
 	// names none).
 	Signals Signals
+	// Heartbeats takes heartbeats' pings (nil: every ping URL names
+	// none).
+	Heartbeats Heartbeats
 }
 
 // Options tune the server.
@@ -266,6 +269,7 @@ func New(d Deps, o Options) *fiber.App {
 	}
 	// Before the group: the capability URL's token is its credential.
 	s.signalRoutes(app)
+	s.heartbeatRoutes(app)
 	v1 := app.Group("/api/v1", s.authenticate, clientWrites)
 	v1.Get("/openapi.yaml", func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, "application/yaml")
@@ -790,11 +794,22 @@ func (s *server) putRecipient(c *fiber.Ctx) error {
 	for _, r := range req.Refs {
 		u.Refs = append(u.Refs, store.Ref{Kind: r.Kind, Params: r.Params})
 	}
+	for i, h := range req.Heartbeats {
+		period, err := time.ParseDuration(h.Period)
+		if err != nil {
+			return &api.Error{Code: api.CodeInvalidField, Field: fmt.Sprintf("heartbeats[%d].period", i), Message: "want a duration such as 5m"}
+		}
+		grace, err := time.ParseDuration(h.Grace)
+		if err != nil {
+			return &api.Error{Code: api.CodeInvalidField, Field: fmt.Sprintf("heartbeats[%d].grace", i), Message: "want a duration such as 1m"}
+		}
+		u.Heartbeats = append(u.Heartbeats, recipients.HeartbeatDecl{Name: h.Name, Period: period, Grace: grace})
+	}
 	rec, err := s.d.Recipients.Put(c.UserContext(), u)
 	if err != nil {
 		return err
 	}
-	return c.JSON(toRecipient(rec))
+	return c.JSON(s.recipientView(c, rec))
 }
 
 func (s *server) getRecipient(c *fiber.Ctx) error {
@@ -809,7 +824,7 @@ func (s *server) getRecipient(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(toRecipient(rec))
+	return c.JSON(s.recipientView(c, rec))
 }
 
 func (s *server) deleteRecipient(c *fiber.Ctx) error {

@@ -237,8 +237,10 @@ func (s *server) signalHTML(c *fiber.Ctx, v signalView, status int) error {
 // URL's token cut out.
 func logPath(c *fiber.Ctx) string {
 	p := c.Path()
-	if i := strings.Index(strings.ToLower(p), SignalsPath); i >= 0 {
-		return p[:i+len(SignalsPath)] + "…"
+	for _, prefix := range []string{SignalsPath, HeartbeatsPath} {
+		if i := strings.Index(strings.ToLower(p), prefix); i >= 0 {
+			return p[:i+len(prefix)] + "…"
+		}
 	}
 	return p
 }

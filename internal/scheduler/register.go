@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/vigilhq/vigil/api"
-	"github.com/vigilhq/vigil/internal/captoken"
 	"github.com/vigilhq/vigil/internal/kind"
 	"github.com/vigilhq/vigil/sdk/abi"
 
@@ -185,7 +184,7 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 		Standing: info.Standing, CreatedAt: now, ExpiresAt: expires, Subject: adm.Subject,
 	}
 	if r.Token != "" {
-		w.Token = captoken.Hash(r.Token)
+		w.Token = store.HashToken(r.Token)
 	}
 	first := firstCheck(now, adm.NextCheck, expires)
 	if first.After(now) {

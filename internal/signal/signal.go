@@ -212,7 +212,7 @@ func (s *Service) watchOf(ctx context.Context, token string) (store.Watch, error
 	if _, err := captoken.Parse(token); err != nil {
 		return store.Watch{}, NotFound()
 	}
-	rec, err := s.st.GetToken(ctx, captoken.Hash(token))
+	rec, err := s.st.GetToken(ctx, store.HashToken(token))
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Watch{}, NotFound()
 	}

@@ -60,6 +60,7 @@ type Backend interface {
 	PruneOldest(ctx context.Context, c store.Retained, cutoff time.Time, limit int) (int, error)
 	PrunePushes(ctx context.Context, cutoff time.Time) (int, error)
 	PutRecipient(ctx context.Context, r store.RecipientRecord) (prev store.RecipientRecord, existed bool, err error)
+	Ping(ctx context.Context, id, name string, at time.Time, failed bool, note string) (store.RecipientRecord, error)
 	ReadEvents(ctx context.Context, stream string, after uint64, limit int) ([]store.Event, error)
 	ReadMailbox(ctx context.Context, rid string, after uint64, limit int) ([]store.Message, error)
 	RecordProbe(ctx context.Context, id store.ID, p store.Probe) error

@@ -15,6 +15,7 @@ func tokenCases() []testCase {
 		{"WrittenWithTheRowAndNeverInItsJSON", testTokenWithRow},
 		{"ATakenHashWritesNothing", testTokenTaken},
 		{"PrunedWithTheRow", testTokenPruned},
+		{"HeartbeatTokensFollowTheRecord", testHeartbeatTokens},
 	}
 }
 
@@ -101,5 +102,59 @@ func testTokenPruned(e *env) {
 	}
 	if _, err := e.b.GetToken(e.ctx, w.Token); !errors.Is(err, store.ErrNotFound) {
 		e.Fatalf("the pruned row's token: %v, want ErrNotFound", err)
+	}
+}
+
+// A recipient's heartbeats' ping tokens name them while the record
+// declares them, written and deleted with the record; a ping writes the
+// last ping, which a put keeps while the name and token stay; a token
+// another recipient holds is refused, nothing written.
+func testHeartbeatTokens(e *env) {
+	hb := func(name, tok string, period time.Duration) store.Heartbeat {
+		return store.Heartbeat{Name: name, Period: store.Duration(period), Grace: store.Duration(time.Second), Token: tok}
+	}
+	put := func(id string, hbs ...store.Heartbeat) error {
+		_, _, err := e.b.PutRecipient(e.ctx, store.RecipientRecord{ID: id, Status: store.StatusRunning, CreatedAt: t0, UpdatedAt: t0, Heartbeats: hbs})
+		return err
+	}
+	names := func(tok string) (store.TokenRecord, error) { return e.b.GetToken(e.ctx, store.HashToken(tok)) }
+	if err := put("a", hb("backup", "tok-backup", time.Hour), hb("sync", "tok-sync", time.Minute)); err != nil {
+		e.Fatal(err)
+	}
+	if rec, err := names("tok-backup"); err != nil || rec.Recipient != "a" || rec.Heartbeat != "backup" {
+		e.Fatalf("the backup token: %+v %v", rec, err)
+	}
+	at := t0.Add(time.Minute)
+	rec, err := e.b.Ping(e.ctx, "a", "backup", at, false, "")
+	if err != nil || !rec.Heartbeats[0].LastPing.Equal(at) {
+		e.Fatalf("ping: %+v %v", rec.Heartbeats, err)
+	}
+	if _, err := e.b.Ping(e.ctx, "a", "nope", at, false, ""); !errors.Is(err, store.ErrUnknownHeartbeat) {
+		e.Fatalf("a ping of an undeclared heartbeat: %v", err)
+	}
+	// Another period, same token: the last ping stays; sync dropped: its
+	// token names nothing.
+	if err := put("a", hb("backup", "tok-backup", 2*time.Hour)); err != nil {
+		e.Fatal(err)
+	}
+	got, err := e.b.GetRecipient(e.ctx, "a")
+	if err != nil || len(got.Heartbeats) != 1 || !got.Heartbeats[0].LastPing.Equal(at) || time.Duration(got.Heartbeats[0].Period) != 2*time.Hour {
+		e.Fatalf("after the put: %+v %v", got.Heartbeats, err)
+	}
+	if _, err := names("tok-sync"); !errors.Is(err, store.ErrNotFound) {
+		e.Fatalf("a dropped heartbeat's token: %v", err)
+	}
+	// Another recipient may not take a's token.
+	if err := put("b", hb("x", "tok-backup", time.Hour)); !errors.Is(err, store.ErrExists) {
+		e.Fatalf("a token another recipient holds: %v", err)
+	}
+	if _, err := e.b.GetRecipient(e.ctx, "b"); !errors.Is(err, store.ErrNotFound) {
+		e.Fatalf("the refused put wrote: %v", err)
+	}
+	if err := e.b.DeleteRecipient(e.ctx, "a"); err != nil {
+		e.Fatal(err)
+	}
+	if _, err := names("tok-backup"); !errors.Is(err, store.ErrNotFound) {
+		e.Fatalf("a deleted recipient's token: %v", err)
 	}
 }
