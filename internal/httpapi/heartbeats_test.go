@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/internal/apitest"
@@ -81,4 +82,59 @@ func TestPingURL(t *testing.T) {
 	if e := signalErr(t, b); resp.StatusCode != 422 || e.Field != "heartbeats[0].period" {
 		t.Fatalf("a bad period: %d %s", resp.StatusCode, b)
 	}
+}
+
+// FuzzPing: POST /api/v1/heartbeats/{segment}[/fail] over the real core,
+// with any body and path segment, records a ping of the declared
+// heartbeat (its body, bounded and valid UTF-8, as the note) or refuses
+// as the client's mistake: never a 5xx, never another recipient's.
+func FuzzPing(f *testing.F) {
+	f.Add("", []byte("ran"), false)
+	f.Add("", []byte(""), true)
+	f.Add("", []byte("\xff\xfe bad utf-8"), true)
+	f.Add("", []byte(strings.Repeat("n", heartbeat.MaxNote+1)), false)
+	f.Add("AAAAAAAAAAAAAAAAAAAAAA", []byte("x"), false)
+	f.Add("%2e%2e", []byte("x"), true)
+	lazy := &lazyRecipients{}
+	reg := kind.NewRegistry()
+	if err := heartbeat.New(lazy).Register(reg); err != nil {
+		f.Fatal(err)
+	}
+	clk := fakeclock.At(t0)
+	st := apitest.NewStack(f, apitest.Config{Plugins: reg, Clock: clk})
+	lazy.st = st.Store
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients,
+		Heartbeats: heartbeat.NewService(st.Store, st.Scheduler, clk)}, Options{BodyLimit: 1 << 20})
+	a := &fuzzAPI{app: app, h: app.Handler()}
+	status, b := a.do("PUT", "/api/v1/recipients/agent-1", nil, []byte(`{"status":"running","heartbeats":[{"name":"job","period":"1h","grace":"1m"}]}`))
+	var r api.Recipient
+	if status != 200 || json.Unmarshal(b, &r) != nil || len(r.Heartbeats) != 1 {
+		f.Fatalf("declare: %d %s", status, b)
+	}
+	tok := r.Heartbeats[0].PingURL[strings.Index(r.Heartbeats[0].PingURL, HeartbeatsPath)+len(HeartbeatsPath):]
+	f.Fuzz(func(t *testing.T, segment string, body []byte, failed bool) {
+		path := HeartbeatsPath + tok
+		if segment != "" {
+			path = HeartbeatsPath + segment
+		}
+		if failed {
+			path += "/fail"
+		}
+		status, b := a.do("POST", path, nil, body)
+		if status != 200 {
+			checkRefusal(t, "ping", status, b)
+			return
+		}
+		var p api.Ping
+		if err := strictUnmarshal(b, &p); err != nil || p.Heartbeat != "job" || p.Failed != failed {
+			t.Fatalf("%q %q answered %s (%v)", segment, body, b, err)
+		}
+		if len(body) > heartbeat.MaxNote || segment != "" && segment != tok {
+			t.Fatalf("%q with %d bytes pinged", segment, len(body))
+		}
+		rec, err := st.Store.GetRecipient(context.Background(), "agent-1")
+		if err != nil || len(rec.Heartbeats) != 1 || rec.Heartbeats[0].Failed != failed || !utf8.ValidString(rec.Heartbeats[0].Note) || len(rec.Heartbeats[0].Note) > 3*heartbeat.MaxNote {
+			t.Fatalf("recorded %+v %v", rec.Heartbeats, err)
+		}
+	})
 }
