@@ -237,6 +237,42 @@ type Watch struct {
 	// probes so far or the last observation (note, fault, next check)
 	// does. Pass it as since to wait for the next change.
 	Version string `json:"version"`
+	// SignalURL is a signal's capability URL, in its registration's
+	// answer only (never in a read or a listing, and not in the answer a
+	// retry with the same idempotency key replays): whoever holds it
+	// answers the signal, with no bearer token.
+	SignalURL string `json:"signal_url,omitempty"`
+}
+
+// SignalRequest is the body of POST /api/v1/signals/{token}: one of the
+// outcomes the signal offers and, optionally, data its schema admits.
+type SignalRequest struct {
+	Outcome string          `json:"outcome"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// Signal is a signal as its URL shows it (GET with Accept:
+// application/json) and as its completion answers it.
+type Signal struct {
+	Title    string          `json:"title"`
+	Prompt   string          `json:"prompt,omitempty"`
+	Outcomes []string        `json:"outcomes"`
+	Schema   json.RawMessage `json:"schema,omitempty"`
+	// State is the watch's: pending until answered (fired), expired at
+	// its deadline, or cancelled.
+	State     string     `json:"state"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	SettledAt *time.Time `json:"settled_at,omitempty"`
+	// Outcome and Data are the answer, once fired.
+	Outcome string          `json:"outcome,omitempty"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// SignalConflict is the 409 of a completion of a signal already settled:
+// the error, and the signal as it settled (the first answer's outcome).
+type SignalConflict struct {
+	Error  Error  `json:"error"`
+	Signal Signal `json:"signal"`
 }
 
 // The values of Watch.ProbesFrom.
@@ -407,10 +443,38 @@ type Ref struct {
 
 // RecipientRequest is the body of PUT /api/v1/recipients/{id}.
 type RecipientRequest struct {
-	Status    string          `json:"status"`
-	Webhook   *WebhookRequest `json:"webhook,omitempty"`
-	Refs      []Ref           `json:"refs,omitempty"`
-	Workspace string          `json:"workspace,omitempty"`
+	Status     string             `json:"status"`
+	Webhook    *WebhookRequest    `json:"webhook,omitempty"`
+	Refs       []Ref              `json:"refs,omitempty"`
+	Workspace  string             `json:"workspace,omitempty"`
+	Heartbeats []HeartbeatRequest `json:"heartbeats,omitempty"`
+}
+
+// HeartbeatRequest declares a heartbeat: missed when no ping comes within
+// Period plus Grace (Go durations) of the last one.
+type HeartbeatRequest struct {
+	Name   string `json:"name"`
+	Period string `json:"period"`
+	Grace  string `json:"grace"`
+}
+
+// Heartbeat is a declared heartbeat as a recipient's view shows it.
+// PingURL is shown only to a principal that may act for the recipient.
+type Heartbeat struct {
+	Name     string     `json:"name"`
+	Period   string     `json:"period"`
+	Grace    string     `json:"grace"`
+	PingURL  string     `json:"ping_url,omitempty"`
+	LastPing *time.Time `json:"last_ping,omitempty"`
+	Failed   bool       `json:"failed,omitempty"`
+	Note     string     `json:"note,omitempty"`
+}
+
+// Ping is the answer of a heartbeat's ping URL.
+type Ping struct {
+	Heartbeat string    `json:"heartbeat"`
+	LastPing  time.Time `json:"last_ping"`
+	Failed    bool      `json:"failed"`
 }
 
 // WebhookView is a recipient's webhook as returned: never the secret.
@@ -436,6 +500,9 @@ type Recipient struct {
 	Phase         *Phase    `json:"phase,omitempty"`
 	Activity      *Activity `json:"activity,omitempty"`
 	ReminderEvery string    `json:"reminder_every,omitempty"`
+	// Heartbeats are the heartbeats it declares, each with its ping URL
+	// for a principal that may act for it.
+	Heartbeats []Heartbeat `json:"heartbeats,omitempty"`
 }
 
 // PhaseRequest is the body of PUT /api/v1/recipients/{id}/phase.

@@ -31,6 +31,13 @@
 //     bucket (Plan.DueBucket), so a window lists its buckets alone.
 //   - A row this build cannot decode is held aside: reads, lists and
 //     prunes step over it, and nothing rewrites it.
+//   - A capability token's hash (FamToken, tokens.go) names what it acts
+//     on, written and deleted in the transactions that write and delete
+//     that: a signal's watch, which keeps the hash (Watch.Token, never in
+//     its JSON; the token itself is never stored), in the row's creating
+//     transaction and its prune; a heartbeat's ping token, kept in its
+//     recipient's record, in the record's put and delete. A token never
+//     outlives what it names.
 //   - Retention is by class (Retained), oldest first, a bounded batch a
 //     transaction, never a pending row, a live push or a held-aside one.
 //   - A creating request's idempotency key (WithIdem: the request's

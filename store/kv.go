@@ -46,6 +46,10 @@ const (
 	FamRecipient      Family = "recipients"           // Name (the recipient)
 	FamIdem           Family = "idempotency_keys"     // Name (the principal), Sub (the key)
 	FamIdemAt         Family = "idempotency_at_index" // At, Name (the principal), Sub (the key)
+	// FamToken is a capability token's record (Name: the token's hash,
+	// captoken.Hash), written with the row it acts on (Watch.Token) and
+	// deleted with it (tokens.go).
+	FamToken Family = "capability_tokens"
 
 	// FamPendingCount is a recipient's count of pending rows (Name), kept
 	// by every commit that moves one of them in or out of pending.
@@ -81,7 +85,7 @@ var Families = []Family{
 	FamRecipient, FamRow, FamState, FamRecipientIndex, FamPendingKind, FamSubject, FamSettledAt,
 	FamMessage, FamMailSeq, FamMessageAt, FamPush, FamLivePush, FamPushAt,
 	FamEvent, FamEventKey, FamEventSeq, FamWork, FamWorkInput, FamWorkOwner, FamWorkScope, FamRouter,
-	FamIdem, FamIdemAt,
+	FamIdem, FamIdemAt, FamToken,
 }
 
 // Part is one part of a key.
@@ -122,7 +126,7 @@ func (f Family) Parts() []Part {
 		return partsSubID
 	case FamRecipientIndex, FamPendingKind, FamRecipientPending:
 		return partsNameID
-	case FamSubject, FamMailSeq, FamEventSeq, FamWorkOwner, FamRouter, FamRecipient, FamPendingCount, FamMarker:
+	case FamSubject, FamMailSeq, FamEventSeq, FamWorkOwner, FamRouter, FamRecipient, FamPendingCount, FamMarker, FamToken:
 		return partsName
 	case FamMessage, FamPush, FamLivePush, FamEvent:
 		return partsNameSeq

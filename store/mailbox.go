@@ -214,6 +214,24 @@ func (s *Store) SettleAndMail(ctx context.Context, id ID, st Settlement, m Messa
 // Concurrent callers so learn of their mail in mailbox order, holding no
 // lock across the sync they share.
 func (s *Store) SettleAndMailThen(ctx context.Context, id ID, st Settlement, m Message, then func(Mailed)) (Watch, Mailed, error) {
+	return s.settleAndMail(ctx, TxOptions{Name: "settle-and-mail", Owner: id}, id, st, m, then)
+}
+
+// AnswerAndMailThen is SettleAndMailThen for an outcome given from
+// outside (a signal's answer), on whichever node it arrives: the same
+// transaction, not fenced on the row's owner, as a cancel is not. The
+// conditional read of the row still decides between it and the owner's
+// settlement (ErrNotPending for the later, nothing written); only the
+// owner's probes need the fence, since they act on what they read
+// before. st.State must be Fired.
+func (s *Store) AnswerAndMailThen(ctx context.Context, id ID, st Settlement, m Message, then func(Mailed)) (Watch, Mailed, error) {
+	if st.State != Fired {
+		return Watch{}, Mailed{}, fmt.Errorf("store: answer and mail as %q", st.State)
+	}
+	return s.settleAndMail(ctx, TxOptions{Name: "answer-and-mail"}, id, st, m, then)
+}
+
+func (s *Store) settleAndMail(ctx context.Context, o TxOptions, id ID, st Settlement, m Message, then func(Mailed)) (Watch, Mailed, error) {
 	switch st.State {
 	case Fired, Expired, Unwatchable:
 	default:
@@ -221,7 +239,8 @@ func (s *Store) SettleAndMailThen(ctx context.Context, id ID, st Settlement, m M
 	}
 	var out Watch
 	var mailed Mailed
-	err := s.update(ctx, TxOptions{Name: "settle-and-mail", Owner: id, Then: thenMailed(then, &mailed)}, func(t tx) error {
+	o.Then = thenMailed(then, &mailed)
+	err := s.update(ctx, o, func(t tx) error {
 		mailed = Mailed{}
 		w, err := t.getRow(id)
 		if err != nil {

@@ -73,6 +73,29 @@ type RecipientRecord struct {
 	// be; zero is no reminder. Written by SetReminder only, kept by
 	// PutRecipient.
 	ReminderEvery Duration `json:"reminder_every,omitempty"`
+	// Heartbeats are the recipient's declared heartbeats
+	// (internal/heartbeat), each with the token of its ping URL and its
+	// last ping. PutRecipient keeps each one's last ping while its name
+	// and token stay; Ping writes it.
+	Heartbeats []Heartbeat `json:"heartbeats,omitempty"`
+}
+
+// Heartbeat is one heartbeat a recipient declared: missed when no ping
+// comes within Period plus Grace of the last one.
+type Heartbeat struct {
+	Name   string   `json:"name"`
+	Period Duration `json:"period"`
+	Grace  Duration `json:"grace"`
+	// Token is the ping URL's capability token, kept in the record (shown
+	// to whoever may act for the recipient, as a webhook's secret is
+	// kept); its hash names the heartbeat in FamToken.
+	Token string `json:"token"`
+	// LastPing is the last ping's time (zero: none yet), and Failed and
+	// Note what it said: a ping to /fail reports a failure at once, and
+	// its body, bounded, is the note.
+	LastPing time.Time `json:"last_ping,omitzero"`
+	Failed   bool      `json:"failed,omitempty"`
+	Note     string    `json:"note,omitempty"`
 }
 
 // Phase is a recipient's reported phase: a short name (build, review,
@@ -198,6 +221,7 @@ func (s *Store) PutRecipient(ctx context.Context, r RecipientRecord) (prev Recip
 			prev, existed = old, true
 			w.CreatedAt = old.CreatedAt
 			w.Phase, w.Activity, w.ReminderEvery = old.Phase, old.Activity, old.ReminderEvery
+			w.Heartbeats = keepPings(old.Heartbeats, w.Heartbeats)
 		case errors.Is(gerr, ErrNotFound):
 			prev, existed = RecipientRecord{}, false
 		default:
@@ -210,10 +234,56 @@ func (s *Store) PutRecipient(ctx context.Context, r RecipientRecord) (prev Recip
 		if limit := s.maxValue() - recipientRoom; len(b) > limit {
 			return &ValueTooLargeError{Fam: FamRecipient, Size: len(b), Limit: limit}
 		}
+		if err := t.moveHeartbeatTokens(w.ID, prev.Heartbeats, w.Heartbeats); err != nil {
+			return err
+		}
 		t.Put(kRecipientRec(w.ID), b)
 		return nil
 	})
 	return prev, existed, err
+}
+
+// keepPings is the heartbeats put with the last ping of each one of old
+// with the same name and token (a changed period or grace keeps it; a
+// new token is a new heartbeat).
+func keepPings(old, put []Heartbeat) []Heartbeat {
+	if len(put) == 0 {
+		return nil
+	}
+	out := slices.Clone(put)
+	for i := range out {
+		for _, o := range old {
+			if o.Name == out[i].Name && o.Token == out[i].Token {
+				out[i].LastPing, out[i].Failed, out[i].Note = o.LastPing, o.Failed, o.Note
+			}
+		}
+	}
+	return out
+}
+
+// ErrUnknownHeartbeat: a ping names a heartbeat the recipient no longer
+// declares.
+var ErrUnknownHeartbeat = errors.New("store: the recipient declares no such heartbeat")
+
+// Ping records a heartbeat's ping at at (failed, with note, for a
+// failure's) on its recipient's record, and returns the record: one
+// write. ErrNotFound if the recipient does not exist;
+// ErrUnknownHeartbeat if it declares no heartbeat of that name.
+func (s *Store) Ping(ctx context.Context, id, name string, at time.Time, failed bool, note string) (RecipientRecord, error) {
+	var found bool
+	rec, err := s.editRecipient(ctx, nil, id, func(r *RecipientRecord) {
+		found = false
+		for i := range r.Heartbeats {
+			if r.Heartbeats[i].Name == name {
+				found = true
+				r.Heartbeats[i].LastPing, r.Heartbeats[i].Failed, r.Heartbeats[i].Note = at.UTC(), failed, note
+			}
+		}
+	})
+	if err == nil && !found {
+		return RecipientRecord{}, ErrUnknownHeartbeat
+	}
+	return rec, err
 }
 
 // ReportPhase sets a recipient's phase and returns the record.
@@ -327,6 +397,11 @@ func (s *Store) DeleteRecipient(ctx context.Context, id string) error {
 			return err
 		} else if !ok {
 			return ErrNotFound
+		}
+		if old, _, err := t.getRecipient(id); err == nil {
+			if err := t.moveHeartbeatTokens(id, old.Heartbeats, nil); err != nil {
+				return err
+			}
 		}
 		t.Delete(kRecipientRec(id))
 		c, ok, err := t.Get(kPendingCount(id))

@@ -88,6 +88,9 @@ func (t tx) createRow(w Watch) error {
 	if err := t.putRow(w); err != nil {
 		return err
 	}
+	if err := t.putToken(w); err != nil {
+		return err
+	}
 	t.Put(kRecipient(w.Recipient.ID, w.ID), nil)
 	sv := scheduleValue(w)
 	t.Put(kState(w.State, w.ID), sv)
@@ -184,6 +187,9 @@ func (t tx) deleteRow(w Watch) {
 	t.Delete(kRow(w.ID))
 	t.Delete(kState(w.State, w.ID))
 	t.Delete(kRecipient(w.Recipient.ID, w.ID))
+	if w.Token != "" {
+		t.Delete(kToken(w.Token))
+	}
 	if w.SettledAt != nil {
 		t.Delete(kSettledAt(*w.SettledAt, w.ID))
 	}

@@ -157,6 +157,11 @@ type Watch struct {
 	// It is kept in the pending index beside the schedule, not in the row
 	// (zero: none).
 	NextCheck time.Time `json:"-"`
+	// Token is the hash (captoken.Hash) of the capability token the watch
+	// answers to (a signal's URL), or "": kept on the stored row and in
+	// FamToken, written and deleted with the row, and never in the
+	// watch's JSON (a listing shows no part of it).
+	Token string `json:"-"`
 }
 
 // Fault is a probe that produced no answer: its reason (timeout, trap,
@@ -203,11 +208,12 @@ const rowVersion = 1
 type row struct {
 	V int `json:"v"`
 	Watch
+	Token string `json:"token,omitempty"`
 }
 
 // EncodeRow is w as every backend stores it, and as an export carries it.
 func EncodeRow(w Watch) ([]byte, error) {
-	return json.Marshal(row{V: rowVersion, Watch: w})
+	return json.Marshal(row{V: rowVersion, Watch: w, Token: w.Token})
 }
 
 // UnreadableError is a row this build cannot decode. It is held aside.
@@ -238,5 +244,6 @@ func DecodeRow(key, b []byte) (Watch, error) {
 	if !r.State.Valid() || !r.Receipt.Valid() {
 		return Watch{}, &UnreadableError{Key: key, Err: fmt.Errorf("state %q receipt %q", r.State, r.Receipt)}
 	}
+	r.Watch.Token = r.Token
 	return r.Watch, nil
 }

@@ -39,6 +39,7 @@ type API interface {
 	GetWork(ctx context.Context, id string) (api.Work, error)
 	ClaimWork(ctx context.Context, id, recipient string) (api.Work, error)
 	CompleteWork(ctx context.Context, id string) (api.Work, error)
+	SendSignal(ctx context.Context, signalURL string, req api.SignalRequest) (api.Signal, error)
 }
 
 var _ API = (*client.Client)(nil)

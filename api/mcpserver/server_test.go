@@ -26,6 +26,9 @@ type fakeAPI struct {
 	waits   []string // since, per WaitWatch
 	watch   api.Watch
 	err     error
+	signals []api.SignalRequest // sent, with signalURLs
+	urls    []string
+	signal  api.Signal
 }
 
 func (f *fakeAPI) Kinds(context.Context) (api.KindList, error) {
@@ -69,6 +72,12 @@ func (f *fakeAPI) ClaimWork(context.Context, string, string) (api.Work, error) {
 	return api.Work{}, f.err
 }
 func (f *fakeAPI) CompleteWork(context.Context, string) (api.Work, error) { return api.Work{}, f.err }
+func (f *fakeAPI) SendSignal(_ context.Context, u string, req api.SignalRequest) (api.Signal, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.urls, f.signals = append(f.urls, u), append(f.signals, req)
+	return f.signal, f.err
+}
 
 // session runs a Server over f on an in-memory transport and connects
 // the SDK's client to it.
@@ -292,5 +301,25 @@ func TestRegisterDescribesTheDefaultsItIsGiven(t *testing.T) {
 		if strings.Contains(d, "minute") || strings.Contains(d, "15m") || !strings.Contains(d, "host's default") {
 			t.Errorf("no defaults given: %q names a number of its own, or not the host's default", d)
 		}
+	}
+}
+
+// send_signal posts the URL, outcome and data it is given; a signal
+// settled already is a tool error naming how it settled.
+func TestSendSignalTool(t *testing.T) {
+	f := &fakeAPI{signal: api.Signal{Title: "Go?", State: "fired", Outcome: "approve"}}
+	_, cs := session(t, f, nil)
+	res := call(t, cs, "send_signal", map[string]any{"url": "http://h/api/v1/signals/AAAAAAAAAAAAAAAAAAAAAA", "outcome": "approve", "data": map[string]any{"n": 1}})
+	if res.IsError || len(f.signals) != 1 || f.signals[0].Outcome != "approve" || string(f.signals[0].Data) != `{"n":1}` || f.urls[0] != "http://h/api/v1/signals/AAAAAAAAAAAAAAAAAAAAAA" {
+		t.Fatalf("sent %+v %v: %+v", f.signals, f.urls, res)
+	}
+	f.err = &api.Error{Code: api.CodeAlreadySettled, Message: "the signal was already answered \"approve\""}
+	res = call(t, cs, "send_signal", map[string]any{"url": "http://h/api/v1/signals/AAAAAAAAAAAAAAAAAAAAAA", "outcome": "deny"})
+	text := res.Content[0].(*mcp.TextContent).Text
+	if !res.IsError || !strings.Contains(text, "already_settled") || !strings.Contains(text, "fired") {
+		t.Fatalf("a second answer: %+v %s", res, text)
+	}
+	if f.signals[1].Data != nil {
+		t.Fatalf("data left out was sent as %s", f.signals[1].Data)
 	}
 }

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -28,6 +29,7 @@ const (
 	toolShowWork     = "show_work"
 	toolClaimWork    = "claim_work"
 	toolCompleteWork = "complete_work"
+	toolSendSignal   = "send_signal"
 )
 
 type registerIn struct {
@@ -68,7 +70,7 @@ func registerTool(kinds []api.Kind, d Defaults) (*mcp.Tool, error) {
 	}
 	in.Properties["every"].Description = everyText(d)
 	in.Properties["expires_at"].Description = expiresText(d)
-	desc := "Register a watch: tell vigil what you are waiting for, then stop working and halt. vigil checks it on its own schedule and puts the outcome (or its expiry at the deadline) in the recipient's mailbox as one message; read it with read_mailbox, or wait on the watch with wait_watch. Returns the watch: its id, state (pending), every and expires_at as the host resolved them. A kind nobody can observe on this host is refused at once (watch_unobservable, naming the setting to change)."
+	desc := "Register a watch: tell vigil what you are waiting for, then stop working and halt. vigil checks it on its own schedule and puts the outcome (or its expiry at the deadline) in the recipient's mailbox as one message; read it with read_mailbox, or wait on the watch with wait_watch. Returns the watch: its id, state (pending), every and expires_at as the host resolved them; a signal's also has signal_url, shown this once: give it to whoever answers (a person opens it in a browser; a system, or send_signal, posts to it). A kind nobody can observe on this host is refused at once (watch_unobservable, naming the setting to change)."
 	if len(kinds) == 0 {
 		desc += " The host's kinds are not known yet: call list_kinds."
 	} else {
@@ -241,6 +243,12 @@ type workIn struct {
 	ID string `json:"id" jsonschema:"the Work's id"`
 }
 
+type signalIn struct {
+	URL     string `json:"url" jsonschema:"the signal's URL: the signal_url its registration (register_watch with kind signal) answered"`
+	Outcome string `json:"outcome" jsonschema:"the answer: one of the outcomes the signal offers (approve or deny unless its registration named others)"`
+	Data    any    `json:"data,omitempty" jsonschema:"data sent with the answer, any JSON value its schema admits"`
+}
+
 type claimIn struct {
 	ID        string `json:"id" jsonschema:"the Work's id"`
 	Recipient string `json:"recipient" jsonschema:"the recipient that takes the Work on"`
@@ -289,6 +297,31 @@ func (s *Server) addTools() {
 		Description: "Claim an open Work for a recipient and get it with its inputs. Then register an observe.thread watch on it to be woken by the thread's next item. A Work claimed by another is refused (work_conflict)."},
 		handler(s, func(ctx context.Context, a API, in claimIn) (any, error) {
 			return a.ClaimWork(ctx, in.ID, in.Recipient)
+		}))
+	mcp.AddTool(srv, &mcp.Tool{Name: toolSendSignal, Title: "Answer a signal",
+		Description: "Answer a signal through its URL (a register_watch of kind signal answers one as signal_url, once): its watch fires with the outcome and data, mailed to the signal's recipient. No bearer token is needed or sent: the URL is the capability. A signal already answered, expired or cancelled is refused (already_settled) with the signal as it settled, the first answer's outcome."},
+		handler(s, func(ctx context.Context, a API, in signalIn) (any, error) {
+			req := api.SignalRequest{Outcome: in.Outcome}
+			if in.Data != nil {
+				b, err := json.Marshal(in.Data)
+				if err != nil {
+					return nil, &api.Error{Code: api.CodeInvalidField, Field: "data", Message: err.Error()}
+				}
+				req.Data = b
+			}
+			sig, err := a.SendSignal(ctx, in.URL, req)
+			var ae *api.Error
+			if errors.As(err, &ae) && sig.State != "" {
+				// Settled already: say how, as the REST answer does.
+				e := *ae
+				e.Message += fmt.Sprintf(" (the signal is %s", sig.State)
+				if sig.Outcome != "" {
+					e.Message += fmt.Sprintf(", answered %q", sig.Outcome)
+				}
+				e.Message += ")"
+				return nil, &e
+			}
+			return sig, err
 		}))
 	mcp.AddTool(srv, &mcp.Tool{Name: toolCompleteWork, Title: "Complete a Work",
 		Description: "Complete a Work you claimed: the thread's next item opens a new Work."},

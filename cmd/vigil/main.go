@@ -43,7 +43,7 @@ is a sandboxed WebAssembly plugin.
 	root.SetErr(stderr)
 	root.AddCommand(newServe(stderr), newPlugins(stdout, stderr),
 		newWatch(stdout, stderr), newMail(stdout, stderr), newRecipient(stdout, stderr), newPlugin(stdout, stderr), newFetch(stdout),
-		newObserve(stdout), newWork(stdout), newConformance(stdout, stderr), newCluster(stdout, time.Now), newMCP(stderr))
+		newObserve(stdout), newWork(stdout), newSignal(stdout), newConformance(stdout, stderr), newCluster(stdout, time.Now), newMCP(stderr))
 	root.AddCommand(newStore(stdout, stderr))
 	return root
 }

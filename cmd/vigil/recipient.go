@@ -44,7 +44,7 @@ running has its pending watches cancelled, and takes no new ones.
 The server replaces a recipient as a whole and never returns a webhook's
 secret, so a webhook cannot be kept without restating it: when RECIPIENT
 has one, pass --webhook and --secret again, or --remove-webhook to drop
-it. Refs (standing watches) and the workspace are kept as they are unless
+it. Refs (standing watches), heartbeats and the workspace are kept as they are unless
 --workspace is given. The secret is write-only; VIGIL_WEBHOOK_SECRET keeps
 it out of process listings. --webhook without a secret makes one (whsec_
 and the base64 of 24 random bytes) and prints it once, on stderr: keep it,
@@ -80,6 +80,9 @@ else (--workspace "" removes it).`,
 			switch {
 			case err == nil:
 				req.Refs, req.Workspace = cur.Refs, cur.Workspace
+				for _, h := range cur.Heartbeats {
+					req.Heartbeats = append(req.Heartbeats, api.HeartbeatRequest{Name: h.Name, Period: h.Period, Grace: h.Grace})
+				}
 				if cur.Webhook != nil && webhook == "" && !removeWebhook {
 					return fmt.Errorf("recipient %s has a webhook (%s) that this would remove: pass --webhook and --secret to keep it, or --remove-webhook", id, cur.Webhook.URL)
 				}
@@ -188,6 +191,22 @@ func printRecipient(w io.Writer, r api.Recipient) error {
 	}
 	if r.Workspace != "" {
 		kv = append(kv, "workspace", r.Workspace)
+	}
+	for _, h := range r.Heartbeats {
+		v := "every " + h.Period + " + " + h.Grace
+		if h.LastPing != nil {
+			v += ", last ping " + h.LastPing.Format(time.RFC3339)
+		}
+		if h.Failed {
+			v += ", failed"
+			if h.Note != "" {
+				v += ": " + h.Note
+			}
+		}
+		if h.PingURL != "" {
+			v += ", ping " + h.PingURL
+		}
+		kv = append(kv, "heartbeat "+h.Name, v)
 	}
 	if p := r.Phase; p != nil {
 		kv = append(kv, "phase", phaseText(*p))

@@ -346,7 +346,8 @@ func printOutcome(w io.Writer, r waitResult) error {
 func printWatch(w io.Writer, x api.Watch) error {
 	kv := []string{"id", x.ID, "kind", x.Kind, "recipient", x.Recipient.ID, "registered by", x.RegisteredBy, "state", x.State, "receipt", x.Receipt,
 		"params", compact(x.Params), "every", x.Every, "created", timeText(&x.CreatedAt), "expires", timeText(x.ExpiresAt),
-		"settled", timeText(x.SettledAt), "attempts", fmt.Sprint(x.Attempts), "last probe", timeText(x.LastProbeAt), "probes from", x.ProbesFrom, "note", x.LastNote}
+		"settled", timeText(x.SettledAt), "attempts", fmt.Sprint(x.Attempts), "last probe", timeText(x.LastProbeAt), "probes from", x.ProbesFrom, "note", x.LastNote,
+		"signal url", x.SignalURL}
 	if f := x.LastFault; f != nil {
 		kv = append(kv, "fault", strings.TrimSuffix(f.Reason+": "+f.Message, ": "))
 	}

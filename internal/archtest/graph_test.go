@@ -84,7 +84,7 @@ var hostPackages = map[string]bool{
 	"internal/core": true, "internal/delivery": true, "internal/fetch": true, "internal/httpapi": true,
 	"internal/kind": true, "internal/metrics": true, "internal/netguard": true, "internal/observe": true,
 	"internal/overview": true, "internal/plugin": true, "internal/probeshare": true, "internal/recipients": true,
-	"internal/reminder": true, "internal/runner": true, "internal/scheduler": true, "internal/upkeep": true,
+	"internal/reminder": true, "internal/runner": true, "internal/scheduler": true, "internal/signal": true, "internal/captoken": true, "internal/upkeep": true,
 	"internal/watchwait": true,
 }
 

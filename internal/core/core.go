@@ -10,12 +10,14 @@ import (
 
 	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/internal/delivery"
+	"github.com/vigilhq/vigil/internal/heartbeat"
 	"github.com/vigilhq/vigil/internal/kind"
 	"github.com/vigilhq/vigil/internal/lifecycle"
 	"github.com/vigilhq/vigil/internal/netguard"
 	"github.com/vigilhq/vigil/internal/recipients"
 	"github.com/vigilhq/vigil/internal/reminder"
 	"github.com/vigilhq/vigil/internal/scheduler"
+	"github.com/vigilhq/vigil/internal/signal"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/badger"
 )
@@ -149,6 +151,15 @@ func New(ctx context.Context, cfg Config) (_ *Core, err error) {
 		// The host's own standing kind, kept by the recipients' reconciler.
 		if err = reminder.New(c.Store).Register(c.Registry); err != nil {
 			return nil, fmt.Errorf("registering %s: %w", reminder.Name, err)
+		}
+		// The heartbeat, a standing kind the reconciler keeps per declared
+		// heartbeat, woken by its pings.
+		if err = heartbeat.New(c.Store).Register(c.Registry); err != nil {
+			return nil, fmt.Errorf("registering %s: %w", heartbeat.Name, err)
+		}
+		// The signal, a wait its capability URL completes.
+		if err = (signal.Kind{}).Register(c.Registry); err != nil {
+			return nil, fmt.Errorf("registering %s: %w", signal.Name, err)
 		}
 	}
 	var dm delivery.Metrics

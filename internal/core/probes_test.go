@@ -20,6 +20,7 @@ import (
 	"github.com/vigilhq/vigil/internal/kind"
 	"github.com/vigilhq/vigil/internal/natstest"
 	"github.com/vigilhq/vigil/internal/scheduler"
+	"github.com/vigilhq/vigil/internal/signal"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/natsstore"
 )
@@ -42,6 +43,9 @@ func startTickedNode(t *testing.T, srv *server.Server, name string, clock *fakec
 	t.Helper()
 	reg := kind.NewRegistry()
 	if err := reg.Register("test", fakeGateKind{name: "gate", node: name, open: &atomic.Bool{}, seen: seen}); err != nil {
+		t.Fatal(err)
+	}
+	if err := (signal.Kind{}).Register(reg); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -315,5 +319,45 @@ func TestACancelOnANonOwnerKeepsTheOwnersCount(t *testing.T) {
 	}
 	if got.Attempts != row.Attempts {
 		t.Fatalf("cancelled through a with %d attempts, want the row's %d", got.Attempts, row.Attempts)
+	}
+}
+
+// A signal answered on a node that does not own its watch settles it
+// there, fired and mailed, as on its owner: the answer arrives wherever
+// its URL's request does, and the store's conditional settlement, not
+// the owner's fence, decides it against the owner's own (a second answer
+// after it is already_settled).
+func TestASignalIsAnsweredOnANonOwner(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two vigil nodes on a JetStream server")
+	}
+	a, b, _, _ := twoTickedNodes(t)
+	ctx := context.Background()
+	var w store.Watch
+	for i := 0; ; i++ {
+		if i == 64 {
+			t.Fatal("no signal of 64 landed in b's partitions")
+		}
+		var err error
+		w, err = a.core.Scheduler.Register(ctx, scheduler.Registration{Kind: signal.Name, Params: json.RawMessage(`{"title":"Go?"}`),
+			Recipient: store.Recipient{ID: "r"}, Token: fmt.Sprintf("AAAAAAAAAAAAAAAAAAAA%02d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.holds(w.ID) {
+			break
+		}
+	}
+	out := store.Outcome{Result: "approve", Summary: "approve: Go?"}
+	got, err := a.core.Scheduler.Complete(ctx, w.ID, out, "answered")
+	if err != nil || got.State != store.Fired {
+		t.Fatalf("answered on the non-owner: %s %v", got.State, err)
+	}
+	msgs, err := a.core.Store.ReadMailbox(ctx, "r", 0, 10)
+	if err != nil || len(msgs) != 1 || msgs[0].WatchID != w.ID || msgs[0].Outcome.Result != "approve" {
+		t.Fatalf("mailbox %+v %v", msgs, err)
+	}
+	if _, err := b.core.Scheduler.Complete(ctx, w.ID, store.Outcome{Result: "deny"}, "answered"); err == nil {
+		t.Fatal("a second answer, on the owner, was taken")
 	}
 }

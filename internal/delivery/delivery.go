@@ -123,6 +123,31 @@ func (d *Delivery) Settle(ctx context.Context, id store.ID, st store.Settlement,
 	return w, nil
 }
 
+// Answerer is a store that settles and mails an outcome given from
+// outside on any node (store.Store.AnswerAndMailThen).
+type Answerer interface {
+	AnswerAndMailThen(ctx context.Context, id store.ID, st store.Settlement, m store.Message, then func(store.Mailed)) (store.Watch, store.Mailed, error)
+}
+
+// Answer is Settle for an outcome given from outside (a signal's
+// answer), on whichever node it arrives (store.AnswerAndMailThen: not
+// fenced on the watch's owner). A store that cannot answer so settles
+// as Settle does.
+func (d *Delivery) Answer(ctx context.Context, id store.ID, st store.Settlement, m store.Message) (store.Watch, error) {
+	an, ok := d.cfg.Store.(Answerer)
+	if !ok {
+		return d.Settle(ctx, id, st, m)
+	}
+	now := d.cfg.Clock.Now().UTC()
+	mid, err := store.NewID(now, d.cfg.IDs)
+	if err != nil {
+		return store.Watch{}, fmt.Errorf("delivery: message id: %w", err)
+	}
+	m.ID, m.At = mid, now
+	w, _, err := an.AnswerAndMailThen(ctx, id, st, m, d.mailed)
+	return w, err
+}
+
 // Carry records a watch's new baseline and, when change is not nil, mails
 // the change, in one store transaction (store.CarryAndMail). The change is
 // mailed only to a running recipient, and its push is a notice: the outbox

@@ -21,6 +21,7 @@ import (
 	"github.com/vigilhq/vigil/internal/clock"
 	"github.com/vigilhq/vigil/internal/core"
 	"github.com/vigilhq/vigil/internal/fetch"
+	"github.com/vigilhq/vigil/internal/heartbeat"
 	"github.com/vigilhq/vigil/internal/httpapi"
 	"github.com/vigilhq/vigil/internal/kind"
 	"github.com/vigilhq/vigil/internal/lifecycle"
@@ -30,6 +31,7 @@ import (
 	"github.com/vigilhq/vigil/internal/plugin"
 	"github.com/vigilhq/vigil/internal/recipients"
 	"github.com/vigilhq/vigil/internal/runner"
+	"github.com/vigilhq/vigil/internal/signal"
 	"github.com/vigilhq/vigil/internal/upkeep"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/badger"
@@ -202,6 +204,8 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		Scheduler: h.Core.Scheduler, Watches: st, Mailboxes: h.Core.Delivery, Recipients: h.Core.Recipients,
 		Plugins: h.Runtime, Logger: log, Base: h.base, DeadLetters: h.Issuer, Observe: h.Observer, Refusals: h.Metrics,
 		Overview: ov, Node: h.node, Kinds: h.Core.Registry, Seen: h.Core, Idem: st,
+		Signals:    signal.NewService(st, h.Core.Scheduler),
+		Heartbeats: heartbeat.NewService(st, h.Core.Scheduler, clock.Wall{}),
 	}, httpapi.Options{Auth: h.Auth, Metrics: h.Metrics.Handler(), Console: cons})
 	return h, nil
 }

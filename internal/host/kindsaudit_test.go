@@ -20,6 +20,8 @@ import (
 var paramsName = map[string]string{
 	"observe.thread":     "a Work (work_id): admitted only for a caller that may read it",
 	"recipient.reminder": "nothing: every, an interval; registered by the host alone, for the watch's own recipient",
+	"signal":             "nothing: a title, a prompt, outcomes and a schema; who may register one for whom is the route's grant",
+	"heartbeat":          "nothing: a name, a period and a grace; registered by the host alone, for the recipient that declares it",
 	"timer":              "nothing: at, an instant",
 	"http":               "nothing of the host: a URL, screened by the fetch guard",
 	"ci":                 "nothing of the host: a forge's repository and commit (token_ref names a secret granted to the kind)",

@@ -22,10 +22,12 @@ import (
 	"github.com/vigilhq/vigil/internal/apitest"
 	"github.com/vigilhq/vigil/internal/authz"
 	"github.com/vigilhq/vigil/internal/fakeclock"
+	"github.com/vigilhq/vigil/internal/heartbeat"
 	"github.com/vigilhq/vigil/internal/kind"
 	"github.com/vigilhq/vigil/internal/observe"
 	"github.com/vigilhq/vigil/internal/plugin"
 	"github.com/vigilhq/vigil/internal/scheduler"
+	"github.com/vigilhq/vigil/internal/signal"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -81,6 +83,13 @@ func (p countingPlugins) Reload(ctx context.Context) (plugin.Report, error) {
 	return p.FakePlugins.Reload(ctx)
 }
 
+// grantsSignalToken is the capability token of the grants fixture's
+// signal.
+const grantsSignalToken = "c2lnbmFsLXRva2VuLWEtMQ"
+
+// grantsPingToken is the ping token of the grants fixture's heartbeat.
+const grantsPingToken = "aGVhcnRiZWF0LXRvay0wMQ"
+
 // grantsFixture is a server with the grants table's tokens over a store
 // seeded with two recipients' watches, a mailbox message and two Work
 // items (one claimed by agent-1).
@@ -107,7 +116,13 @@ func newGrantsFixture(t *testing.T, base context.Context) *grantsFixture {
 			t.Fatal(err)
 		}
 	}
+	if err := (signal.Kind{}).Register(reg); err != nil {
+		t.Fatal(err)
+	}
 	st := apitest.NewStack(t, apitest.Config{Plugins: reg, Clock: fakeclock.At(t0)})
+	if err := heartbeat.New(st.Store).Register(reg); err != nil {
+		t.Fatal(err)
+	}
 	ob, err := observe.New(observe.Options{Store: st.Store, Clock: fakeclock.At(t0), Waker: st.Scheduler, Rate: -1}, observe.Config{Scopes: map[string]observe.Scope{
 		"support": {Observe: []observe.Entry{{Sources: []observe.Source{{Name: "slack-help", Reporters: []string{"agent-1"}}}}}, Routes: []observe.Route{{Source: "slack-help"}}},
 	}})
@@ -133,6 +148,23 @@ func newGrantsFixture(t *testing.T, base context.Context) *grantsFixture {
 	register("{w1}", "agent-1", "agent-1")
 	register("{w2}", "agent-1", "orch")
 	register("{w3}", "agent-2", "agent-2")
+	// A heartbeat of agent-1's, whose ping URL's token the table names
+	// {ping}.
+	f.ids["{ping}"] = grantsPingToken
+	rec, err := st.Store.GetRecipient(ctx, "agent-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Heartbeats = []store.Heartbeat{{Name: "job", Period: store.Duration(time.Minute), Grace: store.Duration(time.Second), Token: grantsPingToken}}
+	if _, _, err := st.Store.PutRecipient(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	// A signal of agent-1's, whose URL's token the table names {sig}.
+	f.ids["{sig}"] = grantsSignalToken
+	if _, err := st.Scheduler.Register(ctx, scheduler.Registration{Kind: signal.Name, Params: json.RawMessage(`{"title":"Ship it?"}`),
+		Recipient: store.Recipient{ID: "agent-1"}, RegisteredBy: "agent-1", Token: grantsSignalToken}); err != nil {
+		t.Fatal(err)
+	}
 	for _, thread := range []string{"TA", "TB"} {
 		if _, err := ob.Record(ctx, "agent-1", "support", observe.Record{Item: "m-" + thread, Thread: thread, Text: "help"}); err != nil {
 			t.Fatal(err)
@@ -161,6 +193,8 @@ func newGrantsFixture(t *testing.T, base context.Context) *grantsFixture {
 		Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients,
 		Plugins: countingPlugins{FakePlugins: fakePlugins(), reloads: f.reloads}, DeadLetters: fakeDeadLetters{}, Observe: ob, Base: base,
 		Refusals: f.refusals, Logger: slog.New(slog.NewTextHandler(f.logs, nil)), Overview: fakeOverview{}, Node: fakeNode{},
+		Signals:    signal.NewService(st.Store, st.Scheduler),
+		Heartbeats: heartbeat.NewService(st.Store, st.Scheduler, fakeclock.At(t0)),
 	}, Options{Auth: authz.NewGuard(policy), Metrics: metrics, StreamWait: 50 * time.Millisecond})
 	return f
 }
@@ -249,6 +283,20 @@ func TestGrantsOnEveryRoute(t *testing.T) {
 		{"POST", "/api/v1/watches", `{"kind":"observe.thread","params":{"work_id":"{workA}"},"recipient":{"id":"ops"}}`, [7]int{403, 403, 403, 201, 201, 401, 401}},
 		{"POST", "/api/v1/watches", `{"kind":"observe.thread","params":{"work_id":"{workB}"},"recipient":{"id":"agent-1"}}`, [7]int{201, 403, 404, 403, 201, 401, 401}},
 		{"POST", "/api/v1/watches", `{"kind":"observe.thread","params":{"work_id":"{workB}"},"recipient":{"id":"orch"}}`, [7]int{403, 403, 404, 403, 201, 401, 401}},
+		// Who may register a signal for whom: as any watch. Its URL needs
+		// no bearer token, by design (the token in the path is the
+		// capability): any principal, none, and a wrong one alike.
+		{"POST", "/api/v1/watches", `{"kind":"signal","params":{"title":"Deploy?"},"recipient":{"id":"agent-1"}}`, [7]int{201, 403, 201, 403, 201, 401, 401}},
+		{"POST", "/api/v1/watches", `{"kind":"signal","params":{"title":"Deploy?"},"recipient":{"id":"boss"}}`, [7]int{403, 403, 403, 403, 201, 401, 401}},
+		{"GET", "/api/v1/signals/{sig}", "", [7]int{200, 200, 200, 200, 200, 200, 200}},
+		{"POST", "/api/v1/signals/{sig}", `{"outcome":"approve"}`, [7]int{200, 200, 200, 200, 200, 200, 200}},
+		{"POST", "/api/v1/signals/AAAAAAAAAAAAAAAAAAAAAA", `{"outcome":"approve"}`, [7]int{404, 404, 404, 404, 404, 404, 404}},
+		// A heartbeat's ping URL needs no bearer token either; declaring
+		// heartbeats is putting the recipient (acting for it).
+		{"POST", "/api/v1/heartbeats/{ping}", "ran", [7]int{200, 200, 200, 200, 200, 200, 200}},
+		{"POST", "/api/v1/heartbeats/{ping}/fail", "disk full", [7]int{200, 200, 200, 200, 200, 200, 200}},
+		{"POST", "/api/v1/heartbeats/AAAAAAAAAAAAAAAAAAAAAA", "", [7]int{404, 404, 404, 404, 404, 404, 404}},
+		{"PUT", "/api/v1/recipients/agent-1", `{"status":"running","heartbeats":[{"name":"job","period":"1m","grace":"1s"}]}`, [7]int{200, 403, 403, 403, 200, 401, 401}},
 		{"GET", "/api/v1/watches", "", [7]int{200, 200, 200, 200, 200, 401, 401}},
 		{"GET", "/api/v1/watches?recipient=agent-1", "", [7]int{200, 403, 403, 200, 200, 401, 401}},
 		{"GET", "/api/v1/watches?registered_by=orch", "", [7]int{403, 403, 200, 200, 200, 401, 401}},
@@ -426,10 +474,10 @@ func TestUnfilteredListShowsWhatThePrincipalMaySee(t *testing.T) {
 		who  int
 		want []string
 	}{
-		{0, []string{"agent-1/agent-1", "agent-1/agent-1", "agent-1/orch"}}, // the settled one, w1, w2
+		{0, []string{"agent-1/agent-1", "agent-1/agent-1", "agent-1/agent-1", "agent-1/orch"}}, // the settled one, w1, the signal, w2
 		{1, []string{"agent-2/agent-2"}},
 		{2, []string{"agent-1/orch"}},
-		{3, []string{"agent-1/agent-1", "agent-1/agent-1", "agent-1/orch", "agent-2/agent-2"}},
+		{3, []string{"agent-1/agent-1", "agent-1/agent-1", "agent-1/agent-1", "agent-1/orch", "agent-2/agent-2"}},
 	} {
 		if got := list(grantPrincipals[c.who].token); !slices.Equal(got, c.want) {
 			t.Errorf("%s sees %v, want %v", grantPrincipals[c.who].name, got, c.want)
@@ -540,5 +588,32 @@ func TestRevocationEndsLongPollsAndStreams(t *testing.T) {
 	}
 	if r := get("/api/v1/plugins", ops); r.StatusCode != 200 {
 		t.Fatalf("the kept token after a refused reload: %d", r.StatusCode)
+	}
+}
+
+// A heartbeat's ping URL is on the recipient's view for a principal that
+// may act for it, and no other: an operator reads the heartbeat, not its
+// URL.
+func TestPingURLShownToWhoActsForTheRecipient(t *testing.T) {
+	f := newGrantsFixture(t, context.Background())
+	for i, wantURL := range map[int]bool{0: true, 3: false, 4: true} {
+		resp, b := f.send(t, "GET", "/api/v1/recipients/agent-1", "", grantPrincipals[i].token)
+		var r api.Recipient
+		if resp.StatusCode != 200 || json.Unmarshal(b, &r) != nil || len(r.Heartbeats) != 1 {
+			t.Fatalf("%s: %d %s", grantPrincipals[i].name, resp.StatusCode, b)
+		}
+		if got := r.Heartbeats[0].PingURL != ""; got != wantURL || strings.Contains(string(b), grantsPingToken) != wantURL {
+			t.Errorf("%s sees the ping URL: %v, want %v: %s", grantPrincipals[i].name, got, wantURL, b)
+		}
+		if wantURL && !strings.HasSuffix(r.Heartbeats[0].PingURL, HeartbeatsPath+grantsPingToken) {
+			t.Errorf("%s: ping URL %q", grantPrincipals[i].name, r.Heartbeats[0].PingURL)
+		}
+	}
+	resp, b := f.send(t, "GET", "/api/v1/recipients", "", grantPrincipals[3].token)
+	if resp.StatusCode != 200 || strings.Contains(string(b), grantsPingToken) {
+		t.Fatalf("the operator's recipient list shows the ping token: %s", b)
+	}
+	if strings.Contains(f.logs.String(), grantsPingToken) {
+		t.Fatal("the log holds the ping token")
 	}
 }

@@ -130,6 +130,14 @@ func toRecipient(r store.RecipientRecord) api.Recipient {
 	if r.ReminderEvery > 0 {
 		out.ReminderEvery = time.Duration(r.ReminderEvery).String()
 	}
+	for _, h := range r.Heartbeats {
+		v := api.Heartbeat{Name: h.Name, Period: time.Duration(h.Period).String(), Grace: time.Duration(h.Grace).String(), Failed: h.Failed, Note: h.Note}
+		if !h.LastPing.IsZero() {
+			at := h.LastPing
+			v.LastPing = &at
+		}
+		out.Heartbeats = append(out.Heartbeats, v)
+	}
 	return out
 }
 

@@ -313,6 +313,10 @@ func FuzzPutRecipient(f *testing.F) {
 		{"c", `{"status":"running","workspace":"relative/../x"}`},
 		{"a b", `{"status":"running"}`},
 		{"", `{"status":"running"}`},
+		{"h", `{"status":"running","heartbeats":[{"name":"backup","period":"24h","grace":"1h"},{"name":"sync","period":"5m","grace":"0s"}]}`},
+		{"h", `{"status":"running","heartbeats":[{"name":"Backup!","period":"1h","grace":"1m"}]}`},
+		{"h", `{"status":"running","heartbeats":[{"name":"a","period":"1ms","grace":"1s"},{"name":"a","period":"1h","grace":"1s"}]}`},
+		{"h", `{"status":"running","heartbeats":[{"name":"a","period":"1h","grace":"-1s","token":"x"}]}`},
 		{"d", `{"status":"asleep"}`},
 		{"d", `{"status":"running","secret":"x"}`},
 		// Hostile but well-formed: each over a bound, each a 422.

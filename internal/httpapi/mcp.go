@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -61,11 +62,12 @@ func (s *server) mountMCP(app *fiber.App) {
 	tr := &inProcess{app: app, limit: s.o.BodyLimit}
 	m := mcpserver.New(s.d.Base, mcpserver.Config{
 		API: func(req *mcp.CallToolRequest) (mcpserver.API, error) {
-			token := ""
+			token, base := "", "http://vigil.in-process"
 			if req.Extra != nil {
 				token, _ = strings.CutPrefix(req.Extra.Header.Get(fiber.HeaderAuthorization), "Bearer ")
+				base = mcpBase(req.Extra.Header, base)
 			}
-			return client.New("http://vigil.in-process", client.WithToken(token), client.WithHTTPClient(&http.Client{Transport: tr})), nil
+			return client.New(base, client.WithToken(token), client.WithHTTPClient(&http.Client{Transport: tr})), nil
 		},
 		Kinds:    func(context.Context) (api.KindList, error) { return s.kinds(), nil },
 		Defaults: mcpserver.Defaults{Every: scheduler.DefaultEvery, Deadline: scheduler.DefaultDeadline},
@@ -118,6 +120,24 @@ func (s *server) mountMCP(app *fiber.App) {
 	app.Get(MCPPath, s.authenticate, serve)
 	app.Post(MCPPath, s.authenticate, open)
 	app.Delete(MCPPath, s.authenticate, serve)
+}
+
+// mcpBase is the base URL a tool call's in-process requests carry: the
+// scheme and host the MCP request reached the host by, so what the API
+// answers with the host's own URL (a signal's signal_url) names the host
+// as the agent reaches it, not the in-process transport; def when the
+// request names no host.
+func mcpBase(h http.Header, def string) string {
+	host := h.Get("Host")
+	u, err := url.Parse("http://" + host)
+	if host == "" || err != nil || u.Host != host || u.User != nil || u.Path != "" || u.RawQuery != "" {
+		return def
+	}
+	scheme := "http"
+	if h.Get("X-Forwarded-Proto") == "https" {
+		scheme = "https"
+	}
+	return scheme + "://" + host
 }
 
 // mcpPrincipalKey carries the authenticated principal to the token

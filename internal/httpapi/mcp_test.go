@@ -30,6 +30,7 @@ import (
 	"github.com/vigilhq/vigil/internal/observe"
 	"github.com/vigilhq/vigil/internal/plugin"
 	"github.com/vigilhq/vigil/internal/scheduler"
+	"github.com/vigilhq/vigil/internal/signal"
 	"github.com/vigilhq/vigil/internal/syncbuf"
 	"github.com/vigilhq/vigil/internal/wasmbuild"
 	"github.com/vigilhq/vigil/plugins"
@@ -119,10 +120,14 @@ func newMCPHostLogged(t *testing.T, o Options, log *slog.Logger) *mcpHost {
 	if err := ob.Register(reg); err != nil { // observe.thread, a kind built into the host
 		t.Fatal(err)
 	}
+	if err := (signal.Kind{}).Register(reg); err != nil {
+		t.Fatal(err)
+	}
 	base, stop := context.WithCancel(context.Background())
 	t.Cleanup(stop)
 	guard := authztest.Guard(t, map[string]string{tokenAgent1: "agent-1", tokenAgent2: "agent-2"})
-	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: rt, Kinds: reg, Base: base, Observe: ob, Logger: log},
+	app := New(Deps{Scheduler: st.Scheduler, Watches: st.Store, Mailboxes: st.Delivery, Recipients: st.Recipients, Plugins: rt, Kinds: reg, Base: base, Observe: ob, Logger: log,
+		Signals: signal.NewService(st.Store, st.Scheduler)},
 		Options{Auth: guard, BodyLimit: 1 << 16, StreamWait: 50 * time.Millisecond, MCPSessions: o.MCPSessions})
 	url := apitest.Serve(t, app)
 	// No keep-alive: the server's shutdown waits for a connection that
@@ -311,7 +316,7 @@ func TestMCPHTTPReloadSendsToolsListChanged(t *testing.T) {
 	s := h.connect(t, tokenAgent1, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 		changed <- struct{}{}
 	}})
-	if enum := registerEnum(t, s); !slices.Equal(enum, []string{"http", "observe.thread", "timer"}) {
+	if enum := registerEnum(t, s); !slices.Equal(enum, []string{"http", "observe.thread", "signal", "timer"}) {
 		t.Fatalf("the register tool's kinds: %v", enum)
 	}
 	copyBundled(t, h.dir, "ci")
@@ -324,7 +329,7 @@ func TestMCPHTTPReloadSendsToolsListChanged(t *testing.T) {
 	case <-time.After(30 * time.Second): // a bound on a notification, not a pause
 		t.Fatal("no notifications/tools/list_changed after a reload that added a kind")
 	}
-	if enum := registerEnum(t, s); !slices.Equal(enum, []string{"ci", "http", "observe.thread", "timer"}) {
+	if enum := registerEnum(t, s); !slices.Equal(enum, []string{"ci", "http", "observe.thread", "signal", "timer"}) {
 		t.Fatalf("the register tool's kinds after the reload: %v", enum)
 	}
 }
@@ -532,4 +537,27 @@ func topLevelKeys(t *testing.T, obj string) map[string]int {
 		}
 	}
 	return out
+}
+
+// Over the host's /mcp, a signal's registration answers its URL on the
+// host as the agent reached it (not the in-process transport's), and
+// send_signal answers it.
+func TestMCPHTTPSignal(t *testing.T) {
+	h := newMCPHost(t)
+	s := h.connect(t, tokenAgent1, nil)
+	var w api.Watch
+	if res := mcptest.CallTool(t, s, "register_watch", map[string]any{"kind": "signal", "params": map[string]any{"title": "Go?"}, "recipient": "agent-1"}, &w); res.IsError {
+		t.Fatalf("register: %+v", res)
+	}
+	if !strings.HasPrefix(w.SignalURL, h.url+SignalsPath) {
+		t.Fatalf("signal_url %q, want one on %s", w.SignalURL, h.url)
+	}
+	var sig api.Signal
+	if res := mcptest.CallTool(t, s, "send_signal", map[string]any{"url": w.SignalURL, "outcome": "approve"}, &sig); res.IsError || sig.State != "fired" || sig.Outcome != "approve" {
+		t.Fatalf("send_signal: %+v %+v", res, sig)
+	}
+	e := mcptest.ToolErr(t, mcptest.CallTool(t, s, "send_signal", map[string]any{"url": w.SignalURL, "outcome": "deny"}, nil))
+	if e.Code != api.CodeAlreadySettled || !strings.Contains(e.Message, "approve") {
+		t.Fatalf("a second answer: %+v", e)
+	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/vigilhq/vigil/internal/plugin"
 	"github.com/vigilhq/vigil/internal/recipients"
 	"github.com/vigilhq/vigil/internal/scheduler"
+	"github.com/vigilhq/vigil/internal/signal"
 	"github.com/vigilhq/vigil/internal/watchwait"
 	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
@@ -141,6 +142,12 @@ type Deps struct {
 	Idem IdemReader
 	// Clock dates a keyed request (default the wall clock).
 	Clock clock.Clock
+	// Signals answers signals' capability URLs (nil: every such URL
+	// names none).
+	Signals Signals
+	// Heartbeats takes heartbeats' pings (nil: every ping URL names
+	// none).
+	Heartbeats Heartbeats
 }
 
 // Options tune the server.
@@ -260,6 +267,9 @@ func New(d Deps, o Options) *fiber.App {
 			return metrics(c)
 		})
 	}
+	// Before the group: the capability URL's token is its credential.
+	s.signalRoutes(app)
+	s.heartbeatRoutes(app)
 	v1 := app.Group("/api/v1", s.authenticate, clientWrites)
 	v1.Get("/openapi.yaml", func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, "application/yaml")
@@ -396,10 +406,10 @@ func (s *server) errorHandler(c *fiber.Ctx, err error) error {
 		s.audit(c, e.Code, e.Message)
 	}
 	if e.Code == api.CodeInternal {
-		s.log.Error("request failed", "method", c.Method(), "path", c.Path(), "err", err)
+		s.log.Error("request failed", "method", c.Method(), "path", logPath(c), "err", err)
 	}
 	if e.Code == api.CodeStoreUnavailable {
-		s.log.Warn("the store is unavailable", "method", c.Method(), "path", c.Path(), "err", err)
+		s.log.Warn("the store is unavailable", "method", c.Method(), "path", logPath(c), "err", err)
 	}
 	if e.RetryAfter > 0 {
 		// A refusal that says when to come back (plugin_set_mismatch,
@@ -539,6 +549,16 @@ func (s *server) createWatch(c *fiber.Ctx) error {
 	if err := s.d.Recipients.CheckPending(c.UserContext(), reg.Recipient.ID); err != nil {
 		return err
 	}
+	if req.Kind == signal.Name {
+		// The capability is made here, shown in this answer once: the
+		// store keeps its hash, and a replay of the idempotency key's
+		// record answers the watch without it.
+		tok, err := newSignalToken()
+		if err != nil {
+			return err
+		}
+		reg.Token = tok
+	}
 	w, err := s.d.Scheduler.Register(c.UserContext(), reg)
 	if err != nil {
 		return err
@@ -546,6 +566,14 @@ func (s *server) createWatch(c *fiber.Ctx) error {
 	a, err := watchAnswer(c.UserContext(), w)
 	if err != nil {
 		return err
+	}
+	if reg.Token != "" {
+		out := toWatch(w)
+		out.SignalURL = signalURL(c, reg.Token)
+		if a, err = answerJSON(a.Status, a.Location, out); err != nil {
+			return err
+		}
+		c.Set(fiber.HeaderCacheControl, "no-store")
 	}
 	return send(c, a)
 }
@@ -766,11 +794,22 @@ func (s *server) putRecipient(c *fiber.Ctx) error {
 	for _, r := range req.Refs {
 		u.Refs = append(u.Refs, store.Ref{Kind: r.Kind, Params: r.Params})
 	}
+	for i, h := range req.Heartbeats {
+		period, err := time.ParseDuration(h.Period)
+		if err != nil {
+			return &api.Error{Code: api.CodeInvalidField, Field: fmt.Sprintf("heartbeats[%d].period", i), Message: "want a duration such as 5m"}
+		}
+		grace, err := time.ParseDuration(h.Grace)
+		if err != nil {
+			return &api.Error{Code: api.CodeInvalidField, Field: fmt.Sprintf("heartbeats[%d].grace", i), Message: "want a duration such as 1m"}
+		}
+		u.Heartbeats = append(u.Heartbeats, recipients.HeartbeatDecl{Name: h.Name, Period: period, Grace: grace})
+	}
 	rec, err := s.d.Recipients.Put(c.UserContext(), u)
 	if err != nil {
 		return err
 	}
-	return c.JSON(toRecipient(rec))
+	return c.JSON(s.recipientView(c, rec))
 }
 
 func (s *server) getRecipient(c *fiber.Ctx) error {
@@ -785,7 +824,7 @@ func (s *server) getRecipient(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(toRecipient(rec))
+	return c.JSON(s.recipientView(c, rec))
 }
 
 func (s *server) deleteRecipient(c *fiber.Ctx) error {

@@ -140,6 +140,11 @@ type Info struct {
 	// Pushed kinds are built into the host, not plugins: their watches are
 	// woken when their subject changes, never probed on a cadence.
 	Pushed bool `json:"pushed,omitempty"`
+	// Capability says each watch of the kind answers to a capability URL
+	// (a signal's): its registration carries a token the caller made
+	// (internal/captoken), kept by the store as its hash only, and shown
+	// once in the registration's answer.
+	Capability bool `json:"capability,omitempty"`
 	// Wakes says the kind maps an inbound event to the partition keys of
 	// the watches it concerns (its plugin exports wake): the kind is a
 	// Waker, and a hook source may name it.

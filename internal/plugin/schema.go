@@ -83,3 +83,22 @@ func firstLeaf(ve *jsonschema.ValidationError) *jsonschema.ValidationError {
 	}
 	return ve
 }
+
+// Schema is a compiled JSON Schema, compiled as a plugin's params schema
+// is (draft 2020-12 by default, formats asserted, no reference outside the
+// document): the host's one JSON Schema library, for what else it
+// validates (a signal's data against the schema its registration gave).
+type Schema struct{ ps *paramsSchema }
+
+// CompileSchema compiles raw.
+func CompileSchema(raw []byte) (*Schema, error) {
+	ps, err := compileSchema(raw)
+	if err != nil {
+		return nil, err
+	}
+	return &Schema{ps: ps}, nil
+}
+
+// Validate checks the JSON document doc: ok, or the first failing field
+// as a dotted path ("" for the document itself) and what is wrong with it.
+func (s *Schema) Validate(doc []byte) (field, msg string, ok bool) { return s.ps.validate(doc) }

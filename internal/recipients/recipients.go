@@ -2,6 +2,7 @@ package recipients
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,8 @@ import (
 	"github.com/vigilhq/vigil/internal/clock"
 
 	"github.com/vigilhq/vigil/api/webhooks"
+	"github.com/vigilhq/vigil/internal/captoken"
+	"github.com/vigilhq/vigil/internal/heartbeat"
 	"github.com/vigilhq/vigil/internal/kind"
 	"github.com/vigilhq/vigil/internal/netguard"
 	"github.com/vigilhq/vigil/internal/reminder"
@@ -151,6 +154,16 @@ type Update struct {
 	// Caller is the principal putting the record, as the admission of
 	// its refs asks of it (kind.AdmitRequest); nil reads nothing.
 	Caller kind.Caller
+	// Heartbeats are the heartbeats it declares (their tokens are the
+	// service's: a name it declared before keeps its ping URL).
+	Heartbeats []HeartbeatDecl
+}
+
+// HeartbeatDecl is a heartbeat as a client declares it.
+type HeartbeatDecl struct {
+	Name   string
+	Period time.Duration
+	Grace  time.Duration
 }
 
 // Put validates and stores a recipient, then reconciles its watches.
@@ -212,8 +225,12 @@ func (s *Service) Put(ctx context.Context, u Update) (store.RecipientRecord, err
 			return store.RecipientRecord{}, err
 		}
 	}
+	hbs, err := s.heartbeats(ctx, u)
+	if err != nil {
+		return store.RecipientRecord{}, err
+	}
 	now := s.clock.Now().UTC()
-	rec := store.RecipientRecord{ID: u.ID, Status: u.Status, Webhook: u.Webhook, Refs: u.Refs, Workspace: u.Workspace, CreatedAt: now, UpdatedAt: now}
+	rec := store.RecipientRecord{ID: u.ID, Status: u.Status, Webhook: u.Webhook, Refs: u.Refs, Workspace: u.Workspace, CreatedAt: now, UpdatedAt: now, Heartbeats: hbs}
 	if _, _, err := s.store.PutRecipient(ctx, rec); err != nil {
 		var big *store.ValueTooLargeError
 		if errors.As(err, &big) {
@@ -226,6 +243,45 @@ func (s *Service) Put(ctx context.Context, u Update) (store.RecipientRecord, err
 		return store.RecipientRecord{}, err
 	}
 	return s.store.GetRecipient(ctx, u.ID)
+}
+
+// heartbeats checks u's heartbeats and gives each its ping token: the
+// one it had when the record already declares its name, else a new one.
+func (s *Service) heartbeats(ctx context.Context, u Update) ([]store.Heartbeat, error) {
+	if len(u.Heartbeats) == 0 {
+		return nil, nil
+	}
+	if len(u.Heartbeats) > heartbeat.MaxHeartbeats {
+		return nil, &api.Error{Code: api.CodeInvalidField, Field: "heartbeats", Message: fmt.Sprintf("%d heartbeats; a recipient declares at most %d", len(u.Heartbeats), heartbeat.MaxHeartbeats)}
+	}
+	old, err := s.store.GetRecipient(ctx, u.ID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	out := make([]store.Heartbeat, 0, len(u.Heartbeats))
+	seen := map[string]bool{}
+	for i, d := range u.Heartbeats {
+		if err := heartbeat.Check(d.Name, d.Period, d.Grace); err != nil {
+			return nil, &api.Error{Code: api.CodeInvalidField, Field: fmt.Sprintf("heartbeats[%d]", i), Message: err.Error()}
+		}
+		if seen[d.Name] {
+			return nil, &api.Error{Code: api.CodeInvalidField, Field: fmt.Sprintf("heartbeats[%d].name", i), Message: fmt.Sprintf("heartbeat %q is declared twice", d.Name)}
+		}
+		seen[d.Name] = true
+		h := store.Heartbeat{Name: d.Name, Period: store.Duration(d.Period), Grace: store.Duration(d.Grace)}
+		for _, o := range old.Heartbeats {
+			if o.Name == d.Name {
+				h.Token = o.Token
+			}
+		}
+		if h.Token == "" {
+			if h.Token, err = captoken.New(rand.Reader); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, h)
+	}
+	return out, nil
 }
 
 // MaxWorkspace bounds a workspace path, in bytes: Linux's PATH_MAX.
@@ -403,7 +459,7 @@ func (s *Service) keepStanding(ctx context.Context, rec store.RecipientRecord, p
 	// The reconciler's registrations carry its mark: a kind it keeps (the
 	// reminder) admits no other. They are the host's (kind.HostCaller):
 	// each ref was admitted with the grant of the principal that put it.
-	ctx = reminder.WithReconciler(ctx)
+	ctx = heartbeat.WithReconciler(reminder.WithReconciler(ctx))
 	for key, sw := range wanted {
 		if have[key] {
 			continue
@@ -431,8 +487,9 @@ type standingWatch struct {
 func standing(rec store.RecipientRecord) []standingWatch {
 	var out []standingWatch
 	for _, from := range []func(store.RecipientRecord) []standingWatch{
-		attachedRefs,  // one per ref a client attached (a ticket's changes)
-		reminderOptIn, // the phase reminder, at the interval it opted into
+		attachedRefs,       // one per ref a client attached (a ticket's changes)
+		reminderOptIn,      // the phase reminder, at the interval it opted into
+		declaredHeartbeats, // one per heartbeat it declared
 	} {
 		out = append(out, from(rec)...)
 	}
@@ -453,6 +510,14 @@ func reminderOptIn(rec store.RecipientRecord) []standingWatch {
 		return nil
 	}
 	return []standingWatch{{Kind: reminder.Name, Params: reminder.ParamsFor(every), Every: &every}}
+}
+
+func declaredHeartbeats(rec store.RecipientRecord) []standingWatch {
+	out := make([]standingWatch, 0, len(rec.Heartbeats))
+	for _, h := range rec.Heartbeats {
+		out = append(out, standingWatch{Kind: heartbeat.Name, Params: heartbeat.ParamsFor(h)})
+	}
+	return out
 }
 
 func (s *Service) cancel(ctx context.Context, w store.Watch, reason string) {

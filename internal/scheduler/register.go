@@ -32,6 +32,11 @@ type Registration struct {
 	Caller    kind.Caller
 	Every     *time.Duration
 	ExpiresAt *time.Time
+	// Token is the capability token of a watch whose kind answers to one
+	// (kind.Info.Capability), made by the caller (internal/captoken), who
+	// shows it once; the row keeps its hash. Required for such a kind,
+	// refused for any other.
+	Token string
 	// Bounded holds the registration to Config.MaxPending, in the
 	// transaction that writes it: a client's registration (the API's), not
 	// the host's own standing watches.
@@ -92,6 +97,12 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 	}
 	if err := s.checkWorkspace(ctx, info, r, rec); err != nil {
 		return store.Watch{}, err
+	}
+	switch {
+	case info.Capability && r.Token == "":
+		return store.Watch{}, fmt.Errorf("scheduler: kind %s answers to a capability token and the registration carries none", r.Kind)
+	case !info.Capability && r.Token != "":
+		return store.Watch{}, fmt.Errorf("scheduler: kind %s answers to no capability token", r.Kind)
 	}
 
 	every := info.DefaultEvery
@@ -171,6 +182,9 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 		ID: id, Kind: r.Kind, Params: params, Recipient: r.Recipient, RegisteredBy: r.RegisteredBy,
 		State: store.Pending, Receipt: store.ReceiptNone, Every: store.Duration(every),
 		Standing: info.Standing, CreatedAt: now, ExpiresAt: expires, Subject: adm.Subject,
+	}
+	if r.Token != "" {
+		w.Token = store.HashToken(r.Token)
 	}
 	first := firstCheck(now, adm.NextCheck, expires)
 	if first.After(now) {
@@ -364,6 +378,65 @@ func (s *Scheduler) Cancel(ctx context.Context, id store.ID, reason string) (sto
 	s.signal()
 	s.changed(id)
 	return w, nil
+}
+
+// Answerer is a Deliverer that settles an outcome given from outside on
+// any node, not fenced on the watch's owner (*delivery.Delivery is one).
+type Answerer interface {
+	Answer(ctx context.Context, id store.ID, st store.Settlement, m store.Message) (store.Watch, error)
+}
+
+// Complete settles a pending watch fired with out, from outside (a
+// signal's POST): through the Deliverer's settle-and-mail (its Answer,
+// when it is an Answerer, so any node of a cluster takes it), one
+// transaction, as a probe's settlement is. The store decides against a
+// probe's expiry or a cancel: the first to commit wins, and a watch no
+// longer pending is answered as it is, with a *api.Error of
+// CodeAlreadySettled.
+func (s *Scheduler) Complete(ctx context.Context, id store.ID, out store.Outcome, note string) (store.Watch, error) {
+	now := s.cfg.Clock.Now()
+	s.mu.Lock()
+	var attempts int
+	e := s.byID[id]
+	if e != nil {
+		attempts = e.attempts()
+	}
+	s.mu.Unlock()
+	cur, err := s.cfg.Store.Get(ctx, id)
+	if err != nil {
+		return store.Watch{}, err
+	}
+	if cur.State != store.Pending {
+		return cur, alreadySettled(cur)
+	}
+	attempts = max(attempts, cur.Attempts)
+	settle := s.cfg.Deliver.Settle
+	if a, ok := s.cfg.Deliver.(Answerer); ok {
+		settle = a.Answer // on any node: not fenced on the owner
+	}
+	w, err := settle(ctx, id, store.Settlement{
+		State: store.Fired, Outcome: &out, SettledAt: now, Attempts: attempts, LastNote: note,
+	}, store.Message{Kind: cur.Kind, Type: store.MessageFired, Outcome: out})
+	if errors.Is(err, store.ErrNotPending) {
+		if cur, gerr := s.cfg.Store.Get(ctx, id); gerr == nil {
+			return cur, alreadySettled(cur)
+		}
+		return store.Watch{}, &api.Error{Code: api.CodeAlreadySettled, Message: fmt.Sprintf("watch %s is no longer pending", id)}
+	}
+	if err != nil {
+		return store.Watch{}, err
+	}
+	s.mu.Lock()
+	s.forget(e)
+	s.mu.Unlock()
+	s.signal()
+	s.changed(id)
+	s.cfg.Plugins.Settled(ctx, w)
+	return w, nil
+}
+
+func alreadySettled(w store.Watch) *api.Error {
+	return &api.Error{Code: api.CodeAlreadySettled, Message: fmt.Sprintf("watch %s is already %s", w.ID, w.State)}
 }
 
 // othersAttempts is the probe count to keep on a watch this scheduler

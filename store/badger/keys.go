@@ -98,6 +98,7 @@ var layouts = map[store.Family]layout{
 	store.FamIdem:             {pfx: "ik/", segs: []seg{nul(segName), segSub}},
 	store.FamIdemAt:           {pfx: "ia/", segs: []seg{segAt, nul(segName), segSub}},
 	store.FamDue:              {pfx: "du/", segs: []seg{segSeq, segAt, segID}},
+	store.FamToken:            {pfx: "tk/", segs: []seg{segName}},
 	store.FamMarker:           {segs: []seg{segName}},
 }
 

@@ -222,6 +222,7 @@ func samples() []store.Key {
 		{Fam: store.FamIdemAt, At: at, Name: "principal", Sub: "key-1"},
 		{Fam: store.FamDue, Seq: 29_000_000, At: at, ID: id(7)},
 		{Fam: store.FamMarker, Name: "pkv"},
+		{Fam: store.FamToken, Name: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"},
 	}
 }
 

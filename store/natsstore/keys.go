@@ -107,6 +107,7 @@ var layouts = map[store.Family]nlayout{
 	store.FamIdem:             {"ik", []nseg{nName, nSub}},
 	store.FamIdemAt:           {"ia", []nseg{nAt, nName, nSub}},
 	store.FamDue:              {"du", []nseg{nSeq, nAt, nID}},
+	store.FamToken:            {"tk", []nseg{nName}},
 	store.FamMarker:           {"", []nseg{{store.PartName, tkRaw}}},
 }
 

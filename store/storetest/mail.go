@@ -21,6 +21,37 @@ func mailCases() []testCase {
 		{"AppendIfRunningAndSequence", testMailboxSequence},
 		{"SequenceUnderConcurrency", testMailboxConcurrency},
 		{"OversizedOutcomeSettlesBounded", testOversizedOutcome},
+		{"AnswerAndMail", testAnswerAndMail},
+	}
+}
+
+// An answer given from outside settles fired and mails, as SettleAndMail
+// does, with its then told of the mail; once the row is settled (by it or
+// by anything else) it writes and mails nothing; it settles fired only.
+func testAnswerAndMail(e *env) {
+	e.running("a", "https://example.org/hook")
+	w := e.created("a", t0)
+	m := e.fired()
+	var told store.Mailed
+	got, mailed, err := e.b.AnswerAndMailThen(e.ctx, w.ID, store.Settlement{State: store.Fired, Outcome: &m.Outcome, SettledAt: t0}, m, func(md store.Mailed) { told = md })
+	if err != nil || got.State != store.Fired || got.Receipt != store.ReceiptDelivered || mailed.Message == nil || told.Message == nil || told.Message.Seq != mailed.Message.Seq {
+		e.Fatalf("answered %+v %+v %v (told %+v)", got, mailed, err, told)
+	}
+	if msgs := e.mailbox("a"); len(msgs) != 1 || msgs[0].WatchID != w.ID || len(e.live()) != 1 {
+		e.Fatalf("mailbox %+v, live pushes %d", msgs, len(e.live()))
+	}
+	if _, _, err := e.b.AnswerAndMailThen(e.ctx, w.ID, store.Settlement{State: store.Fired, Outcome: &m.Outcome, SettledAt: t0}, m, nil); !errors.Is(err, store.ErrNotPending) {
+		e.Fatalf("a second answer: %v, want ErrNotPending", err)
+	}
+	if msgs := e.mailbox("a"); len(msgs) != 1 {
+		e.Fatalf("a second answer mailed: %+v", msgs)
+	}
+	other := e.created("a", t0)
+	if _, _, err := e.b.AnswerAndMailThen(e.ctx, other.ID, store.Settlement{State: store.Expired, SettledAt: t0}, m, nil); err == nil {
+		e.Fatal("an answer settled a watch expired")
+	}
+	if cur, _ := e.b.Get(e.ctx, other.ID); cur.State != store.Pending {
+		e.Fatalf("the refused answer wrote %s", cur.State)
 	}
 }
 

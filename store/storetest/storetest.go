@@ -15,6 +15,7 @@ import (
 // suite's own tests can break one rule of a store and see it fail.
 type Backend interface {
 	AppendEvent(ctx context.Context, e store.Event) (out store.Event, duplicate bool, err error)
+	AnswerAndMailThen(ctx context.Context, id store.ID, st store.Settlement, m store.Message, then func(store.Mailed)) (store.Watch, store.Mailed, error)
 	AppendIfRunning(ctx context.Context, rid string, m store.Message) (store.Message, store.RecipientRecord, error)
 	BeginPush(ctx context.Context, rid string, seq uint64, at time.Time) (store.Push, store.Message, store.RecipientRecord, error)
 	CarryAndMail(ctx context.Context, id store.ID, baseline json.RawMessage, attempts int, note string, change *store.Message) (store.Mailed, error)
@@ -39,6 +40,7 @@ type Backend interface {
 	Get(ctx context.Context, id store.ID) (store.Watch, error)
 	GetIdem(ctx context.Context, principal, key string) (store.IdemRecord, error)
 	GetRecipient(ctx context.Context, id string) (store.RecipientRecord, error)
+	GetToken(ctx context.Context, hash string) (store.TokenRecord, error)
 	GetWork(ctx context.Context, id store.ID) (store.Work, error)
 	LastEventSeq(ctx context.Context, stream string) (uint64, error)
 	List(ctx context.Context, f store.Filter) ([]store.Watch, int, error)
@@ -58,6 +60,7 @@ type Backend interface {
 	PruneOldest(ctx context.Context, c store.Retained, cutoff time.Time, limit int) (int, error)
 	PrunePushes(ctx context.Context, cutoff time.Time) (int, error)
 	PutRecipient(ctx context.Context, r store.RecipientRecord) (prev store.RecipientRecord, existed bool, err error)
+	Ping(ctx context.Context, id, name string, at time.Time, failed bool, note string) (store.RecipientRecord, error)
 	ReadEvents(ctx context.Context, stream string, after uint64, limit int) ([]store.Event, error)
 	ReadMailbox(ctx context.Context, rid string, after uint64, limit int) ([]store.Message, error)
 	RecordProbe(ctx context.Context, id store.ID, p store.Probe) error
@@ -136,6 +139,7 @@ func groups() []group {
 		{"Work", workCases()},
 		{"Retention", retentionCases()},
 		{"Idempotency", idemCases()},
+		{"Tokens", tokenCases()},
 		{"HeldAside", heldAsideCases()},
 		{"Lifetime", lifetimeCases()},
 	}

@@ -293,8 +293,8 @@ function RecipientPage({ id, auth }) {
   const [actErr, setActErr] = useState(null);
   const [bump, setBump] = useState(0);
   const [secret, setSecret] = useState('');
-  // The API replaces the whole record: refs and workspace are sent back
-  // as they are, and a webhook (whose secret never leaves the host) only
+  // The API replaces the whole record: refs, workspace and heartbeats are
+  // sent back as they are, and a webhook (whose secret never leaves the host) only
   // with its secret entered again, as vigil recipient set asks for it.
   const setStatus = async (status) => {
     setActErr(null);
@@ -302,6 +302,7 @@ function RecipientPage({ id, auth }) {
       const body = { status };
       if (r.refs && r.refs.length) body.refs = r.refs;
       if (r.workspace) body.workspace = r.workspace;
+      if (r.heartbeats && r.heartbeats.length) body.heartbeats = r.heartbeats.map((h) => ({ name: h.name, period: h.period, grace: h.grace }));
       if (r.webhook) {
         if (!secret) { setActErr(new ApiError(0, 'webhook_secret_needed', 'this recipient has a webhook: enter its secret to keep it (the host never shows it)')); return; }
         body.webhook = { url: r.webhook.url, secret };
@@ -329,6 +330,7 @@ function RecipientPage({ id, auth }) {
     <dl class="facts">
       <div class="kv"><dt>webhook</dt><dd>${r.webhook ? html`${r.webhook.url}${r.webhook.disabled_at ? html` <span class="bad">disabled <${Time} t=${r.webhook.disabled_at} now=${now}/>: ${r.webhook.disabled_reason}</span>` : ''}` : html`<span class="muted">none (mailbox only)</span>`}</dd></div>
       <div class="kv"><dt>standing refs</dt><dd>${r.refs.length ? r.refs.map((x) => html`<span class="tag">${x.kind}</span>`) : html`<span class="muted">none</span>`}</dd></div>
+      ${(r.heartbeats || []).map((h) => html`<div class="kv"><dt>heartbeat ${h.name}</dt><dd>every ${h.period} + ${h.grace}; ${h.last_ping ? html`last ping <${Time} t=${h.last_ping} now=${now}/>${h.failed ? html` <span class="bad">failed${h.note ? ': ' + h.note : ''}</span>` : ''}` : html`<span class="muted">no ping yet</span>`}${h.ping_url ? html`<br/><code class="hash">${h.ping_url}</code>` : ''}</dd></div>`)}
       ${r.phase ? html`<div class="kv"><dt>phase</dt><dd>${r.phase.name} ${r.phase.text || ''}</dd></div>` : ''}
       <div class="kv"><dt>created</dt><dd><${Time} t=${r.created_at} now=${now}/></dd></div>
       <div class="kv"><dt>updated</dt><dd><${Time} t=${r.updated_at} now=${now}/></dd></div>
