@@ -18,10 +18,12 @@
 //   - Each recipient's count of pending rows is kept by the transitions
 //     that move one of its rows, in their own transaction (serialised on
 //     the recipient), so a bound on it holds however many registrations
-//     race: a key on JetStream; on badger, whose directory one process
-//     alone opens (Plan.Exclusive), the process's memory, set at each
-//     commit. A recipient with none is counted from its index at first
-//     use.
+//     race: a key every such commit writes; on badger, whose directory
+//     one process alone opens (Plan.Exclusive), read from the process's
+//     memory, set at each commit, once the key has been read. A restart
+//     reads the keys, so it counts nobody's rows; a recipient with none
+//     (rows an older build or an import wrote) is counted from its index
+//     at first use.
 //   - Every pending row is in the due index (FamDue, due.go) once, keyed
 //     by its durable next check, else its registration instant (never
 //     after when it is due), written in the transactions that write its

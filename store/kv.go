@@ -65,9 +65,30 @@ const (
 	// FamMarker is one of the store's own markers (Name): "pkv", the
 	// pending-by-kind index covers every pending row; "due", the due
 	// index does; "tix", every retained record has its time index (the
-	// start-time backstop of the retention has run: PruneUnindexed).
+	// start-time backstop of the retention has run: PruneUnindexed);
+	// "pck", every commit writes its recipients' count keys (an
+	// exclusive store's older ones dropped).
 	FamMarker Family = "markers"
 )
+
+// markerNames are the store's markers (FamMarker's names).
+func markerNames() [4]string {
+	return [...]string{pendingKindsMarkerName, dueMarkerName, indexedMarkerName, countsMarkerName}
+}
+
+// Markers are the names of the store's markers (FamMarker's), which an
+// adapter reading a key back tells from its other keys.
+func Markers() []string { m := markerNames(); return m[:] }
+
+// IsMarker says whether name is one of Markers, without allocating.
+func IsMarker(name string) bool {
+	for _, m := range markerNames() {
+		if m == name {
+			return true
+		}
+	}
+	return false
+}
 
 // KeysAlone says whether f's keys carry no value of the domain's: an
 // adapter may keep a part of the key in their value (natsstore keeps

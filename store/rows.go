@@ -236,15 +236,16 @@ func (t tx) editSubject(subject string, id ID, add bool) error {
 	return nil
 }
 
-// pendingCount is rid's count of pending rows as t sees it. A recipient
-// with no count (one whose rows an older build wrote, or an import
-// brought, or, on an exclusive plan, one this process has not moved
-// since it opened the store) is counted from its index, and the count's
-// absence is what t read: every commit that moves one of its rows in or
-// out of pending writes the count (addPending), so a commit that writes
-// the count from that counting is refused if another wrote one since.
-// On an exclusive plan the count is the one in memory, which only such
-// commits set, under the recipient's serialisation t holds.
+// pendingCount is rid's count of pending rows as t sees it: the count
+// key every commit that moves one of its rows in or out of pending
+// writes (addPending). A recipient with no count (one whose rows an
+// older build wrote, or an import brought) is counted from its index,
+// and the count's absence is what t read, so a commit that writes the
+// count from that counting is refused if another wrote one since. On an
+// exclusive plan the count this process's last commit of the recipient
+// wrote is also kept in memory, under the recipient's serialisation t
+// holds, and read from there: the key is read once per recipient a
+// process moves, so a restart counts nobody's rows again.
 func (t tx) pendingCount(rid string) (int, error) {
 	if t.r != nil {
 		for i := len(t.r.counts) - 1; i >= 0; i-- {
@@ -257,17 +258,16 @@ func (t tx) pendingCount(rid string) (int, error) {
 		if n, ok := t.s.counts.get(rid); ok {
 			return n, nil // what this process's last commit of it wrote
 		}
-	} else {
-		v, ok, err := t.Get(kPendingCount(rid))
-		if err != nil {
-			return 0, err
+	}
+	v, ok, err := t.Get(kPendingCount(rid))
+	if err != nil {
+		return 0, err
+	}
+	if ok {
+		if n, err := strconv.Atoi(string(v)); err == nil && n >= 0 {
+			return n, nil
 		}
-		if ok {
-			if n, err := strconv.Atoi(string(v)); err == nil && n >= 0 {
-				return n, nil
-			}
-			// Unreadable: count again; the commit rewrites it.
-		}
+		// Unreadable: count again; the commit rewrites it.
 	}
 	n := 0
 	if t.s.plan.RecipientPending {
@@ -279,7 +279,7 @@ func (t tx) pendingCount(rid string) (int, error) {
 	}
 	// The recipient's index, each row's state asked by key: the cost is
 	// the recipient's rows, never the store's, and no row is decoded.
-	err := t.Scan(Range{Prefix: kRecipient(rid, ID{}), Fixed: 1, KeysOnly: true}, func(k Key, _ []byte) (bool, error) {
+	err = t.Scan(Range{Prefix: kRecipient(rid, ID{}), Fixed: 1, KeysOnly: true}, func(k Key, _ []byte) (bool, error) {
 		_, pending, err := t.Get(kState(Pending, k.ID))
 		if pending {
 			n++
@@ -293,8 +293,8 @@ func (t tx) pendingCount(rid string) (int, error) {
 // that moves the row, before it moves any index entry of it (a count
 // read from a scan sees none of this transaction's writes). It
 // serialises the transaction on the recipient: every such commit of one
-// recipient writes this one count (its key, or on an exclusive plan the
-// process's memory once the commit succeeds).
+// recipient writes this one count (its key, and on an exclusive plan
+// the process's memory too once the commit succeeds).
 func (t tx) addPending(rid string, d int) error {
 	t.Serialise(recipientHint(rid))
 	n, err := t.pendingCount(rid)
@@ -302,9 +302,8 @@ func (t tx) addPending(rid string, d int) error {
 		return err
 	}
 	n = max(n+d, 0)
-	if t.r != nil { // an exclusive plan's: kept in memory
+	if t.r != nil { // an exclusive plan's: kept in memory as well
 		t.r.counts = append(t.r.counts, countSet{rid, n})
-		return nil
 	}
 	t.Put(kPendingCount(rid), strconv.AppendInt(nil, int64(n), 10))
 	return nil

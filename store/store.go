@@ -187,7 +187,58 @@ func New(ctx context.Context, kv KV) (*Store, error) {
 	if err := s.backfillDue(ctx); err != nil {
 		return nil, err
 	}
+	if s.plan.Exclusive {
+		if err := s.dropUnkeptCounts(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// countsMarkerName is the marker that says every commit of this store
+// that moves a row in or out of pending writes its recipient's count
+// key. An exclusive store written by a build that kept the counts in
+// memory alone may hold keys older than its rows.
+const countsMarkerName = "pck"
+
+// dropUnkeptCounts deletes, once in a store's life, the count keys an
+// exclusive store holds from before its commits kept them (each
+// recipient is counted from its index at its next use, and kept from
+// then on), then writes the marker: a read of one key on every later
+// open, and at most one key a recipient the once.
+func (s *Store) dropUnkeptCounts(ctx context.Context) error {
+	batch := s.batch()
+	for {
+		done := false
+		var dropped []string
+		err := s.update(ctx, TxOptions{Name: "drop-unkept-counts"}, func(t tx) error {
+			done, dropped = false, dropped[:0]
+			if _, ok, err := t.Get(kMarker(countsMarkerName)); err != nil || ok {
+				done = ok
+				return err
+			}
+			if err := t.Scan(Range{Prefix: Key{Fam: FamPendingCount}, KeysOnly: true, Want: batch}, func(k Key, _ []byte) (bool, error) {
+				dropped = append(dropped, k.Name)
+				return len(dropped) < batch, nil
+			}); err != nil {
+				return err
+			}
+			for _, rid := range dropped {
+				t.Delete(kPendingCount(rid))
+			}
+			if len(dropped) < batch {
+				t.Put(kMarker(countsMarkerName), nil)
+				done = true
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("store: dropping the counts of pending rows kept in memory alone: %w", err)
+		}
+		if done {
+			return nil
+		}
+	}
 }
 
 // KV is the adapter the store is over.

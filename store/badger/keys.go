@@ -113,8 +113,6 @@ var byPrefix = func() map[string]store.Family {
 	return m
 }()
 
-// markers are the keys of FamMarker.
-var markers = map[string]bool{"pkv": true, "due": true, "tix": true}
 
 // versionKey is the store version's key, this package's own.
 var versionKey = []byte("v")
@@ -181,7 +179,7 @@ type parsed struct {
 // knows or one its family's layout does not fit.
 func parseKey(key []byte) (parsed, bool) {
 	var p parsed
-	if markers[string(key)] {
+	if store.IsMarker(string(key)) {
 		p.k.Fam, p.name = store.FamMarker, key
 		return p, true
 	}

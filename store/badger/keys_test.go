@@ -100,9 +100,7 @@ func TestNoPrefixBeginsAnother(t *testing.T) {
 		}
 	}
 	others := []string{string(versionKey)}
-	for m := range markers {
-		others = append(others, m)
-	}
+	others = append(others, store.Markers()...)
 	for i, a := range all {
 		for j, b := range all {
 			if i != j && strings.HasPrefix(b, a) {

@@ -121,8 +121,6 @@ func familyOf(pfx string) (store.Family, bool) {
 	return "", false
 }
 
-// markers are the keys of store.FamMarker.
-var markers = map[string]bool{"pkv": true, "due": true, "tix": true}
 
 // keyString is k's first n parts (all of them: the key; fewer: the
 // tokens every key with them begins with, without a trailing dot).
@@ -187,7 +185,7 @@ func pattern(r store.Range) (string, error) {
 // knows, or one its layout does not fit. val is the key's value, which
 // names the recipient of a key of the store.KeysAlone families.
 func parseKey(key string, val []byte) (store.Key, bool) {
-	if markers[key] {
+	if store.IsMarker(key) {
 		return store.Key{Fam: store.FamMarker, Name: key}, true
 	}
 	parts := strings.Split(key, ".")
