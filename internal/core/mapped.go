@@ -52,11 +52,12 @@ func (c *Core) TrimMapped(budget int64) (t badger.MappedTrim, ok bool) {
 }
 
 // trimLoop calls TrimMapped with MappedBudget every TrimEvery, or
-// TrimSoon after a call that trimmed, until ctx ends; once the store says
-// it cannot, it only waits for the end (a returning run would stop the
-// core's others).
+// TrimSoon after a call that trimmed and at first (a start is when badger
+// compacts what the last run's close flushed), until ctx ends; once the
+// store says it cannot, it only waits for the end (a returning run would
+// stop the core's others).
 func (c *Core) trimLoop(ctx context.Context) error {
-	t := c.clock.NewTimer(TrimEvery)
+	t := c.clock.NewTimer(TrimSoon)
 	defer t.Stop()
 	for {
 		select {

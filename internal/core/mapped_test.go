@@ -47,24 +47,27 @@ func trimCore(t *testing.T, spy *trimSpyKV) (*Core, *fakeclock.Clock) {
 	return c, clk
 }
 
-// The core's loop asks the store to trim its mapped pages every
-// TrimEvery, with MappedBudget, and not before.
+// The core's loop asks the store to trim its mapped pages TrimSoon after
+// it starts, then every TrimEvery while nothing was over the budget,
+// with MappedBudget, and not before.
 func TestTheCoreTrimsTheMappedTablesEveryTrimEvery(t *testing.T) {
 	spy := &trimSpyKV{budgets: make(chan int64, 10)}
 	c, clk := trimCore(t, spy)
 	armed := make(chan time.Duration, 100)
-	clk.OnArm(func(d time.Duration) {
-		if d == TrimEvery {
-			armed <- d
-		}
-	})
+	clk.OnArm(func(d time.Duration) { armed <- d })
 	stop := lifecycle.Go(context.Background(), c.trimLoop)
 	defer func() { _ = stop() }()
-	for round := range 3 {
-		<-armed
-		clk.Add(TrimEvery - time.Nanosecond)
+	for round := range 4 {
+		want := TrimEvery
+		if round == 0 {
+			want = TrimSoon
+		}
+		if d := <-armed; d != want {
+			t.Fatalf("look %d armed in %v, want %v", round+1, d, want)
+		}
+		clk.Add(want - time.Nanosecond)
 		if n := spy.calls.Load(); n != int32(round) {
-			t.Fatalf("before TrimEvery had passed: %d calls, want %d", n, round)
+			t.Fatalf("before %v had passed: %d calls, want %d", want, n, round)
 		}
 		clk.Add(time.Nanosecond)
 		if b := <-spy.budgets; b != MappedBudget {
@@ -78,21 +81,16 @@ func TestTheCoreStopsAskingAStoreThatCannotTrim(t *testing.T) {
 	spy := &trimSpyKV{budgets: make(chan int64, 10), err: badger.ErrTrimUnsupported}
 	c, clk := trimCore(t, spy)
 	armed := make(chan struct{}, 10)
-	clk.OnArm(func(d time.Duration) {
-		if d == TrimEvery {
-			armed <- struct{}{}
-		}
-	})
+	clk.OnArm(func(time.Duration) { armed <- struct{}{} })
 	done := make(chan error, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { done <- c.trimLoop(ctx) }()
 	<-armed
-	clk.Add(TrimEvery)
+	clk.Add(TrimSoon)
 	<-spy.budgets
 	// A loop that goes on arms its timer again at once.
 	select {
 	case <-armed:
-		clk.Add(TrimEvery)
 		t.Fatalf("the loop armed its timer again after the store said it cannot trim (%d calls)", spy.calls.Load())
 	case <-time.After(300 * time.Millisecond):
 	}
@@ -117,11 +115,11 @@ func TestTheCoreLooksAgainSoonAfterATrim(t *testing.T) {
 	clk.OnArm(func(d time.Duration) { armed <- d })
 	stop := lifecycle.Go(context.Background(), c.trimLoop)
 	defer func() { _ = stop() }()
-	if d := <-armed; d != TrimEvery {
-		t.Fatalf("first look in %v, want TrimEvery", d)
+	if d := <-armed; d != TrimSoon {
+		t.Fatalf("first look in %v, want TrimSoon", d)
 	}
 	spy.trimmed.Store(1 << 20)
-	clk.Add(TrimEvery)
+	clk.Add(TrimSoon)
 	<-spy.budgets
 	if d := <-armed; d != TrimSoon {
 		t.Fatalf("after a look that trimmed, the next in %v, want TrimSoon (%v)", d, TrimSoon)
