@@ -11,8 +11,9 @@ import (
 // MappedBudget is how much resident file-backed memory the host keeps
 // before it hands the store's mapped table pages back (the binary's own
 // pages count in it too: about 50 MiB); TrimEvery how often it looks,
-// and TrimSoon how soon it looks again after a look that trimmed (a
-// compaction maps pages at tens of MiB a second while it runs).
+// and TrimSoon how soon it looks first, and again after a look that
+// trimmed (a compaction maps pages at tens of MiB a second while it
+// runs).
 // Both keep a host that waits on millions of watches at the resident
 // size of what it works on: the pages a compaction wrote or a read
 // touched would otherwise stay counted until the kernel wanted them.
