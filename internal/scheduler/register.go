@@ -182,6 +182,7 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 		ID: id, Kind: r.Kind, Params: params, Recipient: r.Recipient, RegisteredBy: r.RegisteredBy,
 		State: store.Pending, Receipt: store.ReceiptNone, Every: store.Duration(every),
 		Standing: info.Standing, CreatedAt: now, ExpiresAt: expires, Subject: adm.Subject,
+		PartitionKey: adm.PartitionKey,
 	}
 	if r.Token != "" {
 		w.Token = store.HashToken(r.Token)
@@ -289,6 +290,14 @@ func (s *Scheduler) Poke(ctx context.Context, subject string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("scheduler: poke %s: %w", subject, err)
 	}
+	return s.pokeIDs(ctx, ids), nil
+}
+
+// pokeIDs makes the pending watches ids this scheduler owns due now,
+// coalesced: one in the ready queue already is not queued again, and one
+// being probed is probed once more when its probe ends, however many
+// pokes came meanwhile. It returns how many it woke.
+func (s *Scheduler) pokeIDs(ctx context.Context, ids []store.ID) int {
 	now := s.cfg.Clock.Now().UnixNano()
 	// A watch of the subject not in memory (due beyond the window) is
 	// read from the store and held, due now.
@@ -337,7 +346,7 @@ func (s *Scheduler) Poke(ctx context.Context, subject string) (int, error) {
 	if n > 0 {
 		s.signal()
 	}
-	return n, nil
+	return n
 }
 
 // Cancel settles a pending watch as cancelled; nothing is mailed. reason

@@ -76,6 +76,7 @@ type Store interface {
 	// window, the loader's later ones, a gained partition's (window.go).
 	ScanDue(ctx context.Context, q store.DueQuery, fn func(store.Schedule) error) (store.DueSlice, error)
 	PendingBySubject(ctx context.Context, subject string) ([]store.ID, error)
+	PendingByKey(ctx context.Context, kind string, keys []string) ([]store.ID, error)
 	// PruneUnindexed is the retention's start-time backstop for records
 	// an older build wrote without their time index, run once in a
 	// store's life (then it reads nothing): what settled before cutoff;
