@@ -3,6 +3,9 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"github.com/vigilhq/vigil/store"
 )
 
 // PokeKeys makes every pending watch of kind whose partition key is one
@@ -21,5 +24,26 @@ func (s *Scheduler) PokeKeys(ctx context.Context, kind string, keys []string) (i
 	if err != nil {
 		return 0, fmt.Errorf("scheduler: poke %d keys of %s: %w", len(keys), kind, err)
 	}
-	return s.pokeIDs(ctx, ids), nil
+	return s.pokeIDs(ctx, ids, true), nil
+}
+
+// markPoked records that an event poked id at now. Its lock is mu.
+func (s *Scheduler) markPoked(id store.ID, now int64) { s.pokedAt[id] = now }
+
+// probeCadence is the cadence a probe of w at now carries to its fetches:
+// the watch's every, or, for a watch an event poked since its last probe,
+// the time since that poke, so the look the event asked for reads the
+// resource anew (a read made since the poke, another watch's of the same
+// resource included, still serves it). The kind's min_read_interval and
+// the issuer's min_interval floor it still.
+func (s *Scheduler) probeCadence(id store.ID, w store.Watch, now time.Time) time.Duration {
+	every := time.Duration(w.Every)
+	s.mu.Lock()
+	at, ok := s.pokedAt[id]
+	delete(s.pokedAt, id)
+	s.mu.Unlock()
+	if !ok {
+		return every
+	}
+	return min(every, max(time.Duration(now.UnixNano()-at), time.Millisecond))
 }

@@ -124,3 +124,24 @@ func TestPokeKeysCoalesce(t *testing.T) {
 		}
 	})
 }
+
+// A probe an event asked for carries, as its cadence, the time since the
+// event: its fetch reads anew rather than from the hour-old read its
+// cadence would allow. The next probe, unpoked, carries the cadence again.
+func TestPokedProbeReadsAnew(t *testing.T) {
+	h := newKeyedHarness(t)
+	var cadences []time.Duration
+	h.plugins.OnObserveCtx(func(ctx context.Context) { cadences = append(cadences, kind.CadenceFrom(ctx)) })
+	h.registerKey("commit/1")
+	h.tick(t0)
+	h.clock.Set(t0.Add(time.Minute))
+	if _, err := h.s.PokeKeys(context.Background(), "keyed", []string{"commit/1"}); err != nil {
+		t.Fatal(err)
+	}
+	h.tick(t0.Add(time.Minute + 5*time.Millisecond))
+	h.tick(t0.Add(2 * time.Hour))
+	want := []time.Duration{time.Hour, 5 * time.Millisecond, time.Hour}
+	if len(cadences) != 3 || cadences[0] != want[0] || cadences[1] != want[1] || cadences[2] != want[2] {
+		t.Fatalf("cadences %v, want %v", cadences, want)
+	}
+}

@@ -290,14 +290,15 @@ func (s *Scheduler) Poke(ctx context.Context, subject string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("scheduler: poke %s: %w", subject, err)
 	}
-	return s.pokeIDs(ctx, ids), nil
+	return s.pokeIDs(ctx, ids, false), nil
 }
 
 // pokeIDs makes the pending watches ids this scheduler owns due now,
 // coalesced: one in the ready queue already is not queued again, and one
 // being probed is probed once more when its probe ends, however many
-// pokes came meanwhile. It returns how many it woke.
-func (s *Scheduler) pokeIDs(ctx context.Context, ids []store.ID) int {
+// pokes came meanwhile. fresh marks each woken watch's next probe as
+// one that must read anew (markPoked). It returns how many it woke.
+func (s *Scheduler) pokeIDs(ctx context.Context, ids []store.ID, fresh bool) int {
 	now := s.cfg.Clock.Now().UnixNano()
 	// A watch of the subject not in memory (due beyond the window) is
 	// read from the store and held, due now.
@@ -339,6 +340,9 @@ func (s *Scheduler) pokeIDs(ctx context.Context, ids []store.ID) int {
 			// Due already: its probe is still to come.
 		default:
 			e.index = pokedWhileProbed
+		}
+		if fresh {
+			s.markPoked(id, now)
 		}
 		n++
 	}
@@ -475,6 +479,7 @@ func (s *Scheduler) forget(e *entry) {
 		heap.Remove(&s.h, int(e.index))
 	}
 	delete(s.byID, e.id)
+	delete(s.pokedAt, e.id)
 }
 
 // checkWorkspace refuses a watch of a kind that runs commands when the

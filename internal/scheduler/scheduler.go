@@ -264,10 +264,15 @@ type Scheduler struct {
 	// ready queue and what is being read. It is never held across a store
 	// commit or a plugin call; the store's conditional transitions decide
 	// between a cancel and a settlement.
-	mu    sync.Mutex
-	h     dueHeap
-	byID  map[store.ID]*entry
-	ready readyQueue
+	mu   sync.Mutex
+	h    dueHeap
+	byID map[store.ID]*entry
+	// pokedAt is when each watch poked by an event (PokeKeys) and not
+	// probed since was last poked: its probe may be answered only from a
+	// read made after then (pokekeys.go). Entries leave with the probe,
+	// or with the watch.
+	pokedAt map[store.ID]int64
+	ready   readyQueue
 	// reading is how many batches of due entries workers are reading;
 	// parked, how many workers wait for work.
 	reading, parked int
@@ -303,11 +308,12 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	cfg = cfg.withDefaults()
 	s := &Scheduler{
-		cfg:   cfg,
-		log:   cfg.Logger.With("component", "scheduler"),
-		byID:  map[store.ID]*entry{},
-		ready: newReadyQueue(),
-		wake:  make(chan struct{}, 1),
+		cfg:     cfg,
+		log:     cfg.Logger.With("component", "scheduler"),
+		byID:    map[store.ID]*entry{},
+		pokedAt: map[store.ID]int64{},
+		ready:   newReadyQueue(),
+		wake:    make(chan struct{}, 1),
 
 		loadWake: make(chan struct{}, 1),
 
