@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -98,6 +100,12 @@ func FuzzHook(f *testing.F) {
 	f.Add("github", "X-Hub-Signature-256", "sha256=00", "X-GitHub-Event", "\x00", []byte("not json"))
 	f.Add("..", "webhook-signature", "v1,AAAA", "webhook-id", "msg_1", []byte(`{"type":"x"}`))
 	f.Add("github", "X-Hub-Signature-256", hooks.SignGitHub(hookSecret, []byte("[")), "X-GitHub-Event", strings.Repeat("e", 200), []byte("["))
+	// The recorded forge events, as the forges sent them.
+	for _, name := range []string{"github-check_suite-completed.json", "github-workflow_run-completed.json", "gitea-status-success.json"} {
+		if b, err := os.ReadFile(filepath.Join("..", "..", "plugins", "ci", "testdata", "events", name)); err == nil {
+			f.Add("github", "X-Hub-Signature-256", hooks.SignGitHub(hookSecret, b), "X-GitHub-Event", "check_suite", b)
+		}
+	}
 	a, _, _ := newHookAPI(f, 4096)
 	f.Fuzz(func(t *testing.T, source, h1, v1, h2, v2 string, body []byte) {
 		status, b := a.do("POST", "/api/v1/hooks/"+source, []string{h1, v1, h2, v2}, body)
