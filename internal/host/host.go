@@ -214,6 +214,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		Sources: hooks.NewSources(cfg.Hooks), Wake: h.Core.Registry, Poke: h.Core.Scheduler,
 		Counter: h.Metrics, Logger: log,
 	})
+	h.Core.Scheduler.SetFallbacks(h.Hooks.Sources().Fallbacks())
 	h.App = httpapi.New(httpapi.Deps{
 		Scheduler: h.Core.Scheduler, Watches: st, Mailboxes: h.Core.Delivery, Recipients: h.Core.Recipients,
 		Plugins: h.Runtime, Logger: log, Base: h.base, DeadLetters: h.Issuer, Observe: h.Observer, Refusals: h.Metrics,
@@ -314,6 +315,7 @@ func (h *Host) Reload(ctx context.Context, next *Reloaded) {
 			h.log.Error("config reload failed; keeping the hook sources in force", "err", err)
 		} else {
 			h.Hooks.Sources().Set(next.Hooks)
+			h.Core.Scheduler.SetFallbacks(h.Hooks.Sources().Fallbacks())
 			h.log.Info("hook sources reloaded", "sources", len(next.Hooks))
 		}
 	}

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/vigilhq/vigil/store"
@@ -46,4 +47,23 @@ func (s *Scheduler) probeCadence(id store.ID, w store.Watch, now time.Time) time
 		return every
 	}
 	return min(every, max(time.Duration(now.UnixNano()-at), time.Millisecond))
+}
+
+// SetFallbacks puts in force each hooked kind's fallback cadence: the
+// every a watch of the kind registered from now on gets when its
+// registration leaves every to the default, since an event brings its
+// look forward. A watch registered before keeps its cadence. Nil: none.
+func (s *Scheduler) SetFallbacks(f map[string]time.Duration) {
+	c := maps.Clone(f)
+	s.fallbacks.Store(&c)
+}
+
+// fallbackOf is kind's fallback cadence, if a hook wakes it.
+func (s *Scheduler) fallbackOf(kind string) (time.Duration, bool) {
+	p := s.fallbacks.Load()
+	if p == nil {
+		return 0, false
+	}
+	f, ok := (*p)[kind]
+	return f, ok && f > 0
 }

@@ -145,3 +145,27 @@ func TestPokedProbeReadsAnew(t *testing.T) {
 		t.Fatalf("cadences %v, want %v", cadences, want)
 	}
 }
+
+// A hooked kind's watch registered with every left to the default gets
+// the hook's fallback cadence; one that names its every keeps it, and
+// another kind keeps its default.
+func TestFallbackCadence(t *testing.T) {
+	h := newKeyedHarness(t)
+	h.s.SetFallbacks(map[string]time.Duration{"keyed": 5 * time.Minute})
+	if w := h.registerKey("commit/1"); time.Duration(w.Every) != 5*time.Minute {
+		t.Fatalf("defaulted every %v, want the fallback 5m", time.Duration(w.Every))
+	}
+	every := 10 * time.Second
+	params, _ := json.Marshal(map[string]string{"k": "commit/2"})
+	w, err := h.s.Register(context.Background(), Registration{Kind: "keyed", Params: params, Recipient: store.Recipient{ID: "agent-1"}, Every: &every})
+	if err != nil || time.Duration(w.Every) != every {
+		t.Fatalf("named every: %v %v", time.Duration(w.Every), err)
+	}
+	if w := h.register("ci"); time.Duration(w.Every) != 30*time.Second {
+		t.Fatalf("an unhooked kind's every %v, want its default 30s", time.Duration(w.Every))
+	}
+	h.s.SetFallbacks(nil)
+	if w := h.registerKey("commit/3"); time.Duration(w.Every) != time.Hour {
+		t.Fatalf("after the hook is gone: %v, want the kind's default 1h", time.Duration(w.Every))
+	}
+}

@@ -109,6 +109,9 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 	if every <= 0 {
 		every = s.cfg.DefaultEvery
 	}
+	if f, ok := s.fallbackOf(r.Kind); ok {
+		every = f // a hook brings the look forward
+	}
 	if r.Every != nil {
 		every = *r.Every
 	}

@@ -272,7 +272,9 @@ type Scheduler struct {
 	// read made after then (pokekeys.go). Entries leave with the probe,
 	// or with the watch.
 	pokedAt map[store.ID]int64
-	ready   readyQueue
+	// fallbacks is each hooked kind's fallback cadence (SetFallbacks).
+	fallbacks atomic.Pointer[map[string]time.Duration]
+	ready     readyQueue
 	// reading is how many batches of due entries workers are reading;
 	// parked, how many workers wait for work.
 	reading, parked int
