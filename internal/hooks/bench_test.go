@@ -69,7 +69,7 @@ func BenchmarkHookEvents(b *testing.B) {
 		watches = 10_000
 		commits = 1_000
 		timers  = 1_000
-		flood = 2 * time.Second
+		flood   = 2 * time.Second
 	)
 	clients := 32
 	if v := os.Getenv("VIGIL_BENCH_HOOK_CLIENTS"); v != "" {
