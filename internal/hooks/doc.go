@@ -18,6 +18,10 @@
 //     the payload's "type".
 //   - A source's configuration is checked whole by Config.Validate;
 //     Sources swaps a checked one in at once (SIGHUP).
+//   - The Receiver answers a verified request at once: its event is
+//     queued (bounded, ErrBusy when full, never growing) for the one
+//     worker its Run owns, which hands it to the kind's wake and pokes
+//     the keys it names. A wake that fails wakes nothing and is counted.
 //
 // # Why
 //
