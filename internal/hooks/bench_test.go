@@ -7,7 +7,8 @@ package hooks_test
 //	go test -run XXX -bench HookEvents -benchtime 1x ./internal/hooks/
 //
 // Each pass registers 10,000 pending ci watches on 1,000 commits (ten a
-// commit, each commit a partition key) and 1,000 timers due over the
+// commit, each commit a partition key) and 1,000 timers, both spread
+// over 64 recipients as BenchmarkLateness spreads its watches, the timers due over the
 // second after the flood starts; then 8 clients POST signed check_suite
 // events, each naming one of the commits at random, over a loopback
 // listener for two seconds (VIGIL_BENCH_HOOK_CLIENTS sets how many
@@ -123,14 +124,16 @@ func BenchmarkHookEvents(b *testing.B) {
 			return hosttest.Settled("fired")
 		})
 		stack := apitest.NewStack(b, apitest.Config{Plugins: pl, Clock: clock.Wall{}})
-		storetest.Running(b, stack.Store, "agent-1", "")
+		for r := range 64 {
+			storetest.Running(b, stack.Store, fmt.Sprintf("agent-%d", r), "")
+		}
 		ctx := context.Background()
 		runCtx, cancel := context.WithCancel(ctx)
 		stopSched := lifecycle.Go(runCtx, stack.Scheduler.Run)
 		sha := func(i int) string { return fmt.Sprintf("%040x", i) }
 		for i := range watches {
 			params, _ := json.Marshal(map[string]any{"sha": sha(i % commits)})
-			if _, err := stack.Scheduler.Register(ctx, scheduler.Registration{Kind: "ci", Params: params, Recipient: store.Recipient{ID: "agent-1"}}); err != nil {
+			if _, err := stack.Scheduler.Register(ctx, scheduler.Registration{Kind: "ci", Params: params, Recipient: store.Recipient{ID: fmt.Sprintf("agent-%d", i%64)}}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -142,7 +145,7 @@ func BenchmarkHookEvents(b *testing.B) {
 		for i := range timers {
 			at := start.Add(time.Second * time.Duration(i) / timers)
 			params, _ := json.Marshal(map[string]any{"at": at.UnixNano()})
-			w, err := stack.Scheduler.Register(ctx, scheduler.Registration{Kind: "timer", Params: params, Recipient: store.Recipient{ID: "agent-1"}})
+			w, err := stack.Scheduler.Register(ctx, scheduler.Registration{Kind: "timer", Params: params, Recipient: store.Recipient{ID: fmt.Sprintf("agent-%d", i%64)}})
 			if err != nil {
 				b.Fatal(err)
 			}
