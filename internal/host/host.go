@@ -211,7 +211,7 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		return nil, err
 	}
 	h.Hooks = hooks.NewReceiver(hooks.ReceiverConfig{
-		Sources: hooks.NewSources(cfg.Hooks), Wake: h.Core.Registry, Poke: h.Core.Scheduler,
+		Sources: hooks.NewSources(cfg.Hooks), Wake: h.Core.Registry, Poke: h.Core,
 		Counter: h.Metrics, Logger: log,
 	})
 	h.Core.Scheduler.SetFallbacks(h.Hooks.Sources().Fallbacks())
@@ -236,7 +236,8 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 func (h *Host) Run(ctx context.Context, ln net.Listener) error {
 	h.node.setAddress(ln.Addr().String())
 	// The hook worker runs on every node: it pokes the watches of the
-	// partitions this node holds.
+	// partitions this node holds, and tells the other nodes to poke
+	// theirs (core.PokeKeys).
 	runs := []func(context.Context) error{h.Core.Run, h.Hooks.Run}
 	if h.Core.Clustered() {
 		// The observe router and the upkeep run once per cluster: on
