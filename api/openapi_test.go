@@ -155,6 +155,7 @@ var wireTypes = map[string]reflect.Type{
 	"HeartbeatRequest": reflect.TypeFor[HeartbeatRequest](),
 	"Heartbeat":        reflect.TypeFor[Heartbeat](),
 	"Ping":             reflect.TypeFor[Ping](),
+	"HookAccepted":     reflect.TypeFor[HookAccepted](),
 	"Fault":            reflect.TypeFor[Fault](),
 	"WatchList":        reflect.TypeFor[WatchList](),
 	"Message":          reflect.TypeFor[Message](),

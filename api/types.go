@@ -69,7 +69,7 @@ func Status(code string) int {
 		CodeDestinationRefused, CodeIdempotencyKeyReused, CodeIdempotencyAnswerUnkept:
 		return 422
 	case CodePluginFault, CodeTooManyWaiters, CodeTooManySessions, CodePluginSetMismatch, CodeStoreBusy,
-		CodeStoreUnavailable:
+		CodeStoreUnavailable, CodeHookBusy:
 		return 503
 	case CodeTooManyRefs, CodeTooManyPending:
 		return 422
@@ -113,6 +113,11 @@ const (
 	// recipient) more times than the store retries; nothing was written.
 	// Retry after the Retry-After header's seconds.
 	CodeStoreBusy = "store_busy"
+	// CodeHookBusy: the host's queue of inbound hook events
+	// (POST /api/v1/hooks/{source}) is full; nothing was taken. The
+	// sender retries after the Retry-After header's seconds, as forges
+	// and Standard Webhooks senders do.
+	CodeHookBusy = "hook_busy"
 )
 
 // CodeInsufficientStorage: the host's disk has no room for the write
@@ -468,6 +473,14 @@ type Heartbeat struct {
 	LastPing *time.Time `json:"last_ping,omitempty"`
 	Failed   bool       `json:"failed,omitempty"`
 	Note     string     `json:"note,omitempty"`
+}
+
+// HookAccepted is the answer of a hook source's URL
+// (POST /api/v1/hooks/{source}, 202): Queued is false for a Standard
+// Webhooks retry of an event already taken (its webhook-id seen within
+// the replay window), which is not queued again.
+type HookAccepted struct {
+	Queued bool `json:"queued"`
 }
 
 // Ping is the answer of a heartbeat's ping URL.

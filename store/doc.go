@@ -31,6 +31,10 @@
 //     by time, so the scheduler holds only what is due soon and a
 //     restart reads the first window. JetStream's keys carry a minute's
 //     bucket (Plan.DueBucket), so a window lists its buckets alone.
+//   - Every pending row with a partition key (Watch.PartitionKey, kept
+//     on the row) is in the index by kind and key (FamPendingKey,
+//     keyindex.go: the key's digest), written and deleted with its
+//     pending-by-kind entry; PendingByKey reads it for an event's keys.
 //   - A row this build cannot decode is held aside: reads, lists and
 //     prunes step over it, and nothing rewrites it.
 //   - A capability token's hash (FamToken, tokens.go) names what it acts

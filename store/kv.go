@@ -62,6 +62,12 @@ const (
 	// schedule, written in the transactions that write the row's pending
 	// state entry: the scheduler reads a window of it by time (due.go).
 	FamDue Family = "due_index"
+	// FamPendingKey is every pending row that has a partition key, by
+	// its kind and the key's digest (Name: the kind; Sub: KeyDigest of
+	// the partition key; ID), written in the transactions that write the
+	// pending-by-kind entry: a hook's event names keys, and the host
+	// makes every pending watch with one of them due now (keyindex.go).
+	FamPendingKey Family = "pending_by_partition_key"
 	// FamMarker is one of the store's own markers (Name): "pkv", the
 	// pending-by-kind index covers every pending row; "due", the due
 	// index does; "tix", every retained record has its time index (the
@@ -106,7 +112,7 @@ var Families = []Family{
 	FamRecipient, FamRow, FamState, FamRecipientIndex, FamPendingKind, FamSubject, FamSettledAt,
 	FamMessage, FamMailSeq, FamMessageAt, FamPush, FamLivePush, FamPushAt,
 	FamEvent, FamEventKey, FamEventSeq, FamWork, FamWorkInput, FamWorkOwner, FamWorkScope, FamRouter,
-	FamIdem, FamIdemAt, FamToken,
+	FamIdem, FamIdemAt, FamToken, FamPendingKey,
 }
 
 // Part is one part of a key.
@@ -161,7 +167,7 @@ func (f Family) Parts() []Part {
 		return partsAtNameSub
 	case FamWorkInput:
 		return partsIDSeq
-	case FamWorkScope:
+	case FamWorkScope, FamPendingKey:
 		return partsNameSubID
 	case FamDue:
 		return partsSeqAtID

@@ -107,9 +107,13 @@ func (t tx) createRow(w Watch) error {
 }
 
 // indexPending writes (in) or deletes w's entries of the indexes of
-// pending rows: by kind, and by recipient where the plan keeps it.
+// pending rows: by kind, by kind and partition key, and by recipient
+// where the plan keeps it.
 func (t tx) indexPending(w Watch, in bool) {
 	keys := []Key{kPendingKind(w.Kind, w.ID)}
+	if w.PartitionKey != "" {
+		keys = append(keys, kPendingKey(w.Kind, w.PartitionKey, w.ID))
+	}
 	if t.s.plan.RecipientPending {
 		keys = append(keys, kRecipientPending(w.Recipient.ID, w.ID))
 	}

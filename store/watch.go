@@ -152,6 +152,11 @@ type Watch struct {
 	// wakes the pending watches of a subject when it changes, instead of
 	// probing them on a cadence. Empty for probed kinds.
 	Subject string `json:"subject,omitempty"`
+	// PartitionKey is the key its kind's admit named (the resource the
+	// watch reads: a commit, an issue, a URL), or "": a pending watch
+	// with one is in FamPendingKey, so an event naming the key makes it
+	// due now.
+	PartitionKey string `json:"partition_key,omitempty"`
 	// NextCheck is a pending watch's durable next check: when its kind
 	// last asked to be probed again, where that differs from its cadence.
 	// It is kept in the pending index beside the schedule, not in the row

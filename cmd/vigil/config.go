@@ -16,6 +16,7 @@ import (
 
 	"github.com/vigilhq/vigil/internal/authz"
 	"github.com/vigilhq/vigil/internal/fetch"
+	"github.com/vigilhq/vigil/internal/hooks"
 	"github.com/vigilhq/vigil/internal/observe"
 	"github.com/vigilhq/vigil/internal/recipients"
 	"github.com/vigilhq/vigil/internal/scheduler"
@@ -56,6 +57,17 @@ import (
 //	  min_interval: 1s
 //	  max_body_bytes: 1048576
 //	  user_agent: vigil
+//	hooks:                            # POST /api/v1/hooks/{name} (docs/hooks.md)
+//	  github:
+//	    kind: ci                      # the kind whose wake maps its events to watches
+//	    scheme: github                # github, gitea or standard (Standard Webhooks)
+//	    secret: env:GITHUB_HOOK_SECRET  # or file:PATH, or the value
+//	    fallback: 5m                  # the cadence of the kind's watches left at the default every
+//	  status:
+//	    kind: http
+//	    scheme: standard
+//	    secret: file:/run/secrets/status-whsec
+//	    tolerance: 5m                 # the timestamp's; webhook-ids are remembered as long
 //	secrets:
 //	  github: env:GITHUB_TOKEN
 //	  gitea: file:/run/secrets/gitea-token
@@ -103,6 +115,9 @@ type settings struct {
 	Secrets    map[string]string        `yaml:"secrets"`
 	Observe    observeSettings          `yaml:"observe"`
 	Scopes     map[string]observe.Scope `yaml:"scopes"`
+	// Hooks are the inbound webhook sources by name (config file only;
+	// each secret a reference like Secrets').
+	Hooks hooks.Config `yaml:"hooks"`
 	// Store chooses the backend: badger in Data (the default), or a
 	// JetStream cluster (store.nats, --store nats://…, VIGIL_STORE).
 	Store storeSettings `yaml:"store"`
@@ -347,31 +362,65 @@ func (s settings) resolveSecrets(getenv func(string) string) (map[string]string,
 	out := make(map[string]string, len(s.Secrets))
 	var errs []error
 	for name, ref := range s.Secrets {
-		var v string
-		switch {
-		case strings.HasPrefix(ref, "env:"):
-			v = getenv(strings.TrimPrefix(ref, "env:"))
-		case strings.HasPrefix(ref, "file:"):
-			b, err := os.ReadFile(strings.TrimPrefix(ref, "file:"))
-			if err != nil {
-				errs = append(errs, &configError{Key: "secrets." + name, Source: "the config file", Err: err})
-				continue
-			}
-			v = strings.TrimSpace(string(b))
-		default:
-			v = ref
-		}
-		if v == "" {
-			errs = append(errs, &configError{Key: "secrets." + name, Source: "the config file", Err: errors.New("the secret is empty (an env: variable unset, or an empty file or value)")})
-			continue
-		}
-		if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
-			errs = append(errs, &configError{Key: "secrets." + name, Source: "the config file", Err: errors.New("the value holds a byte outside printable ASCII")})
+		v, err := resolveRef("secrets."+name, ref, getenv)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		out[name] = v
 	}
 	return out, errors.Join(errs...)
+}
+
+// resolveRef reads one secret reference (resolveSecrets); key names it in
+// an error, never its value.
+func resolveRef(key, ref string, getenv func(string) string) (string, error) {
+	var v string
+	switch {
+	case strings.HasPrefix(ref, "env:"):
+		v = getenv(strings.TrimPrefix(ref, "env:"))
+	case strings.HasPrefix(ref, "file:"):
+		b, err := os.ReadFile(strings.TrimPrefix(ref, "file:"))
+		if err != nil {
+			return "", &configError{Key: key, Source: "the config file", Err: err}
+		}
+		v = strings.TrimSpace(string(b))
+	default:
+		v = ref
+	}
+	if v == "" {
+		return "", &configError{Key: key, Source: "the config file", Err: errors.New("the secret is empty (an env: variable unset, or an empty file or value)")}
+	}
+	if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
+		return "", &configError{Key: key, Source: "the config file", Err: errors.New("the value holds a byte outside printable ASCII")}
+	}
+	return v, nil
+}
+
+// hooks is the hook sources with their secrets read (resolveRef) and
+// checked whole (hooks.Config.Validate); nil when none is configured.
+func (s settings) hooks(getenv func(string) string) (hooks.Config, error) {
+	if len(s.Hooks) == 0 {
+		return nil, nil
+	}
+	out := make(hooks.Config, len(s.Hooks))
+	var errs []error
+	for name, src := range s.Hooks {
+		v, err := resolveRef("hooks."+name+".secret", src.Secret, getenv)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		src.Secret = v
+		out[name] = src
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := out.Validate(); err != nil {
+		return nil, &configError{Key: "hooks", Source: "the config file", Err: err}
+	}
+	return out, nil
 }
 
 func (s settings) allowPrefixes() []netip.Prefix {

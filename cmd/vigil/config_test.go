@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vigilhq/vigil/internal/authz"
+	"github.com/vigilhq/vigil/internal/hooks"
 )
 
 // settingsFor parses serve's flags from args and resolves the settings
@@ -279,5 +281,49 @@ func TestConfigKeysFromTheDocument(t *testing.T) {
 	}
 	if s, err := settingsFor(t, nil, nil, "# nothing set\n"); err != nil || s.Workers != defaultSettings().Workers {
 		t.Errorf("an empty config: %+v, %v", s, err)
+	}
+}
+
+func TestHooksResolve(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "whsec")
+	if err := os.WriteFile(file, []byte("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := settings{Hooks: hooks.Config{
+		"github": {Kind: "ci", Scheme: "github", Secret: "env:GH_HOOK"},
+		"status": {Kind: "http", Scheme: "standard", Secret: "file:" + file},
+	}}
+	got, err := s.hooks(func(k string) string { return map[string]string{"GH_HOOK": "a-github-hook-secret"}[k] })
+	if err != nil || got["github"].Secret != "a-github-hook-secret" || got["status"].Secret != "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" {
+		t.Fatalf("%v %v", got, err)
+	}
+	for name, src := range map[string]hooks.Source{
+		"unset":        {Kind: "ci", Scheme: "github", Secret: "env:NOPE"},
+		"short":        {Kind: "ci", Scheme: "github", Secret: "tiny1"},
+		"not whsec":    {Kind: "http", Scheme: "standard", Secret: "a-github-hook-secret"},
+		"no kind":      {Scheme: "github", Secret: "a-github-hook-secret"},
+		"other scheme": {Kind: "ci", Scheme: "gitlab", Secret: "a-github-hook-secret"},
+	} {
+		_, err := settings{Hooks: hooks.Config{"h": src}}.hooks(func(string) string { return "" })
+		var ce *configError
+		if !errors.As(err, &ce) || !strings.HasPrefix(ce.Key, "hooks") {
+			t.Errorf("%s: err = %v", name, err)
+		}
+		if src.Secret != "" && strings.Contains(err.Error(), src.Secret) {
+			t.Errorf("%s: the error repeats the secret: %v", name, err)
+		}
+	}
+}
+
+func TestHooksFromFile(t *testing.T) {
+	s, err := settingsFor(t, nil, nil, "hooks: {github: {kind: ci, scheme: github, secret: a-github-hook-secret, fallback: 10m}}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Hooks["github"]; got.Kind != "ci" || got.Fallback != 10*time.Minute {
+		t.Fatalf("%+v", got)
+	}
+	if _, err := settingsFor(t, nil, nil, "hooks: {github: {kind: ci, sheme: github}}\n"); err == nil {
+		t.Fatal("an unknown key of a hook was taken")
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vigilhq/vigil/internal/hooks"
 	"github.com/vigilhq/vigil/internal/host"
 	"github.com/vigilhq/vigil/internal/recipients"
 	"github.com/vigilhq/vigil/plugins"
@@ -69,7 +70,7 @@ from most nodes' holds no partition (see RATIONALE.md).
 
 Plugins load from the bundled set and, with --plugins, from a directory of
 .wasm files and its registry.json. SIGHUP reloads the plugins and the
-config file's observe scopes, tokens and grants (a revoked token stops
+config file's observe scopes, tokens, grants and hook sources (a revoked token stops
 working at once, and its open streams and long polls end); SIGINT and SIGTERM stop the host after
 in-flight requests and probes finish.`,
 		Args: exactArgs(),
@@ -97,11 +98,15 @@ in-flight requests and probes finish.`,
 }
 
 // serve runs the host. reload, when not nil, re-reads the settings on
-// SIGHUP; only the observe scopes, the tokens and the grants take effect
-// without a restart, and the plugins are reloaded.
+// SIGHUP; only the observe scopes, the tokens, the grants and the hook
+// sources take effect without a restart, and the plugins are reloaded.
 func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (settings, error)) error {
 	log := newLogger(stderr)
 	secrets, err := f.resolveSecrets(os.Getenv)
+	if err != nil {
+		return err
+	}
+	hookSources, err := f.hooks(os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -119,7 +124,7 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 		Fetch:       f.fetchConfig(),
 		ObserveRate: f.Observe.Rate, ObserveBurst: f.Observe.Burst, ObserveRunPerMinute: f.Observe.RunPerMinute, Scopes: f.Scopes,
 		Limits: recipients.Limits{MaxRefs: f.MaxRefs, MaxPending: f.MaxPending}, Logger: log,
-		Cluster: clusterCfg,
+		Cluster: clusterCfg, Hooks: hookSources,
 	})
 	if err != nil {
 		return err
@@ -157,10 +162,15 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 			case <-hup:
 				var next *host.Reloaded
 				if reload != nil {
-					if f, err := reload(); err != nil {
-						log.Error("config reload failed; keeping the scopes, tokens and grants in force", "err", err)
+					f, err := reload()
+					var hs hooks.Config
+					if err == nil {
+						hs, err = f.hooks(os.Getenv)
+					}
+					if err != nil {
+						log.Error("config reload failed; keeping the scopes, tokens, grants and hook sources in force", "err", err)
 					} else {
-						next = &host.Reloaded{Scopes: f.Scopes, Tokens: f.authTokens()}
+						next = &host.Reloaded{Scopes: f.Scopes, Tokens: f.authTokens(), Hooks: hs}
 					}
 				}
 				h.Reload(runCtx, next)

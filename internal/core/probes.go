@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"time"
 
 	"github.com/vigilhq/vigil/api"
 	"github.com/vigilhq/vigil/internal/cluster"
@@ -22,6 +23,7 @@ func (c *Core) listenProbes() (*probeshare.Share, error) {
 	share, err := probeshare.Listen(probeshare.Config{
 		Conn: cl.adapter.JetStream().Conn(), Namespace: cl.adapter.Bucket(), Node: cl.cfg.Node,
 		Seen: c.Scheduler, Changed: c.Scheduler.Notify, Timeout: cl.cfg.AskTimeout, Logger: c.log,
+		Poked: c.pokedByAnother,
 	})
 	if err != nil {
 		return nil, err
@@ -34,6 +36,35 @@ func (c *Core) runProbes(ctx context.Context, share *probeshare.Share) {
 	defer c.cluster.share.Store(nil)
 	defer share.Close()
 	_ = share.Run(ctx)
+}
+
+// pokeTimeout bounds the store read of a poke another node's event asked
+// for.
+const pokeTimeout = 10 * time.Second
+
+// pokedByAnother pokes this node's watches of the keys another node's
+// event named (the partitions this node holds).
+func (c *Core) pokedByAnother(kind string, keys []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), pokeTimeout)
+	defer cancel()
+	if _, err := c.Scheduler.PokeKeys(ctx, kind, keys); err != nil {
+		c.log.Warn("a poke another node's event asked for failed; the cadence stays the fallback", "kind", kind, "keys", len(keys), "err", err)
+	}
+}
+
+// PokeKeys makes the pending watches of kind with one of keys due now
+// (hooks.Poker): this node's, and on a cluster every other node's too
+// (probeshare.PublishPoke), so the poke reaches the owner of each key's
+// partition whichever node took the event. It answers how many this
+// node woke.
+func (c *Core) PokeKeys(ctx context.Context, kind string, keys []string) (int, error) {
+	n, err := c.Scheduler.PokeKeys(ctx, kind, keys)
+	if c.cluster != nil {
+		if sh := c.cluster.share.Load(); sh != nil {
+			sh.PublishPoke(kind, keys)
+		}
+	}
+	return n, err
 }
 
 // publishChange is the scheduler's OnChange on a cluster: every change is

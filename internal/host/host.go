@@ -22,6 +22,7 @@ import (
 	"github.com/vigilhq/vigil/internal/core"
 	"github.com/vigilhq/vigil/internal/fetch"
 	"github.com/vigilhq/vigil/internal/heartbeat"
+	"github.com/vigilhq/vigil/internal/hooks"
 	"github.com/vigilhq/vigil/internal/httpapi"
 	"github.com/vigilhq/vigil/internal/kind"
 	"github.com/vigilhq/vigil/internal/lifecycle"
@@ -74,6 +75,10 @@ type Config struct {
 	// ObserveRunPerMinute bounds recording per run of a principal.
 	ObserveRunPerMinute int
 
+	// Hooks are the inbound hook sources (POST /api/v1/hooks/{source}),
+	// their secrets resolved; none: every hook is refused.
+	Hooks hooks.Config
+
 	// Cluster, when set, makes the host a node of a JetStream cluster
 	// (internal/core's Cluster): the store is on the servers, not in Data,
 	// and Run joins the cluster; nil is one host on badger in Data.
@@ -98,7 +103,9 @@ type Host struct {
 	Observer *observe.Observer
 	Issuer   *fetch.Issuer
 	Upkeep   *upkeep.Upkeep
-	App      *fiber.App
+	// Hooks takes inbound hooks and pokes the watches their events name.
+	Hooks *hooks.Receiver
+	App   *fiber.App
 	// Auth holds the tokens and grants in force.
 	Auth *authz.Guard
 	// Pending is how many watches Prime armed.
@@ -128,6 +135,9 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 		return nil, fmt.Errorf("tokens: %w", err)
 	}
 	h.Auth = authz.NewGuard(policy)
+	if err := cfg.Hooks.Validate(); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			_ = h.Close()
@@ -200,12 +210,18 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 	if err != nil {
 		return nil, err
 	}
+	h.Hooks = hooks.NewReceiver(hooks.ReceiverConfig{
+		Sources: hooks.NewSources(cfg.Hooks), Wake: h.Core.Registry, Poke: h.Core,
+		Counter: h.Metrics, Logger: log,
+	})
+	h.Core.Scheduler.SetFallbacks(h.Hooks.Sources().Fallbacks())
 	h.App = httpapi.New(httpapi.Deps{
 		Scheduler: h.Core.Scheduler, Watches: st, Mailboxes: h.Core.Delivery, Recipients: h.Core.Recipients,
 		Plugins: h.Runtime, Logger: log, Base: h.base, DeadLetters: h.Issuer, Observe: h.Observer, Refusals: h.Metrics,
 		Overview: ov, Node: h.node, Kinds: h.Core.Registry, Seen: h.Core, Idem: st,
 		Signals:    signal.NewService(st, h.Core.Scheduler),
 		Heartbeats: heartbeat.NewService(st, h.Core.Scheduler, clock.Wall{}),
+		Hooks:      h.Hooks,
 	}, httpapi.Options{Auth: h.Auth, Metrics: h.Metrics.Handler(), Console: cons})
 	return h, nil
 }
@@ -219,7 +235,10 @@ func New(ctx context.Context, cfg Config) (_ *Host, err error) {
 // it stopped on its own, or the first a component returned.
 func (h *Host) Run(ctx context.Context, ln net.Listener) error {
 	h.node.setAddress(ln.Addr().String())
-	runs := []func(context.Context) error{h.Core.Run}
+	// The hook worker runs on every node: it pokes the watches of the
+	// partitions this node holds, and tells the other nodes to poke
+	// theirs (core.PokeKeys).
+	runs := []func(context.Context) error{h.Core.Run, h.Hooks.Run}
 	if h.Core.Clustered() {
 		// The observe router and the upkeep run once per cluster: on
 		// this node only while it holds their leases.
@@ -275,9 +294,12 @@ const (
 type Reloaded struct {
 	Scopes map[string]observe.Scope
 	Tokens []authz.Token
+	// Hooks are the hook sources, their secrets resolved.
+	Hooks hooks.Config
 }
 
-// Reload puts next's scopes, tokens and grants in force (nil keeps the
+// Reload puts next's scopes, tokens, grants and hook sources in force
+// (nil keeps the
 // configuration; a part that is invalid keeps its old self, logged) and
 // reloads the plugins: what SIGHUP does. A principal whose token is gone
 // or whose grant changed is revoked at once: its open streams and long
@@ -290,6 +312,13 @@ func (h *Host) Reload(ctx context.Context, next *Reloaded) {
 			h.log.Info("scopes reloaded", "scopes", len(next.Scopes))
 		}
 		h.reloadTokens(next.Tokens)
+		if err := next.Hooks.Validate(); err != nil {
+			h.log.Error("config reload failed; keeping the hook sources in force", "err", err)
+		} else {
+			h.Hooks.Sources().Set(next.Hooks)
+			h.Core.Scheduler.SetFallbacks(h.Hooks.Sources().Fallbacks())
+			h.log.Info("hook sources reloaded", "sources", len(next.Hooks))
+		}
 	}
 	// The runtime logs what loaded and what did not, or why it kept the
 	// plugins before, as it does for a reload through the API.

@@ -23,11 +23,13 @@ import (
 	"github.com/vigilhq/vigil/internal/authz"
 	"github.com/vigilhq/vigil/internal/fakeclock"
 	"github.com/vigilhq/vigil/internal/heartbeat"
+	"github.com/vigilhq/vigil/internal/hooks"
 	"github.com/vigilhq/vigil/internal/kind"
 	"github.com/vigilhq/vigil/internal/observe"
 	"github.com/vigilhq/vigil/internal/plugin"
 	"github.com/vigilhq/vigil/internal/scheduler"
 	"github.com/vigilhq/vigil/internal/signal"
+	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -195,6 +197,10 @@ func newGrantsFixture(t *testing.T, base context.Context) *grantsFixture {
 		Refusals: f.refusals, Logger: slog.New(slog.NewTextHandler(f.logs, nil)), Overview: fakeOverview{}, Node: fakeNode{},
 		Signals:    signal.NewService(st.Store, st.Scheduler),
 		Heartbeats: heartbeat.NewService(st.Store, st.Scheduler, fakeclock.At(t0)),
+		Hooks: hooks.NewReceiver(hooks.ReceiverConfig{
+			Sources: hooks.NewSources(hooks.Config{"github": {Kind: "ci", Scheme: abi.SourceGitHub, Secret: hookSecret}}),
+			Wake:    noWake{}, Poke: noWake{},
+		}),
 	}, Options{Auth: authz.NewGuard(policy), Metrics: metrics, StreamWait: 50 * time.Millisecond})
 	return f
 }
@@ -297,6 +303,9 @@ func TestGrantsOnEveryRoute(t *testing.T) {
 		{"POST", "/api/v1/heartbeats/{ping}/fail", "disk full", [7]int{200, 200, 200, 200, 200, 200, 200}},
 		{"POST", "/api/v1/heartbeats/AAAAAAAAAAAAAAAAAAAAAA", "", [7]int{404, 404, 404, 404, 404, 404, 404}},
 		{"PUT", "/api/v1/recipients/agent-1", `{"status":"running","heartbeats":[{"name":"job","period":"1m","grace":"1s"}]}`, [7]int{200, 403, 403, 403, 200, 401, 401}},
+		// A hook's credential is its signature, never a bearer token: no
+		// principal's token takes an unsigned hook (TestHookRoute signs).
+		{"POST", "/api/v1/hooks/github", `{"action":"completed"}`, [7]int{401, 401, 401, 401, 401, 401, 401}},
 		{"GET", "/api/v1/watches", "", [7]int{200, 200, 200, 200, 200, 401, 401}},
 		{"GET", "/api/v1/watches?recipient=agent-1", "", [7]int{200, 403, 403, 200, 200, 401, 401}},
 		{"GET", "/api/v1/watches?registered_by=orch", "", [7]int{403, 403, 200, 200, 200, 401, 401}},

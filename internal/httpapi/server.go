@@ -148,6 +148,8 @@ type Deps struct {
 	// Heartbeats takes heartbeats' pings (nil: every ping URL names
 	// none).
 	Heartbeats Heartbeats
+	// Hooks takes inbound hooks (nil: every hook source is unknown, 401).
+	Hooks Hooks
 }
 
 // Options tune the server.
@@ -270,6 +272,7 @@ func New(d Deps, o Options) *fiber.App {
 	// Before the group: the capability URL's token is its credential.
 	s.signalRoutes(app)
 	s.heartbeatRoutes(app)
+	s.hookRoutes(app)
 	v1 := app.Group("/api/v1", s.authenticate, clientWrites)
 	v1.Get("/openapi.yaml", func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, "application/yaml")

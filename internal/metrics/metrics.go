@@ -50,6 +50,7 @@ type Metrics struct {
 	observed    *prometheus.CounterVec
 	routed      *prometheus.CounterVec
 	refusals    *prometheus.CounterVec
+	hooks       *prometheus.CounterVec
 }
 
 // Disk is a store that measures its data directory's free space
@@ -114,8 +115,12 @@ func New(states StateCounter) *Metrics {
 			Name: "vigil_api_refusals_total",
 			Help: "API requests authorization refused, by route (GET /api/v1/watches/:id) and code (unauthorized, forbidden, not_a_reporter, and not_found for an id the principal may not see).",
 		}, []string{"route", "code"}),
+		hooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vigil_hook_events_total",
+			Help: "Inbound hook requests and events, by source and outcome (accepted, unverified, replayed, invalid, busy; then woken, fault, no_keys).",
+		}, []string{"source", "outcome"}),
 	}
-	m.reg.MustRegister(m.pluginCalls, m.faults, m.probes, m.lag, m.ready, m.deliveries, m.pushes, m.fetches, m.notHeld, m.observed, m.routed, m.refusals,
+	m.reg.MustRegister(m.pluginCalls, m.faults, m.probes, m.lag, m.ready, m.deliveries, m.pushes, m.fetches, m.notHeld, m.observed, m.routed, m.refusals, m.hooks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.views = prometheus.NewRegistry()
 	m.views.MustRegister(m.pluginCalls, m.faults, m.probes, m.lag, m.ready, m.pushes)
@@ -159,6 +164,10 @@ func (m *Metrics) Route(action string) { m.routed.WithLabelValues(action).Inc() 
 
 // Refused implements httpapi.Refusals.
 func (m *Metrics) Refused(route, code string) { m.refusals.WithLabelValues(route, code).Inc() }
+
+// Hook counts an inbound hook's request or event by source (a configured
+// one's name, or "unknown") and outcome (hooks.Receiver).
+func (m *Metrics) Hook(source, outcome string) { m.hooks.WithLabelValues(source, outcome).Inc() }
 
 // Probe implements scheduler.Metrics.
 func (m *Metrics) Probe(kind, result string) { m.probes.WithLabelValues(kind, result).Inc() }

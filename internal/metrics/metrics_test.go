@@ -31,6 +31,7 @@ func TestMetricsAreExposed(t *testing.T) {
 	m.Route("appended")
 	m.Push(store.PushSending)
 	m.Refused("GET /api/v1/watches/:id", "not_found")
+	m.Hook("github", "unverified")
 
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -57,6 +58,7 @@ func TestMetricsAreExposed(t *testing.T) {
 		`vigil_observed_routed_total{action="appended"} 1`,
 		`vigil_webhook_pushes_total{state="sending"} 1`,
 		`vigil_api_refusals_total{code="not_found",route="GET /api/v1/watches/:id"} 1`,
+		`vigil_hook_events_total{outcome="unverified",source="github"} 1`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(string(body), want) {

@@ -7,15 +7,17 @@
 //
 //	vigil.<bucket>.seen.<node>             a request for Seen, answered by that node
 //	vigil.<bucket>.changed.<node>.<id>     that node changed watch id
+//	vigil.<bucket>.poke.<node>             that node took an event naming these keys (JSON)
 //
 // What it owns: two subscriptions per node (its request subject, and one
-// wildcard over every node's changes), made by Listen and ended by Close,
+// wildcard over every node's changes), a third over every node's pokes
+// when Config.Poked is set, made by Listen and ended by Close,
 // and the readers Run runs. Asking is bounded (Config.Timeout) and
 // optional: no answer in time, an error or no responder is ErrNoAnswer,
 // and the caller shows the row's count. A request past MaxIDs or
 // MaxRequestBytes, or malformed, is answered with a named code. A node
-// skips its own change messages; a lost one costs a wait its wake, never a
-// wrong answer.
+// skips its own change and poke messages; a lost one costs a wait its
+// wake, or a watch its early look, never a wrong answer.
 //
 // What it must never do: decide who owns a watch (internal/cluster's leases
 // do; the caller names the node to ask), write the store, or wait past its

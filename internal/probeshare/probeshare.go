@@ -2,6 +2,7 @@ package probeshare
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/vigilhq/vigil/internal/scheduler"
+	"github.com/vigilhq/vigil/sdk/abi"
 	"github.com/vigilhq/vigil/store"
 )
 
@@ -41,6 +43,11 @@ type Config struct {
 	// Changed is told of each watch another node changed: it wakes this
 	// node's waiters on it (Scheduler.Notify). It must not block.
 	Changed func(store.ID)
+	// Poked, when set, is told of each poke by partition key another node
+	// took an event for (PublishPoke): it pokes this node's watches of
+	// the keys (Scheduler.PokeKeys), those of the partitions it holds.
+	// It must not block for long: the reader waits for it.
+	Poked func(kind string, keys []string)
 	// Timeout bounds Ask (default DefaultTimeout).
 	Timeout time.Duration
 	Logger  *slog.Logger
@@ -58,7 +65,8 @@ type Share struct {
 	prefix  string // vigil.<bucket>.
 	changed string // vigil.<bucket>.changed.<node>.
 	requests,
-	changes *nats.Subscription
+	changes,
+	pokes *nats.Subscription // nil without Config.Poked
 
 	// mu guards closed.
 	mu     sync.Mutex
@@ -90,6 +98,13 @@ func Listen(cfg Config) (*Share, error) {
 		_ = s.requests.Unsubscribe()
 		return nil, fmt.Errorf("probeshare: subscribe to changes: %w", err)
 	}
+	if cfg.Poked != nil {
+		if s.pokes, err = cfg.Conn.SubscribeSync(s.prefix + "poke.*"); err != nil {
+			_ = s.requests.Unsubscribe()
+			_ = s.changes.Unsubscribe()
+			return nil, fmt.Errorf("probeshare: subscribe to pokes: %w", err)
+		}
+	}
 	return s, nil
 }
 
@@ -102,6 +117,9 @@ func (s *Share) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.read(ctx, s.requests, s.answer) })
 	wg.Go(func() { s.read(ctx, s.changes, s.hear) })
+	if s.pokes != nil {
+		wg.Go(func() { s.read(ctx, s.pokes, s.hearPoke) })
+	}
 	wg.Wait()
 	return nil
 }
@@ -122,6 +140,9 @@ func (s *Share) Close() {
 	s.closed = true
 	_ = s.requests.Unsubscribe()
 	_ = s.changes.Unsubscribe()
+	if s.pokes != nil {
+		_ = s.pokes.Unsubscribe()
+	}
 	_ = s.cfg.Conn.FlushTimeout(closeFlush)
 }
 
@@ -192,6 +213,43 @@ func (s *Share) Publish(id store.ID) {
 	if err := s.cfg.Conn.Publish(string(subj), nil); err != nil {
 		s.log.Debug("probeshare: publishing a change failed", "watch", id, "err", err)
 	}
+}
+
+// poke is a poke's message: the kind and the partition keys an event
+// named (at most abi.MaxWakeKeys).
+type poke struct {
+	Kind string   `json:"kind"`
+	Keys []string `json:"keys"`
+}
+
+// PublishPoke tells every other node that an event this node took named
+// keys of kind, so each pokes the watches of them in the partitions it
+// holds: the poke reaches the owner of each key's partition, wherever
+// the event came in. Like Publish it never blocks on the servers; an
+// error is logged, and costs those watches their look until their
+// cadence.
+func (s *Share) PublishPoke(kind string, keys []string) {
+	b, err := json.Marshal(poke{Kind: kind, Keys: keys})
+	if err == nil {
+		err = s.cfg.Conn.Publish(s.prefix+"poke."+s.cfg.Node, b)
+	}
+	if err != nil {
+		s.log.Warn("probeshare: publishing a poke failed", "kind", kind, "keys", len(keys), "err", err)
+	}
+}
+
+// hearPoke pokes this node's watches of another node's event.
+func (s *Share) hearPoke(m *nats.Msg) {
+	node, ok := strings.CutPrefix(m.Subject, s.prefix+"poke.")
+	if !ok || node == s.cfg.Node {
+		return // ours: this node poked its own already
+	}
+	var p poke
+	if err := json.Unmarshal(m.Data, &p); err != nil || p.Kind == "" || len(p.Keys) == 0 || len(p.Keys) > abi.MaxWakeKeys {
+		s.log.Debug("probeshare: a malformed poke", "from", node)
+		return
+	}
+	s.cfg.Poked(p.Kind, p.Keys)
 }
 
 // Ask asks node for what it holds in memory of the watches ids (at most

@@ -168,6 +168,55 @@ func TestChangesReachTheOtherNodesNotTheSender(t *testing.T) {
 	}
 }
 
+// An event's poke reaches every other node, not the sender; a node
+// without Poked subscribes to none.
+func TestPokesReachTheOtherNodesNotTheSender(t *testing.T) {
+	srv := natstest.Start(t)
+	type got struct {
+		kind string
+		keys []string
+	}
+	pa, pb := make(chan got, 4), make(chan got, 4)
+	startPoked := func(node string, ch chan got) *Share {
+		nc := conn(t, srv)
+		s, err := Listen(Config{Conn: nc, Namespace: "vigil", Node: node, Seen: fakeSeer{}, Changed: func(store.ID) {},
+			Poked: func(kind string, keys []string) { ch <- got{kind, keys} }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); s.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := startPoked("a", pa), startPoked("b", pb)
+	a.PublishPoke("ci", []string{"https://forge/repos/o/r/commits/abc"})
+	select {
+	case g := <-pb:
+		if g.kind != "ci" || len(g.keys) != 1 || g.keys[0] != "https://forge/repos/o/r/commits/abc" {
+			t.Fatalf("b was poked with %+v", g)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("b heard of no poke")
+	}
+	b.PublishPoke("ticket", []string{"k"})
+	select {
+	case g := <-pa:
+		if g.kind != "ticket" {
+			t.Fatalf("a heard %+v first, want b's (a heard its own poke)", g)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a heard of no poke")
+	}
+	if len(pa) != 0 || len(pb) != 0 {
+		t.Fatalf("a node heard its own poke: a %d, b %d left", len(pa), len(pb))
+	}
+}
+
 // Two clusters on one server (two buckets) never hear each other: a
 // request reaches the node of its own namespace, a change only its own
 // namespace's nodes.

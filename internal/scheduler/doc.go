@@ -36,6 +36,12 @@
 //     is the final one, and a late probe never turns a met condition into
 //     expired. Cancel and settlement race through the store's conditional
 //     transitions; whichever commits first wins.
+//   - Events (pokekeys.go): PokeKeys makes the pending watches of a kind
+//     with one of an event's partition keys due now (the store's index
+//     by partition key), coalesced as Poke is; the poked probe's fetches
+//     carry the time since the poke as their cadence, so the look reads
+//     anew; a hooked kind's watches registered without every get the
+//     hook's fallback cadence (SetFallbacks).
 //   - Pushed kinds, probed only when Poke names their subject; on a
 //     cluster, only the partitions its Ownership holds (Gain, Drop, Adopt),
 //     asked before a probe and before its write.

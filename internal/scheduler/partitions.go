@@ -138,6 +138,7 @@ func (s *Scheduler) Adopt(sc store.Schedule) bool {
 	if e.due > s.windowEnd(now) {
 		// Beyond the window: the loader reads it from the index.
 		delete(s.byID, sc.ID)
+		delete(s.pokedAt, sc.ID)
 		s.markBeyond()
 		return false
 	}

@@ -109,6 +109,9 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 	if every <= 0 {
 		every = s.cfg.DefaultEvery
 	}
+	if f, ok := s.fallbackOf(r.Kind); ok {
+		every = f // a hook brings the look forward
+	}
 	if r.Every != nil {
 		every = *r.Every
 	}
@@ -182,6 +185,7 @@ func (s *Scheduler) Register(ctx context.Context, r Registration) (store.Watch, 
 		ID: id, Kind: r.Kind, Params: params, Recipient: r.Recipient, RegisteredBy: r.RegisteredBy,
 		State: store.Pending, Receipt: store.ReceiptNone, Every: store.Duration(every),
 		Standing: info.Standing, CreatedAt: now, ExpiresAt: expires, Subject: adm.Subject,
+		PartitionKey: adm.PartitionKey,
 	}
 	if r.Token != "" {
 		w.Token = store.HashToken(r.Token)
@@ -289,6 +293,15 @@ func (s *Scheduler) Poke(ctx context.Context, subject string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("scheduler: poke %s: %w", subject, err)
 	}
+	return s.pokeIDs(ctx, ids, false), nil
+}
+
+// pokeIDs makes the pending watches ids this scheduler owns due now,
+// coalesced: one in the ready queue already is not queued again, and one
+// being probed is probed once more when its probe ends, however many
+// pokes came meanwhile. fresh marks each woken watch's next probe as
+// one that must read anew (markPoked). It returns how many it woke.
+func (s *Scheduler) pokeIDs(ctx context.Context, ids []store.ID, fresh bool) int {
 	now := s.cfg.Clock.Now().UnixNano()
 	// A watch of the subject not in memory (due beyond the window) is
 	// read from the store and held, due now.
@@ -331,13 +344,16 @@ func (s *Scheduler) Poke(ctx context.Context, subject string) (int, error) {
 		default:
 			e.index = pokedWhileProbed
 		}
+		if fresh {
+			s.markPoked(id, now)
+		}
 		n++
 	}
 	s.mu.Unlock()
 	if n > 0 {
 		s.signal()
 	}
-	return n, nil
+	return n
 }
 
 // Cancel settles a pending watch as cancelled; nothing is mailed. reason
@@ -466,6 +482,7 @@ func (s *Scheduler) forget(e *entry) {
 		heap.Remove(&s.h, int(e.index))
 	}
 	delete(s.byID, e.id)
+	delete(s.pokedAt, e.id)
 }
 
 // checkWorkspace refuses a watch of a kind that runs commands when the

@@ -76,6 +76,7 @@ type Store interface {
 	// window, the loader's later ones, a gained partition's (window.go).
 	ScanDue(ctx context.Context, q store.DueQuery, fn func(store.Schedule) error) (store.DueSlice, error)
 	PendingBySubject(ctx context.Context, subject string) ([]store.ID, error)
+	PendingByKey(ctx context.Context, kind string, keys []string) ([]store.ID, error)
 	// PruneUnindexed is the retention's start-time backstop for records
 	// an older build wrote without their time index, run once in a
 	// store's life (then it reads nothing): what settled before cutoff;
@@ -263,10 +264,17 @@ type Scheduler struct {
 	// ready queue and what is being read. It is never held across a store
 	// commit or a plugin call; the store's conditional transitions decide
 	// between a cancel and a settlement.
-	mu    sync.Mutex
-	h     dueHeap
-	byID  map[store.ID]*entry
-	ready readyQueue
+	mu   sync.Mutex
+	h    dueHeap
+	byID map[store.ID]*entry
+	// pokedAt is when each watch poked by an event (PokeKeys) and not
+	// probed since was last poked: its probe may be answered only from a
+	// read made after then (pokekeys.go). Entries leave with the probe,
+	// or with the watch.
+	pokedAt map[store.ID]int64
+	// fallbacks is each hooked kind's fallback cadence (SetFallbacks).
+	fallbacks atomic.Pointer[map[string]time.Duration]
+	ready     readyQueue
 	// reading is how many batches of due entries workers are reading;
 	// parked, how many workers wait for work.
 	reading, parked int
@@ -302,11 +310,12 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	cfg = cfg.withDefaults()
 	s := &Scheduler{
-		cfg:   cfg,
-		log:   cfg.Logger.With("component", "scheduler"),
-		byID:  map[store.ID]*entry{},
-		ready: newReadyQueue(),
-		wake:  make(chan struct{}, 1),
+		cfg:     cfg,
+		log:     cfg.Logger.With("component", "scheduler"),
+		byID:    map[store.ID]*entry{},
+		pokedAt: map[store.ID]int64{},
+		ready:   newReadyQueue(),
+		wake:    make(chan struct{}, 1),
 
 		loadWake: make(chan struct{}, 1),
 

@@ -272,6 +272,7 @@ func (s *Scheduler) read(ctx context.Context, batch []*entry, at time.Time) {
 			// Gone, held aside, or settled behind our back: stop
 			// scheduling it.
 			delete(s.byID, e.id)
+			delete(s.pokedAt, e.id)
 		}
 	}
 	s.cfg.Metrics.Ready(s.ready.len())
@@ -312,7 +313,7 @@ func (s *Scheduler) probe(ctx context.Context, e *entry, w store.Watch, now, at 
 	// the workspace of kind.WorkspaceOwner), and so does the cadence, for
 	// vigil_fetch (a result younger than it serves this watch without a
 	// read).
-	pctx := kind.WithCadence(kind.WithRegistrant(kind.WithRecipient(ctx, w.Recipient.ID), w.RegisteredBy), time.Duration(w.Every))
+	pctx := kind.WithCadence(kind.WithRegistrant(kind.WithRecipient(ctx, w.Recipient.ID), w.RegisteredBy), s.probeCadence(e.id, w, now))
 	if !s.owns(e.id) {
 		s.drop(e) // its partition moved to another node while it was due
 		return
@@ -605,6 +606,7 @@ func (s *Scheduler) drop(e *entry) {
 	s.mu.Lock()
 	if s.byID[e.id] == e {
 		delete(s.byID, e.id)
+		delete(s.pokedAt, e.id)
 	}
 	s.mu.Unlock()
 }

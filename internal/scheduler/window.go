@@ -173,6 +173,7 @@ func (s *Scheduler) leave(ctx context.Context, e *entry) {
 	switch {
 	case errors.Is(err, store.ErrNotPending), errors.Is(err, store.ErrNotOwner):
 		delete(s.byID, e.id)
+		delete(s.pokedAt, e.id)
 	case e.index == pokedWhileProbed:
 		s.arm(e, time.Unix(0, e.due), time.Time{}) // due at once
 	case err != nil, e.due <= s.edge.At:
@@ -183,6 +184,7 @@ func (s *Scheduler) leave(ctx context.Context, e *entry) {
 		s.arm(e, time.Unix(0, e.due), time.Time{})
 	default:
 		delete(s.byID, e.id)
+		delete(s.pokedAt, e.id)
 		s.markBeyond()
 	}
 }

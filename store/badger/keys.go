@@ -99,6 +99,7 @@ var layouts = map[store.Family]layout{
 	store.FamIdemAt:           {pfx: "ia/", segs: []seg{segAt, nul(segName), segSub}},
 	store.FamDue:              {pfx: "du/", segs: []seg{segSeq, segAt, segID}},
 	store.FamToken:            {pfx: "tk/", segs: []seg{segName}},
+	store.FamPendingKey:       {pfx: "pq/", segs: []seg{nul(segName), nul(segSub), segID}, splitLast: true},
 	store.FamMarker:           {segs: []seg{segName}},
 }
 

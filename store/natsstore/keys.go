@@ -108,6 +108,7 @@ var layouts = map[store.Family]nlayout{
 	store.FamIdemAt:           {"ia", []nseg{nAt, nName, nSub}},
 	store.FamDue:              {"du", []nseg{nSeq, nAt, nID}},
 	store.FamToken:            {"tk", []nseg{nName}},
+	store.FamPendingKey:       {"pq", []nseg{nName, nSub, nID}},
 	store.FamMarker:           {"", []nseg{{store.PartName, tkRaw}}},
 }
 

@@ -21,6 +21,7 @@ func rowCases() []testCase {
 		{"TheBoundHoldsUnderRacingRegistrations", testPendingBound},
 		{"PendingSchedule", testPendingSchedule},
 		{"PendingBySubject", testPendingBySubject},
+		{"PendingByPartitionKey", testPendingByKey},
 		{"ListFilters", testListFilters},
 		{"ListPageCursors", testListPage},
 		{"Counts", testCounts},
@@ -383,6 +384,44 @@ func testPendingBySubject(e *env) {
 	}
 	if got, _ := e.b.PendingBySubject(e.ctx, "work/"); len(got) != 0 {
 		e.Fatalf("a prefix of a subject matched: %v", got)
+	}
+}
+
+// A watch with a partition key is found by its kind and key while it is
+// pending (the index is written with the pending entry, in the same
+// transaction), and no longer once it settles; a key is matched whole, and
+// only among its kind's watches.
+func testPendingByKey(e *env) {
+	const sha = "https://api.github.com/repos/o/r/commits/0123456789abcdef0123456789abcdef01234567"
+	a, b, other, otherKind := e.watch("agent-1", t0), e.watch("agent-2", t0), e.watch("agent-1", t0), e.watch("agent-1", t0)
+	a.Kind, b.Kind, other.Kind, otherKind.Kind = "ci", "ci", "ci", "http"
+	a.PartitionKey, b.PartitionKey, other.PartitionKey, otherKind.PartitionKey = sha, sha, sha[:len(sha)-1], sha
+	for _, w := range []store.Watch{a, b, other, otherKind, e.watch("agent-3", t0)} {
+		if err := e.b.Create(e.ctx, w); err != nil {
+			e.Fatal(err)
+		}
+	}
+	got, err := e.b.PendingByKey(e.ctx, "ci", []string{sha, sha, "https://nothing"})
+	if err != nil || len(got) != 2 || !slices.Contains(got, a.ID) || !slices.Contains(got, b.ID) {
+		e.Fatalf("ci %s: %v %v, want %s and %s once each", sha, got, err, a.ID, b.ID)
+	}
+	if got, _ := e.b.PendingByKey(e.ctx, "http", []string{sha}); len(got) != 1 || got[0] != otherKind.ID {
+		e.Fatalf("http: %v", got)
+	}
+	if rows, _, err := e.b.List(e.ctx, store.Filter{Recipient: "agent-1"}); err != nil || !slices.ContainsFunc(rows, func(w store.Watch) bool { return w.ID == a.ID && w.PartitionKey == sha }) {
+		e.Fatalf("the row does not keep its key: %v %v", rows, err)
+	}
+	if _, err := e.b.Settle(e.ctx, a.ID, store.Settlement{State: store.Fired, Receipt: store.ReceiptUnknown, SettledAt: t0}); err != nil {
+		e.Fatal(err)
+	}
+	if got, _ := e.b.PendingByKey(e.ctx, "ci", []string{sha}); len(got) != 1 || got[0] != b.ID {
+		e.Fatalf("after settling one: %v", got)
+	}
+	if _, err := e.b.Settle(e.ctx, b.ID, store.Settlement{State: store.Cancelled, Receipt: store.ReceiptNone, SettledAt: t0}); err != nil {
+		e.Fatal(err)
+	}
+	if got, _ := e.b.PendingByKey(e.ctx, "ci", []string{sha}); len(got) != 0 {
+		e.Fatalf("after settling both: %v", got)
 	}
 }
 

@@ -53,6 +53,7 @@ type Backend interface {
 	Oldest(ctx context.Context, c store.Retained) (at time.Time, ok bool, err error)
 	OnRetained(fn func(c store.Retained, at time.Time))
 	PendingBySubject(ctx context.Context, subject string) ([]store.ID, error)
+	PendingByKey(ctx context.Context, kind string, keys []string) ([]store.ID, error)
 	PendingRecipients(ctx context.Context, fn func(id string) error) error
 	ForEachPendingOfKind(ctx context.Context, kind string, fn func(store.Watch) error) error
 	Prune(ctx context.Context, cutoff time.Time) (int, error)
