@@ -114,7 +114,6 @@ var byPrefix = func() map[string]store.Family {
 	return m
 }()
 
-
 // versionKey is the store version's key, this package's own.
 var versionKey = []byte("v")
 

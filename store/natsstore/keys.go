@@ -122,7 +122,6 @@ func familyOf(pfx string) (store.Family, bool) {
 	return "", false
 }
 
-
 // keyString is k's first n parts (all of them: the key; fewer: the
 // tokens every key with them begins with, without a trailing dot).
 func keyString(k store.Key, n int) (string, error) {
