@@ -378,10 +378,17 @@ func (s *Scheduler) Cancel(ctx context.Context, id store.ID, reason string) (sto
 	w, err := s.cfg.Store.Settle(ctx, id, store.Settlement{
 		State: store.Cancelled, Receipt: store.ReceiptNone, SettledAt: now, Attempts: attempts, LastNote: reason,
 	})
+	return s.settledOutside(ctx, e, id, w, err)
+}
+
+// settledOutside ends a settlement made from outside the probes (a
+// cancel, a signal's answer): a watch no longer pending is answered as
+// it is now, with a *api.Error of CodeAlreadySettled; a settled one
+// leaves memory and is told as changed.
+func (s *Scheduler) settledOutside(ctx context.Context, e *entry, id store.ID, w store.Watch, err error) (store.Watch, error) {
 	if errors.Is(err, store.ErrNotPending) {
-		cur, gerr := s.cfg.Store.Get(ctx, id)
-		if gerr == nil {
-			return cur, &api.Error{Code: api.CodeAlreadySettled, Message: fmt.Sprintf("watch %s is already %s", id, cur.State)}
+		if cur, gerr := s.cfg.Store.Get(ctx, id); gerr == nil {
+			return cur, alreadySettled(cur)
 		}
 		return store.Watch{}, &api.Error{Code: api.CodeAlreadySettled, Message: fmt.Sprintf("watch %s is no longer pending", id)}
 	}
@@ -433,20 +440,9 @@ func (s *Scheduler) Complete(ctx context.Context, id store.ID, out store.Outcome
 	w, err := settle(ctx, id, store.Settlement{
 		State: store.Fired, Outcome: &out, SettledAt: now, Attempts: attempts, LastNote: note,
 	}, store.Message{Kind: cur.Kind, Type: store.MessageFired, Outcome: out})
-	if errors.Is(err, store.ErrNotPending) {
-		if cur, gerr := s.cfg.Store.Get(ctx, id); gerr == nil {
-			return cur, alreadySettled(cur)
-		}
-		return store.Watch{}, &api.Error{Code: api.CodeAlreadySettled, Message: fmt.Sprintf("watch %s is no longer pending", id)}
+	if w, err = s.settledOutside(ctx, e, id, w, err); err != nil {
+		return w, err
 	}
-	if err != nil {
-		return store.Watch{}, err
-	}
-	s.mu.Lock()
-	s.forget(e)
-	s.mu.Unlock()
-	s.signal()
-	s.changed(id)
 	s.cfg.Plugins.Settled(ctx, w)
 	return w, nil
 }
