@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"net/netip"
 	"runtime"
 	"runtime/debug"
 	"time"
@@ -25,17 +24,7 @@ import (
 
 // debugLoopback refuses a debug listen address that is not loopback.
 func debugLoopback(listen string) error {
-	host, _, err := net.SplitHostPort(listen)
-	if err != nil {
-		return fmt.Errorf("%q: %w", listen, err)
-	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip, err := netip.ParseAddr(host); err != nil || !ip.IsLoopback() {
-		return fmt.Errorf("%s: the debug listener has no authentication, so it binds to loopback only (127.0.0.1 or ::1)", listen)
-	}
-	return nil
+	return bindsLoopback(listen, "the debug listener has no authentication, so it binds to loopback only (127.0.0.1 or ::1)")
 }
 
 // freed is POST /debug/free's answer: the Go runtime's memory after the

@@ -184,6 +184,12 @@ func serve(ctx context.Context, f settings, stderr io.Writer, reload func() (set
 // bearer tokens the API has no authentication, so it must not be reachable
 // from another machine.
 func loopbackOnly(listen string) error {
+	return bindsLoopback(listen, "no bearer tokens are configured (config file: tokens), so the API binds to loopback only (127.0.0.1 or ::1)")
+}
+
+// bindsLoopback refuses a listen address that is not loopback, saying
+// why (the error's text after the address).
+func bindsLoopback(listen, why string) error {
 	host, _, err := net.SplitHostPort(listen)
 	if err != nil {
 		return fmt.Errorf("%q: %w", listen, err)
@@ -191,9 +197,8 @@ func loopbackOnly(listen string) error {
 	if host == "localhost" {
 		return nil
 	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil || !ip.IsLoopback() {
-		return fmt.Errorf("%s: no bearer tokens are configured (config file: tokens), so the API binds to loopback only (127.0.0.1 or ::1)", listen)
+	if ip, err := netip.ParseAddr(host); err != nil || !ip.IsLoopback() {
+		return fmt.Errorf("%s: %s", listen, why)
 	}
 	return nil
 }
