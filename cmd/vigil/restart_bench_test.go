@@ -46,6 +46,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigilhq/vigil/internal/benchtest"
 	"github.com/vigilhq/vigil/internal/servetest"
 	"github.com/vigilhq/vigil/store"
 	"github.com/vigilhq/vigil/store/badger"
@@ -109,7 +110,7 @@ func BenchmarkRestart(b *testing.B) {
 				// few of the host's trims have run.
 				var settled restarted
 				r, err := restartChild(b, bin, data, func(_ restarted, again func() (restarted, error)) {
-					waitTables(b, filepath.Join(data, "store"))
+					benchtest.WaitTables(b, filepath.Join(data, "store"))
 					time.Sleep(3 * time.Second)
 					var err error
 					if settled, err = again(); err != nil {
@@ -206,37 +207,9 @@ func restartChildSettled(b *testing.B, bin, data string) (time.Duration, error) 
 	var ready time.Duration
 	_, err := restartChild(b, bin, data, func(r restarted, _ func() (restarted, error)) {
 		ready = r.ready
-		waitTables(b, filepath.Join(data, "store"))
+		benchtest.WaitTables(b, filepath.Join(data, "store"))
 	})
 	return ready, err
-}
-
-// waitTables returns once the table files in dir have not changed for
-// 5 s (at most 10 minutes).
-func waitTables(b *testing.B, dir string) {
-	last, since := storeFiles(b, dir), time.Now()
-	for end := time.Now().Add(10 * time.Minute); time.Since(since) < 5*time.Second && time.Now().Before(end); {
-		time.Sleep(time.Second)
-		if now := storeFiles(b, dir); now != last {
-			last, since = now, time.Now()
-		}
-	}
-}
-
-// storeFiles names the store's table files and their sizes, in one
-// string that changes when a compaction does.
-func storeFiles(b *testing.B, dir string) string {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var sb strings.Builder
-	for _, e := range ents {
-		if info, err := e.Info(); err == nil && strings.HasSuffix(e.Name(), ".sst") {
-			fmt.Fprintf(&sb, "%s:%d ", e.Name(), info.Size())
-		}
-	}
-	return sb.String()
 }
 
 // restartChild starts bin serve on data, waits for /healthz, lets it

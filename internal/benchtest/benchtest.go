@@ -1,7 +1,10 @@
 package benchtest
 
 import (
+	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -70,4 +73,35 @@ func Percentiles(b *testing.B, ds []time.Duration, unit time.Duration, name stri
 	}
 	b.ReportMetric(at(0.50), "p50-"+name)
 	b.ReportMetric(at(0.99), "p99-"+name)
+}
+
+// TableFiles is the size of each of badger's table files (*.sst) in dir,
+// by name: what a benchmark compares to see badger flush or compact.
+func TableFiles(tb testing.TB, dir string) map[string]int64 {
+	tb.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	files := map[string]int64{}
+	for _, e := range ents {
+		if info, err := e.Info(); err == nil && strings.HasSuffix(e.Name(), ".sst") {
+			files[e.Name()] = info.Size()
+		}
+	}
+	return files
+}
+
+// WaitTables returns once badger's table files in dir have not changed
+// for 5 s (at most 10 minutes): its compaction of what was written has
+// settled, so what a benchmark times next does not include it.
+func WaitTables(tb testing.TB, dir string) {
+	tb.Helper()
+	last, since := fmt.Sprint(TableFiles(tb, dir)), time.Now()
+	for end := time.Now().Add(10 * time.Minute); time.Since(since) < 5*time.Second && time.Now().Before(end); {
+		time.Sleep(time.Second)
+		if now := fmt.Sprint(TableFiles(tb, dir)); now != last {
+			last, since = now, time.Now()
+		}
+	}
 }

@@ -675,7 +675,7 @@ func BenchmarkRegisterBesidePending(b *testing.B) {
 			fill := time.Since(t0)
 			// badger compacts the fill's tables in the background: timed
 			// while it does, the registrations would measure that.
-			settleTables(b, dir)
+			benchtest.WaitTables(b, dir)
 			srv := startServer(b, st, timerFake{}, serverOpts{loop: true})
 			client := keepAlive(c)
 			defer client.CloseIdleConnections()
@@ -689,10 +689,10 @@ func BenchmarkRegisterBesidePending(b *testing.B) {
 			}
 			wg.Wait()
 			b.ReportAllocs()
-			before := tableFiles(b, dir)
+			before := benchtest.TableFiles(b, dir)
 			ds := benchtest.Drive(b, c, func(i int) error { return regs.post(client, srv.url, i) })
 			var written int64
-			for name, size := range tableFiles(b, dir) {
+			for name, size := range benchtest.TableFiles(b, dir) {
 				if _, ok := before[name]; !ok {
 					written += size
 				}
@@ -739,31 +739,4 @@ func fillBeyond(st *store.Store, n int) error {
 		}
 	}
 	return nil
-}
-
-// settleTables returns once the table files in dir have not changed for
-// 5 s (at most 10 minutes).
-func settleTables(b *testing.B, dir string) {
-	last, since := fmt.Sprint(tableFiles(b, dir)), time.Now()
-	for end := time.Now().Add(10 * time.Minute); time.Since(since) < 5*time.Second && time.Now().Before(end); {
-		time.Sleep(time.Second)
-		if now := fmt.Sprint(tableFiles(b, dir)); now != last {
-			last, since = now, time.Now()
-		}
-	}
-}
-
-// tableFiles is the size of each of badger's table files in dir, by name.
-func tableFiles(b *testing.B, dir string) map[string]int64 {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	files := map[string]int64{}
-	for _, e := range ents {
-		if info, err := e.Info(); err == nil && strings.HasSuffix(e.Name(), ".sst") {
-			files[e.Name()] = info.Size()
-		}
-	}
-	return files
 }
