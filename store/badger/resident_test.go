@@ -182,3 +182,26 @@ func TestTrimMappedHandsTheTablesPagesBack(t *testing.T) {
 		t.Fatalf("after the trim read %d rows, want %d", n, rows)
 	}
 }
+
+func TestStatusFieldReadsOneSize(t *testing.T) {
+	in := "Name:\tvigil\nVmRSS:\t  399332 kB\nRssFile:\t  122596 kB\n"
+	if n, ok, err := statusField(strings.NewReader(in), "RssFile"); err != nil || !ok || n != 122596<<10 {
+		t.Fatalf("RssFile: %d %v %v", n, ok, err)
+	}
+	if _, ok, err := statusField(strings.NewReader(in), "RssShmem"); ok || err != nil {
+		t.Fatalf("an absent field: found %v, %v", ok, err)
+	}
+	if _, _, err := statusField(strings.NewReader("RssFile: lots\n"), "RssFile"); err == nil {
+		t.Fatal("a size that is no number read without an error")
+	}
+}
+
+func FuzzStatusField(f *testing.F) {
+	f.Add("VmRSS:\t 1 kB\nRssFile:\t 2 kB\n", "RssFile")
+	f.Fuzz(func(t *testing.T, in, name string) {
+		n, ok, err := statusField(strings.NewReader(in), name)
+		if (err != nil || !ok) && n != 0 || n < 0 {
+			t.Fatalf("%q %q: %d %v %v", in, name, n, ok, err)
+		}
+	})
+}
